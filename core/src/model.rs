@@ -1,0 +1,133 @@
+//! The model traits: [`LanguageModel`] (autoregressive target or draft) and
+//! [`DiffusionModel`] (masked diffusion LM, block-wise). A seeded toy model,
+//! a trained model on CPU and a CUDA model are interchangeable behind them.
+
+use std::ops::Range;
+
+use crate::vocab::TokenId;
+
+/// Logits, one row per position, one column per token.
+pub type Logits = ndarray::Array2<f32>;
+
+/// Errors from running a model. Bad input (ids outside the vocabulary, a
+/// context past the model's window, a broken checkpoint) is reported here,
+/// never by a panic.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("token {token} is outside the model's vocabulary of {vocab_size}")]
+    TokenOutOfRange { token: TokenId, vocab_size: usize },
+    #[error("context of {len} tokens exceeds the model's window of {max}")]
+    ContextOverflow { len: usize, max: usize },
+    #[error("block {start}..{end} is outside a sequence of {len} tokens")]
+    BadBlock { start: usize, end: usize, len: usize },
+    #[error("draft {index} has {got} tokens, the block has {want}")]
+    DraftLength { index: usize, got: usize, want: usize },
+    #[error("checkpoint {path}: {reason}")]
+    Checkpoint { path: String, reason: String },
+    #[error("backend: {0}")]
+    Backend(String),
+}
+
+/// An autoregressive language model with a KV cache over its context.
+///
+/// The context starts empty (models that need a BOS token add it
+/// internally); [`prefill`](LanguageModel::prefill) appends tokens in one
+/// forward pass; [`truncate`](LanguageModel::truncate) drops cache entries
+/// after a rejected speculative draft.
+pub trait LanguageModel {
+    /// Number of tokens the model scores.
+    fn vocab_size(&self) -> usize;
+
+    /// The tokens currently in the context, oldest first.
+    fn context(&self) -> &[TokenId];
+
+    /// Appends `tokens` to the context in one forward pass. Row `i` of the
+    /// result holds the logits of the token that follows
+    /// `context ++ tokens[..=i]`; an empty `tokens` gives zero rows.
+    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError>;
+
+    /// Logits of the next token after the current context (for an empty
+    /// context: the first token's).
+    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError>;
+
+    /// Keeps the first `len` context tokens and drops the rest.
+    fn truncate(&mut self, len: usize);
+
+    /// The longest context the model accepts.
+    fn max_context(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Sets the context to `ctx`, reusing the longest common prefix with the
+    /// current one, and returns the next-token logits.
+    fn logits_for(&mut self, ctx: &[TokenId]) -> Result<Vec<f32>, ModelError> {
+        let cur = self.context();
+        let common = cur.iter().zip(ctx).take_while(|(a, b)| a == b).count();
+        if common == ctx.len() && common == cur.len() {
+            return self.next_logits();
+        }
+        self.truncate(common);
+        let rows = self.prefill(&ctx[common..])?;
+        match rows.nrows() {
+            0 => self.next_logits(),
+            n => Ok(rows.row(n - 1).to_vec()),
+        }
+    }
+}
+
+/// What one denoising call returns: logits for every position of the block,
+/// for the true sequence and for each draft block.
+#[derive(Debug, Clone)]
+pub struct BlockMarginals {
+    /// Shape `(block.len(), vocab)`: the block as it stands in `seq`.
+    pub main: Logits,
+    /// One per draft, same shape: the block with that draft written into it.
+    pub drafts: Vec<Logits>,
+}
+
+/// A masked diffusion language model decoded block by block.
+pub trait DiffusionModel {
+    /// Number of tokens the model scores (the mask token included).
+    fn vocab_size(&self) -> usize;
+
+    /// The token that marks a position still to be denoised.
+    fn mask_token(&self) -> TokenId;
+
+    /// One function evaluation (NFE): logits for every position of `block`
+    /// in `seq`, and — in the same call, as Spiffy's draft-block attention
+    /// mask allows — for the block with each of `drafts` written into it
+    /// (each draft has `block.len()` tokens, mask tokens allowed).
+    fn denoise(
+        &mut self,
+        seq: &[TokenId],
+        block: Range<usize>,
+        drafts: &[Vec<TokenId>],
+    ) -> Result<BlockMarginals, ModelError>;
+
+    /// Number of [`denoise`](DiffusionModel::denoise) calls so far.
+    fn nfe(&self) -> usize;
+}
+
+/// Checks the arguments of [`DiffusionModel::denoise`]; implementations call
+/// it first.
+pub fn check_denoise_args(
+    seq: &[TokenId],
+    block: &Range<usize>,
+    drafts: &[Vec<TokenId>],
+    vocab_size: usize,
+) -> Result<(), ModelError> {
+    if block.start > block.end || block.end > seq.len() {
+        return Err(ModelError::BadBlock { start: block.start, end: block.end, len: seq.len() });
+    }
+    for (index, d) in drafts.iter().enumerate() {
+        if d.len() != block.len() {
+            return Err(ModelError::DraftLength { index, got: d.len(), want: block.len() });
+        }
+    }
+    for &token in seq.iter().chain(drafts.iter().flatten()) {
+        if token as usize >= vocab_size {
+            return Err(ModelError::TokenOutOfRange { token, vocab_size });
+        }
+    }
+    Ok(())
+}

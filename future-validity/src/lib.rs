@@ -1,0 +1,2 @@
+//! `future-validity` — not implemented yet (issue 4). This crate is an empty placeholder in
+//! the workspace layout of `ARCHITECTURE.md`; it exports nothing.

@@ -1,0 +1,1 @@
+//! `grammar-xform` — being written (issue 2).
