@@ -3,6 +3,12 @@
 //! Grammars as data and the language-preserving transforms of ZapFormat §4.5.
 //!
 //! - [`ir`]: the grammar IR (nonterminals, rules, byte-level terminals).
+//! - [`dfa`]: terminals as byte DFAs ([`TerminalDfa`]).
+//! - [`error`]: [`GrammarError`], with line/column where applicable.
+pub mod dfa;
+pub mod error;
 pub mod ir;
 
+pub use dfa::TerminalDfa;
+pub use error::GrammarError;
 pub use ir::{CharClass, Grammar, GrammarStats, NtId, Rule, Symbol, Terminal};

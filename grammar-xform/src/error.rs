@@ -1,0 +1,71 @@
+//! Errors of every stage of grammar processing: GBNF parsing, terminal
+//! compilation, and the transforms of ZapFormat §4.5.
+
+use thiserror::Error;
+
+/// A 1-based line/column position in a source text (columns count
+/// characters, not bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pos {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for Pos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// Everything that can go wrong while reading, compiling or transforming a
+/// grammar. Variants that refer to a place in a source text carry its
+/// line and column.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum GrammarError {
+    /// Malformed grammar text.
+    #[error("syntax error at {line}:{column}: {reason}")]
+    Syntax { line: usize, column: usize, reason: String },
+
+    /// A nonterminal is used but never defined.
+    #[error("undefined nonterminal `{name}` at {line}:{column}")]
+    UndefinedNonterminal { name: String, line: usize, column: usize },
+
+    /// Parentheses (or other constructs) nested deeper than the parser allows.
+    #[error("nesting too deep at {line}:{column}: more than {limit} levels")]
+    TooDeep { line: usize, column: usize, limit: usize },
+
+    /// A regular-expression terminal that does not parse or compile.
+    /// `line`/`column` locate the terminal in the grammar text when known
+    /// (0 otherwise); `offset` is the byte offset inside the regex.
+    #[error("bad regex /{regex}/ (at {line}:{column}, regex offset {offset}): {reason}")]
+    Regex {
+        regex: String,
+        line: usize,
+        column: usize,
+        offset: usize,
+        reason: String,
+    },
+
+    /// The grammar derives no string at all (its start symbol is
+    /// non-generating), found by useless-symbol elimination (§4.5).
+    #[error("the grammar's language is empty: start symbol `{start}` derives no string")]
+    EmptyLanguage { start: String },
+
+    /// A grammar object that violates an invariant of the IR, e.g. a rule
+    /// that mentions a nonterminal id the grammar does not have.
+    #[error("invalid grammar: {reason}")]
+    Invalid { reason: String },
+}
+
+impl GrammarError {
+    /// The position this error refers to, if any.
+    pub fn pos(&self) -> Option<Pos> {
+        match *self {
+            GrammarError::Syntax { line, column, .. }
+            | GrammarError::UndefinedNonterminal { line, column, .. }
+            | GrammarError::TooDeep { line, column, .. } => Some(Pos { line, column }),
+            GrammarError::Regex { line, column, .. } if line > 0 => Some(Pos { line, column }),
+            _ => None,
+        }
+    }
+}
