@@ -14,7 +14,7 @@
 use std::fmt;
 
 /// A nonterminal's index in its [`Grammar`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct NtId(pub u32);
 
 impl NtId {
@@ -36,7 +36,13 @@ impl CharClass {
     pub fn new(ranges: impl IntoIterator<Item = (char, char)>, negated: bool) -> Self {
         let mut r: Vec<(u32, u32)> = ranges
             .into_iter()
-            .map(|(a, b)| if a <= b { (a as u32, b as u32) } else { (b as u32, a as u32) })
+            .map(|(a, b)| {
+                if a <= b {
+                    (a as u32, b as u32)
+                } else {
+                    (b as u32, a as u32)
+                }
+            })
             .collect();
         r.sort_unstable();
         let mut merged: Vec<(u32, u32)> = Vec::with_capacity(r.len());
@@ -141,12 +147,6 @@ pub struct Grammar {
     pub start: NtId,
 }
 
-impl Default for NtId {
-    fn default() -> Self {
-        NtId(0)
-    }
-}
-
 /// Sizes of a grammar, printed before and after each transform.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct GrammarStats {
@@ -171,7 +171,7 @@ impl Grammar {
     pub fn add_nonterminal(&mut self, name: &str) -> NtId {
         let mut n = name.to_string();
         let mut k = 1;
-        while self.names.iter().any(|x| *x == n) {
+        while self.names.contains(&n) {
             n = format!("{name}-{k}");
             k += 1;
         }
@@ -341,11 +341,29 @@ mod tests {
         let a = g.add_nonterminal("a");
         g.add_rule(s, vec![Symbol::Nt(a), Symbol::T(Terminal::Literal(b"x\"\n".to_vec()))]);
         g.add_rule(a, vec![]);
-        g.add_rule(a, vec![Symbol::T(Terminal::Class(CharClass::new([('0', '9'), ('-', '-')], false)))]);
+        g.add_rule(
+            a,
+            vec![Symbol::T(Terminal::Class(CharClass::new(
+                [('0', '9'), ('-', '-')],
+                false,
+            )))],
+        );
         g.add_rule(a, vec![Symbol::T(Terminal::Regex("[a-z]+/x".into()))]);
         g.start = s;
-        assert_eq!(g.to_string(), "root ::= a \"x\\\"\\n\"\na ::= \"\" | [\\-0-9] | /[a-z]+\\/x/\n");
-        assert_eq!(g.stats(), GrammarStats { nonterminals: 2, rules: 4, symbols: 4, terminals: 3, epsilon_rules: 1 });
+        assert_eq!(
+            g.to_string(),
+            "root ::= a \"x\\\"\\n\"\na ::= \"\" | [\\-0-9] | /[a-z]+\\/x/\n"
+        );
+        assert_eq!(
+            g.stats(),
+            GrammarStats {
+                nonterminals: 2,
+                rules: 4,
+                symbols: 4,
+                terminals: 3,
+                epsilon_rules: 1
+            }
+        );
         assert_eq!(g.add_nonterminal("a"), NtId(2));
         assert_eq!(g.name(NtId(2)), "a-1");
     }

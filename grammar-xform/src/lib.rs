@@ -4,11 +4,14 @@
 //!
 //! - [`ir`]: the grammar IR (nonterminals, rules, byte-level terminals).
 //! - [`dfa`]: terminals as byte DFAs ([`TerminalDfa`]).
+//! - [`gbnf`]: the GBNF parser ([`parse_gbnf`], `Grammar::from_gbnf`).
 //! - [`error`]: [`GrammarError`], with line/column where applicable.
 pub mod dfa;
 pub mod error;
+pub mod gbnf;
 pub mod ir;
 
 pub use dfa::TerminalDfa;
 pub use error::GrammarError;
+pub use gbnf::{parse_gbnf, ParsedGrammar, Warning, WarningKind};
 pub use ir::{CharClass, Grammar, GrammarStats, NtId, Rule, Symbol, Terminal};
