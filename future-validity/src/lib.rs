@@ -1,2 +1,39 @@
-//! `future-validity` — not implemented yet (issue 4). This crate is an empty placeholder in
-//! the workspace layout of `ARCHITECTURE.md`; it exports nothing.
+//! # future-validity
+//!
+//! Future-validity (Φ) estimators and certificates, after *"Future Validity
+//! is the Missing Statistic: From Impossibility to Φ-Estimation for
+//! Grammar-Faithful Speculative Decoding"* (Nie et al., 2026; `papers/001_*`).
+//!
+//! For a prefix `x<t` and a locally valid token `y ∈ A_t`, the future
+//! validity `Φ_t(y) = Pr_{z∼p}[x<t y z ∈ L(C)]` is the probability that the
+//! model, continuing after `y`, ends in the language (EOS a terminal
+//! transition). The grammar-conditional law μ* is the Doob h-transform of
+//! the model with `h = Φ` (§4); local masking is `Φ̂ ≡ 1` and samples μ^proj
+//! (Prop. 3). This crate provides the estimator hierarchy of §5 behind one
+//! trait, [`PhiEstimator`], generic over any [`zapspec_core::Constraint`] and
+//! [`zapspec_core::LanguageModel`]:
+//!
+//! | tier | type | paper |
+//! |---|---|---|
+//! | 0 | [`Uniform`] | §5.1 |
+//! | 1a | [`OneStepCheap`] | Def. 9, eq. (1) |
+//! | 1b | [`OneStepTrue`] | Prop. 10 |
+//! | 3 | [`Exact`] (prefix-tree DP, any finite-language constraint, any LM), [`ExactTrie`] (token trie) | §5.5, App. G |
+//!
+//! All values are natural logs of probabilities: Φ of 1e-300 is
+//! representable, and nothing here returns NaN.
+
+pub mod error;
+pub mod estimator;
+pub mod exact;
+pub mod onestep;
+pub mod uniform;
+
+pub use error::PhiError;
+pub use estimator::{
+    doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set, PhiCost, PhiEstimator,
+};
+pub use exact::trie::{ExactTrie, TrieTable};
+pub use exact::{Exact, ExactConfig};
+pub use onestep::{OneStepCheap, OneStepTrue};
+pub use uniform::Uniform;

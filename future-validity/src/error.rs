@@ -1,0 +1,52 @@
+//! Errors of Φ estimation. Bad input (a model whose vocabulary does not match
+//! the constraint, a language too large to enumerate, a state with no valid
+//! continuation) is reported here, never by a panic.
+
+use zapspec_core::{ModelError, Rejected, TokenId};
+
+/// Why a Φ estimate (or a certificate) could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum PhiError {
+    /// The model failed (bad token, context overflow, backend error).
+    #[error("model: {0}")]
+    Model(#[from] ModelError),
+    /// The constraint refused a token it had put in its own mask.
+    #[error("constraint: {0}")]
+    Constraint(#[from] Rejected),
+    /// Vocabulary sizes of model, constraint and logits disagree.
+    #[error("vocabulary mismatch: {what} has {got} entries, expected {want}")]
+    VocabMismatch {
+        what: &'static str,
+        got: usize,
+        want: usize,
+    },
+    /// The valid set `A_t` is empty (the paper's non-degeneracy assumption,
+    /// §3.1, is violated), or every candidate has Φ̂ = 0 / zero model mass.
+    #[error("no valid continuation with positive mass at prefix position {position}")]
+    EmptySupport { position: usize },
+    /// Exact enumeration would visit more prefixes than allowed (the
+    /// language below this prefix is too large or infinite; Prop. 8: exact Φ
+    /// is #P-hard in general).
+    #[error("exact enumeration exceeded {limit} prefixes (prefix length {depth}); the language is too large or infinite")]
+    TooLarge { limit: usize, depth: usize },
+    /// A token id outside the vocabulary.
+    #[error("token {token} outside a vocabulary of {vocab_size}")]
+    BadToken { token: TokenId, vocab_size: usize },
+    /// A configuration value is out of range.
+    #[error("invalid configuration `{field}`: {reason}")]
+    Config { field: &'static str, reason: String },
+    /// The estimator is used on a state it does not cover (e.g. a learned
+    /// estimator on a trie it was not built for, a DFA state outside the DP).
+    #[error("unsupported state: {0}")]
+    Unsupported(String),
+}
+
+impl PhiError {
+    #[allow(dead_code)]
+    pub(crate) fn config(field: &'static str, reason: impl Into<String>) -> Self {
+        PhiError::Config {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
