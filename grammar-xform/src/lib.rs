@@ -5,11 +5,16 @@
 //! - [`ir`]: the grammar IR (nonterminals, rules, byte-level terminals).
 //! - [`dfa`]: terminals as byte DFAs ([`TerminalDfa`]).
 //! - [`gbnf`]: the GBNF parser ([`parse_gbnf`], `Grammar::from_gbnf`).
+//! - [`reference`]: a naive Earley recognizer over bytes, the test oracle
+//!   ([`reference::recognizes`], [`reference::is_viable_prefix`]).
 //! - [`error`]: [`GrammarError`], with line/column where applicable.
 pub mod dfa;
 pub mod error;
 pub mod gbnf;
 pub mod ir;
+pub mod reference;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 pub use dfa::TerminalDfa;
 pub use error::GrammarError;
