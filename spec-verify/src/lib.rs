@@ -1,2 +1,42 @@
-//! `spec-verify` — not implemented yet (issue 4). This crate is an empty placeholder in
-//! the workspace layout of `ARCHITECTURE.md`; it exports nothing.
+//! # spec-verify
+//!
+//! Speculative decoding under a grammar constraint, with three verifiers on
+//! one speculate–verify–rollback loop (future-validity paper, §3–4):
+//!
+//! | verifier | target it rejects against | output law |
+//! |---|---|---|
+//! | [`VerifierKind::Leviathan`] | masked `p̃_t` (the LMS class, axioms B1–B3) | `μ^proj` (Proposition 3) |
+//! | [`VerifierKind::FvoSpec`] | `p_t·Φ̂_t`, renormalised on `A_t` | `μ*` when Φ̂ = Φ (Proposition 6); within `Σ_t δ_t/(Φ̄_t−δ_t)` otherwise (Theorem 7) |
+//! | [`VerifierKind::Equality`] | accept iff draft = independent target sample | biased: one-step marginal `p_i(1+q_i−⟨p,q⟩)` (App. H.7) |
+//!
+//! Modules, named after the paper's concepts:
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`config`] | [`SpecConfig`] (γ, sampled/greedy, verifier, length cap) |
+//! | [`phi`] | [`PhiSource`] — per-candidate `log Φ̂_t(y)` — and the Doob-transformed target law |
+//! | [`verify`] | the one-position kernels: Leviathan rejection, equality diagnostic, greedy |
+//! | [`decoder`] | [`SpeculativeDecoder`]: drafting from `q̃` on a forked matcher, verification, rollback via `Constraint::rollback` and `LanguageModel::truncate` |
+//! | [`law`] | exact terminal laws of finite languages (`μ*`, `μ^proj`, `μ^Φ̂`) and exact Φ by backward DP over the prefix tree — the reference for tests |
+//! | [`stats`] | empirical-vs-exact comparisons: TV, bootstrap CI, noise floor, chi-square |
+//! | [`memo`] | [`MemoLm`], memoised logits for deterministic toy models |
+
+//!
+//! Everything random takes a caller-supplied RNG (seed it with
+//! [`zapspec_core::prob::seeded_rng`]); laws are handled in log space.
+
+pub mod config;
+pub mod decoder;
+pub mod error;
+pub mod law;
+pub mod memo;
+pub mod phi;
+pub mod stats;
+pub mod verify;
+
+pub use config::{Mode, SpecConfig, VerifierKind};
+pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
+pub use error::VerifyError;
+pub use law::{ExactPhi, PrefixTree};
+pub use memo::MemoLm;
+pub use phi::{target_log_law, PhiSource, UniformPhi};

@@ -1,0 +1,89 @@
+//! Configuration of the speculate–verify–rollback loop (one struct with
+//! `Default`, so an ablation is one field).
+
+use serde::{Deserialize, Serialize};
+
+/// Which accept/reject rule the verifier applies, and against which target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum VerifierKind {
+    /// Leviathan rejection on the locally masked target `p̃_t` and draft
+    /// `q̃_t` — the paper's LMS class (axioms B1–B3, §3.2). Its output law is
+    /// `μ^proj` (Proposition 3); any Φ source is ignored.
+    #[default]
+    Leviathan,
+    /// FVO-Spec (Proposition 6): Leviathan rejection against the
+    /// Φ-reweighted target `p_t(y)·Φ̂_t(y)`, renormalised on the valid set
+    /// `A_t`. With exact Φ its output law is `μ*`.
+    FvoSpec,
+    /// The equality-with-independent-target-sample diagnostic (Appendix H.7):
+    /// accept the draft token when it equals an independent sample of the
+    /// (Φ-reweighted) target, otherwise emit a fresh target sample. Its
+    /// one-step marginal is `p_i (1 + q_i − ⟨p, q⟩)`, not `p_i` — it is
+    /// biased towards draft-favoured tokens and exists to measure that bias.
+    Equality,
+}
+
+impl VerifierKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifierKind::Leviathan => "Leviathan (LMS)",
+            VerifierKind::FvoSpec => "FVO-Spec",
+            VerifierKind::Equality => "Equality diagnostic",
+        }
+    }
+
+    /// True when the verifier's target is reweighted by Φ̂.
+    pub fn uses_phi(self) -> bool {
+        !matches!(self, VerifierKind::Leviathan)
+    }
+}
+
+/// Sampled (temperature-1 ancestral) or greedy decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum Mode {
+    /// Drafts are sampled from `q̃_t`; the verifier is a rejection sampler.
+    #[default]
+    Sampled,
+    /// Drafts are `argmax q̃_t`; a draft is accepted iff it is the argmax of
+    /// the verifier's target; a rejection emits that argmax.
+    Greedy,
+}
+
+/// Configuration of [`crate::SpeculativeDecoder`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpecConfig {
+    /// Draft block length γ (tokens drafted per round, ≥ 1).
+    pub gamma: usize,
+    pub mode: Mode,
+    pub verifier: VerifierKind,
+    /// A sequence longer than this (EOS included) is an error.
+    pub max_tokens: usize,
+}
+
+impl Default for SpecConfig {
+    fn default() -> Self {
+        SpecConfig {
+            gamma: 4,
+            mode: Mode::Sampled,
+            verifier: VerifierKind::Leviathan,
+            max_tokens: 4096,
+        }
+    }
+}
+
+impl SpecConfig {
+    /// Checks the fields; `gamma = 0` and `max_tokens = 0` are errors.
+    pub fn validate(&self) -> Result<(), crate::VerifyError> {
+        if self.gamma == 0 {
+            return Err(crate::VerifyError::Config(
+                "gamma must be at least 1".into(),
+            ));
+        }
+        if self.max_tokens == 0 {
+            return Err(crate::VerifyError::Config(
+                "max_tokens must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,441 @@
+//! The speculate–verify–rollback loop shared by all three verifiers.
+//!
+//! One round (§3.2, Appendix A):
+//! 1. **Speculate.** The draft model `q` proposes up to γ tokens from the
+//!    locally masked draft `q̃_t(y) = q_t(y)·1[y∈A_t]/Z_q` (Def. 1 applied to
+//!    `q`), the masks coming from a *fork* of the constraint so the committed
+//!    matcher state is untouched (axiom B1).
+//! 2. **Verify.** One target forward over the block gives `p_t` at every
+//!    drafted position plus one bonus position. The verifier's target `π_t` is
+//!    the masked `p̃_t` (Leviathan / LMS, B2) or the Φ-reweighted
+//!    `p_t·Φ̂_t / Z` (FVO-Spec, Proposition 6). The committed matcher advances
+//!    through the block to compute each position's mask `A_t`.
+//! 3. **Rollback.** At the first rejection the matcher is rolled back with
+//!    [`Constraint::rollback`] and both models' caches with
+//!    [`LanguageModel::truncate`] (B3, rollback soundness); the correction
+//!    token is then committed. If every draft is accepted, a bonus token is
+//!    drawn from `π` at the position after the block.
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use zapspec_core::prob::{argmax, log_softmax, masked_log_softmax, sample_log};
+use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
+
+use crate::config::{Mode, SpecConfig, VerifierKind};
+use crate::phi::{target_log_law, PhiSource};
+use crate::verify::{equality_step, greedy_step, leviathan_step, Decision};
+use crate::VerifyError;
+
+/// Counters of a run of the loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundStats {
+    /// Verification rounds.
+    pub rounds: usize,
+    /// Tokens drafted (EOS included).
+    pub drafted: usize,
+    /// Drafted tokens the verifier accepted.
+    pub accepted: usize,
+    /// Tokens committed (accepted drafts + corrections + bonus tokens).
+    pub emitted: usize,
+    /// Target forward calls (`prefill`/`next_logits`).
+    pub target_calls: usize,
+    /// Draft forward calls (one per drafted position).
+    pub draft_calls: usize,
+}
+
+impl RoundStats {
+    /// Accepted / drafted (1 when nothing was drafted).
+    pub fn acceptance_rate(&self) -> f64 {
+        if self.drafted == 0 {
+            1.0
+        } else {
+            self.accepted as f64 / self.drafted as f64
+        }
+    }
+
+    /// Committed tokens per verification round.
+    pub fn tokens_per_round(&self) -> f64 {
+        if self.rounds == 0 {
+            0.0
+        } else {
+            self.emitted as f64 / self.rounds as f64
+        }
+    }
+
+    /// Adds another run's counters.
+    pub fn merge(&mut self, o: &RoundStats) {
+        self.rounds += o.rounds;
+        self.drafted += o.drafted;
+        self.accepted += o.accepted;
+        self.emitted += o.emitted;
+        self.target_calls += o.target_calls;
+        self.draft_calls += o.draft_calls;
+    }
+}
+
+/// The state one sequence is decoded in: the committed matcher and tokens.
+#[derive(Debug, Clone)]
+pub struct DecodeState<C> {
+    /// Matcher state after exactly `committed` (B3).
+    pub constraint: C,
+    /// Committed tokens, EOS included once finished.
+    pub committed: Vec<TokenId>,
+}
+
+impl<C: Constraint> DecodeState<C> {
+    /// A fresh state; `constraint` must have consumed nothing.
+    pub fn new(constraint: C) -> Self {
+        DecodeState {
+            constraint,
+            committed: Vec::new(),
+        }
+    }
+    pub fn is_finished(&self) -> bool {
+        self.constraint.is_finished()
+    }
+}
+
+/// What one round did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundReport {
+    /// The drafted block.
+    pub drafted: Vec<TokenId>,
+    /// How many of its tokens were accepted.
+    pub accepted: usize,
+    /// The correction (after a rejection) or bonus token, if any.
+    pub extra: Option<TokenId>,
+}
+
+/// One finished sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generation {
+    /// The tokens, EOS excluded.
+    pub tokens: Vec<TokenId>,
+    pub stats: RoundStats,
+}
+
+/// The speculative decoder: a target `p`, a draft `q`, a Φ source (used by
+/// FVO-Spec and the equality diagnostic) and a [`SpecConfig`].
+pub struct SpeculativeDecoder<P, Q, F> {
+    pub target: P,
+    pub draft: Q,
+    pub phi: F,
+    config: SpecConfig,
+    stats: RoundStats,
+}
+
+impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
+    /// Checks the configuration.
+    pub fn new(target: P, draft: Q, phi: F, config: SpecConfig) -> Result<Self, VerifyError> {
+        config.validate()?;
+        if target.vocab_size() != draft.vocab_size() {
+            return Err(VerifyError::VocabMismatch {
+                what: "draft model",
+                got: draft.vocab_size(),
+                want: target.vocab_size(),
+            });
+        }
+        Ok(SpeculativeDecoder {
+            target,
+            draft,
+            phi,
+            config,
+            stats: RoundStats::default(),
+        })
+    }
+
+    pub fn config(&self) -> &SpecConfig {
+        &self.config
+    }
+
+    /// Counters accumulated over every call so far.
+    pub fn stats(&self) -> RoundStats {
+        self.stats
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.stats = RoundStats::default();
+    }
+
+    fn check_vocab<C: Constraint>(&self, c: &C) -> Result<(), VerifyError> {
+        if self.target.vocab_size() != c.vocab_size() {
+            return Err(VerifyError::VocabMismatch {
+                what: "target model",
+                got: self.target.vocab_size(),
+                want: c.vocab_size(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Decodes one sequence from the initial matcher state `constraint` (which
+    /// is cloned, not modified) until EOS.
+    pub fn generate<C, R>(&mut self, constraint: &C, rng: &mut R) -> Result<Generation, VerifyError>
+    where
+        C: Constraint,
+        F: PhiSource<C>,
+        R: Rng + ?Sized,
+    {
+        self.check_vocab(constraint)?;
+        let before = self.stats;
+        let mut state = DecodeState::new(constraint.clone());
+        self.target.truncate(0);
+        self.draft.truncate(0);
+        while !state.is_finished() {
+            if state.committed.len() >= self.config.max_tokens {
+                return Err(VerifyError::TooLong {
+                    max_tokens: self.config.max_tokens,
+                });
+            }
+            self.round(&mut state, rng)?;
+        }
+        let mut tokens = state.committed;
+        if tokens.last() == Some(&constraint.eos()) {
+            tokens.pop();
+        }
+        let mut stats = self.stats;
+        stats.rounds -= before.rounds;
+        stats.drafted -= before.drafted;
+        stats.accepted -= before.accepted;
+        stats.emitted -= before.emitted;
+        stats.target_calls -= before.target_calls;
+        stats.draft_calls -= before.draft_calls;
+        Ok(Generation { tokens, stats })
+    }
+
+    /// One speculate–verify–rollback round on `state`. Afterwards
+    /// `state.constraint` has consumed exactly `state.committed`, the target's
+    /// context is a prefix of it, and so is the draft's.
+    pub fn round<C, R>(
+        &mut self,
+        state: &mut DecodeState<C>,
+        rng: &mut R,
+    ) -> Result<RoundReport, VerifyError>
+    where
+        C: Constraint,
+        F: PhiSource<C>,
+        R: Rng + ?Sized,
+    {
+        let eos = state.constraint.eos();
+        let pos0 = state.committed.len();
+        if state.is_finished() {
+            return Ok(RoundReport {
+                drafted: Vec::new(),
+                accepted: 0,
+                extra: None,
+            });
+        }
+        let vocab = state.constraint.vocab_size();
+        let sampled = self.config.mode == Mode::Sampled;
+
+        // 1. Speculate from q̃ on a fork of the matcher.
+        let mut fork = state.constraint.fork();
+        let mut drafts: Vec<TokenId> = Vec::with_capacity(self.config.gamma);
+        let mut draft_laws: Vec<Vec<f64>> = Vec::with_capacity(self.config.gamma);
+        let mut ctx = state.committed.clone();
+        let mut mask = TokenSet::new(vocab);
+        while drafts.len() < self.config.gamma && !fork.is_finished() {
+            fork.fill_mask(&mut mask);
+            if mask.is_empty() {
+                break; // a dead end; the verifier reports it at its position
+            }
+            let logits = self.draft.logits_for(&ctx)?;
+            self.stats.draft_calls += 1;
+            if logits.len() != vocab {
+                return Err(VerifyError::VocabMismatch {
+                    what: "draft logits",
+                    got: logits.len(),
+                    want: vocab,
+                });
+            }
+            // A draft with no mass on A_t cannot propose; the verifier then
+            // samples this position from π directly.
+            let Ok(lq) = masked_log_softmax(&logits, &mask) else {
+                break;
+            };
+            let d = if sampled {
+                sample_log(rng, &lq)
+            } else {
+                argmax(&lq).ok_or(zapspec_core::prob::EmptySupport)
+            }
+            .map_err(|_| VerifyError::EmptySupport {
+                position: pos0 + drafts.len(),
+                what: "draft",
+            })? as TokenId;
+            fork.advance(d)?;
+            drafts.push(d);
+            draft_laws.push(lq);
+            ctx.push(d);
+            if d == eos {
+                break;
+            }
+        }
+        let k = drafts.len();
+        let ends_eos = drafts.last() == Some(&eos);
+        let n_rows = if ends_eos { k } else { k + 1 };
+
+        // 2. Verify: one target forward over the block.
+        let rows = self.target_rows(&state.committed, &drafts[..n_rows - 1], vocab)?;
+        let use_phi = self.config.verifier.uses_phi();
+        let mut laws: Vec<Vec<f64>> = Vec::with_capacity(n_rows);
+        let mut phi_buf = vec![f64::NAN; vocab];
+        for (i, row) in rows.iter().enumerate() {
+            let position = pos0 + i;
+            state.constraint.fill_mask(&mut mask);
+            if mask.is_empty() {
+                state.constraint.rollback(i)?;
+                return Err(VerifyError::DeadEnd { position });
+            }
+            let logp = log_softmax(row);
+            let law = if use_phi {
+                phi_buf.iter_mut().for_each(|v| *v = f64::NAN);
+                ctx.truncate(pos0);
+                ctx.extend_from_slice(&drafts[..i]);
+                self.phi
+                    .log_phi(&ctx, &state.constraint, &mask, &logp, &mut phi_buf)
+                    .map_err(|reason| VerifyError::Phi { position, reason })?;
+                if let Some(y) = mask.iter().find(|&y| phi_buf[y as usize].is_nan()) {
+                    state.constraint.rollback(i)?;
+                    return Err(VerifyError::Phi {
+                        position,
+                        reason: format!("no estimate for token {y}"),
+                    });
+                }
+                target_log_law(&logp, &mask, Some(&phi_buf))
+            } else {
+                target_log_law(&logp, &mask, None)
+            };
+            let Some(law) = law else {
+                state.constraint.rollback(i)?;
+                return Err(VerifyError::EmptySupport {
+                    position,
+                    what: "target",
+                });
+            };
+            laws.push(law);
+            if i < k {
+                state.constraint.advance(drafts[i])?;
+            }
+        }
+
+        // 3. Accept/reject walk.
+        let mut accepted = 0;
+        let mut correction = None;
+        for (i, &d) in drafts.iter().enumerate() {
+            let decision = match (self.config.mode, self.config.verifier) {
+                (Mode::Greedy, _) => greedy_step(&laws[i], d),
+                (Mode::Sampled, VerifierKind::Equality) => equality_step(rng, &laws[i], d),
+                (Mode::Sampled, _) => leviathan_step(rng, &laws[i], &draft_laws[i], d),
+            };
+            match decision {
+                Decision::Accept => accepted += 1,
+                Decision::Reject(y) => {
+                    correction = Some(y);
+                    break;
+                }
+            }
+        }
+
+        // 4. Rollback (B3) and commit.
+        let extra = match correction {
+            Some(y) => {
+                state.constraint.rollback(k - accepted)?;
+                let keep = pos0 + accepted;
+                if self.target.context().len() > keep {
+                    self.target.truncate(keep);
+                }
+                if self.draft.context().len() > keep {
+                    self.draft.truncate(keep);
+                }
+                state.committed.extend_from_slice(&drafts[..accepted]);
+                state.constraint.advance(y)?;
+                state.committed.push(y);
+                Some(y)
+            }
+            None => {
+                state.committed.extend_from_slice(&drafts);
+                if ends_eos {
+                    None
+                } else {
+                    let law = &laws[k];
+                    let y = if sampled {
+                        sample_log(rng, law)
+                    } else {
+                        argmax(law).ok_or(zapspec_core::prob::EmptySupport)
+                    }
+                    .map_err(|_| VerifyError::EmptySupport {
+                        position: pos0 + k,
+                        what: "target",
+                    })? as TokenId;
+                    state.constraint.advance(y)?;
+                    state.committed.push(y);
+                    Some(y)
+                }
+            }
+        };
+        self.stats.rounds += 1;
+        self.stats.drafted += k;
+        self.stats.accepted += accepted;
+        self.stats.emitted += state.committed.len() - pos0;
+        Ok(RoundReport {
+            drafted: drafts,
+            accepted,
+            extra,
+        })
+    }
+
+    /// Target logits at the position after `committed` and after each of
+    /// `block`, in one forward pass: the last committed token is re-fed
+    /// together with the block (its KV entry is recomputed), so a round costs
+    /// one target call (two on the first round, where the context is empty).
+    fn target_rows(
+        &mut self,
+        committed: &[TokenId],
+        block: &[TokenId],
+        vocab: usize,
+    ) -> Result<Vec<Vec<f32>>, VerifyError> {
+        let mut rows = Vec::with_capacity(block.len() + 1);
+        if committed.is_empty() {
+            self.target.truncate(0);
+            rows.push(self.target.next_logits()?);
+            self.stats.target_calls += 1;
+            if !block.is_empty() {
+                let m = self.target.prefill(block)?;
+                self.stats.target_calls += 1;
+                rows.extend(m.rows().into_iter().map(|r| r.to_vec()));
+            }
+        } else {
+            let ctx = self.target.context();
+            let mut common = ctx
+                .iter()
+                .zip(committed)
+                .take_while(|(a, b)| a == b)
+                .count();
+            common = common.min(committed.len() - 1);
+            self.target.truncate(common);
+            let mut feed = committed[common..].to_vec();
+            feed.extend_from_slice(block);
+            let m = self.target.prefill(&feed)?;
+            self.stats.target_calls += 1;
+            let skip = m.nrows().saturating_sub(block.len() + 1);
+            rows.extend(m.rows().into_iter().skip(skip).map(|r| r.to_vec()));
+        }
+        if rows.len() != block.len() + 1 {
+            return Err(VerifyError::Model(zapspec_core::ModelError::Backend(
+                format!(
+                    "target returned {} rows for a block of {}",
+                    rows.len(),
+                    block.len() + 1
+                ),
+            )));
+        }
+        if let Some(r) = rows.iter().find(|r| r.len() != vocab) {
+            return Err(VerifyError::VocabMismatch {
+                what: "target logits",
+                got: r.len(),
+                want: vocab,
+            });
+        }
+        Ok(rows)
+    }
+}

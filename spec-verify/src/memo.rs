@@ -1,0 +1,102 @@
+//! [`MemoLm`]: a [`LanguageModel`] wrapper that memoises next-token logits
+//! by context. Deterministic toy models over a finite language revisit the
+//! same few thousand prefixes millions of times in the sampling experiments;
+//! memoising turns each revisit into a hash lookup without changing a single
+//! logit. The loop still drives the wrapper through `prefill`/`truncate`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ndarray::Array2;
+use zapspec_core::{LanguageModel, Logits, ModelError, TokenId};
+
+/// Memoising wrapper; see the module docs. Only for deterministic models.
+pub struct MemoLm<M> {
+    inner: M,
+    cache: HashMap<Vec<TokenId>, Arc<[f32]>>,
+    context: Vec<TokenId>,
+    calls: usize,
+    misses: usize,
+}
+
+impl<M: LanguageModel> MemoLm<M> {
+    pub fn new(inner: M) -> Self {
+        MemoLm {
+            inner,
+            cache: HashMap::new(),
+            context: Vec::new(),
+            calls: 0,
+            misses: 0,
+        }
+    }
+
+    /// Forward calls made through this wrapper (`prefill` + `next_logits`).
+    pub fn calls(&self) -> usize {
+        self.calls
+    }
+
+    /// Contexts the inner model actually had to score.
+    pub fn misses(&self) -> usize {
+        self.misses
+    }
+
+    pub fn inner(&self) -> &M {
+        &self.inner
+    }
+
+    fn lookup(&mut self, ctx: &[TokenId]) -> Result<Arc<[f32]>, ModelError> {
+        if let Some(l) = self.cache.get(ctx) {
+            return Ok(l.clone());
+        }
+        self.misses += 1;
+        let l: Arc<[f32]> = self.inner.logits_for(ctx)?.into();
+        self.cache.insert(ctx.to_vec(), l.clone());
+        Ok(l)
+    }
+}
+
+impl<M: LanguageModel> LanguageModel for MemoLm<M> {
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+    fn context(&self) -> &[TokenId] {
+        &self.context
+    }
+    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
+        let v = self.inner.vocab_size();
+        if let Some(&token) = tokens.iter().find(|&&t| t as usize >= v) {
+            return Err(ModelError::TokenOutOfRange {
+                token,
+                vocab_size: v,
+            });
+        }
+        self.calls += 1;
+        let mut out = Array2::zeros((tokens.len(), v));
+        let mut ctx = std::mem::take(&mut self.context);
+        let start = ctx.len();
+        for (i, &t) in tokens.iter().enumerate() {
+            ctx.push(t);
+            match self.lookup(&ctx) {
+                Ok(l) => out.row_mut(i).assign(&ndarray::ArrayView1::from(&l[..])),
+                Err(e) => {
+                    ctx.truncate(start);
+                    self.context = ctx;
+                    return Err(e);
+                }
+            }
+        }
+        self.context = ctx;
+        Ok(out)
+    }
+    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
+        self.calls += 1;
+        let ctx = self.context.clone();
+        Ok(self.lookup(&ctx)?.to_vec())
+    }
+    fn truncate(&mut self, len: usize) {
+        self.context.truncate(len);
+    }
+    fn max_context(&self) -> usize {
+        self.inner.max_context()
+    }
+}

@@ -1,0 +1,167 @@
+//! Comparing an empirical terminal law with an exact one (Appendix G "TV
+//! estimation"): total variation, a bootstrap confidence interval, the
+//! sampling-noise floor of an exact sampler at the same `N`, and Pearson's
+//! chi-square goodness-of-fit test.
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ChiSquared, ContinuousCDF};
+
+/// `½ Σ_x |count_x/N − law_x|` (probabilities, not logs).
+pub fn tv_counts(counts: &[usize], law: &[f64]) -> f64 {
+    let n: usize = counts.iter().sum();
+    if n == 0 {
+        return 1.0;
+    }
+    0.5 * counts
+        .iter()
+        .zip(law)
+        .map(|(&c, &p)| (c as f64 / n as f64 - p).abs())
+        .sum::<f64>()
+}
+
+/// Draws `n` iid members from `law` into counts (inverse-CDF sampling).
+pub fn sample_counts<R: Rng + ?Sized>(rng: &mut R, law: &[f64], n: usize) -> Vec<usize> {
+    let mut cdf = Vec::with_capacity(law.len());
+    let mut acc = 0.0;
+    for &p in law {
+        acc += p.max(0.0);
+        cdf.push(acc);
+    }
+    let mut counts = vec![0usize; law.len()];
+    if acc <= 0.0 {
+        return counts;
+    }
+    for _ in 0..n {
+        let u = rng.random::<f64>() * acc;
+        let i = cdf.partition_point(|&c| c <= u).min(law.len() - 1);
+        counts[i] += 1;
+    }
+    counts
+}
+
+/// Mean and standard deviation of the TV between `reps` exact iid samples of
+/// size `n` and `law` itself: the TV an exact sampler shows from sampling
+/// noise alone (the baseline every empirical TV is read against).
+pub fn noise_floor<R: Rng + ?Sized>(rng: &mut R, law: &[f64], n: usize, reps: usize) -> (f64, f64) {
+    let tvs: Vec<f64> = (0..reps)
+        .map(|_| tv_counts(&sample_counts(rng, law, n), law))
+        .collect();
+    mean_sd(&tvs)
+}
+
+/// Percentile-bootstrap 95% interval of the empirical TV to `law`
+/// (resampling the observed samples, `reps` times; Appendix G uses 500).
+pub fn bootstrap_tv_ci<R: Rng + ?Sized>(
+    rng: &mut R,
+    counts: &[usize],
+    law: &[f64],
+    reps: usize,
+) -> (f64, f64) {
+    let n: usize = counts.iter().sum();
+    let emp: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
+    let mut tvs: Vec<f64> = (0..reps)
+        .map(|_| tv_counts(&sample_counts(rng, &emp, n), law))
+        .collect();
+    tvs.sort_by(|a, b| a.total_cmp(b));
+    if tvs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let q = |f: f64| tvs[((tvs.len() - 1) as f64 * f).round() as usize];
+    (q(0.025), q(0.975))
+}
+
+pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = xs.iter().sum::<f64>() / xs.len() as f64;
+    let v = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64
+    } else {
+        0.0
+    };
+    (m, v.sqrt())
+}
+
+/// Result of a chi-square goodness-of-fit test.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ChiSquare {
+    pub statistic: f64,
+    pub dof: usize,
+    pub p_value: f64,
+}
+
+/// Pearson's chi-square test of `counts` against `law`. Cells with expected
+/// count below 5 are pooled (in order) so the asymptotic law applies; a
+/// count on a cell of probability zero gives `p = 0`.
+pub fn chi_square(counts: &[usize], law: &[f64]) -> ChiSquare {
+    let n: usize = counts.iter().sum();
+    let nf = n as f64;
+    let mut cells: Vec<(f64, f64)> = Vec::new(); // (observed, expected)
+    let (mut po, mut pe) = (0.0, 0.0);
+    let mut impossible = false;
+    for (&c, &p) in counts.iter().zip(law) {
+        if p <= 0.0 && c > 0 {
+            impossible = true;
+        }
+        po += c as f64;
+        pe += p * nf;
+        if pe >= 5.0 {
+            cells.push((po, pe));
+            po = 0.0;
+            pe = 0.0;
+        }
+    }
+    if pe > 0.0 || po > 0.0 {
+        match cells.last_mut() {
+            Some(last) => {
+                last.0 += po;
+                last.1 += pe;
+            }
+            None => cells.push((po, pe)),
+        }
+    }
+    let statistic: f64 = cells
+        .iter()
+        .map(|&(o, e)| if e > 0.0 { (o - e).powi(2) / e } else { 0.0 })
+        .sum();
+    let dof = cells.len().saturating_sub(1);
+    let p_value = if impossible {
+        0.0
+    } else if dof == 0 {
+        1.0
+    } else {
+        ChiSquared::new(dof as f64)
+            .map(|d| 1.0 - d.cdf(statistic))
+            .unwrap_or(f64::NAN)
+    };
+    ChiSquare {
+        statistic,
+        dof,
+        p_value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zapspec_core::prob::seeded_rng;
+
+    #[test]
+    fn exact_samples_pass_and_biased_fail() {
+        let law = [0.5, 0.3, 0.15, 0.05];
+        let mut rng = seeded_rng(1);
+        let c = sample_counts(&mut rng, &law, 20_000);
+        assert!(tv_counts(&c, &law) < 0.02);
+        assert!(chi_square(&c, &law).p_value > 1e-3);
+        let biased = [0.45, 0.35, 0.15, 0.05];
+        assert!(chi_square(&c, &biased).p_value < 1e-6);
+        let (m, sd) = noise_floor(&mut rng, &law, 20_000, 50);
+        assert!(m > 0.0 && m < 0.01 && sd < m);
+        let (lo, hi) = bootstrap_tv_ci(&mut rng, &c, &law, 200);
+        assert!(lo <= tv_counts(&c, &law) + 1e-12 && tv_counts(&c, &law) <= hi + 0.01);
+        // a count on an impossible cell is an outright failure
+        assert_eq!(chi_square(&[1, 10], &[0.0, 1.0]).p_value, 0.0);
+    }
+}
