@@ -8,6 +8,7 @@
 //! - [`reference`]: a naive Earley recognizer over bytes, the test oracle
 //!   ([`reference::recognizes`], [`reference::is_viable_prefix`]).
 //! - [`error`]: [`GrammarError`], with line/column where applicable.
+//! - [`json_schema`]: JSON Schema → grammar ([`json_schema::compile_json_schema`]).
 pub mod dfa;
 pub mod error;
 pub mod gbnf;
@@ -15,6 +16,7 @@ pub mod ir;
 pub mod reference;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod json_schema;
 
 pub use dfa::TerminalDfa;
 pub use error::GrammarError;

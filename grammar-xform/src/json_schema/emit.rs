@@ -1,0 +1,440 @@
+//! The emitter: a work queue of (nonterminal, schema node) jobs. Each job
+//! normalises its node into simple schemas and emits, per simple schema
+//! and allowed type, the alternatives of its nonterminal; subschemas get
+//! their own nonterminals, created on first use and memoised by content,
+//! so a `$ref` used many times (or recursively) is compiled once.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde_json::{Map, Value};
+
+use super::error::{push_ptr, SchemaError};
+use super::normalize::{
+    Normalizer, Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+};
+use super::numbers::{integer_regex, number_regex, Bounds, Num};
+use super::strings::{
+    constrained_string_regex, free_string_regex, translate_pattern, with_length, FREE_UNIT,
+};
+use super::{formats, CompileReport, JsonSchemaOptions, Whitespace};
+use crate::ir::{Grammar, NtId, Symbol, Terminal};
+
+pub(crate) struct Emitter<'a> {
+    pub g: Grammar,
+    pub norm: Normalizer<'a>,
+    pub opts: &'a JsonSchemaOptions,
+    memo: HashMap<String, NtId>,
+    queue: VecDeque<(NtId, Value, String)>,
+    ws: Option<NtId>,
+    unit: Option<NtId>,
+    star: Option<NtId>,
+    pow: Vec<NtId>,
+    below_pow: Vec<NtId>,
+    pub format_notes: Vec<(String, String)>,
+}
+
+pub(crate) fn lit(s: &str) -> Symbol {
+    Symbol::T(Terminal::Literal(s.as_bytes().to_vec()))
+}
+
+pub(crate) fn re(s: String) -> Symbol {
+    Symbol::T(Terminal::Regex(s))
+}
+
+/// A readable nonterminal name from a JSON pointer.
+fn nt_name(ptr: &str) -> String {
+    let last = ptr
+        .rsplit('/')
+        .find(|s| !s.is_empty() && s.parse::<usize>().is_err())
+        .unwrap_or("root");
+    let mut s: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    s = s.trim_matches('-').to_string();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s = format!("n-{s}");
+    }
+    s.truncate(40);
+    s
+}
+
+pub(crate) fn get_u64(
+    m: &Map<String, Value>,
+    k: &str,
+    ptr: &str,
+) -> Result<Option<u64>, SchemaError> {
+    match m.get(k) {
+        None => Ok(None),
+        Some(v) => {
+            if let Some(u) = v.as_u64() {
+                Ok(Some(u))
+            } else if let Some(f) = v
+                .as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18)
+            {
+                Ok(Some(f as u64))
+            } else {
+                Err(SchemaError::invalid(
+                    k,
+                    ptr,
+                    "must be a non-negative integer",
+                ))
+            }
+        }
+    }
+}
+
+/// The numeric bounds of a simple schema.
+pub(crate) fn bounds(m: &Map<String, Value>, ptr: &str) -> Result<Bounds, SchemaError> {
+    let mut b = Bounds::default();
+    for (k, lower, inc) in [
+        ("minimum", true, true),
+        ("exclusiveMinimum", true, false),
+        ("maximum", false, true),
+        ("exclusiveMaximum", false, false),
+    ] {
+        if let Some(v) = m.get(k) {
+            let n = v
+                .as_number()
+                .ok_or_else(|| SchemaError::invalid(k, ptr, "must be a number"))?;
+            let n = Num::from_json(n);
+            if lower {
+                b.lower(n, inc)
+            } else {
+                b.upper(n, inc)
+            }
+        }
+    }
+    Ok(b)
+}
+
+/// The full-match HIR (over decoded characters) of a string's
+/// `pattern`/`format`, if any.
+pub(crate) fn string_hir(
+    m: &Map<String, Value>,
+    ptr: &str,
+    notes: &mut Vec<(String, String)>,
+) -> Result<Option<(regex_syntax::hir::Hir, &'static str)>, SchemaError> {
+    let pattern = match m.get("pattern") {
+        None => None,
+        Some(Value::String(p)) => Some(p.as_str()),
+        Some(_) => return Err(SchemaError::invalid("pattern", ptr, "must be a string")),
+    };
+    let format = match m.get("format") {
+        None => None,
+        Some(Value::String(f)) => match formats::format_regex(f) {
+            Some(r) => Some(r),
+            None => {
+                notes.push((ptr.to_string(), format!("format: {f}")));
+                None
+            }
+        },
+        Some(_) => return Err(SchemaError::invalid("format", ptr, "must be a string")),
+    };
+    match (pattern, format) {
+        (None, None) => Ok(None),
+        (Some(p), None) => translate_pattern(p)
+            .map(|h| Some((h, "pattern")))
+            .map_err(|r| SchemaError::unsupported("pattern", ptr, format!("{r} (pattern {p:?})"))),
+        (None, Some(f)) => super::strings::parse_hir(f)
+            .map(|h| Some((h, "format")))
+            .map_err(|r| SchemaError::unsupported("format", ptr, r)),
+        (Some(_), Some(_)) => Err(SchemaError::unsupported(
+            "format",
+            ptr,
+            "`format` together with `pattern`",
+        )),
+    }
+}
+
+impl<'a> Emitter<'a> {
+    pub fn compile(
+        schema: &'a Value,
+        opts: &'a JsonSchemaOptions,
+    ) -> Result<(Grammar, CompileReport), SchemaError> {
+        let mut e = Emitter {
+            g: Grammar::new(),
+            norm: Normalizer::new(schema, opts),
+            opts,
+            memo: HashMap::new(),
+            queue: VecDeque::new(),
+            ws: None,
+            unit: None,
+            star: None,
+            pow: Vec::new(),
+            below_pow: Vec::new(),
+            format_notes: Vec::new(),
+        };
+        let root = e.node(schema, "")?;
+        while let Some((nt, v, ptr)) = e.queue.pop_front() {
+            let branches = e.norm.branches(&v, &ptr)?;
+            for s in &branches {
+                e.simple(nt, s)?;
+            }
+        }
+        e.g.start = root;
+        let productive = prune_unproductive(&mut e.g);
+        if !productive[root.index()] {
+            let (pointer, reason) =
+                e.norm.first_unsat.clone().unwrap_or_else(|| {
+                    (String::new(), "no JSON value satisfies the schema".into())
+                });
+            return Err(SchemaError::Unsatisfiable { pointer, reason });
+        }
+        let mut ignored = std::mem::take(&mut e.norm.ignored);
+        ignored.extend(e.format_notes);
+        Ok((e.g, CompileReport { ignored }))
+    }
+
+    /// The nonterminal of a subschema (created and queued on first use).
+    pub fn node(&mut self, v: &Value, ptr: &str) -> Result<NtId, SchemaError> {
+        let key = v.to_string();
+        if let Some(&nt) = self.memo.get(&key) {
+            return Ok(nt);
+        }
+        let nt = self.fresh(&nt_name(ptr), ptr)?;
+        self.memo.insert(key, nt);
+        self.queue.push_back((nt, v.clone(), ptr.to_string()));
+        Ok(nt)
+    }
+
+    pub fn fresh(&mut self, name: &str, ptr: &str) -> Result<NtId, SchemaError> {
+        if self.g.num_nonterminals() >= self.opts.max_nonterminals {
+            return Err(SchemaError::TooLarge {
+                pointer: ptr.to_string(),
+                reason: format!("more than {} nonterminals", self.opts.max_nonterminals),
+            });
+        }
+        Ok(self.g.add_nonterminal(name))
+    }
+
+    /// The whitespace symbol between two tokens (none when compact).
+    pub fn ws(&mut self) -> Option<Symbol> {
+        let Whitespace::Flexible { max_ws } = self.opts.whitespace else {
+            return None;
+        };
+        if max_ws == 0 {
+            return None;
+        }
+        let nt = match self.ws {
+            Some(nt) => nt,
+            None => {
+                let nt = self.g.add_nonterminal("ws");
+                self.g.add_rule(nt, vec![]);
+                let q = if max_ws == 1 {
+                    String::new()
+                } else {
+                    format!("{{1,{max_ws}}}")
+                };
+                self.g.add_rule(nt, vec![re(format!("[ \\t\\n\\r]{q}"))]);
+                self.ws = Some(nt);
+                nt
+            }
+        };
+        Some(Symbol::Nt(nt))
+    }
+
+    /// Alternatives of `nt` for one simple schema.
+    fn simple(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
+        let types = s.types();
+        if let Some(e) = s.map.get("enum") {
+            let e = e.as_array().cloned().unwrap_or_default();
+            return self.enum_values(nt, s, types, &e);
+        }
+        if types & T_NULL != 0 {
+            self.g.add_rule(nt, vec![lit("null")]);
+        }
+        if types & T_BOOL != 0 {
+            self.g.add_rule(nt, vec![lit("true")]);
+            self.g.add_rule(nt, vec![lit("false")]);
+        }
+        if types & (T_NUMBER | T_INTEGER) != 0 {
+            let b = bounds(&s.map, &s.ptr)?;
+            let r = if types & T_NUMBER != 0 {
+                number_regex(&b).map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r))?
+            } else {
+                integer_regex(&b).map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r))?
+            };
+            match r {
+                Some(r) => self.g.add_rule(nt, vec![re(r)]),
+                None => self
+                    .norm
+                    .note_unsat(&s.ptr, "numeric bounds contradict each other"),
+            }
+        }
+        if types & T_STRING != 0 {
+            self.string(nt, s)?;
+        }
+        if types & T_ARRAY != 0 {
+            self.array(nt, s)?;
+        }
+        if types & T_OBJECT != 0 {
+            self.object(nt, s)?;
+        }
+        Ok(())
+    }
+
+    fn string(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
+        let min = get_u64(&s.map, "minLength", &s.ptr)?.unwrap_or(0);
+        let max = get_u64(&s.map, "maxLength", &s.ptr)?;
+        if max.is_some_and(|m| m < min) {
+            self.norm.note_unsat(&s.ptr, "maxLength < minLength");
+            return Ok(());
+        }
+        match string_hir(&s.map, &s.ptr, &mut self.format_notes)? {
+            None => {
+                let lim = self.opts.max_regex_repeat;
+                if min <= lim && max.is_none_or(|m| m <= lim) {
+                    self.g.add_rule(nt, vec![re(free_string_regex(min, max))]);
+                } else {
+                    let mut rhs = vec![lit("\"")];
+                    rhs.extend(self.counted_units(min, max)?);
+                    rhs.push(lit("\""));
+                    self.g.add_rule(nt, rhs);
+                }
+            }
+            Some((h, kw)) => match with_length(h, min, max) {
+                Ok(Some(h)) => {
+                    let r = constrained_string_regex(&h)
+                        .map_err(|r| SchemaError::unsupported(kw, &s.ptr, r))?;
+                    self.g.add_rule(nt, vec![re(r)]);
+                }
+                Ok(None) => self
+                    .norm
+                    .note_unsat(&s.ptr, format!("{kw} contradicts minLength/maxLength")),
+                Err(r) => return Err(SchemaError::unsupported(kw, &s.ptr, r)),
+            },
+        }
+        Ok(())
+    }
+
+    /// Symbols deriving between `min` and `max` string characters with
+    /// O(log max) nonterminals: `P_k` derives exactly 2^k characters,
+    /// `Q_k` between 0 and 2^k − 1.
+    fn counted_units(&mut self, min: u64, max: Option<u64>) -> Result<Vec<Symbol>, SchemaError> {
+        let unit = match self.unit {
+            Some(u) => u,
+            None => {
+                let u = self.g.add_nonterminal("char");
+                self.g.add_rule(u, vec![re(FREE_UNIT.to_string())]);
+                let star = self.g.add_nonterminal("chars");
+                self.g.add_rule(star, vec![]);
+                self.g.add_rule(star, vec![Symbol::Nt(u), Symbol::Nt(star)]);
+                self.unit = Some(u);
+                self.star = Some(star);
+                self.pow.push(u);
+                let q0 = self.g.add_nonterminal("chars-below-1");
+                self.g.add_rule(q0, vec![]);
+                self.below_pow.push(q0);
+                u
+            }
+        };
+        let _ = unit;
+        let star = self.star.unwrap_or(unit);
+        let mut out = Vec::new();
+        // exactly `min`: P_k for the set bits of min
+        for k in 0..64 {
+            if min >> k & 1 == 1 {
+                out.push(Symbol::Nt(self.pow_nt(k)));
+            }
+        }
+        match max {
+            None => out.push(Symbol::Nt(star)),
+            Some(m) => out.extend(self.counted_upto(m - min)?),
+        }
+        Ok(out)
+    }
+
+    /// Between 0 and `r` characters: with 2^k ≤ r < 2^(k+1),
+    /// `≤ r  =  Q_k | P_k (≤ r − 2^k)`.
+    fn counted_upto(&mut self, r: u64) -> Result<Vec<Symbol>, SchemaError> {
+        if r == 0 {
+            return Ok(vec![]);
+        }
+        let k = 63 - r.leading_zeros() as usize;
+        let chain = self.fresh("chars-upto", "")?;
+        let q = self.below_nt(k);
+        self.g.add_rule(chain, vec![Symbol::Nt(q)]);
+        let p = self.pow_nt(k);
+        let mut rhs = vec![Symbol::Nt(p)];
+        rhs.extend(self.counted_upto(r - (1 << k))?);
+        self.g.add_rule(chain, rhs);
+        Ok(vec![Symbol::Nt(chain)])
+    }
+
+    /// `P_k`: exactly 2^k characters.
+    fn pow_nt(&mut self, k: usize) -> NtId {
+        while self.pow.len() <= k {
+            let prev = self.pow[self.pow.len() - 1];
+            let nt = self
+                .g
+                .add_nonterminal(&format!("chars-x{}", 1u64 << self.pow.len()));
+            self.g
+                .add_rule(nt, vec![Symbol::Nt(prev), Symbol::Nt(prev)]);
+            self.pow.push(nt);
+        }
+        self.pow[k]
+    }
+
+    /// `Q_k`: between 0 and 2^k − 1 characters.
+    fn below_nt(&mut self, k: usize) -> NtId {
+        while self.below_pow.len() <= k {
+            let j = self.below_pow.len();
+            let prev = self.below_pow[j - 1];
+            let p = self.pow_nt(j - 1);
+            let nt = self
+                .g
+                .add_nonterminal(&format!("chars-below-{}", 1u64 << j));
+            self.g.add_rule(nt, vec![Symbol::Nt(prev)]);
+            self.g.add_rule(nt, vec![Symbol::Nt(p), Symbol::Nt(prev)]);
+            self.below_pow.push(nt);
+        }
+        self.below_pow[k]
+    }
+
+    pub fn child(
+        &mut self,
+        v: &Value,
+        ptr: &str,
+        kw: &str,
+        key: &str,
+    ) -> Result<NtId, SchemaError> {
+        let p = push_ptr(&push_ptr(ptr, kw), key);
+        self.node(v, &p)
+    }
+}
+
+/// Removes rules that mention a nonterminal deriving no string; returns
+/// which nonterminals derive some string. Language-preserving.
+pub(crate) fn prune_unproductive(g: &mut Grammar) -> Vec<bool> {
+    let n = g.num_nonterminals();
+    let mut productive = vec![false; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for r in &g.rules {
+            if !productive[r.lhs.index()]
+                && r.rhs.iter().all(|s| {
+                    matches!(s, Symbol::T(_)) || matches!(s, Symbol::Nt(x) if productive[x.index()])
+                })
+            {
+                productive[r.lhs.index()] = true;
+                changed = true;
+            }
+        }
+    }
+    g.rules.retain(|r| {
+        productive[r.lhs.index()]
+            && r.rhs
+                .iter()
+                .all(|s| !matches!(s, Symbol::Nt(x) if !productive[x.index()]))
+    });
+    productive
+}

@@ -1,0 +1,153 @@
+//! `enum` and `const`: each member that satisfies the sibling keywords is
+//! one alternative, written exactly as serde_json writes it (strings with
+//! canonical escaping; in flexible mode objects and arrays are tokenised so
+//! that whitespace may appear between their tokens).
+//!
+//! Members are checked against the sibling keywords of scalar types
+//! (`type`, numeric bounds, `minLength`/`maxLength`, `pattern`, `format`).
+//! Object or array members next to object/array keywords would need a
+//! full validator and are refused.
+
+use serde_json::Value;
+
+use super::emit::{bounds, get_u64, lit, string_hir, Emitter};
+use super::error::SchemaError;
+use super::normalize::{Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING};
+use crate::dfa::TerminalDfa;
+use crate::ir::{NtId, Symbol};
+
+const CONTAINER_KEYWORDS: &[&str] = &[
+    "properties",
+    "required",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+    "prefixItems",
+    "items",
+    "minItems",
+    "maxItems",
+];
+
+impl Emitter<'_> {
+    pub(crate) fn enum_values(
+        &mut self,
+        nt: NtId,
+        s: &Simple,
+        types: u8,
+        values: &[Value],
+    ) -> Result<(), SchemaError> {
+        let mut any = false;
+        for v in values {
+            if self.member_ok(s, types, v)? {
+                let syms = self.literal_symbols(v);
+                self.g.add_rule(nt, syms);
+                any = true;
+            }
+        }
+        if !any {
+            self.norm
+                .note_unsat(&s.ptr, "no enum/const value satisfies the sibling keywords");
+        }
+        Ok(())
+    }
+
+    fn member_ok(&mut self, s: &Simple, types: u8, v: &Value) -> Result<bool, SchemaError> {
+        let ptr = &s.ptr;
+        Ok(match v {
+            Value::Null => types & T_NULL != 0,
+            Value::Bool(_) => types & T_BOOL != 0,
+            Value::Number(n) => {
+                let is_int =
+                    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0);
+                let ty = types & T_NUMBER != 0 || (is_int && types & T_INTEGER != 0);
+                ty && bounds(&s.map, ptr)?.contains(n.as_f64().unwrap_or(f64::NAN))
+            }
+            Value::String(st) => {
+                if types & T_STRING == 0 {
+                    return Ok(false);
+                }
+                let len = st.chars().count() as u64;
+                let min = get_u64(&s.map, "minLength", ptr)?.unwrap_or(0);
+                let max = get_u64(&s.map, "maxLength", ptr)?;
+                if len < min || max.is_some_and(|m| len > m) {
+                    return Ok(false);
+                }
+                match string_hir(&s.map, ptr, &mut self.format_notes)? {
+                    None => true,
+                    Some((h, kw)) => {
+                        let d = TerminalDfa::regex(&h.to_string())
+                            .map_err(|e| SchemaError::unsupported(kw, ptr, e.to_string()))?;
+                        d.matches(st.as_bytes())
+                    }
+                }
+            }
+            Value::Array(_) | Value::Object(_) => {
+                let bit = if v.is_array() { T_ARRAY } else { T_OBJECT };
+                if types & bit == 0 {
+                    return Ok(false);
+                }
+                if let Some(k) = CONTAINER_KEYWORDS.iter().find(|k| s.map.contains_key(**k)) {
+                    return Err(SchemaError::unsupported(
+                        "enum",
+                        ptr,
+                        format!("object/array enum or const values together with `{k}`"),
+                    ));
+                }
+                true
+            }
+        })
+    }
+
+    /// The tokens of a JSON value (one literal when compact), with the
+    /// whitespace symbol between any two tokens when flexible.
+    pub(crate) fn literal_symbols(&mut self, v: &Value) -> Vec<Symbol> {
+        let Some(ws) = self.ws() else {
+            return vec![lit(&v.to_string())];
+        };
+        let mut tokens: Vec<String> = Vec::new();
+        enum Item<'v> {
+            Val(&'v Value),
+            Tok(String),
+        }
+        // explicit stack, so deep values cannot overflow the call stack
+        let mut stack = vec![Item::Val(v)];
+        while let Some(it) = stack.pop() {
+            match it {
+                Item::Tok(t) => tokens.push(t),
+                Item::Val(Value::Array(a)) => {
+                    let mut seq = vec![Item::Tok("[".into())];
+                    for (i, x) in a.iter().enumerate() {
+                        if i > 0 {
+                            seq.push(Item::Tok(",".into()));
+                        }
+                        seq.push(Item::Val(x));
+                    }
+                    seq.push(Item::Tok("]".into()));
+                    stack.extend(seq.into_iter().rev());
+                }
+                Item::Val(Value::Object(m)) => {
+                    let mut seq = vec![Item::Tok("{".into())];
+                    for (i, (k, x)) in m.iter().enumerate() {
+                        if i > 0 {
+                            seq.push(Item::Tok(",".into()));
+                        }
+                        seq.push(Item::Tok(Value::String(k.clone()).to_string()));
+                        seq.push(Item::Tok(":".into()));
+                        seq.push(Item::Val(x));
+                    }
+                    seq.push(Item::Tok("}".into()));
+                    stack.extend(seq.into_iter().rev());
+                }
+                Item::Val(x) => tokens.push(x.to_string()),
+            }
+        }
+        let mut out = Vec::with_capacity(tokens.len() * 2);
+        for (i, t) in tokens.iter().enumerate() {
+            if i > 0 {
+                out.push(ws.clone());
+            }
+            out.push(lit(t));
+        }
+        out
+    }
+}

@@ -1,0 +1,154 @@
+//! JSON Schema → grammar.
+//!
+//! [`compile_json_schema`] turns a JSON Schema into a [`Grammar`] of the
+//! IR whose language is (a documented subset of) the JSON texts that are
+//! valid instances of the schema, or a [`SchemaError`] naming the keyword
+//! and the JSON pointer it cannot handle. The grammar is emitted directly
+//! (no GBNF text round trip); strings, numbers and keys are regex
+//! terminals, structure is BNF.
+//!
+//! ## Modules
+//! - [`keywords`]: which keywords are implemented, annotations, refused.
+//! - `normalize`: `$ref`/`allOf`/`anyOf`/`oneOf`/`nullable` → a union of
+//!   merged simple schemas.
+//! - `emit`, `objects`, `arrays`, `literal`: the BNF of each JSON type.
+//! - `strings`, `formats`, `numbers`: the regex terminals.
+//! - [`canonical`]: the key order the grammar produces, for testing.
+//!
+//! ## The language, precisely
+//!
+//! * **Whitespace.** [`Whitespace::Compact`]: none at all — with the key
+//!   order below and serde_json's string escaping this is exactly the
+//!   output of `serde_json::to_string`. [`Whitespace::Flexible`]: between
+//!   any two tokens (and nowhere else: not before the first or after the
+//!   last), a run of at most `max_ws` JSON whitespace bytes.
+//! * **Key order.** Objects list their keys in the order of `properties`
+//!   (then required names that `properties` does not declare, in
+//!   `required` order), then additional properties, in any order. JSON
+//!   objects are unordered, so this loses no *value*: every valid instance
+//!   has exactly one key order the grammar accepts, given by
+//!   [`canonical::canonical_instances`]. That is what an LLM constrained by
+//!   this grammar writes; the MaskBench census and harness compare against
+//!   it. llguidance does the same ("order of properties is fixed to the
+//!   order in schema"), and also places additional properties last.
+//! * **Additional properties.** `additionalProperties` defaults to `true`
+//!   (JSON Schema's default), so an object schema accepts extra keys after
+//!   the declared ones, with values valid for the `additionalProperties`
+//!   schema. Extra keys are canonically encoded strings that differ from
+//!   every declared name (a trie-complement regex), so no key can repeat.
+//! * **Strings.** See [`strings`](self::strings): free strings allow every
+//!   JSON escape; strings constrained by `pattern`/`format` and extra keys
+//!   use serde_json's canonical escaping, which makes `pattern` translation
+//!   exact. `minLength`/`maxLength` count decoded characters (Unicode
+//!   scalar values; a surrogate-pair escape is one character).
+//! * **Numbers.** See [`numbers`](self::numbers): integers are canonical
+//!   decimal integers (`1.0` is not generated for `integer`); bounds are
+//!   exact; bounded numbers are plain decimals without exponent.
+//! * **`oneOf`** is compiled as `anyOf` (the grammar cannot express "exactly
+//!   one"); an instance valid for two branches is accepted although
+//!   invalid. This is the one known source of unsound acceptance.
+//! * **`format`**: `date-time`, `date`, `time`, `uuid`, `email`, `hostname`,
+//!   `ipv4`, `ipv6`, `uri`, `uri-reference` are enforced; unknown formats
+//!   are annotations (as JSON Schema 2019+ says) and listed in the
+//!   [`CompileReport`].
+//! * **Unknown keys** (no keyword of any draft) are ignored like a
+//!   validator ignores them, and listed in the [`CompileReport`]; set
+//!   [`UnknownKeywords::Reject`] to refuse them.
+//! * Recursion: a subschema that is just a `$ref` becomes one shared
+//!   nonterminal; everything is emitted from a work queue, never by
+//!   recursion over the schema, so deep schemas cannot overflow the stack.
+
+pub mod canonical;
+mod emit;
+mod error;
+mod formats;
+pub mod keywords;
+mod literal;
+mod normalize;
+mod numbers;
+mod objects;
+mod strings;
+
+pub use canonical::canonical_instances;
+pub use error::SchemaError;
+
+use crate::ir::Grammar;
+
+/// Whitespace between tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whitespace {
+    /// No whitespace: serde_json's compact output.
+    Compact,
+    /// Up to `max_ws` bytes of `[ \t\n\r]` between any two tokens.
+    Flexible { max_ws: usize },
+}
+
+/// What to do with keys that are no JSON Schema keyword.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnknownKeywords {
+    /// Ignore them as validators do (listed in [`CompileReport`]).
+    Ignore,
+    /// Refuse with [`SchemaError::UnknownKeyword`].
+    Reject,
+}
+
+/// Options of [`compile_json_schema`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonSchemaOptions {
+    pub whitespace: Whitespace,
+    pub unknown_keywords: UnknownKeywords,
+    /// Most branches one schema node may expand to when `anyOf`/`oneOf`
+    /// are distributed over `allOf` and sibling keywords.
+    pub max_branches: usize,
+    /// Most nonterminals of the grammar.
+    pub max_nonterminals: usize,
+    /// `minItems`/`maxItems`/`minProperties`/`maxProperties` above this are
+    /// refused ([`SchemaError::TooLarge`]): each counted position is a
+    /// nonterminal.
+    pub max_counted_items: u64,
+    /// `minLength`/`maxLength` up to this are a counted regex repetition;
+    /// larger ones become a logarithmic-size grammar of the character
+    /// terminal (a DFA of `x{0,100000}` would be huge).
+    pub max_regex_repeat: u64,
+}
+
+impl Default for JsonSchemaOptions {
+    fn default() -> Self {
+        JsonSchemaOptions {
+            whitespace: Whitespace::Compact,
+            unknown_keywords: UnknownKeywords::Ignore,
+            max_branches: 256,
+            max_nonterminals: 200_000,
+            max_counted_items: 2048,
+            max_regex_repeat: 256,
+        }
+    }
+}
+
+/// What the compiler ignored, for the record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompileReport {
+    /// `(pointer, key)` of every key that is no JSON Schema keyword, and
+    /// `(pointer, "format: NAME")` of every unknown format.
+    pub ignored: Vec<(String, String)>,
+}
+
+/// Compiles a JSON Schema into a grammar (see the module docs for the
+/// exact language).
+pub fn compile_json_schema(
+    schema: &serde_json::Value,
+    opts: &JsonSchemaOptions,
+) -> Result<Grammar, SchemaError> {
+    compile_json_schema_report(schema, opts).map(|(g, _)| g)
+}
+
+/// [`compile_json_schema`], also returning what was ignored.
+pub fn compile_json_schema_report(
+    schema: &serde_json::Value,
+    opts: &JsonSchemaOptions,
+) -> Result<(Grammar, CompileReport), SchemaError> {
+    emit::Emitter::compile(schema, opts)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,731 @@
+//! Schema normalisation: `$ref`, `allOf`, `anyOf`, `oneOf` and `nullable`
+//! are eliminated from the top of a schema node by rewriting it into a
+//! disjunction of *simple* schemas — objects holding only
+//! [`SUPPORTED`](super::keywords::SUPPORTED) keywords without applicators.
+//!
+//! * `allOf` (and sibling keywords next to an applicator, which JSON Schema
+//!   2019+ evaluates as a conjunction) is a conjunction; conjunctions are
+//!   *merged* keyword by keyword ([`merge`]): `type` sets intersect, `enum`s
+//!   intersect, lower bounds take the max, upper bounds the min, `required`
+//!   unites, and `properties`/`additionalProperties` combine per key exactly
+//!   as the conjunction demands (a key absent from one conjunct's
+//!   `properties` must satisfy that conjunct's `additionalProperties`).
+//! * `anyOf`/`oneOf` distribute over conjunctions (disjunctive normal form),
+//!   bounded by [`JsonSchemaOptions::max_branches`](super::JsonSchemaOptions).
+//! * `$ref` in such a position is inlined (bounded depth); a `$ref` that is
+//!   the *whole* schema of a child is not inlined but compiled once as a
+//!   shared nonterminal by the emitter, which is how recursion works.
+//!
+//! Subschemas below the top (property values, items) stay JSON values;
+//! where a merge combines several of them it synthesises `{"allOf": [...]}`.
+
+use serde_json::{Map, Value};
+
+use super::error::{push_ptr, SchemaError};
+use super::keywords::{classify, is_noop, KeywordClass};
+use super::{JsonSchemaOptions, UnknownKeywords};
+
+/// Type bits of a type set.
+pub(crate) const T_NULL: u8 = 1;
+pub(crate) const T_BOOL: u8 = 2;
+pub(crate) const T_OBJECT: u8 = 4;
+pub(crate) const T_ARRAY: u8 = 8;
+/// `number` (which includes the integers)
+pub(crate) const T_NUMBER: u8 = 16;
+/// `integer` only
+pub(crate) const T_INTEGER: u8 = 32;
+pub(crate) const T_STRING: u8 = 64;
+pub(crate) const T_ALL: u8 = 127;
+
+/// A schema without applicators, plus the JSON pointer it came from.
+#[derive(Clone, Debug)]
+pub(crate) struct Simple {
+    pub map: Map<String, Value>,
+    pub ptr: String,
+}
+
+impl Simple {
+    /// The allowed types (`T_*` bits; `T_NUMBER` implies integers too).
+    pub fn types(&self) -> u8 {
+        match self.map.get("type") {
+            Some(v) => parse_types(v).unwrap_or(T_ALL),
+            None => T_ALL,
+        }
+    }
+}
+
+/// Parses the value of `type` into a bit set.
+pub(crate) fn parse_types(v: &Value) -> Option<u8> {
+    let one = |s: &str| -> Option<u8> {
+        Some(match s {
+            "null" => T_NULL,
+            "boolean" => T_BOOL,
+            "object" => T_OBJECT,
+            "array" => T_ARRAY,
+            "number" => T_NUMBER,
+            "integer" => T_INTEGER,
+            "string" => T_STRING,
+            "any" => T_ALL, // draft 3
+            _ => return None,
+        })
+    };
+    match v {
+        Value::String(s) => one(s),
+        Value::Array(a) => {
+            let mut m = 0;
+            for x in a {
+                m |= one(x.as_str()?)?;
+            }
+            Some(m)
+        }
+        _ => None,
+    }
+}
+
+fn types_value(mask: u8) -> Value {
+    let mut v = Vec::new();
+    for (bit, name) in [
+        (T_NULL, "null"),
+        (T_BOOL, "boolean"),
+        (T_OBJECT, "object"),
+        (T_ARRAY, "array"),
+        (T_NUMBER, "number"),
+        (T_INTEGER, "integer"),
+        (T_STRING, "string"),
+    ] {
+        if mask & bit != 0 && !(bit == T_INTEGER && mask & T_NUMBER != 0) {
+            v.push(Value::String(name.into()));
+        }
+    }
+    Value::Array(v)
+}
+
+/// Intersection of two type sets (integers are numbers).
+fn intersect_types(a: u8, b: u8) -> u8 {
+    let ex = |m: u8| if m & T_NUMBER != 0 { m | T_INTEGER } else { m };
+    let r = ex(a) & ex(b);
+    if r & T_NUMBER != 0 {
+        r
+    } else {
+        r & !T_NUMBER
+    }
+}
+
+/// JSON equality as JSON Schema defines it (numbers by value).
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+                x == y
+            } else if let (Some(x), Some(y)) = (x.as_u64(), y.as_u64()) {
+                x == y
+            } else {
+                x.as_f64() == y.as_f64()
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// The conjunction of subschemas as one schema value: `true`s dropped,
+/// `false` absorbing, duplicates removed, a single one returned as is.
+pub(crate) fn all_of(parts: Vec<Value>) -> Value {
+    let mut keep: Vec<Value> = Vec::new();
+    for p in parts {
+        match &p {
+            Value::Bool(true) => continue,
+            Value::Bool(false) => return Value::Bool(false),
+            Value::Object(m) if m.is_empty() => continue,
+            _ => {}
+        }
+        if !keep.contains(&p) {
+            keep.push(p);
+        }
+    }
+    match keep.len() {
+        0 => Value::Bool(true),
+        1 => keep.pop().unwrap_or(Value::Bool(true)),
+        _ => {
+            let mut m = Map::new();
+            m.insert("allOf".into(), Value::Array(keep));
+            Value::Object(m)
+        }
+    }
+}
+
+/// A conjunction: plain schema objects with their pointers.
+type Conj = Vec<(Map<String, Value>, String)>;
+
+/// Resolves references and normalises schema nodes of one document.
+pub(crate) struct Normalizer<'a> {
+    root: &'a Value,
+    root_ids: Vec<String>,
+    opts: &'a JsonSchemaOptions,
+    /// Unknown keys that were ignored: (pointer, key).
+    pub ignored: Vec<(String, String)>,
+    /// The first contradiction met (pointer, reason), for the error when
+    /// the whole schema turns out unsatisfiable.
+    pub first_unsat: Option<(String, String)>,
+}
+
+/// Depth bound for inlining `$ref`/applicators at one node.
+const MAX_INLINE_DEPTH: usize = 48;
+
+impl<'a> Normalizer<'a> {
+    pub fn new(root: &'a Value, opts: &'a JsonSchemaOptions) -> Self {
+        let mut root_ids = Vec::new();
+        if let Some(m) = root.as_object() {
+            for k in ["$id", "id"] {
+                if let Some(Value::String(s)) = m.get(k) {
+                    root_ids.push(s.trim_end_matches('#').to_string());
+                }
+            }
+        }
+        Normalizer {
+            root,
+            root_ids,
+            opts,
+            ignored: Vec::new(),
+            first_unsat: None,
+        }
+    }
+
+    pub fn note_unsat(&mut self, ptr: &str, reason: impl Into<String>) {
+        if self.first_unsat.is_none() {
+            self.first_unsat = Some((ptr.to_string(), reason.into()));
+        }
+    }
+
+    /// Resolves a `$ref` (found at `at`) to the referenced value and its
+    /// pointer. Supports `#`, `#/json/pointer` (percent-decoded) and the
+    /// same prefixed by the root's `$id`/`id`.
+    pub fn resolve(&self, reference: &str, at: &str) -> Result<(&'a Value, String), SchemaError> {
+        let bad = |reason: &str| SchemaError::BadRef {
+            reference: reference.to_string(),
+            pointer: at.to_string(),
+            reason: reason.to_string(),
+        };
+        let (base, frag) = match reference.find('#') {
+            Some(i) => (&reference[..i], &reference[i + 1..]),
+            None => (reference, ""),
+        };
+        if !base.is_empty() && !self.root_ids.iter().any(|id| id == base) {
+            return Err(bad("references outside the document are not supported"));
+        }
+        let frag = percent_decode(frag).ok_or_else(|| bad("bad percent-encoding"))?;
+        if frag.is_empty() {
+            return Ok((self.root, String::new()));
+        }
+        if !frag.starts_with('/') {
+            return Err(bad("anchor (plain-name) fragments are not supported"));
+        }
+        match self.root.pointer(&frag) {
+            Some(v) => Ok((v, frag)),
+            None => Err(bad("no such location in the document")),
+        }
+    }
+
+    /// The simple schemas whose union is the schema `v` at `ptr`.
+    /// Contradictory conjunctions are dropped (and noted).
+    pub fn branches(&mut self, v: &Value, ptr: &str) -> Result<Vec<Simple>, SchemaError> {
+        let dnf = self.dnf(v, ptr, 0)?;
+        let mut out = Vec::new();
+        for conj in dnf {
+            if let Some(s) = self.merge(conj)? {
+                out.push(s);
+            }
+        }
+        Ok(out)
+    }
+
+    fn dnf(&mut self, v: &Value, ptr: &str, depth: usize) -> Result<Vec<Conj>, SchemaError> {
+        if depth > MAX_INLINE_DEPTH {
+            return Err(SchemaError::unsupported(
+                "$ref",
+                ptr,
+                format!("more than {MAX_INLINE_DEPTH} nested $ref/allOf/anyOf levels to inline (a reference cycle that never reaches a property or item)"),
+            ));
+        }
+        let obj = match v {
+            Value::Bool(true) => return Ok(vec![vec![(Map::new(), ptr.to_string())]]),
+            Value::Bool(false) => {
+                self.note_unsat(ptr, "schema `false`");
+                return Ok(vec![]);
+            }
+            Value::Object(m) => m,
+            _ => {
+                return Err(SchemaError::invalid(
+                    "(schema)",
+                    ptr,
+                    "a schema must be an object or a boolean",
+                ))
+            }
+        };
+        let mut plain = Map::new();
+        for (k, val) in obj {
+            match classify(k) {
+                KeywordClass::Supported => {
+                    if !matches!(
+                        k.as_str(),
+                        "$ref" | "allOf" | "anyOf" | "oneOf" | "nullable" | "$defs" | "definitions"
+                    ) {
+                        plain.insert(k.clone(), val.clone());
+                    }
+                }
+                KeywordClass::Annotation => {}
+                KeywordClass::Unsupported => {
+                    if !is_noop(k, val) {
+                        return Err(SchemaError::unsupported(k, ptr, "keyword not implemented"));
+                    }
+                }
+                KeywordClass::Unknown => match self.opts.unknown_keywords {
+                    UnknownKeywords::Ignore => self.ignored.push((ptr.to_string(), k.clone())),
+                    UnknownKeywords::Reject => {
+                        return Err(SchemaError::UnknownKeyword {
+                            keyword: k.clone(),
+                            pointer: ptr.to_string(),
+                        })
+                    }
+                },
+            }
+        }
+        normalize_plain(&mut plain, ptr)?;
+        let mut acc: Vec<Conj> = vec![vec![(plain, ptr.to_string())]];
+        if let Some(r) = obj.get("$ref") {
+            let rptr = push_ptr(ptr, "$ref");
+            let r = r
+                .as_str()
+                .ok_or_else(|| SchemaError::invalid("$ref", ptr, "must be a string"))?;
+            let (target, tptr) = self.resolve(r, &rptr)?;
+            let sub = self.dnf(target, &tptr, depth + 1)?;
+            acc = self.product(acc, sub, ptr)?;
+        }
+        if let Some(a) = obj.get("allOf") {
+            let a = a
+                .as_array()
+                .ok_or_else(|| SchemaError::invalid("allOf", ptr, "must be an array"))?;
+            let aptr = push_ptr(ptr, "allOf");
+            for (i, m) in a.iter().enumerate() {
+                let sub = self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?;
+                acc = self.product(acc, sub, ptr)?;
+            }
+        }
+        for kw in ["anyOf", "oneOf"] {
+            if let Some(a) = obj.get(kw) {
+                let a = a
+                    .as_array()
+                    .ok_or_else(|| SchemaError::invalid(kw, ptr, "must be an array"))?;
+                if a.is_empty() {
+                    return Err(SchemaError::invalid(kw, ptr, "must not be empty"));
+                }
+                let aptr = push_ptr(ptr, kw);
+                let mut union = Vec::new();
+                for (i, m) in a.iter().enumerate() {
+                    union.extend(self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?);
+                }
+                acc = self.product(acc, union, ptr)?;
+            }
+        }
+        match obj.get("nullable") {
+            None | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => {
+                let mut m = Map::new();
+                m.insert("type".into(), Value::String("null".into()));
+                acc.push(vec![(m, ptr.to_string())]);
+            }
+            Some(_) => return Err(SchemaError::invalid("nullable", ptr, "must be a boolean")),
+        }
+        Ok(acc)
+    }
+
+    fn product(&mut self, a: Vec<Conj>, b: Vec<Conj>, ptr: &str) -> Result<Vec<Conj>, SchemaError> {
+        if a.len().saturating_mul(b.len()) > self.opts.max_branches {
+            return Err(SchemaError::TooLarge {
+                pointer: ptr.to_string(),
+                reason: format!(
+                    "distributing anyOf/oneOf over allOf gives more than {} branches",
+                    self.opts.max_branches
+                ),
+            });
+        }
+        if b.is_empty() || a.is_empty() {
+            return Ok(vec![]);
+        }
+        let mut out = Vec::with_capacity(a.len() * b.len());
+        for x in &a {
+            for y in &b {
+                let mut c = x.clone();
+                c.extend(y.iter().cloned());
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Merges a conjunction of plain schemas into one; `None` when it is
+    /// found contradictory.
+    fn merge(&mut self, conj: Conj) -> Result<Option<Simple>, SchemaError> {
+        let mut it = conj.into_iter();
+        let Some((mut acc, ptr)) = it.next() else {
+            return Ok(Some(Simple {
+                map: Map::new(),
+                ptr: String::new(),
+            }));
+        };
+        for (m, p) in it {
+            match merge2(acc, m, &p)? {
+                Ok(x) => acc = x,
+                Err(reason) => {
+                    self.note_unsat(&p, reason);
+                    return Ok(None);
+                }
+            }
+        }
+        if let Some(Value::Array(e)) = acc.get("enum") {
+            if e.is_empty() {
+                self.note_unsat(&ptr, "empty enum");
+                return Ok(None);
+            }
+        }
+        Ok(Some(Simple { map: acc, ptr }))
+    }
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(h, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Rewrites older spellings into one form: draft-4 boolean
+/// `exclusiveMinimum`/`exclusiveMaximum`, array-form `items` with
+/// `additionalItems`, `const` as a one-element `enum`.
+fn normalize_plain(m: &mut Map<String, Value>, ptr: &str) -> Result<(), SchemaError> {
+    for (ex, bound) in [
+        ("exclusiveMinimum", "minimum"),
+        ("exclusiveMaximum", "maximum"),
+    ] {
+        match m.get(ex) {
+            Some(Value::Bool(true)) => {
+                let b = m.remove(bound).ok_or_else(|| {
+                    SchemaError::invalid(ex, ptr, format!("`{ex}: true` (draft 4) needs `{bound}`"))
+                })?;
+                m.insert(ex.into(), b);
+            }
+            Some(Value::Bool(false)) => {
+                m.remove(ex);
+            }
+            Some(Value::Number(_)) | None => {}
+            Some(_) => {
+                return Err(SchemaError::invalid(
+                    ex,
+                    ptr,
+                    "must be a number (or a boolean in draft 4)",
+                ))
+            }
+        }
+    }
+    if let Some(Value::Array(items)) = m.get("items").cloned() {
+        if m.contains_key("prefixItems") {
+            return Err(SchemaError::invalid(
+                "items",
+                ptr,
+                "array-form `items` together with `prefixItems`",
+            ));
+        }
+        m.insert("prefixItems".into(), Value::Array(items));
+        match m.remove("additionalItems") {
+            Some(a) => m.insert("items".into(), a),
+            None => m.remove("items"),
+        };
+    } else {
+        // `additionalItems` without array-form `items` has no effect.
+        m.remove("additionalItems");
+    }
+    if let Some(c) = m.remove("const") {
+        let e = match m.remove("enum") {
+            Some(Value::Array(e)) => e.into_iter().filter(|x| json_eq(x, &c)).collect(),
+            Some(_) => return Err(SchemaError::invalid("enum", ptr, "must be an array")),
+            None => vec![c],
+        };
+        m.insert("enum".into(), Value::Array(e));
+    }
+    if let Some(t) = m.get("type") {
+        let mask = parse_types(t).ok_or_else(|| {
+            SchemaError::invalid("type", ptr, "must be a type name or an array of type names")
+        })?;
+        m.insert("type".into(), types_value(mask));
+    }
+    if let Some(e) = m.get("enum") {
+        if !e.is_array() {
+            return Err(SchemaError::invalid("enum", ptr, "must be an array"));
+        }
+    }
+    Ok(())
+}
+
+fn num(v: &Value, k: &str, ptr: &str) -> Result<f64, SchemaError> {
+    v.as_f64()
+        .ok_or_else(|| SchemaError::invalid(k, ptr, "must be a number"))
+}
+
+/// Merges two plain schemas (`a` ∧ `b`). `Ok(Err(reason))` when they
+/// contradict each other.
+fn merge2(
+    mut a: Map<String, Value>,
+    mut b: Map<String, Value>,
+    ptr: &str,
+) -> Result<Result<Map<String, Value>, String>, SchemaError> {
+    // objects: properties/additionalProperties per key
+    let a_obj = a.contains_key("properties") || a.contains_key("additionalProperties");
+    let b_obj = b.contains_key("properties") || b.contains_key("additionalProperties");
+    if a_obj && b_obj {
+        let pa = take_map(&mut a, "properties", ptr)?;
+        let pb = take_map(&mut b, "properties", ptr)?;
+        let aa = a
+            .remove("additionalProperties")
+            .unwrap_or(Value::Bool(true));
+        let ab = b
+            .remove("additionalProperties")
+            .unwrap_or(Value::Bool(true));
+        let mut props = Map::new();
+        for (k, v) in &pa {
+            let other = pb.get(k).cloned().unwrap_or_else(|| ab.clone());
+            props.insert(k.clone(), all_of(vec![v.clone(), other]));
+        }
+        for (k, v) in &pb {
+            if !pa.contains_key(k) {
+                props.insert(k.clone(), all_of(vec![aa.clone(), v.clone()]));
+            }
+        }
+        a.insert("properties".into(), Value::Object(props));
+        let add = all_of(vec![aa, ab]);
+        if add != Value::Bool(true) {
+            a.insert("additionalProperties".into(), add);
+        }
+    } else if b_obj {
+        for k in ["properties", "additionalProperties"] {
+            if let Some(v) = b.remove(k) {
+                a.insert(k.into(), v);
+            }
+        }
+    }
+    // arrays: prefixItems/items per position
+    let a_arr = a.contains_key("prefixItems") || a.contains_key("items");
+    let b_arr = b.contains_key("prefixItems") || b.contains_key("items");
+    if a_arr && b_arr {
+        let pa = take_arr(&mut a, "prefixItems", ptr)?;
+        let pb = take_arr(&mut b, "prefixItems", ptr)?;
+        let ia = a.remove("items").unwrap_or(Value::Bool(true));
+        let ib = b.remove("items").unwrap_or(Value::Bool(true));
+        let n = pa.len().max(pb.len());
+        let prefix: Vec<Value> = (0..n)
+            .map(|j| {
+                all_of(vec![
+                    pa.get(j).cloned().unwrap_or_else(|| ia.clone()),
+                    pb.get(j).cloned().unwrap_or_else(|| ib.clone()),
+                ])
+            })
+            .collect();
+        if !prefix.is_empty() {
+            a.insert("prefixItems".into(), Value::Array(prefix));
+        }
+        let items = all_of(vec![ia, ib]);
+        if items != Value::Bool(true) {
+            a.insert("items".into(), items);
+        }
+    } else if b_arr {
+        for k in ["prefixItems", "items"] {
+            if let Some(v) = b.remove(k) {
+                a.insert(k.into(), v);
+            }
+        }
+    }
+    for (k, v) in b {
+        let Some(old) = a.get(&k).cloned() else {
+            a.insert(k, v);
+            continue;
+        };
+        let merged = match k.as_str() {
+            "type" => {
+                let t = intersect_types(
+                    parse_types(&old).unwrap_or(T_ALL),
+                    parse_types(&v).unwrap_or(T_ALL),
+                );
+                if t == 0 {
+                    return Ok(Err(format!("allOf of disjoint types {old} and {v}")));
+                }
+                types_value(t)
+            }
+            "enum" => {
+                let (Value::Array(x), Value::Array(y)) = (&old, &v) else {
+                    return Err(SchemaError::invalid("enum", ptr, "must be an array"));
+                };
+                Value::Array(
+                    x.iter()
+                        .filter(|e| y.iter().any(|f| json_eq(e, f)))
+                        .cloned()
+                        .collect(),
+                )
+            }
+            "required" => {
+                let (Value::Array(x), Value::Array(y)) = (&old, &v) else {
+                    return Err(SchemaError::invalid("required", ptr, "must be an array"));
+                };
+                let mut r = x.clone();
+                for e in y {
+                    if !r.contains(e) {
+                        r.push(e.clone());
+                    }
+                }
+                Value::Array(r)
+            }
+            "minLength" | "minItems" | "minProperties" | "minimum" | "exclusiveMinimum" => {
+                if num(&v, &k, ptr)? > num(&old, &k, ptr)? {
+                    v
+                } else {
+                    old
+                }
+            }
+            "maxLength" | "maxItems" | "maxProperties" | "maximum" | "exclusiveMaximum" => {
+                if num(&v, &k, ptr)? < num(&old, &k, ptr)? {
+                    v
+                } else {
+                    old
+                }
+            }
+            "pattern" | "format" => {
+                if old != v {
+                    return Err(SchemaError::unsupported(
+                        &k,
+                        ptr,
+                        format!("conjunction of two different `{k}` values"),
+                    ));
+                }
+                old
+            }
+            _ => {
+                if old != v {
+                    return Err(SchemaError::unsupported(
+                        &k,
+                        ptr,
+                        "cannot merge this keyword in allOf",
+                    ));
+                }
+                old
+            }
+        };
+        a.insert(k, merged);
+    }
+    Ok(Ok(a))
+}
+
+fn take_map(
+    m: &mut Map<String, Value>,
+    k: &str,
+    ptr: &str,
+) -> Result<Map<String, Value>, SchemaError> {
+    match m.remove(k) {
+        None => Ok(Map::new()),
+        Some(Value::Object(o)) => Ok(o),
+        Some(_) => Err(SchemaError::invalid(k, ptr, "must be an object")),
+    }
+}
+
+fn take_arr(m: &mut Map<String, Value>, k: &str, ptr: &str) -> Result<Vec<Value>, SchemaError> {
+    match m.remove(k) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(o)) => Ok(o),
+        Some(_) => Err(SchemaError::invalid(k, ptr, "must be an array")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn branches(s: Value) -> Vec<Value> {
+        let opts = JsonSchemaOptions::default();
+        let mut n = Normalizer::new(&s, &opts);
+        n.branches(&s, "")
+            .unwrap()
+            .into_iter()
+            .map(|b| Value::Object(b.map))
+            .collect()
+    }
+
+    #[test]
+    fn allof_merges_properties_per_key() {
+        let s = json!({"allOf": [
+            {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false, "required": ["a"]},
+            {"properties": {"a": {"maxLength": 3}, "b": {"type": "integer"}}, "required": ["b"]}
+        ]});
+        let b = branches(s);
+        assert_eq!(
+            b,
+            vec![json!({"type": ["object"], "properties": {
+                "a": {"allOf": [{"type": "string"}, {"maxLength": 3}]},
+                "b": false
+            }, "additionalProperties": false, "required": ["a", "b"]})]
+        );
+    }
+
+    #[test]
+    fn anyof_distributes_siblings_and_types_intersect() {
+        let s = json!({"type": ["number", "string"], "anyOf": [{"type": "integer"}, {"type": "null"}, {"minimum": 1}]});
+        let b = branches(s);
+        assert_eq!(b.len(), 2, "{b:?}"); // null branch contradicts
+        assert_eq!(b[0]["type"], json!(["integer"]));
+        assert_eq!(b[1]["minimum"], json!(1));
+    }
+
+    #[test]
+    fn refs_and_draft4_forms() {
+        let s = json!({
+            "definitions": {"n": {"type": "number", "minimum": 0, "exclusiveMinimum": true}},
+            "$ref": "#/definitions/n",
+            "nullable": true
+        });
+        let b = branches(s);
+        assert_eq!(
+            b,
+            vec![
+                json!({"type": ["number"], "exclusiveMinimum": 0}),
+                json!({"type": "null"})
+            ]
+        );
+        let bad = json!({"$ref": "#/definitions/missing"});
+        let opts = JsonSchemaOptions::default();
+        let mut n = Normalizer::new(&bad, &opts);
+        assert!(matches!(
+            n.branches(&bad, ""),
+            Err(SchemaError::BadRef { .. })
+        ));
+        let cyc = json!({"$ref": "#"});
+        let mut n = Normalizer::new(&cyc, &opts);
+        assert!(matches!(
+            n.branches(&cyc, ""),
+            Err(SchemaError::Unsupported { .. })
+        ));
+    }
+}

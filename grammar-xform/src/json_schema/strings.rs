@@ -1,0 +1,635 @@
+//! JSON strings as regex terminals: free strings, length bounds, `pattern`,
+//! `format`, and object keys that exclude the declared property names.
+//!
+//! ## Two encodings
+//!
+//! * **Free strings** (no `pattern`/`format`/`enum`): any JSON string, every
+//!   escape of RFC 8259 §7 allowed (`\/`, `\u00e9`, surrogate pairs). With
+//!   `minLength`/`maxLength` the unit counted is one *decoded* character:
+//!   a raw character, a short escape, a `\uXXXX` escape of a non-surrogate,
+//!   or a surrogate pair `\uD8xx\uDCxx` (one character).
+//! * **Constrained strings** (`pattern`, `format`, additional-property keys):
+//!   the *canonical* encoding serde_json writes — only `"` `\` and the
+//!   C0 controls are escaped, with the short forms `\" \\ \b \f \n \r \t`
+//!   and `\u00xx` (lowercase hex) for the other controls. Encoding is then
+//!   a bijection per character, so a regex `R` over the decoded content is
+//!   translated *exactly* by substituting each character class with the
+//!   alternation of its members' encodings ([`encode_hir`]): the terminal's
+//!   language is the set of canonical encodings of `L(R)`.
+//!
+//! ## `pattern` semantics
+//!
+//! JSON Schema patterns are ECMA-262 regexes, *searched* (not anchored) in
+//! the string. [`translate_pattern`] rewrites ECMA-only syntax for
+//! `regex-syntax` (`\d` = `[0-9]`, `\w` = `[A-Za-z0-9_]`, ECMA `\s`, `.`
+//! excludes the four ECMA line terminators, a literal `[` inside a class,
+//! `{` that starts no quantifier), then turns the search into a full match
+//! by padding unanchored ends with `.*` per top-level alternative. Patterns
+//! with look-arounds other than a leading `^`/trailing `$` of a top-level
+//! alternative (e.g. `\b`, `(?=…)`), and backreferences, are refused.
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
+
+/// The regex of one character of a free JSON string (any escape allowed).
+pub(crate) const FREE_UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:[0-9a-cA-CeEfF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})))"#;
+
+/// The regex of a free JSON string with between `min` and `max` characters.
+pub(crate) fn free_string_regex(min: u64, max: Option<u64>) -> String {
+    let q = match (min, max) {
+        (0, None) => "*".to_string(),
+        (1, None) => "+".to_string(),
+        (m, None) => format!("{{{m},}}"),
+        (m, Some(n)) if m == n => format!("{{{m}}}"),
+        (m, Some(n)) => format!("{{{m},{n}}}"),
+    };
+    format!("\"{FREE_UNIT}{q}\"")
+}
+
+/// serde_json's encoding of one character inside a string literal.
+pub(crate) fn canonical_escape(c: char) -> Option<String> {
+    Some(match c {
+        '"' => "\\\"".into(),
+        '\\' => "\\\\".into(),
+        '\u{8}' => "\\b".into(),
+        '\u{c}' => "\\f".into(),
+        '\n' => "\\n".into(),
+        '\r' => "\\r".into(),
+        '\t' => "\\t".into(),
+        c if (c as u32) < 0x20 => format!("\\u{:04x}", c as u32),
+        _ => return None,
+    })
+}
+
+/// The characters that are escaped in canonical encoding.
+fn special_class() -> ClassUnicode {
+    ClassUnicode::new([
+        ClassUnicodeRange::new('\0', '\u{1F}'),
+        ClassUnicodeRange::new('"', '"'),
+        ClassUnicodeRange::new('\\', '\\'),
+    ])
+}
+
+/// The canonical encodings of the characters of `c`, as a HIR.
+fn encode_class(c: &ClassUnicode) -> Hir {
+    let specials = special_class();
+    let mut safe = c.clone();
+    safe.difference(&specials);
+    let mut sp = c.clone();
+    sp.intersect(&specials);
+    let mut alts = Vec::new();
+    if safe.iter().next().is_some() {
+        alts.push(Hir::class(Class::Unicode(safe)));
+    }
+    if sp == specials {
+        // all 34 escaped characters: the compact form of their escapes
+        if let Ok(h) = parse_hir(r#"\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))"#) {
+            alts.push(h);
+            return Hir::alternation(alts);
+        }
+    }
+    for r in sp.iter() {
+        for u in r.start() as u32..=r.end() as u32 {
+            if let Some(ch) = char::from_u32(u) {
+                if let Some(e) = canonical_escape(ch) {
+                    alts.push(Hir::literal(e.into_bytes()));
+                }
+            }
+        }
+    }
+    if alts.is_empty() {
+        Hir::fail()
+    } else {
+        Hir::alternation(alts)
+    }
+}
+
+/// Canonical encoding of a string's content (no quotes).
+pub(crate) fn encode_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match canonical_escape(c) {
+            Some(e) => out.push_str(&e),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// Translates a HIR over decoded characters into the HIR of their
+/// canonical JSON encodings (see the module docs). Look-arounds must have
+/// been removed.
+pub(crate) fn encode_hir(h: &Hir) -> Result<Hir, String> {
+    Ok(match h.kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(l) => {
+            let s = std::str::from_utf8(&l.0).map_err(|_| "non-UTF-8 literal".to_string())?;
+            Hir::literal(encode_str(s).into_bytes())
+        }
+        HirKind::Class(Class::Unicode(c)) => encode_class(c),
+        HirKind::Class(Class::Bytes(_)) => return Err("byte classes are not supported".into()),
+        HirKind::Look(_) => return Err("a look-around assertion inside the pattern".into()),
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            min: r.min,
+            max: r.max,
+            greedy: true,
+            sub: Box::new(encode_hir(&r.sub)?),
+        }),
+        HirKind::Capture(c) => encode_hir(&c.sub)?,
+        HirKind::Concat(v) => Hir::concat(v.iter().map(encode_hir).collect::<Result<_, _>>()?),
+        HirKind::Alternation(v) => {
+            Hir::alternation(v.iter().map(encode_hir).collect::<Result<_, _>>()?)
+        }
+    })
+}
+
+/// ECMA-262 white space and line terminators (the members of `\s`).
+const ECMA_WS: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+
+/// Rewrites an ECMA-262 pattern into `regex-syntax` syntax (see the
+/// module docs).
+pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, String> {
+    let chars: Vec<char> = p.chars().collect();
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut in_class = false;
+    let mut class_start = false;
+    let mut in_quant = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let first_in_class = class_start;
+        class_start = false;
+        match c {
+            '\\' => {
+                let Some(&e) = chars.get(i + 1) else {
+                    return Err("pattern ends with a backslash".into());
+                };
+                i += 2;
+                match e {
+                    'd' => out.push_str(if in_class { "0-9" } else { "[0-9]" }),
+                    'w' => out.push_str(if in_class {
+                        "A-Za-z0-9_"
+                    } else {
+                        "[A-Za-z0-9_]"
+                    }),
+                    's' => {
+                        if in_class {
+                            out.push_str(ECMA_WS)
+                        } else {
+                            out.push_str(&format!("[{ECMA_WS}]"))
+                        }
+                    }
+                    'D' | 'W' | 'S' if in_class => {
+                        return Err(format!(
+                            "negated class escape \\{e} inside a character class"
+                        ))
+                    }
+                    'D' => out.push_str("[^0-9]"),
+                    'W' => out.push_str("[^A-Za-z0-9_]"),
+                    'S' => out.push_str(&format!("[^{ECMA_WS}]")),
+                    'b' if in_class => out.push_str(r"\x08"),
+                    'b' | 'B' => return Err("word boundaries (\\b, \\B) are not supported".into()),
+                    '1'..='9' | 'k' => return Err("backreferences are not supported".into()),
+                    'c' => {
+                        let Some(&l) = chars.get(i).filter(|l| l.is_ascii_alphabetic()) else {
+                            return Err("bad \\c escape".into());
+                        };
+                        out.push_str(&format!(r"\x{{{:X}}}", (l as u32) % 32));
+                        i += 1;
+                    }
+                    'u' if chars.get(i) == Some(&'{') => {
+                        // \u{...} (ECMA `u` flag form) is the same in regex-syntax.
+                        out.push_str("\\x");
+                    }
+                    '0' => out.push_str(r"\x00"),
+                    'v' => out.push_str(r"\x0B"),
+                    'f' | 'n' | 'r' | 't' | 'u' | 'x' => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                    e if e.is_ascii_alphanumeric() => return Err(format!("unknown escape \\{e}")),
+                    e => {
+                        // identity escape of punctuation; escape it for regex-syntax
+                        out.push_str(&regex_syntax::escape(&e.to_string()));
+                    }
+                }
+                continue;
+            }
+            '[' if !in_class => {
+                in_class = true;
+                class_start = true;
+                out.push('[');
+                if chars.get(i + 1) == Some(&'^') {
+                    out.push('^');
+                    i += 1;
+                    class_start = true;
+                }
+                if chars.get(i + 1) == Some(&']') {
+                    // ECMA `[]` matches nothing, `[^]` anything.
+                    let negated = out.ends_with('^');
+                    out.truncate(out.len() - if negated { 2 } else { 1 });
+                    out.push_str(if negated {
+                        r"[\x{0}-\x{10FFFF}]"
+                    } else {
+                        r"[^\x{0}-\x{10FFFF}]"
+                    });
+                    in_class = false;
+                    i += 2;
+                    continue;
+                }
+            }
+            '[' => out.push_str(r"\["),
+            ']' if in_class && !first_in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            ']' if !in_class => out.push_str(r"\]"),
+            '&' | '~' if in_class => {
+                out.push('\\');
+                out.push(c);
+            }
+            '-' if in_class && chars.get(i + 1) == Some(&'-') => out.push_str(r"\-"),
+            '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            '(' if !in_class && chars.get(i + 1) == Some(&'?') => {
+                let next: String = chars[i + 2..chars.len().min(i + 4)].iter().collect();
+                if next.starts_with('=') || next.starts_with('!') || next == "<=" || next == "<!" {
+                    return Err("look-around groups are not supported".into());
+                }
+                out.push('(');
+            }
+            '{' if !in_class => {
+                // a quantifier `{n}`, `{n,}`, `{n,m}` or a literal brace
+                let rest: String = chars[i..].iter().take(24).collect();
+                let is_quant = rest
+                    .find('}')
+                    .map(|j| {
+                        let inner = &rest[1..j];
+                        let mut parts = inner.splitn(2, ',');
+                        let a = parts.next().unwrap_or("");
+                        let b = parts.next();
+                        !a.is_empty()
+                            && a.bytes().all(|x| x.is_ascii_digit())
+                            && b.is_none_or(|b| b.bytes().all(|x| x.is_ascii_digit()))
+                    })
+                    .unwrap_or(false);
+                if is_quant && i > 0 {
+                    in_quant = true;
+                    out.push('{');
+                } else {
+                    out.push_str(r"\{");
+                }
+            }
+            '}' if !in_class => {
+                if in_quant {
+                    in_quant = false;
+                    out.push('}');
+                } else {
+                    out.push_str(r"\}");
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    if in_class {
+        return Err("unterminated character class".into());
+    }
+    Ok(out)
+}
+
+/// Parses a regex (regex-syntax dialect) over decoded characters.
+pub(crate) fn parse_hir(re: &str) -> Result<Hir, String> {
+    regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(true)
+        .build()
+        .parse(re)
+        .map_err(|e| {
+            e.to_string()
+                .lines()
+                .last()
+                .unwrap_or("parse error")
+                .trim()
+                .to_string()
+        })
+}
+
+fn any_star() -> Hir {
+    Hir::repetition(Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(Hir::class(Class::Unicode(ClassUnicode::new([
+            ClassUnicodeRange::new('\0', '\u{10FFFF}'),
+        ])))),
+    })
+}
+
+/// The search semantics of a pattern as a full-match HIR over decoded
+/// characters: each top-level alternative is padded with `.*` (any
+/// character) on each end that is not anchored.
+pub(crate) fn search_to_full_match(h: &Hir) -> Result<Hir, String> {
+    let has_look = |h: &Hir| !h.properties().look_set().is_empty();
+    if !has_look(h) {
+        return Ok(Hir::concat(vec![any_star(), h.clone(), any_star()]));
+    }
+    match h.kind() {
+        HirKind::Alternation(v) => Ok(Hir::alternation(
+            v.iter()
+                .map(search_to_full_match)
+                .collect::<Result<_, _>>()?,
+        )),
+        HirKind::Capture(c) => search_to_full_match(&c.sub),
+        HirKind::Look(Look::Start) | HirKind::Look(Look::End) => Ok(any_star()),
+        HirKind::Concat(items) => {
+            let mut items: Vec<Hir> = items.clone();
+            let left = matches!(
+                items.first().map(|x| x.kind()),
+                Some(HirKind::Look(Look::Start))
+            );
+            if left {
+                items.remove(0);
+            }
+            let right = matches!(
+                items.last().map(|x| x.kind()),
+                Some(HirKind::Look(Look::End))
+            );
+            if right {
+                items.pop();
+            }
+            if items.iter().any(has_look) {
+                return Err(
+                    "anchors or look-arounds in the middle of the pattern are not supported".into(),
+                );
+            }
+            let mut v = Vec::new();
+            if !left {
+                v.push(any_star());
+            }
+            v.extend(items);
+            if !right {
+                v.push(any_star());
+            }
+            Ok(Hir::concat(v))
+        }
+        _ => Err("anchors or look-arounds inside a group are not supported".into()),
+    }
+}
+
+/// Length of the strings of a HIR in characters: (min, max or unbounded).
+pub(crate) fn char_len_range(h: &Hir) -> (u64, Option<u64>) {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => (0, Some(0)),
+        HirKind::Literal(l) => {
+            let n = String::from_utf8_lossy(&l.0).chars().count() as u64;
+            (n, Some(n))
+        }
+        HirKind::Class(_) => (1, Some(1)),
+        HirKind::Repetition(r) => {
+            let (a, b) = char_len_range(&r.sub);
+            let max = match (r.max, b) {
+                (Some(0), _) => Some(0),
+                (Some(m), Some(b)) => Some(b.saturating_mul(m as u64)),
+                (_, Some(0)) => Some(0),
+                _ => None,
+            };
+            (a.saturating_mul(r.min as u64), max)
+        }
+        HirKind::Capture(c) => char_len_range(&c.sub),
+        HirKind::Concat(v) => v
+            .iter()
+            .map(char_len_range)
+            .fold((0, Some(0)), |(a, b), (c, d)| {
+                (
+                    a.saturating_add(c),
+                    b.zip(d).map(|(b, d)| b.saturating_add(d)),
+                )
+            }),
+        HirKind::Alternation(v) => {
+            let rs: Vec<_> = v.iter().map(char_len_range).collect();
+            let min = rs.iter().map(|r| r.0).min().unwrap_or(0);
+            let max = rs
+                .iter()
+                .map(|r| r.1)
+                .try_fold(0u64, |acc, m| m.map(|m| acc.max(m)));
+            (min, max)
+        }
+    }
+}
+
+/// Intersects a full-match HIR with the length bounds `[min, max]` where
+/// that is exact and easy: when the bounds are implied (the HIR is
+/// returned), when they contradict (`Ok(None)`), or when the HIR is a
+/// repetition of one character class (the bounds move into the
+/// repetition). Otherwise an error.
+pub(crate) fn with_length(h: Hir, min: u64, max: Option<u64>) -> Result<Option<Hir>, String> {
+    let (a, b) = char_len_range(&h);
+    let within = a >= min
+        && match (b, max) {
+            (_, None) => true,
+            (Some(b), Some(m)) => b <= m,
+            (None, Some(_)) => false,
+        };
+    if within {
+        return Ok(Some(h));
+    }
+    if max.is_some_and(|m| m < a || m < min) || b.is_some_and(|b| b < min) {
+        return Ok(None);
+    }
+    let mut core = &h;
+    while let HirKind::Capture(c) = core.kind() {
+        core = &c.sub;
+    }
+    let (sub, rmin, rmax) = match core.kind() {
+        HirKind::Repetition(r) if matches!(r.sub.kind(), HirKind::Class(_)) => {
+            (r.sub.as_ref().clone(), r.min as u64, r.max.map(u64::from))
+        }
+        HirKind::Class(_) => (core.clone(), 1, Some(1)),
+        _ => {
+            return Err(
+                "a pattern/format combined with minLength/maxLength that it does not imply".into(),
+            )
+        }
+    };
+    let lo = rmin.max(min);
+    let hi = match (rmax, max) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    };
+    if hi.is_some_and(|hi| hi < lo) {
+        return Ok(None);
+    }
+    let to32 = |x: u64| u32::try_from(x).map_err(|_| "length bound too large".to_string());
+    Ok(Some(Hir::repetition(Repetition {
+        min: to32(lo)?,
+        max: hi.map(to32).transpose()?,
+        greedy: true,
+        sub: Box::new(sub),
+    })))
+}
+
+/// The regex (over the canonical encoding, with quotes) of a constrained
+/// string whose decoded content fully matches `full` (a HIR over decoded
+/// characters).
+pub(crate) fn constrained_string_regex(full: &Hir) -> Result<String, String> {
+    let enc = encode_hir(full)?;
+    Ok(format!("\"(?:{enc})\""))
+}
+
+/// Translates a JSON Schema `pattern` into a full-match HIR over decoded
+/// characters.
+pub(crate) fn translate_pattern(p: &str) -> Result<Hir, String> {
+    let re = ecma_to_regex_syntax(p)?;
+    let h = parse_hir(&re)?;
+    search_to_full_match(&h)
+}
+
+/// Regex of canonical JSON string literals (with quotes) whose content is
+/// none of `names` (the declared property names), built from the trie of
+/// the names: at each trie node, stop (if the node is not a name), take a
+/// child's character, or take another character and then anything.
+pub(crate) fn key_regex_excluding(names: &[&str]) -> String {
+    #[derive(Default)]
+    struct Node {
+        end: bool,
+        kids: std::collections::BTreeMap<char, usize>,
+    }
+    let mut nodes = vec![Node::default()];
+    for n in names {
+        let mut cur = 0;
+        for c in n.chars() {
+            let next = nodes.len();
+            let e = *nodes[cur].kids.entry(c).or_insert(next);
+            if e == next {
+                nodes.push(Node::default());
+            }
+            cur = e;
+        }
+        nodes[cur].end = true;
+    }
+    let any = ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')]);
+    let any_star = Hir::repetition(Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(encode_class(&any)),
+    });
+    // Build bottom-up: children have larger indices than parents.
+    let mut hirs: Vec<Option<Hir>> = vec![None; nodes.len()];
+    for i in (0..nodes.len()).rev() {
+        let node = &nodes[i];
+        let mut alts = Vec::new();
+        if !node.end {
+            alts.push(Hir::empty());
+        }
+        for (&c, &k) in &node.kids {
+            let tail = hirs[k].take().unwrap_or_else(Hir::fail);
+            alts.push(Hir::concat(vec![
+                Hir::literal(encode_str(&c.to_string()).into_bytes()),
+                tail,
+            ]));
+        }
+        let mut other = any.clone();
+        other.difference(&ClassUnicode::new(
+            node.kids.keys().map(|&c| ClassUnicodeRange::new(c, c)),
+        ));
+        if other.iter().next().is_some() {
+            alts.push(Hir::concat(vec![encode_class(&other), any_star.clone()]));
+        }
+        hirs[i] = Some(Hir::alternation(alts));
+    }
+    let root = hirs[0].take().unwrap_or_else(Hir::fail);
+    format!("\"(?:{root})\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dfa::TerminalDfa;
+
+    fn dfa(re: &str) -> TerminalDfa {
+        TerminalDfa::regex(re).unwrap_or_else(|e| panic!("{re}: {e}"))
+    }
+
+    fn pat(p: &str) -> TerminalDfa {
+        dfa(&constrained_string_regex(&translate_pattern(p).unwrap()).unwrap())
+    }
+
+    fn js(s: &str) -> Vec<u8> {
+        serde_json::to_string(s).unwrap().into_bytes()
+    }
+
+    #[test]
+    fn free_strings_count_decoded_chars() {
+        let d = dfa(&free_string_regex(2, Some(3)));
+        for (s, ok) in [
+            (r#""ab""#, true),
+            (r#""a""#, false),
+            (r#""\u00e9\n""#, true),
+            (r#""\ud83d\ude00x""#, true),
+            (r#""\ud83d\ude00""#, false),
+            (r#""\ud83dxx""#, false),
+            (r#""abcd""#, false),
+            ("\"é😀\"", true),
+            ("\"a\nb\"", false),
+        ] {
+            assert_eq!(d.matches(s.as_bytes()), ok, "{s}");
+        }
+    }
+
+    #[test]
+    fn patterns_are_searched_and_encoded() {
+        let d = pat("^[a-z]+$");
+        assert!(d.matches(&js("abc")) && !d.matches(&js("ab1")) && !d.matches(&js("")));
+        let d = pat("b");
+        assert!(d.matches(&js("abc")) && d.matches(&js("b")) && !d.matches(&js("ac")));
+        assert!(
+            d.matches(&js("a\"b\n")),
+            "padding covers escaped characters"
+        );
+        let d = pat("^\"\\d\\\\$");
+        assert!(d.matches(&js("\"5\\")) && !d.matches(&js("\"x\\")));
+        let d = pat("^a|b$");
+        assert!(d.matches(&js("ax")) && d.matches(&js("xb")) && !d.matches(&js("xa")));
+        let d = pat("^a.c$");
+        assert!(d.matches(&js("abc")) && !d.matches(&js("a\nc")));
+        let d = pat("^[\\w-]{2}$");
+        assert!(d.matches(&js("a-")) && !d.matches(&js("é-")));
+        let d = pat("^x{2}\\{y}$");
+        assert!(d.matches(&js("xx{y}")));
+        assert!(translate_pattern("\\bfoo").is_err());
+        assert!(translate_pattern("(?=a)").is_err());
+        assert!(translate_pattern("(a)\\1").is_err());
+        assert!(translate_pattern("a(^b)").is_err());
+    }
+
+    #[test]
+    fn length_meets_pattern() {
+        let h = translate_pattern("^[a-z]+$").unwrap();
+        let h = with_length(h, 2, Some(3)).unwrap().unwrap();
+        let d = dfa(&constrained_string_regex(&h).unwrap());
+        assert!(d.matches(&js("ab")) && !d.matches(&js("a")) && !d.matches(&js("abcd")));
+        let h = translate_pattern("^[0-9]{4}$").unwrap();
+        assert!(with_length(h.clone(), 0, Some(10)).unwrap().is_some());
+        assert!(with_length(h, 5, None).unwrap().is_none());
+        assert!(with_length(translate_pattern("^a+b$").unwrap(), 0, Some(3)).is_err());
+    }
+
+    #[test]
+    fn keys_exclude_declared_names() {
+        let d = dfa(&key_regex_excluding(&["a", "ab", "b\"c"]));
+        for (k, ok) in [
+            ("a", false),
+            ("ab", false),
+            ("b\"c", false),
+            ("", true),
+            ("abc", true),
+            ("b", true),
+            ("x\n", true),
+            ("b\"", true),
+        ] {
+            assert_eq!(d.matches(&js(k)), ok, "{k:?}");
+        }
+        assert!(!d.matches(b"\"\\u0061\""), "only canonical encodings");
+    }
+}

@@ -1,0 +1,800 @@
+//! Unit tests of the JSON Schema compiler: a small independent Earley
+//! recogniser (bytes, terminals as DFAs) checks that compiled grammars
+//! accept serde_json's serialisation of values generated *together with*
+//! random schemas, and reject mutations that are invalid by construction;
+//! insta snapshots pin the grammar of a few small schemas.
+
+use super::*;
+use crate::dfa::TerminalDfa;
+use crate::ir::{Grammar, Symbol, Terminal};
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Earley recognition over bytes; a terminal at the dot is run as a DFA
+/// from the current position and advances the item at every accepting
+/// end. Nullable nonterminals are advanced over at prediction
+/// (Aycock–Horspool), so completion only looks at finished charts.
+fn recognizes(g: &Grammar, input: &[u8]) -> bool {
+    let n = input.len();
+    let mut by_lhs: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, r) in g.rules.iter().enumerate() {
+        by_lhs.entry(r.lhs.0).or_default().push(i);
+    }
+    let mut nullable: HashSet<u32> = HashSet::new();
+    loop {
+        let before = nullable.len();
+        for r in &g.rules {
+            if r.rhs
+                .iter()
+                .all(|s| matches!(s, Symbol::Nt(x) if nullable.contains(&x.0)))
+            {
+                nullable.insert(r.lhs.0);
+            }
+        }
+        if nullable.len() == before {
+            break;
+        }
+    }
+    let mut dfas: HashMap<&Terminal, TerminalDfa> = HashMap::new();
+    for r in &g.rules {
+        for s in &r.rhs {
+            if let Symbol::T(t) = s {
+                dfas.entry(t)
+                    .or_insert_with(|| TerminalDfa::compile(t).expect("terminal compiles"));
+            }
+        }
+    }
+    type Item = (usize, usize, usize); // rule, dot, origin
+    let mut sets: Vec<HashSet<Item>> = vec![HashSet::new(); n + 1];
+    let mut lists: Vec<Vec<Item>> = vec![Vec::new(); n + 1];
+    let add = |sets: &mut Vec<HashSet<Item>>, lists: &mut Vec<Vec<Item>>, at: usize, it: Item| {
+        if sets[at].insert(it) {
+            lists[at].push(it);
+        }
+    };
+    for &r in by_lhs.get(&g.start.0).into_iter().flatten() {
+        add(&mut sets, &mut lists, 0, (r, 0, 0));
+    }
+    for i in 0..=n {
+        let mut k = 0;
+        while k < lists[i].len() {
+            let (r, d, o) = lists[i][k];
+            k += 1;
+            let rule = &g.rules[r];
+            if d == rule.rhs.len() {
+                let lhs = rule.lhs;
+                let parents: Vec<Item> = lists[o].clone();
+                for (pr, pd, po) in parents {
+                    if g.rules[pr].rhs.get(pd) == Some(&Symbol::Nt(lhs)) {
+                        add(&mut sets, &mut lists, i, (pr, pd + 1, po));
+                    }
+                }
+                continue;
+            }
+            match &rule.rhs[d] {
+                Symbol::Nt(b) => {
+                    for &br in by_lhs.get(&b.0).into_iter().flatten() {
+                        add(&mut sets, &mut lists, i, (br, 0, i));
+                    }
+                    if nullable.contains(&b.0) {
+                        add(&mut sets, &mut lists, i, (r, d + 1, o));
+                    }
+                }
+                Symbol::T(t) => {
+                    let dfa = &dfas[t];
+                    let mut s = dfa.start();
+                    for (j, &byte) in input.iter().enumerate().skip(i) {
+                        s = dfa.next(s, byte);
+                        if s == TerminalDfa::DEAD {
+                            break;
+                        }
+                        if dfa.is_accepting(s) {
+                            add(&mut sets, &mut lists, j + 1, (r, d + 1, o));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    lists[n]
+        .iter()
+        .any(|&(r, d, o)| o == 0 && g.rules[r].lhs == g.start && d == g.rules[r].rhs.len())
+}
+
+fn compile(s: &Value) -> Grammar {
+    compile_json_schema(s, &JsonSchemaOptions::default()).unwrap_or_else(|e| panic!("{e}\n{s}"))
+}
+
+fn accepts(g: &Grammar, v: &Value) -> bool {
+    recognizes(g, v.to_string().as_bytes())
+}
+
+#[test]
+fn the_recognizer_itself() {
+    let g = Grammar::from_gbnf("root ::= \"a\" x | \"\"\nx ::= x \"b\" | /c+/ | \"\"").unwrap();
+    for (s, ok) in [
+        ("", true),
+        ("a", true),
+        ("acc", true),
+        ("accbb", true),
+        ("ab", true),
+        ("b", false),
+        ("acbc", false),
+    ] {
+        assert_eq!(recognizes(&g, s.as_bytes()), ok, "{s}");
+    }
+}
+
+#[test]
+fn objects_order_optional_required_additional() {
+    let s = json!({"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+        "required": ["b"]});
+    let g = compile(&s);
+    for (doc, ok) in [
+        (r#"{"b":"x"}"#, true),
+        (r#"{"a":1,"b":"x","c":true}"#, true),
+        (r#"{"a":1,"b":"x","zz":[1,{}]}"#, true),
+        (r#"{"b":"x","a":1}"#, false), // declared keys are in schema order
+        (r#"{"a":1}"#, false),
+        (r#"{"b":"x","b":"y"}"#, false), // an extra key never repeats a declared one
+        (r#"{"b":"x",}"#, false),
+        (r#"{,"b":"x"}"#, false),
+        (r#"{"a":1.5,"b":"x"}"#, false),
+    ] {
+        assert_eq!(recognizes(&g, doc.as_bytes()), ok, "{doc}");
+    }
+    let closed = json!({"properties": {"a": {"const": 1}}, "additionalProperties": false, "minProperties": 1});
+    let g = compile(&closed);
+    assert!(accepts(&g, &json!({"a": 1})));
+    assert!(!accepts(&g, &json!({})) && !accepts(&g, &json!({"a": 1, "b": 2})));
+    assert!(
+        accepts(&g, &json!("not an object")),
+        "no `type`: other types are valid"
+    );
+    let counted = json!({"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 2, "maxProperties": 3});
+    let g = compile(&counted);
+    assert!(!accepts(&g, &json!({"x": 1})));
+    assert!(accepts(&g, &json!({"x": 1, "y": 2})) && accepts(&g, &json!({"x": 1, "y": 2, "z": 3})));
+    assert!(
+        !accepts(&g, &json!({"x": 1, "y": 2, "z": 3, "w": 4}))
+            && !accepts(&g, &json!({"x": 1, "y": "2"}))
+    );
+}
+
+#[test]
+fn arrays_prefix_items_bounds() {
+    let g = compile(
+        &json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": {"type": "null"}, "minItems": 1, "maxItems": 4}),
+    );
+    for (v, ok) in [
+        (json!(["a"]), true),
+        (json!(["a", 1, null, null]), true),
+        (json!([]), false),
+        (json!([1]), false),
+        (json!(["a", 1, null, null, null]), false),
+        (json!(["a", 1, 2]), false),
+    ] {
+        assert_eq!(accepts(&g, &v), ok, "{v}");
+    }
+    let g = compile(
+        &json!({"type": "array", "items": [{"type": "integer"}], "additionalItems": false}),
+    );
+    assert!(accepts(&g, &json!([1])) && accepts(&g, &json!([])) && !accepts(&g, &json!([1, 2])));
+}
+
+#[test]
+fn refs_recursive_and_root() {
+    let s = json!({"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+        "required": ["v", "next"], "additionalProperties": false}},
+        "$ref": "#/$defs/node"});
+    let g = compile(&s);
+    assert!(accepts(
+        &g,
+        &json!({"v": 1, "next": {"v": 2, "next": null}})
+    ));
+    assert!(!accepts(&g, &json!({"v": 1, "next": {"v": 2}})));
+    let tree = json!({"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}]}});
+    let g = compile(&tree);
+    assert!(accepts(&g, &json!([1, [2, [], [[3]]]])) && !accepts(&g, &json!([1, ["x"]])));
+}
+
+#[test]
+fn strings_numbers_enums() {
+    let g = compile(&json!({"type": "string", "pattern": "^[A-Z]{2}\\d$", "maxLength": 10}));
+    assert!(accepts(&g, &json!("AB1")) && !accepts(&g, &json!("AB")));
+    let g = compile(&json!({"type": "string", "format": "date"}));
+    assert!(accepts(&g, &json!("2024-02-29")) && !accepts(&g, &json!("2023-02-29")));
+    let g = compile(&json!({"type": "integer", "exclusiveMinimum": -3, "maximum": 12}));
+    assert!(
+        accepts(&g, &json!(-2))
+            && accepts(&g, &json!(12))
+            && !accepts(&g, &json!(-3))
+            && !accepts(&g, &json!(13))
+    );
+    let g = compile(&json!({"type": "number", "minimum": 0, "exclusiveMaximum": 1}));
+    assert!(
+        accepts(&g, &json!(0.5))
+            && accepts(&g, &json!(0))
+            && !accepts(&g, &json!(1.0))
+            && !accepts(&g, &json!(-0.1))
+    );
+    let g = compile(
+        &json!({"enum": ["a\"b", 3, null, {"k": [1]}], "type": ["string", "object", "null"]}),
+    );
+    assert!(
+        accepts(&g, &json!("a\"b")) && accepts(&g, &json!({"k": [1]})) && accepts(&g, &json!(null))
+    );
+    assert!(!accepts(&g, &json!(3)), "3 is not of the allowed types");
+    let g = compile(&json!({"type": "string", "minLength": 300, "maxLength": 1000}));
+    assert!(accepts(&g, &json!("é".repeat(300))) && accepts(&g, &json!("x".repeat(1000))));
+    assert!(!accepts(&g, &json!("x".repeat(299))) && !accepts(&g, &json!("x".repeat(1001))));
+    let g = compile(&json!({"type": "string", "nullable": true, "maxLength": 1}));
+    assert!(accepts(&g, &json!(null)) && accepts(&g, &json!("\n")) && !accepts(&g, &json!("ab")));
+}
+
+#[test]
+fn errors_name_keyword_and_pointer() {
+    let opts = JsonSchemaOptions::default();
+    let e = compile_json_schema(
+        &json!({"properties": {"a": {"not": {"type": "string"}}}}),
+        &opts,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        SchemaError::Unsupported {
+            keyword: "not".into(),
+            pointer: "/properties/a".into(),
+            reason: "keyword not implemented".into()
+        }
+    );
+    let e = compile_json_schema(&json!({"items": {"$ref": "#/definitions/x"}}), &opts).unwrap_err();
+    assert!(
+        matches!(&e, SchemaError::BadRef { pointer, .. } if pointer == "/items/$ref"),
+        "{e:?}"
+    );
+    let e = compile_json_schema(
+        &json!({"type": "integer", "minimum": 5, "maximum": 1}),
+        &opts,
+    )
+    .unwrap_err();
+    assert!(matches!(e, SchemaError::Unsatisfiable { .. }));
+    let e = compile_json_schema(
+        &json!({"type": "object", "required": ["a"], "properties": {"a": false}}),
+        &opts,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, SchemaError::Unsatisfiable { reason, .. } if reason.contains("`a`")),
+        "{e:?}"
+    );
+    let e =
+        compile_json_schema(&json!({"type": "string", "pattern": "\\bword"}), &opts).unwrap_err();
+    assert!(matches!(&e, SchemaError::Unsupported { keyword, .. } if keyword == "pattern"));
+    let e = compile_json_schema(&json!({"minLength": -1}), &opts).unwrap_err();
+    assert!(matches!(&e, SchemaError::Invalid { keyword, .. } if keyword == "minLength"));
+    // unknown keys: ignored and reported, or refused on request
+    let s = json!({"type": "string", "x-vendor": 1, "format": "topic"});
+    let (_, report) = compile_json_schema_report(&s, &opts).unwrap();
+    assert_eq!(
+        report.ignored,
+        vec![
+            ("".into(), "x-vendor".into()),
+            ("".into(), "format: topic".into())
+        ]
+    );
+    let strict = JsonSchemaOptions {
+        unknown_keywords: UnknownKeywords::Reject,
+        ..Default::default()
+    };
+    assert!(matches!(
+        compile_json_schema(&s, &strict),
+        Err(SchemaError::UnknownKeyword { .. })
+    ));
+    // annotations and no-op values are fine
+    compile(
+        &json!({"title": "t", "description": "d", "$comment": "c", "examples": [1], "uniqueItems": false}),
+    );
+}
+
+#[test]
+fn deep_and_recursive_schemas_do_not_overflow() {
+    let mut s = json!({"type": "integer"});
+    for _ in 0..1500 {
+        s = json!({"type": "array", "items": s});
+    }
+    let g = compile(&s);
+    assert!(g.stats().nonterminals > 1500);
+    let mut v = json!(7);
+    for _ in 0..1500 {
+        v = json!([v]);
+    }
+    assert!(accepts(&g, &v));
+}
+
+#[test]
+fn flexible_whitespace() {
+    let opts = JsonSchemaOptions {
+        whitespace: Whitespace::Flexible { max_ws: 3 },
+        ..Default::default()
+    };
+    let g = compile_json_schema(
+        &json!({"type": "object", "properties": {"a": {"enum": [[1, {"x": null}]]}}}),
+        &opts,
+    )
+    .unwrap();
+    assert!(recognizes(&g, br#"{ "a" :[ 1 ,{"x":	null } ] }"#));
+    assert!(recognizes(&g, br#"{"a":[1,{"x":null}]}"#));
+    assert!(
+        !recognizes(&g, br#" {"a":[1,{"x":null}]}"#),
+        "no whitespace before the first token"
+    );
+    assert!(
+        !recognizes(&g, br#"{    "a":[1,{"x":null}]}"#),
+        "run longer than max_ws"
+    );
+}
+
+#[test]
+fn snapshots() {
+    let opts = JsonSchemaOptions::default();
+    let flex = JsonSchemaOptions {
+        whitespace: Whitespace::Flexible { max_ws: 2 },
+        ..Default::default()
+    };
+    insta::assert_snapshot!(
+        "object_required_optional",
+        compile_json_schema(
+            &json!({"type": "object", "properties": {"id": {"type": "integer", "minimum": 1, "maximum": 250}, "tag": {"enum": ["x", "y"]}}, "required": ["id"], "additionalProperties": false}),
+            &opts
+        )
+        .unwrap()
+        .to_string()
+    );
+    insta::assert_snapshot!(
+        "array_flexible",
+        compile_json_schema(&json!({"type": "array", "items": {"type": ["boolean", "null"]}, "minItems": 1, "maxItems": 2}), &flex)
+            .unwrap()
+            .to_string()
+    );
+    insta::assert_snapshot!(
+        "ref_recursive",
+        compile_json_schema(
+            &json!({"definitions": {"t": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/t"}}}, "additionalProperties": false}}, "$ref": "#/definitions/t"}),
+            &opts
+        )
+        .unwrap()
+        .to_string()
+    );
+    insta::assert_snapshot!(
+        "pattern_and_format",
+        compile_json_schema(&json!({"anyOf": [{"type": "string", "pattern": "^a\"b$"}, {"type": "string", "format": "uuid"}]}), &opts)
+            .unwrap()
+            .to_string()
+    );
+}
+
+// ---------------------------------------------------------------------
+// Random schemas with matching values (proptest)
+
+/// A generated schema, from which both the JSON Schema and valid (and
+/// invalid) values are derived.
+#[derive(Clone, Debug)]
+enum S {
+    Null,
+    Bool,
+    Int {
+        lo: Option<i64>,
+        hi: Option<i64>,
+    },
+    Num {
+        lo: Option<i64>,
+        hi: Option<i64>,
+    },
+    Str {
+        min: u64,
+        max: Option<u64>,
+    },
+    Pattern(usize),
+    Format(usize),
+    Enum(Vec<Value>),
+    Obj {
+        props: Vec<(String, S, bool)>,
+        extra: Extra,
+    },
+    Arr {
+        items: Box<S>,
+        min: u64,
+        max: Option<u64>,
+    },
+    AnyOf(Vec<S>),
+}
+
+#[derive(Clone, Debug)]
+enum Extra {
+    Any,
+    No,
+    Int,
+}
+
+/// (pattern, matching examples, non-matching examples)
+const PATTERNS: &[(&str, &[&str], &[&str])] = &[
+    ("^[a-z]{2,4}$", &["ab", "xyzw"], &["a", "abcde", "AB"]),
+    ("^\\d+(\\.\\d+)?$", &["1", "10.25"], &["1.", "x"]),
+    ("@", &["a@b", "@", "\"@\n"], &["ab"]),
+    (
+        "^\"q\"|\\\\$",
+        &["\"q\" and more", "ends\\"],
+        &["q", "x\\y"],
+    ),
+];
+const FORMATS: &[(&str, &[&str], &[&str])] = &[
+    (
+        "date-time",
+        &["2021-03-04T05:06:07Z", "1999-12-31T23:59:59.5+01:00"],
+        &["2021-03-04", "2021-13-01T00:00:00Z"],
+    ),
+    (
+        "email",
+        &["a@b.co", "first.last@example.org"],
+        &["nope", "a@@b"],
+    ),
+    ("uuid", &["00000000-0000-0000-0000-000000000000"], &["0000"]),
+];
+
+fn to_json(s: &S) -> Value {
+    match s {
+        S::Null => json!({"type": "null"}),
+        S::Bool => json!({"type": "boolean"}),
+        S::Int { lo, hi } | S::Num { lo, hi } => {
+            let mut m = Map::new();
+            m.insert(
+                "type".into(),
+                json!(if matches!(s, S::Int { .. }) {
+                    "integer"
+                } else {
+                    "number"
+                }),
+            );
+            if let Some(l) = lo {
+                m.insert("minimum".into(), json!(l));
+            }
+            if let Some(h) = hi {
+                m.insert("maximum".into(), json!(h));
+            }
+            Value::Object(m)
+        }
+        S::Str { min, max } => {
+            let mut m = Map::new();
+            m.insert("type".into(), json!("string"));
+            m.insert("minLength".into(), json!(min));
+            if let Some(x) = max {
+                m.insert("maxLength".into(), json!(x));
+            }
+            Value::Object(m)
+        }
+        S::Pattern(i) => json!({"type": "string", "pattern": PATTERNS[*i].0}),
+        S::Format(i) => json!({"type": "string", "format": FORMATS[*i].0}),
+        S::Enum(v) => json!({"enum": v}),
+        S::Obj { props, extra } => {
+            let mut p = Map::new();
+            let mut req = Vec::new();
+            for (k, s, r) in props {
+                p.insert(k.clone(), to_json(s));
+                if *r {
+                    req.push(json!(k));
+                }
+            }
+            let mut m = Map::new();
+            m.insert("type".into(), json!("object"));
+            m.insert("properties".into(), Value::Object(p));
+            m.insert("required".into(), Value::Array(req));
+            match extra {
+                Extra::Any => {}
+                Extra::No => {
+                    m.insert("additionalProperties".into(), json!(false));
+                }
+                Extra::Int => {
+                    m.insert("additionalProperties".into(), json!({"type": "integer"}));
+                }
+            }
+            Value::Object(m)
+        }
+        S::Arr { items, min, max } => {
+            let mut m = Map::new();
+            m.insert("type".into(), json!("array"));
+            m.insert("items".into(), to_json(items));
+            m.insert("minItems".into(), json!(min));
+            if let Some(x) = max {
+                m.insert("maxItems".into(), json!(x));
+            }
+            Value::Object(m)
+        }
+        S::AnyOf(v) => json!({"anyOf": v.iter().map(to_json).collect::<Vec<_>>()}),
+    }
+}
+
+/// A tiny deterministic generator (values are derived from a seed that
+/// proptest shrinks).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo + 1) as u64) as i64
+    }
+}
+
+const CHARS: &[char] = &[
+    'a', 'Z', '0', ' ', '"', '\\', '\n', '\u{1}', 'é', '😀', '/', '\u{7f}',
+];
+
+fn gen(s: &S, r: &mut Rng) -> Value {
+    match s {
+        S::Null => Value::Null,
+        S::Bool => json!(r.below(2) == 0),
+        S::Int { lo, hi } => {
+            let lo = lo.unwrap_or(-1000);
+            let hi = hi.unwrap_or(lo.max(0) + 1000);
+            json!(r.range(lo, hi))
+        }
+        S::Num { lo, hi } => {
+            let l = lo.unwrap_or(-100);
+            let h = hi.unwrap_or(l.max(0) + 100);
+            let i = r.range(l, h);
+            if r.below(2) == 0 || i == h {
+                json!(i)
+            } else {
+                json!(i as f64 + (r.range(1, 99) as f64) / 100.0)
+            }
+        }
+        S::Str { min, max } => {
+            let n = *min + r.below(max.unwrap_or(min + 6) - min + 1);
+            json!((0..n)
+                .map(|_| CHARS[r.below(CHARS.len() as u64) as usize])
+                .collect::<String>())
+        }
+        S::Pattern(i) => {
+            let ex = PATTERNS[*i].1;
+            json!(ex[r.below(ex.len() as u64) as usize])
+        }
+        S::Format(i) => {
+            let ex = FORMATS[*i].1;
+            json!(ex[r.below(ex.len() as u64) as usize])
+        }
+        S::Enum(v) => v[r.below(v.len() as u64) as usize].clone(),
+        S::Obj { props, extra } => {
+            let mut m = Map::new();
+            for (k, s, req) in props {
+                if *req || r.below(2) == 0 {
+                    m.insert(k.clone(), gen(s, r));
+                }
+            }
+            match extra {
+                Extra::No => {}
+                Extra::Any if r.below(2) == 0 => {
+                    m.insert("extra\"key".into(), json!({"nested": [1, "two", null]}));
+                }
+                Extra::Int if r.below(2) == 0 => {
+                    m.insert("p0x".into(), json!(r.range(-5, 5)));
+                }
+                _ => {}
+            }
+            Value::Object(m)
+        }
+        S::Arr { items, min, max } => {
+            let n = *min + r.below(max.unwrap_or(min + 3) - min + 1);
+            Value::Array((0..n).map(|_| gen(items, r)).collect())
+        }
+        S::AnyOf(v) => gen(&v[r.below(v.len() as u64) as usize], r),
+    }
+}
+
+/// A value that is invalid for `s` by construction (where one is easy to
+/// tell), derived from a valid one.
+fn mutate(s: &S, v: &Value, r: &mut Rng) -> Option<Value> {
+    match s {
+        S::Null => Some(json!(0)),
+        S::Bool => Some(json!("true")),
+        S::Int { hi, .. } => Some(match hi {
+            Some(h) if r.below(2) == 0 => json!(h + 1),
+            _ => json!(0.5),
+        }),
+        S::Num { lo: Some(l), .. } => Some(json!(*l as f64 - 0.5)),
+        S::Num { .. } => Some(json!("1")),
+        S::Str { min, max } => match max {
+            Some(m) => Some(json!("x".repeat(*m as usize + 1))),
+            None if *min > 0 => Some(json!("x".repeat(*min as usize - 1))),
+            None => Some(json!(1)),
+        },
+        S::Pattern(i) => {
+            let ex = PATTERNS[*i].2;
+            Some(json!(ex[r.below(ex.len() as u64) as usize]))
+        }
+        S::Format(i) => {
+            let ex = FORMATS[*i].2;
+            Some(json!(ex[r.below(ex.len() as u64) as usize]))
+        }
+        S::Enum(_) => None,
+        S::Obj { props, extra } => {
+            let m = v.as_object()?;
+            if let Some((k, _, _)) = props.iter().find(|(k, _, req)| *req && m.contains_key(k)) {
+                if r.below(2) == 0 {
+                    let mut m = m.clone();
+                    m.remove(k);
+                    return Some(Value::Object(m));
+                }
+            }
+            if matches!(extra, Extra::No) && r.below(2) == 0 {
+                let mut m = m.clone();
+                m.insert("zzz".into(), json!(1));
+                return Some(Value::Object(m));
+            }
+            // mutate one present child
+            for (k, cs, _) in props {
+                if let Some(c) = m.get(k) {
+                    if let Some(bad) = mutate(cs, c, r) {
+                        let mut m = m.clone();
+                        m.insert(k.clone(), bad);
+                        return Some(Value::Object(m));
+                    }
+                }
+            }
+            None
+        }
+        S::Arr { items, max, .. } => {
+            let a = v.as_array()?;
+            if let Some(m) = max {
+                if r.below(2) == 0 {
+                    let mut a = a.clone();
+                    while a.len() as u64 <= *m {
+                        a.push(gen(items, r));
+                    }
+                    return Some(Value::Array(a));
+                }
+            }
+            let first = a.first()?;
+            let bad = mutate(items, first, r)?;
+            let mut a = a.clone();
+            a[0] = bad;
+            Some(Value::Array(a))
+        }
+        S::AnyOf(_) => None,
+    }
+}
+
+fn scalar() -> impl Strategy<Value = S> {
+    prop_oneof![
+        Just(S::Null),
+        Just(S::Bool),
+        (
+            proptest::option::of(-50i64..50),
+            proptest::option::of(0i64..200)
+        )
+            .prop_map(|(lo, span)| S::Int {
+                lo,
+                hi: span.map(|s| lo.unwrap_or(0) + s)
+            }),
+        (
+            proptest::option::of(-50i64..50),
+            proptest::option::of(1i64..200)
+        )
+            .prop_map(|(lo, span)| S::Num {
+                lo,
+                hi: span.map(|s| lo.unwrap_or(0) + s)
+            }),
+        (0u64..4, proptest::option::of(0u64..6)).prop_map(|(min, extra)| S::Str {
+            min,
+            max: extra.map(|e| min + e)
+        }),
+        (0..PATTERNS.len()).prop_map(S::Pattern),
+        (0..FORMATS.len()).prop_map(S::Format),
+        proptest::collection::vec(
+            prop_oneof![
+                Just(json!(null)),
+                Just(json!("a\"b")),
+                Just(json!(-3)),
+                Just(json!([1, {"k": true}])),
+                Just(json!(2.5))
+            ],
+            1..3
+        )
+        .prop_map(S::Enum),
+    ]
+}
+
+fn schema() -> impl Strategy<Value = S> {
+    scalar().prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            (
+                proptest::collection::vec((inner.clone(), any::<bool>()), 0..4),
+                prop_oneof![Just(Extra::Any), Just(Extra::No), Just(Extra::Int)]
+            )
+                .prop_map(|(ps, extra)| S::Obj {
+                    props: ps
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (s, r))| (format!("p{i}"), s, r))
+                        .collect(),
+                    extra
+                }),
+            (inner.clone(), 0u64..3, proptest::option::of(0u64..3)).prop_map(|(s, min, extra)| {
+                S::Arr {
+                    items: Box::new(s),
+                    min,
+                    max: extra.map(|e| min + e),
+                }
+            }),
+            proptest::collection::vec(inner, 2..3).prop_map(S::AnyOf),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Every generated valid value is accepted, compact and pretty-printed
+    /// (flexible whitespace), and mutations that are invalid by
+    /// construction are rejected.
+    #[test]
+    fn compiled_grammars_accept_valid_and_reject_mutants(s in schema(), seed in 1u64..u64::MAX) {
+        let js = to_json(&s);
+        let g = compile(&js);
+        let flex = compile_json_schema(&js, &JsonSchemaOptions { whitespace: Whitespace::Flexible { max_ws: 64 }, ..Default::default() }).unwrap();
+        let mut r = Rng(seed);
+        for _ in 0..3 {
+            let v = gen(&s, &mut r);
+            let text = v.to_string();
+            prop_assert!(recognizes(&g, text.as_bytes()), "rejected valid {}\nschema {}\n{}", text, js, g);
+            let pretty = serde_json::to_string_pretty(&v).unwrap();
+            prop_assert!(recognizes(&flex, pretty.as_bytes()), "flexible rejected {}", pretty);
+            prop_assert!(canonical_instances(&js, &v, &JsonSchemaOptions::default()).unwrap().contains(&v));
+            if let Some(bad) = mutate(&s, &v, &mut r) {
+                prop_assert!(!recognizes(&g, bad.to_string().as_bytes()), "accepted invalid {}\nschema {}", bad, js);
+            }
+        }
+    }
+
+    /// A valid object with shuffled keys is canonicalised back to the order
+    /// the grammar accepts.
+    #[test]
+    fn canonical_order_restores_schema_order(s in schema(), seed in 1u64..u64::MAX) {
+        let js = to_json(&s);
+        let g = compile(&js);
+        let mut r = Rng(seed);
+        let v = gen(&s, &mut r);
+        let shuffled = shuffle(&v, &mut r);
+        let cands = canonical_instances(&js, &shuffled, &JsonSchemaOptions::default()).unwrap();
+        prop_assert!(cands.iter().any(|c| accepts(&g, c)), "no candidate accepted for {}", shuffled);
+    }
+}
+
+fn shuffle(v: &Value, r: &mut Rng) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut kv: Vec<(String, Value)> =
+                m.iter().map(|(k, v)| (k.clone(), shuffle(v, r))).collect();
+            for i in (1..kv.len()).rev() {
+                let j = r.below(i as u64 + 1) as usize;
+                kv.swap(i, j);
+            }
+            Value::Object(kv.into_iter().collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| shuffle(x, r)).collect()),
+        x => x.clone(),
+    }
+}
