@@ -203,7 +203,6 @@ pub fn uniform_log_phi(mask: &TokenSet, vocab: usize) -> Vec<f64> {
 /// `ln(x)` clamped into `[-inf, 0]`, NaN mapped to `-inf` (estimates are
 /// probabilities; rounding can push sums a hair above 1).
 #[inline]
-#[allow(dead_code)]
 pub(crate) fn ln_prob(x: f64) -> f64 {
     if x.is_nan() || x <= 0.0 {
         f64::NEG_INFINITY

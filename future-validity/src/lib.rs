@@ -23,9 +23,12 @@
 //! All values are natural logs of probabilities: Φ of 1e-300 is
 //! representable, and nothing here returns NaN.
 
+pub mod certificates;
 pub mod error;
 pub mod estimator;
 pub mod exact;
+pub mod metrics;
+pub mod montecarlo;
 pub mod onestep;
 pub mod uniform;
 
@@ -35,5 +38,6 @@ pub use estimator::{
 };
 pub use exact::trie::{ExactTrie, TrieTable};
 pub use exact::{Exact, ExactConfig};
+pub use montecarlo::{McCertificate, MonteCarlo, MonteCarloConfig, OnHorizon, RolloutLaw};
 pub use onestep::{OneStepCheap, OneStepTrue};
 pub use uniform::Uniform;
