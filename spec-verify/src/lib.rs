@@ -20,18 +20,26 @@
 //! | [`law`] | exact terminal laws of finite languages (`μ*`, `μ^proj`, `μ^Φ̂`) and exact Φ by backward DP over the prefix tree — the reference for tests |
 //! | [`stats`] | empirical-vs-exact comparisons: TV, bootstrap CI, noise floor, chi-square |
 //! | [`memo`] | [`MemoLm`], memoised logits for deterministic toy models |
+//! | [`adapters`] | any `future_validity::PhiEstimator` as a [`PhiSource`]; [`adapters::FrozenPhi`] (one estimator draw per prefix) |
+//! | [`budget`] | Table 8: exact TV on the budget language `L_{n,K}` by grouping |
+//! | [`toys`] | toy LMs (byte bigram, noisy draft) and the finite JSON schemas of Table 7 |
+//! | [`report`] | Markdown/JSON output of the experiment binaries |
 
 //!
 //! Everything random takes a caller-supplied RNG (seed it with
 //! [`zapspec_core::prob::seeded_rng`]); laws are handled in log space.
 
+pub mod adapters;
+pub mod budget;
 pub mod config;
 pub mod decoder;
 pub mod error;
 pub mod law;
 pub mod memo;
 pub mod phi;
+pub mod report;
 pub mod stats;
+pub mod toys;
 pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};

@@ -472,3 +472,36 @@ fn memo_lm_matches_inner_model() {
     assert_eq!(a.context(), &[4, 4, 4, 4]);
     assert!(a.misses() <= a.calls() + 10);
 }
+
+#[test]
+fn future_validity_exact_estimator_agrees_with_the_prefix_tree() {
+    use future_validity::{Exact, ExactConfig, OneStepCheap};
+    use spec_verify::adapters::{EstimatorPhi, FrozenPhi};
+    for c in [dyck_as_any()] {
+        let mut lm = BigramLm::new(3, 41);
+        let tree = PrefixTree::enumerate(&c, &mut lm, 10_000).unwrap();
+        let mut theirs = FrozenPhi::new(EstimatorPhi::new(
+            Exact::new(ExactConfig::default()),
+            BigramLm::new(3, 41),
+        ));
+        let a = tree.log_mu_phi(&mut theirs).unwrap();
+        let star = tree.log_mu_star();
+        for (x, y) in a.iter().zip(&star) {
+            assert!((x.exp() - y.exp()).abs() < 1e-12);
+        }
+        assert_eq!(theirs.len(), tree.nodes().len());
+        // OneStep is not exact here
+        let mut one = EstimatorPhi::new(OneStepCheap::new(), BigramLm::new(3, 41));
+        let o = exp(&tree.log_mu_phi(&mut one).unwrap());
+        assert!(zapspec_core::prob::tv(&o, &exp(&star)) > 1e-9);
+        assert!((o.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+}
+
+fn dyck_as_any() -> DyckConstraint {
+    DyckConstraint::new(DyckSpec {
+        kinds: 1,
+        max_depth: 3,
+        max_len: 10,
+    })
+}
