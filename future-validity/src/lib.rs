@@ -18,7 +18,13 @@
 //! | 0 | [`Uniform`] | §5.1 |
 //! | 1a | [`OneStepCheap`] | Def. 9, eq. (1) |
 //! | 1b | [`OneStepTrue`] | Prop. 10 |
-//! | 3 | [`Exact`] (prefix-tree DP, any finite-language constraint, any LM), [`ExactTrie`] (token trie) | §5.5, App. G |
+//! | 2 | [`MonteCarlo`] (k rollouts, horizon h, Hoeffding certificate) | §5.4 |
+//! | 3 | [`Exact`] (prefix-tree DP: any finite-language constraint, any LM), [`ExactTrie`] (token trie), [`ExactDyckMarkov`] (Dyck × Markov LM), [`ExactRegular`] (DFA × finite-state LM), [`exact::budget`] (`L_{n,K}`) | §5.5, App. G, App. H.4 |
+//!
+//! Certificates (Theorem 7, the relative-error corollary, the KL gap
+//! identity, Hoeffding widths) are in [`certificates`]; exact terminal laws
+//! μ^proj / μ* / μ^Φ̂, empirical TV with bootstrap CIs and structural
+//! statistics in [`metrics`].
 //!
 //! All values are natural logs of probabilities: Φ of 1e-300 is
 //! representable, and nothing here returns NaN.
@@ -35,6 +41,11 @@ pub mod uniform;
 pub use error::PhiError;
 pub use estimator::{
     doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set, PhiCost, PhiEstimator,
+};
+pub use exact::budget::{BernoulliLm, BudgetLanguage};
+pub use exact::dyck::{DyckMarkovDp, ExactDyckMarkov};
+pub use exact::regular::{
+    Dfa, DfaConstraint, ExactRegular, FiniteStateLm, RegularDp, RegularDpConfig,
 };
 pub use exact::trie::{ExactTrie, TrieTable};
 pub use exact::{Exact, ExactConfig};

@@ -12,7 +12,10 @@
 //! Exact Φ is #P-hard for general CFGs (Prop. 8); these estimators return
 //! [`PhiError::TooLarge`](crate::PhiError::TooLarge) instead of running away.
 
+pub mod budget;
+pub mod dyck;
 pub mod enumerate;
+pub mod regular;
 
 pub mod trie;
 

@@ -64,3 +64,51 @@ pub fn members<C: Constraint>(c: &C) -> Vec<Vec<TokenId>> {
     rec(&mut c.fork(), &mut Vec::new(), &mut out);
     out
 }
+
+/// Independent membership test for bounded Dyck strings.
+pub fn is_dyck(s: &[TokenId], kinds: usize, max_depth: usize, max_len: usize) -> bool {
+    if s.len() > max_len {
+        return false;
+    }
+    let mut st = Vec::new();
+    for &t in s {
+        let t = t as usize;
+        if t < kinds {
+            st.push(t);
+            if st.len() > max_depth {
+                return false;
+            }
+        } else if t < 2 * kinds {
+            if st.pop() != Some(t - kinds) {
+                return false;
+            }
+        } else {
+            return false;
+        }
+    }
+    st.is_empty()
+}
+
+/// Brute force: every string over the `2·kinds` brackets of length ≤ L
+/// that is in D_{d,L}.
+pub fn brute_dyck(kinds: usize, max_depth: usize, max_len: usize) -> Vec<Vec<TokenId>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<Vec<TokenId>> = vec![vec![]];
+    for _ in 0..=max_len {
+        let mut next = Vec::new();
+        for s in &cur {
+            if is_dyck(s, kinds, max_depth, max_len) {
+                out.push(s.clone());
+            }
+            if s.len() < max_len {
+                for t in 0..2 * kinds as TokenId {
+                    let mut s2 = s.clone();
+                    s2.push(t);
+                    next.push(s2);
+                }
+            }
+        }
+        cur = next;
+    }
+    out
+}

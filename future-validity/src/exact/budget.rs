@@ -1,0 +1,258 @@
+//! The budget language of App. H.4 ("Large regular-state stress test"):
+//! `L_{n,K} = {x ∈ {0,1}ⁿ : Σ_t x_t ≤ K}` under an iid Bernoulli(p₁) model.
+//!
+//! The DFA has states `(t, c)` — position and ones used — so
+//! `(n+1)(K+1)` states (496 for `L_{30,15}`), while the terminal support has
+//! up to 6.1·10⁸ strings. Exact Φ is a [`RegularDp`] over the reachable
+//! states; the closed form `Φ(t, c) = Pr[Bin(n−t, p₁) ≤ K−c]`
+//! ([`closed_form_log_phi`]) is the independent reference.
+//!
+//! Exact terminal-law TV ([`grouped_tv`]) without enumerating strings:
+//! strings with `c < K` ones are grouped by `c`; strings with `K` ones by
+//! the position `τ` of the K-th one (after it only 0 is valid). Under μ*,
+//! μ^proj and exact μ^Φ every string of a group has the same probability, so
+//! the TV is `½ Σ_groups |M̂_g − M*_g|` exactly (for other kernels this is a
+//! lower bound).
+
+use zapspec_core::{prob, LanguageModel, Logits, ModelError, TokenId};
+
+use super::regular::{Dfa, FiniteStateLm, RegularDp, RegularDpConfig, DEAD};
+use crate::error::PhiError;
+
+/// `L_{n,K}`: tokens 0 and 1, EOS = 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetLanguage {
+    pub n: usize,
+    pub k: usize,
+}
+
+/// The EOS token of the budget vocabulary `{0, 1, EOS}`.
+pub const BUDGET_EOS: TokenId = 2;
+
+impl BudgetLanguage {
+    pub fn new(n: usize, k: usize) -> Result<Self, PhiError> {
+        if k > n {
+            return Err(PhiError::config(
+                "k",
+                format!("budget {k} exceeds length {n}"),
+            ));
+        }
+        Ok(BudgetLanguage { n, k })
+    }
+
+    /// State index of `(t, c)`.
+    pub fn state(&self, t: usize, c: usize) -> u32 {
+        (t * (self.k + 1) + c) as u32
+    }
+
+    /// The `(n+1)(K+1)`-state DFA (accepting iff `t = n`).
+    pub fn dfa(&self) -> Dfa {
+        let (n, k) = (self.n, self.k);
+        let ns = (n + 1) * (k + 1);
+        let mut trans = vec![DEAD; ns * 3];
+        let mut acc = vec![false; ns];
+        for t in 0..=n {
+            for c in 0..=k {
+                let q = self.state(t, c) as usize;
+                acc[q] = t == n;
+                if t < n {
+                    trans[q * 3] = self.state(t + 1, c);
+                    if c < k {
+                        trans[q * 3 + 1] = self.state(t + 1, c + 1);
+                    }
+                }
+            }
+        }
+        // Infallible: the tables are consistent by construction.
+        Dfa::new(ns, 3, BUDGET_EOS, 0, acc, trans).expect("budget DFA")
+    }
+
+    /// Number of members, `Σ_{c≤K} C(n, c)`.
+    pub fn num_strings(&self) -> f64 {
+        (0..=self.k)
+            .map(|c| log_binom(self.n, c).exp())
+            .sum::<f64>()
+            .round()
+    }
+}
+
+/// An iid Bernoulli(p₁) model over `{0, 1}` that emits EOS exactly after
+/// `n` bits (its state is the position, capped at `n`).
+#[derive(Debug, Clone)]
+pub struct BernoulliLm {
+    pub p1: f64,
+    pub n: usize,
+    context: Vec<TokenId>,
+    forwards: usize,
+}
+
+impl BernoulliLm {
+    pub fn new(p1: f64, n: usize) -> Result<Self, PhiError> {
+        if !(p1 > 0.0 && p1 < 1.0) {
+            return Err(PhiError::config("p1", format!("{p1} is not in (0, 1)")));
+        }
+        Ok(BernoulliLm {
+            p1,
+            n,
+            context: Vec::new(),
+            forwards: 0,
+        })
+    }
+    pub fn forwards(&self) -> usize {
+        self.forwards
+    }
+    fn logits_at(&self, t: usize) -> Vec<f32> {
+        if t < self.n {
+            vec![
+                (1.0 - self.p1).ln() as f32,
+                self.p1.ln() as f32,
+                f32::NEG_INFINITY,
+            ]
+        } else {
+            vec![f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0]
+        }
+    }
+}
+
+impl LanguageModel for BernoulliLm {
+    fn vocab_size(&self) -> usize {
+        3
+    }
+    fn context(&self) -> &[TokenId] {
+        &self.context
+    }
+    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
+        if let Some(&token) = tokens.iter().find(|&&t| t > 2) {
+            return Err(ModelError::TokenOutOfRange {
+                token,
+                vocab_size: 3,
+            });
+        }
+        self.forwards += 1;
+        let mut out = Logits::zeros((tokens.len(), 3));
+        for (i, &t) in tokens.iter().enumerate() {
+            self.context.push(t);
+            let l = self.logits_at(self.context.len());
+            out.row_mut(i).assign(&ndarray::ArrayView1::from(&l));
+        }
+        Ok(out)
+    }
+    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
+        self.forwards += 1;
+        Ok(self.logits_at(self.context.len()))
+    }
+    fn truncate(&mut self, len: usize) {
+        self.context.truncate(len);
+    }
+}
+
+impl FiniteStateLm for BernoulliLm {
+    type State = usize;
+    fn state_of(&self, context: &[TokenId]) -> usize {
+        context.len().min(self.n)
+    }
+    fn next_state(&self, s: &usize, _t: TokenId) -> usize {
+        (s + 1).min(self.n)
+    }
+    fn state_log_probs(&self, s: &usize) -> Vec<f64> {
+        if *s < self.n {
+            vec![(-self.p1).ln_1p(), self.p1.ln(), f64::NEG_INFINITY]
+        } else {
+            vec![f64::NEG_INFINITY, f64::NEG_INFINITY, 0.0]
+        }
+    }
+}
+
+/// `ln C(n, k)`.
+pub fn log_binom(n: usize, k: usize) -> f64 {
+    if k > n {
+        return f64::NEG_INFINITY;
+    }
+    let k = k.min(n - k);
+    (0..k)
+        .map(|i| ((n - i) as f64).ln() - ((i + 1) as f64).ln())
+        .sum()
+}
+
+/// `log Pr[Bin(m, p) ≤ r]`, in log space.
+pub fn log_binom_cdf(m: usize, p: f64, r: usize) -> f64 {
+    let terms: Vec<f64> = (0..=r.min(m))
+        .map(|j| log_binom(m, j) + j as f64 * p.ln() + (m - j) as f64 * (-p).ln_1p())
+        .collect();
+    prob::logsumexp(&terms).min(0.0)
+}
+
+/// The closed form `log Φ(t, c) = log Pr[Bin(n−t, p₁) ≤ K−c]`.
+pub fn closed_form_log_phi(lang: BudgetLanguage, p1: f64, t: usize, c: usize) -> f64 {
+    if c > lang.k || t > lang.n {
+        return f64::NEG_INFINITY;
+    }
+    log_binom_cdf(lang.n - t, p1, lang.k - c)
+}
+
+/// Exact Φ of `L_{n,K}` under Bernoulli(p₁): the [`RegularDp`] from the
+/// empty prefix (App. H.4's "offline backward DP construction").
+pub fn solve(lang: BudgetLanguage, p1: f64) -> Result<(Dfa, RegularDp<usize>), PhiError> {
+    let dfa = lang.dfa();
+    let lm = BernoulliLm::new(p1, lang.n)?;
+    let dp = RegularDp::solve(&dfa, &lm, &[], RegularDpConfig::default())?;
+    Ok((dfa, dp))
+}
+
+/// TV of a `(t, c)`-kernel law to μ* by grouping (see the module docs).
+/// `kernel(t, c)` returns the probability of bit 1 at state `(t, c)` with
+/// `c < K` (bit 0 gets the rest; at `c = K` bit 0 is forced).
+pub fn grouped_tv(lang: BudgetLanguage, p1: f64, kernel: impl Fn(usize, usize) -> f64) -> f64 {
+    let (n, k) = (lang.n, lang.k);
+    let lz = log_binom_cdf(n, p1, k);
+    let (lp, lq) = (p1.ln(), (-p1).ln_1p());
+    // Forward masses over (t, c) for c < K.
+    let mut mass = vec![0.0f64; k.max(1)];
+    if k > 0 {
+        mass[0] = 1.0;
+    }
+    let mut s = 0.0;
+    for t in 0..n {
+        let mut next = vec![0.0f64; k.max(1)];
+        for c in 0..k {
+            if mass[c] == 0.0 {
+                continue;
+            }
+            let q1 = kernel(t, c);
+            next[c] += mass[c] * (1.0 - q1);
+            if c + 1 < k {
+                next[c + 1] += mass[c] * q1;
+            } else {
+                // Group H_τ, τ = t + 1: the K-th one at position t+1.
+                let got = mass[c] * q1;
+                let want = (log_binom(t, k - 1) + k as f64 * lp + (n - k) as f64 * lq - lz).exp();
+                s += (got - want).abs();
+            }
+        }
+        mass = next;
+    }
+    if k == 0 {
+        // Only the all-zero string: every law puts mass 1 on it.
+        return 0.0;
+    }
+    for (c, &m) in mass.iter().enumerate() {
+        let want = (log_binom(n, c) + c as f64 * lp + (n - c) as f64 * lq - lz).exp();
+        s += (m - want).abs();
+    }
+    0.5 * s
+}
+
+/// `TV(μ^proj, μ*)` on `L_{n,K}` (Table 8, 4th column).
+pub fn tv_proj_star(lang: BudgetLanguage, p1: f64) -> f64 {
+    grouped_tv(lang, p1, |_, _| p1)
+}
+
+/// `TV(μ^Φ, μ*)` with Φ from the DP (Table 8, last column).
+pub fn tv_phi_star(lang: BudgetLanguage, p1: f64, dp: &RegularDp<usize>) -> f64 {
+    let phi = |t: usize, c: usize| dp.get(lang.state(t, c), &t).unwrap_or(f64::NEG_INFINITY);
+    grouped_tv(lang, p1, |t, c| {
+        let a = p1.ln() + phi(t + 1, c + 1);
+        let b = (-p1).ln_1p() + phi(t + 1, c);
+        (a - prob::log_add_exp(a, b)).exp()
+    })
+}

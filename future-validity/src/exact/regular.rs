@@ -1,0 +1,548 @@
+//! Exact Φ for regular languages under finite-state language models
+//! (paper §5.5 "Regular languages: single automaton step per candidate").
+//!
+//! When the model's next-token law depends only on a finite state `s`
+//! ([`FiniteStateLm`]: a bigram LM, an iid model, an n-gram), Φ depends
+//! only on the pair `(q, s)` of DFA state and model state:
+//!
+//! ```text
+//! Φ(q, s) = p(EOS | s)·1[q accepting] + Σ_{u ≠ EOS} p(u | s) · Φ(δ(q,u), s·u)
+//! ```
+//!
+//! [`RegularDp::solve`] builds the reachable product graph and solves this
+//! by one backward pass in reverse topological order when the graph is
+//! acyclic (e.g. length-bounded languages such as the budget language
+//! `L_{n,K}`, App. H.4), and by monotone value iteration from 0 (which
+//! converges to the least fixed point, the probability of ending in `L`)
+//! otherwise. Token-time queries are then table look-ups.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use zapspec_core::toy::BigramLm;
+use zapspec_core::{prob, Constraint, LanguageModel, Rejected, RollbackError, TokenId, TokenSet};
+
+use crate::error::PhiError;
+use crate::estimator::{check_vocab, clamp_log, PhiCost, PhiEstimator};
+
+/// A language model whose next-token law is a function of a finite state.
+pub trait FiniteStateLm {
+    type State: Clone + Eq + Hash;
+    /// The model state after `context` (prompt included).
+    fn state_of(&self, context: &[TokenId]) -> Self::State;
+    /// The state after appending `t` in state `s`.
+    fn next_state(&self, s: &Self::State, t: TokenId) -> Self::State;
+    /// Next-token log-probabilities in state `s` (normalised).
+    fn state_log_probs(&self, s: &Self::State) -> Vec<f64>;
+}
+
+impl FiniteStateLm for BigramLm {
+    type State = Option<TokenId>;
+    fn state_of(&self, context: &[TokenId]) -> Self::State {
+        context.last().copied()
+    }
+    fn next_state(&self, _s: &Self::State, t: TokenId) -> Self::State {
+        Some(t)
+    }
+    fn state_log_probs(&self, s: &Self::State) -> Vec<f64> {
+        prob::log_softmax(&self.logits_after(*s))
+    }
+}
+
+/// Sentinel for "no transition" in [`Dfa::trans`].
+pub const DEAD: u32 = u32::MAX;
+
+/// A deterministic finite automaton over a token vocabulary with an EOS
+/// token (EOS ends the string; it has no transition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dfa {
+    pub num_states: usize,
+    pub vocab_size: usize,
+    pub eos: TokenId,
+    pub start: u32,
+    pub accepting: Vec<bool>,
+    /// `trans[q * vocab_size + t]`: next state or [`DEAD`].
+    pub trans: Vec<u32>,
+    /// `live[q]`: some accepting state is reachable from `q`.
+    live: Vec<bool>,
+}
+
+impl Dfa {
+    /// Builds a DFA and checks its tables; tokens without a transition are
+    /// [`DEAD`]. States from which no accepting state is reachable are
+    /// pruned from masks (so the constraint has no dead ends).
+    pub fn new(
+        num_states: usize,
+        vocab_size: usize,
+        eos: TokenId,
+        start: u32,
+        accepting: Vec<bool>,
+        trans: Vec<u32>,
+    ) -> Result<Self, PhiError> {
+        if accepting.len() != num_states {
+            return Err(PhiError::config(
+                "accepting",
+                format!("{} entries for {num_states} states", accepting.len()),
+            ));
+        }
+        if trans.len() != num_states * vocab_size {
+            return Err(PhiError::config(
+                "trans",
+                format!("{} entries, want {}", trans.len(), num_states * vocab_size),
+            ));
+        }
+        if start as usize >= num_states {
+            return Err(PhiError::config(
+                "start",
+                format!("state {start} of {num_states}"),
+            ));
+        }
+        if eos as usize >= vocab_size {
+            return Err(PhiError::BadToken {
+                token: eos,
+                vocab_size,
+            });
+        }
+        if let Some((i, &q)) = trans
+            .iter()
+            .enumerate()
+            .find(|(_, &q)| q != DEAD && q as usize >= num_states)
+        {
+            return Err(PhiError::config(
+                "trans",
+                format!("entry {i} points to state {q} of {num_states}"),
+            ));
+        }
+        if (0..num_states).any(|q| trans[q * vocab_size + eos as usize] != DEAD) {
+            return Err(PhiError::config("trans", "EOS must not have transitions"));
+        }
+        // Co-reachability by backward fixpoint.
+        let mut live = accepting.clone();
+        loop {
+            let mut changed = false;
+            for q in 0..num_states {
+                if !live[q]
+                    && (0..vocab_size).any(|t| {
+                        let r = trans[q * vocab_size + t];
+                        r != DEAD && live[r as usize]
+                    })
+                {
+                    live[q] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        Ok(Dfa {
+            num_states,
+            vocab_size,
+            eos,
+            start,
+            accepting,
+            trans,
+            live,
+        })
+    }
+
+    #[inline]
+    pub fn step(&self, q: u32, t: TokenId) -> Option<u32> {
+        if t as usize >= self.vocab_size {
+            return None;
+        }
+        let r = self.trans[q as usize * self.vocab_size + t as usize];
+        (r != DEAD && self.live[r as usize]).then_some(r)
+    }
+
+    pub fn is_live(&self, q: u32) -> bool {
+        self.live[q as usize]
+    }
+}
+
+/// A [`Constraint`] that runs a [`Dfa`] (shared, immutable).
+#[derive(Debug, Clone)]
+pub struct DfaConstraint {
+    dfa: std::sync::Arc<Dfa>,
+    states: Vec<u32>,
+    finished: bool,
+}
+
+impl DfaConstraint {
+    pub fn new(dfa: std::sync::Arc<Dfa>) -> Self {
+        let s = dfa.start;
+        DfaConstraint {
+            dfa,
+            states: vec![s],
+            finished: false,
+        }
+    }
+    pub fn dfa(&self) -> &std::sync::Arc<Dfa> {
+        &self.dfa
+    }
+    /// The current DFA state.
+    pub fn state(&self) -> u32 {
+        *self.states.last().unwrap_or(&self.dfa.start)
+    }
+}
+
+impl Constraint for DfaConstraint {
+    fn vocab_size(&self) -> usize {
+        self.dfa.vocab_size
+    }
+    fn eos(&self) -> TokenId {
+        self.dfa.eos
+    }
+    fn fill_mask(&mut self, mask: &mut TokenSet) {
+        mask.clear();
+        if self.finished {
+            return;
+        }
+        let q = self.state();
+        for t in 0..self.dfa.vocab_size as TokenId {
+            if self.dfa.step(q, t).is_some() {
+                mask.insert(t);
+            }
+        }
+        if self.dfa.accepting[q as usize] {
+            mask.insert(self.dfa.eos);
+        }
+    }
+    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
+        let position = self.num_tokens();
+        let reject = |reason: &str| Rejected {
+            token: t,
+            position,
+            reason: reason.into(),
+        };
+        if self.finished {
+            return Err(reject("already finished"));
+        }
+        if t == self.dfa.eos {
+            if self.is_accepting() {
+                self.finished = true;
+                return Ok(());
+            }
+            return Err(reject("EOS in a non-accepting state"));
+        }
+        match self.dfa.step(self.state(), t) {
+            Some(r) => {
+                self.states.push(r);
+                Ok(())
+            }
+            None => Err(reject("no transition to a live state")),
+        }
+    }
+    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
+        let available = self.num_tokens();
+        if n > available {
+            return Err(RollbackError {
+                requested: n,
+                available,
+            });
+        }
+        let mut n = n;
+        if n > 0 && self.finished {
+            self.finished = false;
+            n -= 1;
+        }
+        self.states.truncate(self.states.len() - n);
+        Ok(())
+    }
+    fn is_accepting(&self) -> bool {
+        !self.finished && self.dfa.accepting[self.state() as usize]
+    }
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+    fn num_tokens(&self) -> usize {
+        self.states.len() - 1 + usize::from(self.finished)
+    }
+}
+
+/// Configuration of [`RegularDp::solve`].
+#[derive(Debug, Clone, Copy)]
+pub struct RegularDpConfig {
+    /// Most product states before [`PhiError::TooLarge`].
+    pub max_states: usize,
+    /// Value-iteration tolerance (cyclic graphs only).
+    pub tol: f64,
+    pub max_iters: usize,
+}
+
+impl Default for RegularDpConfig {
+    fn default() -> Self {
+        RegularDpConfig {
+            max_states: 10_000_000,
+            tol: 1e-15,
+            max_iters: 100_000,
+        }
+    }
+}
+
+/// `log Φ(q, s)` for every reachable (DFA state, model state) pair.
+#[derive(Debug, Clone)]
+pub struct RegularDp<S: Clone + Eq + Hash> {
+    index: HashMap<(u32, S), usize>,
+    /// `log Φ` per product state.
+    pub log_phi: Vec<f64>,
+    /// Whether the product graph was acyclic (single backward pass).
+    pub acyclic: bool,
+    /// Value-iteration sweeps used (0 when acyclic).
+    pub iterations: usize,
+    /// Max |Φ(x) − Σ_u p(u|x) Φ(xu)| over states (the Doob-recursion
+    /// residual reported in Table 8).
+    pub residual: f64,
+}
+
+struct Node {
+    eos_lp: f64,
+    edges: Vec<(f64, usize)>,
+}
+
+impl<S: Clone + Eq + Hash> RegularDp<S> {
+    /// Solves the DP from `(dfa.start, lm.state_of(prompt))`.
+    pub fn solve<L: FiniteStateLm<State = S>>(
+        dfa: &Dfa,
+        lm: &L,
+        prompt: &[TokenId],
+        config: RegularDpConfig,
+    ) -> Result<Self, PhiError> {
+        let s0 = lm.state_of(prompt);
+        Self::solve_from(dfa, lm, dfa.start, s0, config)
+    }
+
+    /// Solves the DP from an explicit start pair.
+    pub fn solve_from<L: FiniteStateLm<State = S>>(
+        dfa: &Dfa,
+        lm: &L,
+        q0: u32,
+        s0: S,
+        config: RegularDpConfig,
+    ) -> Result<Self, PhiError> {
+        let mut index: HashMap<(u32, S), usize> = HashMap::new();
+        let mut keys: Vec<(u32, S)> = Vec::new();
+        let mut nodes: Vec<Node> = Vec::new();
+        index.insert((q0, s0.clone()), 0);
+        keys.push((q0, s0));
+        let mut i = 0;
+        while i < keys.len() {
+            let (q, s) = keys[i].clone();
+            let lp = lm.state_log_probs(&s);
+            if lp.len() != dfa.vocab_size {
+                return Err(PhiError::VocabMismatch {
+                    what: "finite-state LM",
+                    got: lp.len(),
+                    want: dfa.vocab_size,
+                });
+            }
+            let eos_lp = if dfa.accepting[q as usize] {
+                lp[dfa.eos as usize]
+            } else {
+                f64::NEG_INFINITY
+            };
+            let mut edges = Vec::new();
+            for (t, &l) in lp.iter().enumerate() {
+                if l == f64::NEG_INFINITY || t == dfa.eos as usize {
+                    continue;
+                }
+                if let Some(r) = dfa.step(q, t as TokenId) {
+                    let key = (r, lm.next_state(&s, t as TokenId));
+                    let j = match index.get(&key) {
+                        Some(&j) => j,
+                        None => {
+                            let j = keys.len();
+                            if j >= config.max_states {
+                                return Err(PhiError::TooLarge {
+                                    limit: config.max_states,
+                                    depth: 0,
+                                });
+                            }
+                            index.insert(key.clone(), j);
+                            keys.push(key);
+                            j
+                        }
+                    };
+                    edges.push((l, j));
+                }
+            }
+            nodes.push(Node { eos_lp, edges });
+            i += 1;
+        }
+        let n = nodes.len();
+        // Kahn's algorithm on the reversed problem: children before parents.
+        let mut outdeg: Vec<usize> = nodes.iter().map(|nd| nd.edges.len()).collect();
+        let mut parents: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (a, nd) in nodes.iter().enumerate() {
+            for &(_, b) in &nd.edges {
+                parents[b].push(a);
+            }
+        }
+        let mut log_phi = vec![f64::NEG_INFINITY; n];
+        let mut ready: Vec<usize> = (0..n).filter(|&a| outdeg[a] == 0).collect();
+        let mut done = 0usize;
+        let eval = |a: usize, lphi: &[f64]| -> f64 {
+            let nd = &nodes[a];
+            let mut m = nd.eos_lp;
+            for &(l, b) in &nd.edges {
+                m = m.max(l + lphi[b]);
+            }
+            if m == f64::NEG_INFINITY {
+                return m;
+            }
+            let mut s = (nd.eos_lp - m).exp();
+            for &(l, b) in &nd.edges {
+                s += (l + lphi[b] - m).exp();
+            }
+            clamp_log(m + s.ln())
+        };
+        while let Some(a) = ready.pop() {
+            log_phi[a] = eval(a, &log_phi);
+            done += 1;
+            for &p in &parents[a] {
+                outdeg[p] -= 1;
+                if outdeg[p] == 0 {
+                    ready.push(p);
+                }
+            }
+        }
+        let acyclic = done == n;
+        let mut iterations = 0;
+        if !acyclic {
+            log_phi.iter_mut().for_each(|v| *v = f64::NEG_INFINITY);
+            loop {
+                iterations += 1;
+                let mut change = 0.0f64;
+                for a in 0..n {
+                    let v = eval(a, &log_phi);
+                    change = change.max((v.exp() - log_phi[a].exp()).abs());
+                    log_phi[a] = v;
+                }
+                if change <= config.tol {
+                    break;
+                }
+                if iterations >= config.max_iters {
+                    return Err(PhiError::Unsupported(format!("value iteration did not converge in {iterations} sweeps (last change {change:e})")));
+                }
+            }
+        }
+        let residual = (0..n)
+            .map(|a| (eval(a, &log_phi).exp() - log_phi[a].exp()).abs())
+            .fold(0.0, f64::max);
+        Ok(RegularDp {
+            index,
+            log_phi,
+            acyclic,
+            iterations,
+            residual,
+        })
+    }
+
+    /// `log Φ(q, s)`, `None` for a pair not reachable from the start.
+    pub fn get(&self, q: u32, s: &S) -> Option<f64> {
+        self.index.get(&(q, s.clone())).map(|&i| self.log_phi[i])
+    }
+
+    pub fn num_states(&self) -> usize {
+        self.log_phi.len()
+    }
+}
+
+/// Tier 3 oracle for a [`DfaConstraint`] under a model that is both a
+/// [`LanguageModel`] and a [`FiniteStateLm`]: solves [`RegularDp`] on first
+/// use (from the start state and the prompt), then table look-ups.
+#[derive(Debug, Clone)]
+pub struct ExactRegular<S: Clone + Eq + Hash> {
+    table: Option<(Vec<TokenId>, RegularDp<S>)>,
+    config: RegularDpConfig,
+    cost: PhiCost,
+}
+
+impl<S: Clone + Eq + Hash> Default for ExactRegular<S> {
+    fn default() -> Self {
+        ExactRegular {
+            table: None,
+            config: RegularDpConfig::default(),
+            cost: PhiCost::default(),
+        }
+    }
+}
+
+impl<S: Clone + Eq + Hash> ExactRegular<S> {
+    pub fn new(config: RegularDpConfig) -> Self {
+        ExactRegular {
+            config,
+            ..Default::default()
+        }
+    }
+    pub fn table(&self) -> Option<&RegularDp<S>> {
+        self.table.as_ref().map(|(_, t)| t)
+    }
+}
+
+impl<S, M> PhiEstimator<DfaConstraint, M> for ExactRegular<S>
+where
+    S: Clone + Eq + Hash,
+    M: LanguageModel + FiniteStateLm<State = S>,
+{
+    fn log_phi(
+        &mut self,
+        constraint: &DfaConstraint,
+        model: &mut M,
+        logits: &[f32],
+    ) -> Result<Vec<f64>, PhiError> {
+        let v = check_vocab(constraint, model, logits)?;
+        self.cost.calls += 1;
+        let mut out = vec![f64::NEG_INFINITY; v];
+        if constraint.is_finished() {
+            return Ok(out);
+        }
+        let ctx = model.context().to_vec();
+        let consumed = constraint.num_tokens();
+        if consumed > ctx.len() {
+            return Err(PhiError::Unsupported(
+                "model context shorter than the constraint's prefix".into(),
+            ));
+        }
+        let prompt = &ctx[..ctx.len() - consumed];
+        if self
+            .table
+            .as_ref()
+            .is_none_or(|(p, _)| p.as_slice() != prompt)
+        {
+            let t = RegularDp::solve(constraint.dfa(), &*model, prompt, self.config)?;
+            self.table = Some((prompt.to_vec(), t));
+        }
+        let Some((_, t)) = &self.table else {
+            return Err(PhiError::Unsupported("no table".into()));
+        };
+        let dfa = constraint.dfa();
+        let q = constraint.state();
+        let s = model.state_of(&ctx);
+        for y in 0..v as TokenId {
+            if y == dfa.eos {
+                if dfa.accepting[q as usize] {
+                    out[y as usize] = 0.0;
+                }
+            } else if let Some(r) = dfa.step(q, y) {
+                let s2 = model.next_state(&s, y);
+                // Pairs unreachable under the model (p = 0 edges) are
+                // solved on demand from that pair.
+                out[y as usize] = match t.get(r, &s2) {
+                    Some(l) => l,
+                    None => RegularDp::solve_from(dfa, &*model, r, s2, self.config)?.log_phi[0],
+                };
+            }
+        }
+        Ok(out)
+    }
+    fn name(&self) -> String {
+        "Exact-DFA".into()
+    }
+    fn cost(&self) -> PhiCost {
+        self.cost
+    }
+    fn reset_cost(&mut self) {
+        self.cost = PhiCost::default();
+    }
+}
