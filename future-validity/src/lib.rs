@@ -18,8 +18,11 @@
 //! | 0 | [`Uniform`] | §5.1 |
 //! | 1a | [`OneStepCheap`] | Def. 9, eq. (1) |
 //! | 1b | [`OneStepTrue`] | Prop. 10 |
+//! | 1c | [`LearnedPhi`] (two-layer MLP on finite-trie features, balanced structural gate) | §5.3 |
 //! | 2 | [`MonteCarlo`] (k rollouts, horizon h, Hoeffding certificate) | §5.4 |
 //! | 3 | [`Exact`] (prefix-tree DP: any finite-language constraint, any LM), [`ExactTrie`] (token trie), [`ExactDyckMarkov`] (Dyck × Markov LM), [`ExactRegular`] (DFA × finite-state LM), [`exact::budget`] (`L_{n,K}`) | §5.5, App. G, App. H.4 |
+//!
+//! | — | [`BudgetGatedHybrid`] (OneStep → MC when dispersed, uncertain and impactful) | §5.6 |
 //!
 //! Certificates (Theorem 7, the relative-error corollary, the KL gap
 //! identity, Hoeffding widths) are in [`certificates`]; exact terminal laws
@@ -33,6 +36,8 @@ pub mod certificates;
 pub mod error;
 pub mod estimator;
 pub mod exact;
+pub mod hybrid;
+pub mod learned;
 pub mod metrics;
 pub mod montecarlo;
 pub mod onestep;
@@ -49,6 +54,8 @@ pub use exact::regular::{
 };
 pub use exact::trie::{ExactTrie, TrieTable};
 pub use exact::{Exact, ExactConfig};
+pub use hybrid::{BudgetGatedHybrid, HybridConfig, HybridStats};
+pub use learned::{LearnedConfig, LearnedPhi};
 pub use montecarlo::{McCertificate, MonteCarlo, MonteCarloConfig, OnHorizon, RolloutLaw};
 pub use onestep::{OneStepCheap, OneStepTrue};
 pub use uniform::Uniform;

@@ -288,3 +288,11 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for MonteCarlo {
         self.cost = PhiCost::default();
     }
 }
+
+impl MonteCarlo {
+    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
+    /// without naming the constraint and model types).
+    pub fn cost(&self) -> PhiCost {
+        self.cost
+    }
+}

@@ -132,3 +132,19 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for OneStepTrue {
         self.cost = PhiCost::default();
     }
 }
+
+impl OneStepCheap {
+    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
+    /// without naming the constraint and model types).
+    pub fn cost(&self) -> PhiCost {
+        self.cost
+    }
+}
+
+impl OneStepTrue {
+    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
+    /// without naming the constraint and model types).
+    pub fn cost(&self) -> PhiCost {
+        self.cost
+    }
+}

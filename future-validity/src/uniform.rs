@@ -41,3 +41,11 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for Uniform {
         self.cost = PhiCost::default();
     }
 }
+
+impl Uniform {
+    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
+    /// without naming the constraint and model types).
+    pub fn cost(&self) -> PhiCost {
+        self.cost
+    }
+}

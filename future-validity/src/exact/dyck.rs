@@ -218,3 +218,10 @@ where
         self.cost = PhiCost::default();
     }
 }
+
+impl<S: Clone + Eq + Hash> ExactDyckMarkov<S> {
+    /// Costs accumulated so far (same as [`PhiEstimator::cost`]).
+    pub fn cost(&self) -> PhiCost {
+        self.cost
+    }
+}

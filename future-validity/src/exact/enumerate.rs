@@ -219,3 +219,11 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for Exact {
         self.cost = PhiCost::default();
     }
 }
+
+impl Exact {
+    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
+    /// without naming the constraint and model types).
+    pub fn cost(&self) -> PhiCost {
+        self.cost
+    }
+}

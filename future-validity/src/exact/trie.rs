@@ -253,3 +253,11 @@ impl<M: LanguageModel> PhiEstimator<TrieConstraint, M> for ExactTrie {
         self.cost = PhiCost::default();
     }
 }
+
+impl ExactTrie {
+    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
+    /// without naming the constraint and model types).
+    pub fn cost(&self) -> PhiCost {
+        self.cost
+    }
+}
