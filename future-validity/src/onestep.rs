@@ -69,9 +69,11 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
     ) -> Result<Vec<f64>, PhiError> {
         check_vocab(constraint, model, logits)?;
         self.cost.calls += 1;
-        let lp = prob::log_softmax(logits);
+        // log Z of the logits once; per candidate only the members of the
+        // look-ahead set are touched (no |V|-sized allocation).
+        let lse = log_sum_exp_f32(logits);
         for_each_candidate(constraint, &mut self.cost, |_, next| {
-            Ok(log_mass(&lp, next))
+            Ok(log_mass_logits(logits, lse, next))
         })
     }
     fn name(&self) -> String {
@@ -83,6 +85,38 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
     fn reset_cost(&mut self) {
         self.cost = PhiCost::default();
     }
+}
+
+/// `log Σ exp(l_i)` of f32 logits, in f64.
+fn log_sum_exp_f32(logits: &[f32]) -> f64 {
+    let m = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
+    if !m.is_finite() {
+        return m;
+    }
+    m + logits
+        .iter()
+        .map(|&l| (l as f64 - m).exp())
+        .sum::<f64>()
+        .ln()
+}
+
+/// `log Σ_{u∈set} softmax(logits)_u` given `lse = log Σ exp(logits)`.
+fn log_mass_logits(logits: &[f32], lse: f64, set: &TokenSet) -> f64 {
+    let mut m = f64::NEG_INFINITY;
+    for u in set.iter() {
+        if let Some(&l) = logits.get(u as usize) {
+            m = m.max(l as f64);
+        }
+    }
+    if m == f64::NEG_INFINITY {
+        return m;
+    }
+    let s: f64 = set
+        .iter()
+        .filter_map(|u| logits.get(u as usize))
+        .map(|&l| (l as f64 - m).exp())
+        .sum();
+    crate::estimator::clamp_log(m + s.ln() - lse)
 }
 
 /// Tier 1b: the true one-step estimator (Prop. 10), one forward per
