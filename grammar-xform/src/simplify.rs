@@ -214,6 +214,11 @@ mod tests {
                         prop_assert_eq!(r0.recognizes(&w), r1.recognizes(&w), "{}\n=>\n{}\n{:?}", g, s.grammar, w);
                     }
                     // the round trip through GBNF text keeps the language too
+                    // (after the useless pass every nonterminal has rules, so
+                    // the printed grammar defines everything it mentions)
+                    if !cfg.useless {
+                        return Ok(());
+                    }
                     let back = Grammar::from_gbnf(&s.grammar.to_string()).unwrap();
                     let r2 = Recognizer::new(&back).unwrap();
                     for w in all_strings(5) {
