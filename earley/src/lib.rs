@@ -1,2 +1,97 @@
-//! `earley` — not implemented yet (issue 3). This crate is an empty placeholder in
-//! the workspace layout of `ARCHITECTURE.md`; it exports nothing.
+//! # earley — ZapFormat / Formatron token masks over a real vocabulary
+//!
+//! An Earley engine over **bytes** that computes the allowed-token mask of a
+//! context-free grammar (any CFG: left recursion, ambiguity, nullable rules)
+//! for an LLM vocabulary, with the optimisations of *Earley-Driven Dynamic
+//! Pruning for Efficient Structured Decoding* (Sun et al., ICML 2025,
+//! `papers/000_*`):
+//!
+//! | module | paper | what |
+//! |---|---|---|
+//! | [`chart`](crate) | §3.2, §4.2.1 | extended Earley items `(A → α • β, i, j)` with the DFA state of a terminal in progress; SCAN / COMPLETE / PREDICT with the Aycock–Horspool nullable fix |
+//! | [`prune`](crate) | §4.2.2–4.2.3 | the *compact* step: keep only items from which an item of the last set is reachable in the dependency graph, drop completed items once their set is processed, drop unreferenced sets |
+//! | [`ci_cache`](crate) | §4.3 | context-independent token mask cache per (terminal, DFA state), shared across matchers and grammars |
+//! | [`matcher`](crate) | §4.4, §5.2 | the [`EarleyMatcher`] `Constraint`; rejected-prefix set; pruned-state mask cache |
+//! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals become one DFA terminal |
+//! | [`toktrie`](crate) | — | the vocabulary as a preorder byte trie with subtree skips |
+//!
+//! ## Design: a scannerless Earley parser with DFA terminals
+//!
+//! We parse bytes directly: an item whose postdot symbol is a terminal
+//! carries that terminal's DFA state, and SCAN moves it to the next set with
+//! the DFA's next state (an accepting state also completes the terminal in
+//! that set). We chose this over a separate lexer feeding lexemes to Earley
+//! (llguidance's design) because (1) it needs no lexer conflict resolution —
+//! every terminal boundary the grammar allows is explored, so the mask is
+//! exactly the set of tokens that extend a viable prefix; (2) ZapFormat's
+//! extended items and dependency graph are defined on exactly these items;
+//! and (3) the per-byte cost inside a terminal is what the
+//! context-independent cache removes anyway. To give the cache lexeme-sized
+//! terminals even for character-level grammars (GBNF), [`fuse`] compiles
+//! regular sub-grammars into single regex terminals first.
+//!
+//! ## Computing a mask
+//!
+//! For the current (pruned) chart, the mask is the union, over every
+//! distinct (terminal `T`, DFA state `s`) among the items of the last set,
+//! of (a) the precomputed context-independent set of tokens that stay inside
+//! `T`, and (b) the context-dependent tokens: those whose bytes can end `T`
+//! before their last byte; their remainders form a small trie walked by the
+//! byte-level parser from the set where `T` has just been completed, with
+//! push/pop per byte so a shared remainder prefix is parsed once. EOS is
+//! added exactly when the start symbol has been completed over the whole
+//! input; special tokens are never allowed otherwise. With the pruned-state
+//! cache, identical pruned charts (canonical: sorted items, origins
+//! renumbered by set rank) reuse the mask.
+//!
+//! ## Entry points
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use earley::{Engine, EngineConfig};
+//! use zapspec_core::{Constraint, TokenVocab, vocab::TiktokenBpe};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let vocab = Arc::new(TokenVocab::tiktoken(TiktokenBpe::O200k)?);
+//! let engine = Engine::new(vocab);                    // once per process (token trie)
+//! # let grammar = grammar_xform::Grammar::new();
+//! let compiled = engine.compile(&grammar, EngineConfig::default())?; // per grammar
+//! let mut m = compiled.matcher();
+//! let mask = m.mask();
+//! # Ok(()) }
+//! ```
+//!
+//! **TTFM** (time to first mask) covers [`Engine::compile`] plus the first
+//! `fill_mask`. It excludes [`Engine::new`] / [`VocabIndex::new`] (loading
+//! and sorting the vocabulary, building the token trie: once per process
+//! and vocabulary). Terminals and their context-independent entries already
+//! computed for *another* grammar over the same index are reused; a
+//! benchmark measuring cold TTFM must use a fresh [`VocabIndex`] per
+//! grammar (the trie can be shared by cloning the vocabulary `Arc`).
+//!
+//! ## Not done
+//!
+//! - The compact step recomputes needs over the *retained* chart at each
+//!   token (cost ∝ pruned state size), rather than maintaining reference
+//!   counts edge by edge.
+//! - Rollback and fork keep one chart snapshot per token (sharing sets by
+//!   `Arc`), not an undo log.
+
+mod chart;
+mod ci_cache;
+mod config;
+mod engine;
+mod error;
+pub mod fuse;
+mod grammar;
+mod matcher;
+mod prune;
+pub mod terminal;
+mod toktrie;
+
+pub use ci_cache::{CiEntry, TermEntry};
+pub use config::EngineConfig;
+pub use engine::{CacheStats, CompiledGrammar, Counters, Engine, VocabIndex};
+pub use error::EarleyError;
+pub use matcher::{EarleyMatcher, MemStats};
+pub use terminal::{ByteDfa, DEAD};
+pub use toktrie::TokTrie;

@@ -1,0 +1,477 @@
+//! Earley items and sets over bytes (ZapFormat §3.2, §4.2.1).
+//!
+//! An [`Item`] is `(A → α • β, i, j)`: the dotted position `pos` (which
+//! determines the rule and the dot), the origin `i` (the absolute index of
+//! the Earley set where the rule started) and, when the postdot symbol is a
+//! terminal, the DFA state `st` of that terminal in progress. `j`, the end of
+//! the span, is the set that holds the item. Sets are indexed by byte offset
+//! (absolute position): set `j` holds the items after `j` bytes.
+//!
+//! The committed chart ([`Chart`]) is a list of `(position, Arc<[Item]>)`:
+//! with pruning only the sets still referenced survive; unchanged sets are
+//! shared between successive states, so a fork or a rollback snapshot costs
+//! one pointer per retained set. [`Work`] stacks speculative sets on top of
+//! a chart with cheap push/pop, which is what the token-trie walk needs.
+//!
+//! The three operations of §3.2 are in [`Work::close`]: SCAN happens in
+//! [`Work::push_byte`] (each item whose postdot terminal's DFA survives the
+//! byte moves to the next set with its new DFA state); a terminal whose DFA
+//! state is accepting is *completed* in the same set (the dot moves past it);
+//! COMPLETE looks up the items waiting in the origin set; PREDICT adds the
+//! rules of a postdot nonterminal, and, following Aycock & Horspool (2002),
+//! moves the dot over a nullable nonterminal at once, which makes nullable
+//! rules correct without re-running completion.
+
+use std::sync::Arc;
+
+use crate::grammar::{Rules, END, TERM};
+use crate::terminal::DEAD;
+
+/// An extended Earley item `(A → α • β, origin, ·)` with the DFA state of a
+/// postdot terminal in progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Item {
+    pub pos: u32,
+    pub st: u32,
+    pub origin: u32,
+}
+
+/// A committed chart: the retained Earley sets, oldest first, the last one
+/// being the current position.
+#[derive(Clone, Debug)]
+pub(crate) struct Chart {
+    pub sets: Vec<(u32, Arc<[Item]>)>,
+    /// The start symbol has been completed over the whole input.
+    pub accepting: bool,
+}
+
+impl Chart {
+    /// Position (byte offset) of the last set.
+    pub fn last_pos(&self) -> u32 {
+        self.sets.last().map(|s| s.0).unwrap_or(0)
+    }
+
+    pub fn last(&self) -> &[Item] {
+        self.sets.last().map(|s| &*s.1).unwrap_or(&[])
+    }
+
+    pub fn num_items(&self) -> usize {
+        self.sets.iter().map(|s| s.1.len()).sum()
+    }
+
+    /// Canonical encoding of the chart: sets in order, items sorted, origins
+    /// replaced by the rank of their set. Two charts with equal keys accept
+    /// exactly the same continuations (the pruned-state cache key, §5.2).
+    pub fn key(&self, out: &mut Vec<u32>) {
+        out.clear();
+        for (_, items) in &self.sets {
+            out.push(items.len() as u32);
+            for it in items.iter() {
+                let rank = self
+                    .sets
+                    .binary_search_by_key(&it.origin, |s| s.0)
+                    .unwrap_or(usize::MAX) as u32;
+                out.extend_from_slice(&[it.pos, it.st, rank]);
+            }
+        }
+    }
+}
+
+/// Reusable dedup for the set under construction: linear scan while small,
+/// a hash set beyond.
+#[derive(Default)]
+struct Dedup {
+    set: std::collections::HashSet<Item, BuildFx>,
+    active: bool,
+}
+
+#[derive(Default, Clone, Copy)]
+pub(crate) struct BuildFx;
+impl std::hash::BuildHasher for BuildFx {
+    type Hasher = FxHasher;
+    fn build_hasher(&self) -> FxHasher {
+        FxHasher(0)
+    }
+}
+/// The rustc "Fx" multiplicative hash (fast, not DoS-resistant).
+#[derive(Default)]
+pub(crate) struct FxHasher(u64);
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64)
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+const LINEAR_DEDUP: usize = 24;
+
+/// Speculative Earley sets on top of a committed chart (push a byte, pop).
+pub(crate) struct Work<'a> {
+    pub g: &'a Rules,
+    base: &'a [(u32, Arc<[Item]>)],
+    base_last: u32,
+    /// Items of the speculative sets, concatenated.
+    pub items: Vec<Item>,
+    /// Start offset of each speculative set in `items`; speculative set `k`
+    /// has position `base_last + 1 + k`.
+    pub starts: Vec<u32>,
+    dedup: Dedup,
+    /// Counts: items created (for memory / work statistics).
+    pub created: u64,
+}
+
+impl<'a> Work<'a> {
+    pub fn new(g: &'a Rules, chart: &'a Chart) -> Self {
+        Work {
+            g,
+            base: &chart.sets,
+            base_last: chart.last_pos(),
+            items: Vec::with_capacity(256),
+            starts: Vec::with_capacity(64),
+            dedup: Dedup::default(),
+            created: 0,
+        }
+    }
+
+    /// Drops the last speculative set.
+    #[inline]
+    pub fn pop(&mut self) {
+        if let Some(s) = self.starts.pop() {
+            self.items.truncate(s as usize);
+        }
+    }
+
+    /// Position of the top set.
+    #[inline]
+    fn top_pos(&self) -> u32 {
+        self.base_last + self.starts.len() as u32
+    }
+
+    /// Range of the top speculative set, or None when the top is the base.
+    #[inline]
+    fn top_range(&self) -> Option<(usize, usize)> {
+        self.starts.last().map(|&s| (s as usize, self.items.len()))
+    }
+
+    /// Items of the set at absolute position `p` that are not speculative.
+    #[inline]
+    fn base_set(&self, p: u32) -> &'a [Item] {
+        let base = self.base;
+        if let Some((q, items)) = base.get(p as usize) {
+            if *q == p {
+                return items;
+            }
+        }
+        match base.binary_search_by_key(&p, |s| s.0) {
+            Ok(i) => &base[i].1,
+            Err(_) => &[],
+        }
+    }
+
+    /// Items of the top set (copied out lazily by index).
+    pub fn top_items(&self) -> &[Item] {
+        match self.top_range() {
+            Some((a, b)) => &self.items[a..b],
+            None => self.base.last().map(|s| &*s.1).unwrap_or(&[]),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, it: Item) {
+        let start = *self.starts.last().unwrap_or(&0) as usize;
+        let cur = &self.items[start..];
+        if !self.dedup.active {
+            if cur.contains(&it) {
+                return;
+            }
+            if cur.len() >= LINEAR_DEDUP {
+                self.dedup.active = true;
+                self.dedup.set.clear();
+                self.dedup.set.extend(cur.iter().copied());
+                self.dedup.set.insert(it);
+            }
+        } else if !self.dedup.set.insert(it) {
+            return;
+        }
+        self.items.push(it);
+        self.created += 1;
+    }
+
+    #[inline]
+    fn advanced(&self, it: Item) -> Item {
+        let p = it.pos + 1;
+        Item {
+            pos: p,
+            st: self.g.init[p as usize],
+            origin: it.origin,
+        }
+    }
+
+    /// SCAN: pushes the set after byte `b`. Returns false (and pushes
+    /// nothing) when no item survives.
+    pub fn push_byte(&mut self, b: u8) -> bool {
+        let g = self.g;
+        let start = self.items.len();
+        self.starts.push(start as u32);
+        self.dedup.active = false;
+        match self.top_range_below() {
+            Some((a, e)) => {
+                for i in a..e {
+                    let x = self.items[i];
+                    let s = g.sym[x.pos as usize];
+                    if s != END && s & TERM != 0 {
+                        let dfa = &g.terms[(s & !TERM) as usize].dfa;
+                        let n = dfa.next(x.st, b);
+                        if n != DEAD {
+                            if dfa.can_continue(n) {
+                                self.add(Item {
+                                    pos: x.pos,
+                                    st: n,
+                                    origin: x.origin,
+                                });
+                            } else {
+                                // A finished terminal (accepting, no way on):
+                                // only its completion is kept.
+                                let a = self.advanced(x);
+                                self.add(a);
+                            }
+                        }
+                    }
+                }
+            }
+            None => {
+                let last: &'a [Item] = self.base.last().map(|s| &*s.1).unwrap_or(&[]);
+                for &x in last {
+                    let s = g.sym[x.pos as usize];
+                    if s != END && s & TERM != 0 {
+                        let dfa = &g.terms[(s & !TERM) as usize].dfa;
+                        let n = dfa.next(x.st, b);
+                        if n != DEAD {
+                            if dfa.can_continue(n) {
+                                self.add(Item {
+                                    pos: x.pos,
+                                    st: n,
+                                    origin: x.origin,
+                                });
+                            } else {
+                                // A finished terminal (accepting, no way on):
+                                // only its completion is kept.
+                                let a = self.advanced(x);
+                                self.add(a);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if self.items.len() == start {
+            self.starts.pop();
+            return false;
+        }
+        self.close(start);
+        true
+    }
+
+    /// Range of the set just below the top (the one being scanned from).
+    fn top_range_below(&self) -> Option<(usize, usize)> {
+        let k = self.starts.len();
+        if k >= 2 {
+            Some((self.starts[k - 2] as usize, self.starts[k - 1] as usize))
+        } else {
+            None
+        }
+    }
+
+    /// Pushes a new set seeded with `seed` (already-advanced items) and
+    /// closes it. Returns false when the set is empty.
+    pub fn push_seeded(&mut self, seed: impl IntoIterator<Item = Item>) -> bool {
+        let start = self.items.len();
+        self.starts.push(start as u32);
+        self.dedup.active = false;
+        for it in seed {
+            self.add(it);
+        }
+        if self.items.len() == start {
+            self.starts.pop();
+            return false;
+        }
+        self.close(start);
+        true
+    }
+
+    /// COMPLETE / PREDICT closure of the set starting at `start` (the top).
+    fn close(&mut self, start: usize) {
+        let g = self.g;
+        let here = self.top_pos();
+        let mut i = start;
+        while i < self.items.len() {
+            let x = self.items[i];
+            i += 1;
+            let s = g.sym[x.pos as usize];
+            if s == END {
+                let lhs = g.lhs[x.pos as usize];
+                if x.origin == here {
+                    let mut j = start;
+                    while j < self.items.len() {
+                        let y = self.items[j];
+                        j += 1;
+                        if g.sym[y.pos as usize] == lhs {
+                            let a = self.advanced(y);
+                            self.add(a);
+                        }
+                    }
+                } else if x.origin > self.base_last {
+                    let k = (x.origin - self.base_last - 1) as usize;
+                    let (a, e) = (self.starts[k] as usize, self.starts[k + 1] as usize);
+                    for j in a..e {
+                        let y = self.items[j];
+                        if g.sym[y.pos as usize] == lhs {
+                            let a = self.advanced(y);
+                            self.add(a);
+                        }
+                    }
+                } else {
+                    let set = self.base_set(x.origin);
+                    for &y in set {
+                        if g.sym[y.pos as usize] == lhs {
+                            let a = self.advanced(y);
+                            self.add(a);
+                        }
+                    }
+                }
+            } else if s & TERM != 0 {
+                if g.terms[(s & !TERM) as usize].dfa.is_accepting(x.st) {
+                    let a = self.advanced(x);
+                    self.add(a);
+                }
+            } else {
+                for &p in g.rules_of(s) {
+                    self.add(Item {
+                        pos: p,
+                        st: g.init[p as usize],
+                        origin: here,
+                    });
+                }
+                if g.nullable[s as usize] {
+                    let a = self.advanced(x);
+                    self.add(a);
+                }
+            }
+        }
+    }
+
+    /// True when the top set contains `S' → S •` from position 0.
+    pub fn top_accepting(&self, first_pos: u32) -> bool {
+        let acc = Item {
+            pos: self.g.accept_pos,
+            st: 0,
+            origin: first_pos,
+        };
+        self.top_items().contains(&acc)
+    }
+}
+
+/// The initial chart: set 0 with `S' → • S` closed.
+pub(crate) fn initial_chart(g: &Rules) -> Chart {
+    let empty = Chart {
+        sets: Vec::new(),
+        accepting: false,
+    };
+    let mut w = Work::new(g, &empty);
+    // base_last = 0 and no base sets: the seeded set gets position 1; we
+    // want position 0, so build it by hand with a shifted work.
+    w.base_last = u32::MAX; // top_pos() = base_last + 1 = 0 (wrapping)
+    let seed = g
+        .rules_of(g.start_nt)
+        .iter()
+        .map(|&p| Item {
+            pos: p,
+            st: g.init[p as usize],
+            origin: 0,
+        })
+        .collect::<Vec<_>>();
+    w.push_seeded_wrapping(seed);
+    let items = w.items;
+    let accepting = items.contains(&Item {
+        pos: g.accept_pos,
+        st: 0,
+        origin: 0,
+    });
+    Chart {
+        sets: vec![(0, items.into())],
+        accepting,
+    }
+}
+
+impl Work<'_> {
+    fn push_seeded_wrapping(&mut self, seed: Vec<Item>) {
+        // Position arithmetic: top_pos = base_last + depth wraps to 0.
+        let start = self.items.len();
+        self.starts.push(start as u32);
+        for it in seed {
+            self.add(it);
+        }
+        self.close_wrapping(start);
+    }
+
+    fn close_wrapping(&mut self, start: usize) {
+        // Same as `close`, for the very first set, where every origin is 0
+        // and equals the set being built.
+        let g = self.g;
+        let mut i = start;
+        while i < self.items.len() {
+            let x = self.items[i];
+            i += 1;
+            let s = g.sym[x.pos as usize];
+            if s == END {
+                let lhs = g.lhs[x.pos as usize];
+                let mut j = start;
+                while j < self.items.len() {
+                    let y = self.items[j];
+                    j += 1;
+                    if g.sym[y.pos as usize] == lhs {
+                        let a = self.advanced(y);
+                        self.add(a);
+                    }
+                }
+            } else if s & TERM != 0 {
+                if g.terms[(s & !TERM) as usize].dfa.is_accepting(x.st) {
+                    let a = self.advanced(x);
+                    self.add(a);
+                }
+            } else {
+                for &p in g.rules_of(s) {
+                    self.add(Item {
+                        pos: p,
+                        st: g.init[p as usize],
+                        origin: 0,
+                    });
+                }
+                if g.nullable[s as usize] {
+                    let a = self.advanced(x);
+                    self.add(a);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! The context-independent token mask cache (ZapFormat §4.3, after
+//! XGrammar's adaptive token mask cache).
+//!
+//! For an item whose postdot terminal `T` is in DFA state `s`, a token is
+//!
+//! - **context-independent allowed** when `T`'s DFA, run from `s` over all
+//!   the token's bytes, stays live: the token ends strictly inside (or at an
+//!   accepting end of) `T`, so it is allowed whatever the rest of the parser
+//!   state is (every item of a set can be completed: unproductive rules are
+//!   removed at compile time);
+//! - **context-dependent** when it is not allowed that way but `T` can end
+//!   after `k` of its bytes (`1 ≤ k < len`, DFA accepting there): whether
+//!   the remaining `bytes[k..]` are allowed depends on what follows `T` in
+//!   the parser state. Those remainders are stored in a small trie
+//!   ([`CiEntry::suffixes`]) that the mask computation walks with the
+//!   byte-level parser, starting from the set in which `T` has just been
+//!   completed;
+//! - **rejected** otherwise (the DFA dies before `T` could end).
+//!
+//! Entries are computed lazily, once per (terminal, DFA state), and shared
+//! through `Arc` by every matcher and every grammar over the same vocabulary
+//! that contains the same terminal (the key is the terminal's regex text,
+//! see [`crate::VocabIndex`]). Like ZapFormat (and unlike XGrammar) we do
+//! not look at the strings that may follow `T` when classifying; that work
+//! is left to the suffix walk.
+
+use std::sync::{Arc, OnceLock};
+
+use zapspec_core::{TokenId, TokenSet, Vocabulary};
+
+use crate::terminal::{ByteDfa, DEAD};
+use crate::toktrie::TokTrie;
+
+/// A terminal compiled for one vocabulary: its DFA and, per DFA state, the
+/// lazily computed [`CiEntry`].
+#[derive(Debug)]
+pub struct TermEntry {
+    pub regex: String,
+    pub dfa: ByteDfa,
+    ci: Vec<OnceLock<Arc<CiEntry>>>,
+}
+
+/// Bits of a token set, dense or as a list of non-zero words.
+#[derive(Debug)]
+pub(crate) enum Bits {
+    Dense(TokenSet),
+    Sparse(Vec<(u32, u64)>),
+}
+
+impl Bits {
+    #[inline]
+    pub(crate) fn or_into(&self, mask: &mut TokenSet) {
+        match self {
+            Bits::Dense(s) => mask.union_with(s),
+            Bits::Sparse(ws) => {
+                let w = mask.words_mut();
+                for &(i, b) in ws {
+                    w[i as usize] |= b;
+                }
+            }
+        }
+    }
+}
+
+/// What one (terminal, DFA state) contributes to a mask.
+#[derive(Debug)]
+pub struct CiEntry {
+    pub(crate) allowed: Bits,
+    /// Number of context-independent allowed tokens.
+    pub n_allowed: usize,
+    /// Remainders of the context-dependent tokens after the terminal ends,
+    /// as a trie whose entries are the tokens.
+    pub(crate) suffixes: TokTrie,
+}
+
+impl CiEntry {
+    /// Number of (remainder, token) entries to check against the parser.
+    pub fn n_dependent(&self) -> usize {
+        self.suffixes.num_tokens()
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        let a = match &self.allowed {
+            Bits::Dense(s) => s.heap_bytes(),
+            Bits::Sparse(v) => v.capacity() * 16,
+        };
+        a + self.suffixes.heap_bytes()
+    }
+}
+
+impl TermEntry {
+    pub fn new(regex: String, dfa: ByteDfa) -> Self {
+        let ci = (0..dfa.num_states()).map(|_| OnceLock::new()).collect();
+        TermEntry { regex, dfa, ci }
+    }
+
+    /// The entry for DFA state `s` (computed on first use).
+    pub fn ci(&self, s: u32, trie: &TokTrie, vocab: &impl Vocabulary) -> &Arc<CiEntry> {
+        self.ci[s as usize].get_or_init(|| Arc::new(compute(&self.dfa, s, trie, vocab)))
+    }
+
+    /// Number of DFA states whose entry has been computed, and their bytes.
+    pub fn computed(&self) -> (usize, usize) {
+        let mut n = 0;
+        let mut b = 0;
+        for c in &self.ci {
+            if let Some(e) = c.get() {
+                n += 1;
+                b += e.heap_bytes();
+            }
+        }
+        (n, b)
+    }
+}
+
+/// Classifies every token of `trie` for `dfa` in state `s` (module docs).
+fn compute(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab: &impl Vocabulary) -> CiEntry {
+    let mut allowed = TokenSet::new(vocab.len());
+    let mut dep: Vec<(TokenId, u16)> = Vec::new();
+    let nodes = &trie.nodes;
+    let n = nodes.len() - 1;
+    let mut states = vec![s; trie.max_depth() + 1];
+    let mut i = 1;
+    while i < n {
+        let nd = nodes[i];
+        let d = nd.depth as usize;
+        let st = if s == DEAD {
+            DEAD
+        } else {
+            dfa.next(states[d - 1], nd.byte)
+        };
+        if st == DEAD {
+            i += nd.subtree as usize;
+            continue;
+        }
+        states[d] = st;
+        for &t in trie.tokens_at(i) {
+            allowed.insert(t);
+        }
+        if dfa.is_accepting(st) && nd.subtree > 1 {
+            let toks = &trie.tokens_in_subtree(i)[trie.tokens_at(i).len()..];
+            dep.extend(toks.iter().map(|&t| (t, d as u16)));
+        }
+        i += 1;
+    }
+    dep.retain(|&(t, _)| !allowed.contains(t));
+    let mut entries: Vec<(&[u8], TokenId)> = dep
+        .iter()
+        .map(|&(t, k)| (&vocab.token_bytes(t)[k as usize..], t))
+        .collect();
+    entries.sort_unstable();
+    entries.dedup();
+    let suffixes = TokTrie::from_sorted(&entries);
+    let n_allowed = allowed.count();
+    let nz = allowed.words().iter().filter(|&&w| w != 0).count();
+    let bits = if nz * 4 < allowed.words().len() {
+        Bits::Sparse(
+            allowed
+                .words()
+                .iter()
+                .enumerate()
+                .filter(|(_, &w)| w != 0)
+                .map(|(i, &w)| (i as u32, w))
+                .collect(),
+        )
+    } else {
+        Bits::Dense(allowed)
+    };
+    CiEntry {
+        allowed: bits,
+        n_allowed,
+        suffixes,
+    }
+}

@@ -1,0 +1,247 @@
+//! Compilation entry points: the per-vocabulary [`VocabIndex`] (token trie
+//! and the shared terminal / context-independent cache), [`Engine`] and
+//! [`CompiledGrammar`].
+//!
+//! What is *per process* (built once per vocabulary, excluded from
+//! time-to-first-mask): [`VocabIndex::new`] — sorting the vocabulary and
+//! building the token trie. What is *per grammar* (included in TTFM):
+//! [`Engine::compile`] — terminal fusion, DFA compilation of the grammar's
+//! terminals (unless another grammar over the same index already compiled
+//! the same terminal), rule flattening, the initial Earley set — and the
+//! first `fill_mask`, which computes the context-independent entries of the
+//! (terminal, DFA state) pairs it meets (again shared with earlier grammars
+//! that met the same pairs).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use grammar_xform::{Grammar, Terminal};
+use zapspec_core::{TokenSet, TokenVocab, Vocabulary};
+
+use crate::chart::{initial_chart, BuildFx, Chart};
+use crate::ci_cache::TermEntry;
+use crate::config::EngineConfig;
+use crate::error::EarleyError;
+use crate::grammar::Rules;
+use crate::matcher::EarleyMatcher;
+use crate::prune;
+use crate::terminal::ByteDfa;
+use crate::toktrie::TokTrie;
+
+/// Everything the engine precomputes once per vocabulary and shares across
+/// grammars: the vocabulary, its token trie, and every terminal compiled so
+/// far (keyed by regex text) with its lazily filled context-independent
+/// mask cache.
+pub struct VocabIndex {
+    vocab: Arc<TokenVocab>,
+    trie: TokTrie,
+    terminals: Mutex<HashMap<String, Arc<TermEntry>>>,
+}
+
+impl std::fmt::Debug for VocabIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VocabIndex")
+            .field("vocab", &self.vocab.name())
+            .field("trie_nodes", &self.trie.num_nodes())
+            .finish()
+    }
+}
+
+impl VocabIndex {
+    /// Builds the token trie of `vocab` (special tokens and empty tokens
+    /// excluded: they never spell grammar text).
+    pub fn new(vocab: Arc<TokenVocab>) -> Arc<Self> {
+        let trie = TokTrie::from_vocab(&*vocab);
+        Arc::new(VocabIndex {
+            vocab,
+            trie,
+            terminals: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn vocab(&self) -> &Arc<TokenVocab> {
+        &self.vocab
+    }
+
+    pub fn trie(&self) -> &TokTrie {
+        &self.trie
+    }
+
+    /// The shared entry of a terminal given as regex text.
+    pub(crate) fn terminal_regex(&self, regex: String) -> Result<Arc<TermEntry>, EarleyError> {
+        if let Some(e) = self.lock().get(&regex) {
+            return Ok(e.clone());
+        }
+        let dfa = ByteDfa::from_regex(&regex)?;
+        let e = Arc::new(TermEntry::new(regex.clone(), dfa));
+        Ok(self.lock().entry(regex).or_insert(e).clone())
+    }
+
+    pub(crate) fn terminal(&self, t: &Terminal) -> Result<Arc<TermEntry>, EarleyError> {
+        self.terminal_regex(ByteDfa::regex_of(t))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TermEntry>>> {
+        self.terminals.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Statistics of the shared terminal cache.
+    pub fn cache_stats(&self) -> CacheStats {
+        let m = self.lock();
+        let mut s = CacheStats {
+            terminals: m.len(),
+            ..Default::default()
+        };
+        for e in m.values() {
+            let (n, b) = e.computed();
+            s.ci_entries += n;
+            s.ci_bytes += b;
+            s.dfa_states += e.dfa.num_states();
+        }
+        s
+    }
+}
+
+/// Sizes of the shared terminal / context-independent mask cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub terminals: usize,
+    pub dfa_states: usize,
+    /// (terminal, DFA state) entries computed so far.
+    pub ci_entries: usize,
+    pub ci_bytes: usize,
+}
+
+/// The engine for one vocabulary: compiles grammars against a shared
+/// [`VocabIndex`]. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    index: Arc<VocabIndex>,
+}
+
+impl Engine {
+    /// Builds the per-vocabulary index (the token trie).
+    pub fn new(vocab: Arc<TokenVocab>) -> Self {
+        Engine {
+            index: VocabIndex::new(vocab),
+        }
+    }
+
+    /// An engine over an existing index.
+    pub fn with_index(index: Arc<VocabIndex>) -> Self {
+        Engine { index }
+    }
+
+    pub fn index(&self) -> &Arc<VocabIndex> {
+        &self.index
+    }
+
+    /// Compiles `grammar` for this vocabulary.
+    pub fn compile(&self, grammar: &Grammar, config: EngineConfig) -> Result<Arc<CompiledGrammar>, EarleyError> {
+        CompiledGrammar::new(grammar, self.index.clone(), config)
+    }
+}
+
+/// A grammar compiled for a vocabulary; makes matchers. Holds the
+/// pruned-state cache and the rejected-prefix set, shared by all its
+/// matchers (across sequences and requests).
+pub struct CompiledGrammar {
+    pub(crate) index: Arc<VocabIndex>,
+    pub(crate) rules: Rules,
+    pub(crate) config: EngineConfig,
+    pub(crate) initial: Arc<Chart>,
+    pub(crate) state_cache: Mutex<HashMap<Box<[u32]>, Arc<TokenSet>, BuildFx>>,
+    pub(crate) rejected: Mutex<RejectedPrefixes>,
+    pub(crate) counters: Mutex<Counters>,
+    fused: Option<Grammar>,
+}
+
+/// The rejected-prefix set (§4.4): per parser-state fingerprint, the byte
+/// prefixes known to have no viable continuation from that state.
+pub(crate) type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, BuildFx>;
+
+/// Cache hit counters of a compiled grammar.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub masks: u64,
+    pub state_cache_hits: u64,
+    pub rejected_prefix_hits: u64,
+}
+
+impl std::fmt::Debug for CompiledGrammar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledGrammar")
+            .field("positions", &self.rules.num_positions())
+            .field("terminals", &self.rules.terms.len())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl CompiledGrammar {
+    /// Compiles `grammar` over `index`.
+    pub fn new(grammar: &Grammar, index: Arc<VocabIndex>, config: EngineConfig) -> Result<Arc<Self>, EarleyError> {
+        let fused = if config.fuse_terminals {
+            Some(crate::fuse::fuse(grammar))
+        } else {
+            None
+        };
+        let g = fused.as_ref().unwrap_or(grammar);
+        let rules = Rules::new(g, |t| index.terminal(t))?;
+        let mut chart = initial_chart(&rules);
+        if config.pruning {
+            prune::compact(&rules, &mut chart, &mut prune::Scratch::default());
+        }
+        Ok(Arc::new(CompiledGrammar {
+            index,
+            rules,
+            config,
+            initial: Arc::new(chart),
+            state_cache: Mutex::new(HashMap::default()),
+            rejected: Mutex::new(HashMap::default()),
+            counters: Mutex::new(Counters::default()),
+            fused,
+        }))
+    }
+
+    /// A fresh matcher at the start of the language.
+    pub fn matcher(self: &Arc<Self>) -> EarleyMatcher {
+        EarleyMatcher::new(self.clone())
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn index(&self) -> &Arc<VocabIndex> {
+        &self.index
+    }
+
+    pub fn vocab(&self) -> &Arc<TokenVocab> {
+        &self.index.vocab
+    }
+
+    /// The grammar after terminal fusion (when enabled).
+    pub fn fused_grammar(&self) -> Option<&Grammar> {
+        self.fused.as_ref()
+    }
+
+    /// Number of distinct terminals and of dotted rule positions.
+    pub fn size(&self) -> (usize, usize) {
+        (self.rules.terms.len(), self.rules.num_positions())
+    }
+
+    /// Cache counters so far.
+    pub fn counters(&self) -> Counters {
+        *self.counters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Number of masks in the pruned-state cache.
+    pub fn state_cache_len(&self) -> usize {
+        self.state_cache.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub(crate) fn vocab_len(&self) -> usize {
+        self.index.vocab.len()
+    }
+}

@@ -1,0 +1,167 @@
+//! Terminal fusion: nonterminals that denote *regular* languages of modest
+//! size are compiled into one regex terminal before parsing.
+//!
+//! Byte-level grammars written character by character (GBNF's
+//! `string ::= "\"" char* "\""`) give the Earley parser one item per
+//! character and make every character a terminal boundary, which defeats
+//! the context-independent mask cache of §4.3 (a token inside a string
+//! crosses many terminals). Fusion turns such lexeme-like nonterminals back
+//! into single DFAs, so a token inside a JSON string is classified by one
+//! table lookup. The transform preserves the language: a fused nonterminal
+//! `N` is replaced, wherever a non-fused rule uses it, by a terminal whose
+//! regex denotes exactly `L(N)`:
+//!
+//! - `N` whose rules use only terminals and already-fused nonterminals:
+//!   the alternation of the concatenations;
+//! - `N` that refers to itself only as the *last* symbol of some rules
+//!   (`N → α N | β`, right-linear, what `*`/`+` desugar to) is `(α)*(β)`;
+//!   only as the *first* symbol (`N → N α | β`) is `(β)(α)*`;
+//! - `N` in a larger recursive cycle, or whose regex would exceed
+//!   [`MAX_FUSED_REGEX`] characters, is left as rules (its fusable
+//!   children are still fused). The size bound keeps fused terminals
+//!   lexeme-sized: a JSON string or number becomes one terminal, a whole
+//!   object does not, so the (terminal, state) cache entries of strings are
+//!   shared between all the places a string occurs.
+
+use grammar_xform::{Grammar, NtId, Rule, Symbol, Terminal};
+
+use crate::terminal::ByteDfa;
+
+/// Fused regexes longer than this (in characters) are not used.
+pub const MAX_FUSED_REGEX: usize = 600;
+
+/// The regex of each nonterminal that can be fused (None: cannot).
+pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
+    let n = g.num_nonterminals();
+    let mut by_nt: Vec<Vec<&Rule>> = vec![Vec::new(); n];
+    for r in &g.rules {
+        if let Some(v) = by_nt.get_mut(r.lhs.index()) {
+            v.push(r);
+        }
+    }
+    let mut re: Vec<Option<String>> = vec![None; n];
+    let mut dead = vec![false; n];
+    let sym_re = |s: &Symbol, re: &[Option<String>]| -> Option<String> {
+        match s {
+            Symbol::T(t) => Some(ByteDfa::regex_of(t)),
+            Symbol::Nt(m) => re.get(m.index()).cloned().flatten().map(|r| format!("(?:{r})")),
+        }
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for nt in 0..n {
+            if re[nt].is_some() || dead[nt] {
+                continue;
+            }
+            let me = NtId(nt as u32);
+            let rules = &by_nt[nt];
+            // Children must be decided (fusable) first.
+            let mut ready = true;
+            for r in rules {
+                for s in &r.rhs {
+                    if let Symbol::Nt(m) = s {
+                        if *m == me {
+                            continue;
+                        }
+                        if m.index() >= n || dead[m.index()] {
+                            dead[nt] = true;
+                            changed = true;
+                        } else if re[m.index()].is_none() {
+                            ready = false;
+                        }
+                    }
+                }
+            }
+            if dead[nt] || !ready {
+                continue;
+            }
+            let mut base = Vec::new();
+            let mut right = Vec::new();
+            let mut left = Vec::new();
+            let mut ok = true;
+            for r in rules {
+                let selfs: Vec<usize> = r
+                    .rhs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| **s == Symbol::Nt(me))
+                    .map(|(i, _)| i)
+                    .collect();
+                let cat = |syms: &[Symbol]| -> Option<String> {
+                    let mut s = String::new();
+                    for x in syms {
+                        s.push_str(&sym_re(x, &re)?);
+                    }
+                    Some(s)
+                };
+                match selfs.as_slice() {
+                    [] => base.push(cat(&r.rhs)),
+                    [i] if *i + 1 == r.rhs.len() && r.rhs.len() > 1 => right.push(cat(&r.rhs[..*i])),
+                    [0] if r.rhs.len() > 1 => left.push(cat(&r.rhs[1..])),
+                    _ => ok = false,
+                }
+            }
+            if !ok || (!right.is_empty() && !left.is_empty()) {
+                dead[nt] = true;
+                changed = true;
+                continue;
+            }
+            let alt = |v: Vec<Option<String>>| -> Option<String> {
+                let v: Option<Vec<String>> = v.into_iter().collect();
+                let v = v?;
+                Some(if v.is_empty() {
+                    "[a&&b]".to_string()
+                } else {
+                    format!("(?:{})", v.join("|"))
+                })
+            };
+            let b = alt(base);
+            let r = if !right.is_empty() {
+                alt(right).zip(b).map(|(a, b)| format!("(?:{a})*{b}"))
+            } else if !left.is_empty() {
+                alt(left).zip(b).map(|(a, b)| format!("{b}(?:{a})*"))
+            } else {
+                b
+            };
+            match r {
+                Some(r) if r.len() <= MAX_FUSED_REGEX => re[nt] = Some(r),
+                _ => dead[nt] = true,
+            }
+            changed = true;
+        }
+    }
+    re
+}
+
+/// The grammar with every fusable nonterminal replaced by a regex terminal
+/// at its uses (see the module docs). Nonterminal ids are unchanged.
+pub fn fuse(g: &Grammar) -> Grammar {
+    let re = fusable(g);
+    let n = g.num_nonterminals();
+    let mut out = Grammar::new();
+    for i in 0..n {
+        out.add_nonterminal(g.name(NtId(i as u32)));
+    }
+    out.start = g.start;
+    let map = |s: &Symbol| -> Symbol {
+        match s {
+            Symbol::Nt(m) => match re.get(m.index()).cloned().flatten() {
+                Some(r) => Symbol::T(Terminal::Regex(r)),
+                None => s.clone(),
+            },
+            t => t.clone(),
+        }
+    };
+    if let Some(Some(r)) = re.get(g.start.index()) {
+        out.add_rule(g.start, vec![Symbol::T(Terminal::Regex(r.clone()))]);
+        return out;
+    }
+    for r in &g.rules {
+        if re.get(r.lhs.index()).is_some_and(|x| x.is_some()) {
+            continue;
+        }
+        out.add_rule(r.lhs, r.rhs.iter().map(map).collect());
+    }
+    out
+}

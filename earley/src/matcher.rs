@@ -1,0 +1,379 @@
+//! [`EarleyMatcher`]: one parser state implementing
+//! [`zapspec_core::Constraint`] — token masks, advance, rollback, fork.
+//!
+//! The state is a stack of committed charts, one per consumed token, that
+//! share their Earley sets through `Arc`: rollback pops, fork clones a
+//! vector of pointers.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+
+use zapspec_core::{Constraint, Rejected, RollbackError, TokenId, TokenSet, Vocabulary};
+
+use crate::chart::{BuildFx, Chart, Item, Work};
+use crate::engine::CompiledGrammar;
+use crate::grammar::{END, TERM};
+use crate::prune;
+use crate::toktrie::Walker;
+
+/// Memory accounting of a matcher (ZapFormat Table 4): the live chart now
+/// and its peak over the matcher's life. Bytes count item storage
+/// (12 bytes an item) plus set headers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemStats {
+    pub live_items: usize,
+    pub live_sets: usize,
+    pub live_bytes: usize,
+    pub peak_items: usize,
+    pub peak_sets: usize,
+    pub peak_bytes: usize,
+    /// Items created by the closure so far (a work counter, masks excluded).
+    pub items_created: u64,
+}
+
+const SET_HEADER_BYTES: usize = 8 + 16 + 16; // (pos, Arc<[Item]>) + Arc header
+
+impl MemStats {
+    fn observe(&mut self, c: &Chart) {
+        self.live_items = c.num_items();
+        self.live_sets = c.sets.len();
+        self.live_bytes = self.live_items * std::mem::size_of::<Item>() + self.live_sets * SET_HEADER_BYTES;
+        self.peak_items = self.peak_items.max(self.live_items);
+        self.peak_sets = self.peak_sets.max(self.live_sets);
+        self.peak_bytes = self.peak_bytes.max(self.live_bytes);
+    }
+}
+
+/// A matcher of a [`CompiledGrammar`] over its vocabulary.
+#[derive(Clone)]
+pub struct EarleyMatcher {
+    g: Arc<CompiledGrammar>,
+    history: Vec<Arc<Chart>>,
+    finished: bool,
+    mem: MemStats,
+    key: Vec<u32>,
+    scratch: prune::Scratch,
+}
+
+impl std::fmt::Debug for EarleyMatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EarleyMatcher")
+            .field("tokens", &self.num_tokens())
+            .field("accepting", &self.is_accepting())
+            .field("mem", &self.mem)
+            .finish()
+    }
+}
+
+impl Walker for Work<'_> {
+    #[inline]
+    fn push(&mut self, b: u8) -> bool {
+        self.push_byte(b)
+    }
+    #[inline]
+    fn pop(&mut self) {
+        Work::pop(self)
+    }
+}
+
+impl EarleyMatcher {
+    pub(crate) fn new(g: Arc<CompiledGrammar>) -> Self {
+        let init = g.initial.clone();
+        let mut mem = MemStats::default();
+        mem.observe(&init);
+        EarleyMatcher {
+            g,
+            history: vec![init],
+            finished: false,
+            mem,
+            key: Vec::new(),
+            scratch: prune::Scratch::default(),
+        }
+    }
+
+    /// The compiled grammar.
+    pub fn grammar(&self) -> &Arc<CompiledGrammar> {
+        &self.g
+    }
+
+    /// Memory accounting (current and peak).
+    pub fn memory(&self) -> MemStats {
+        self.mem
+    }
+
+    fn chart(&self) -> &Arc<Chart> {
+        // history is never empty: it starts with the initial chart and
+        // rollback never pops it.
+        &self.history[self.history.len() - 1]
+    }
+
+    /// Number of Earley sets and items of the current (pruned) chart.
+    pub fn chart_size(&self) -> (usize, usize) {
+        let c = self.chart();
+        (c.sets.len(), c.num_items())
+    }
+
+    /// The current chart as text (for debugging): one line per set.
+    pub fn dump_chart(&self) -> String {
+        let mut out = String::new();
+        for (p, items) in &self.chart().sets {
+            out.push_str(&format!(
+                "{p}: {:?}\n",
+                items.iter().map(|i| (i.pos, i.st, i.origin)).collect::<Vec<_>>()
+            ));
+        }
+        out
+    }
+
+    /// Feeds raw bytes (not necessarily token-aligned) as one step; returns
+    /// false and leaves the state unchanged when they are not a viable
+    /// continuation. Rolling back one token undoes it.
+    pub fn advance_bytes(&mut self, bytes: &[u8]) -> bool {
+        self.try_bytes(bytes).is_ok()
+    }
+
+    fn fingerprint(&mut self) -> u64 {
+        let c = self.history[self.history.len() - 1].clone();
+        c.key(&mut self.key);
+        let mut h = BuildFx.build_hasher();
+        for &k in &self.key {
+            h.write_u32(k);
+        }
+        h.write_u32(c.accepting as u32);
+        h.finish()
+    }
+
+    /// Parses `bytes` from the current state and commits the result.
+    /// On failure returns the length of the rejected prefix.
+    fn try_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        let g = self.g.clone();
+        let chart = self.chart().clone();
+        let mut w = Work::new(&g.rules, &chart);
+        for (i, &b) in bytes.iter().enumerate() {
+            if !w.push_byte(b) {
+                return Err(i + 1);
+            }
+        }
+        let accepting = if bytes.is_empty() {
+            chart.accepting
+        } else {
+            w.top_accepting(0)
+        };
+        let mut sets = chart.sets.clone();
+        let base = chart.last_pos();
+        let n = w.starts.len();
+        for k in 0..n {
+            let a = w.starts[k] as usize;
+            let e = if k + 1 < n {
+                w.starts[k + 1] as usize
+            } else {
+                w.items.len()
+            };
+            let mut v: Vec<Item> = w.items[a..e].to_vec();
+            if g.config.pruning {
+                v.sort_unstable();
+            }
+            sets.push((base + 1 + k as u32, v.into()));
+        }
+        self.mem.items_created += w.created;
+        let mut next = Chart { sets, accepting };
+        if g.config.pruning {
+            prune::compact(&g.rules, &mut next, &mut self.scratch);
+        }
+        self.mem.observe(&next);
+        self.history.push(Arc::new(next));
+        Ok(())
+    }
+
+    fn compute_mask(&self, mask: &mut TokenSet) {
+        let g = &*self.g;
+        let chart = self.chart();
+        mask.clear();
+        let rules = &g.rules;
+        let index = &g.index;
+        let vocab = &**index.vocab();
+        let mut w = Work::new(rules, chart);
+        if g.config.ci_cache {
+            let last = chart.last();
+            let mut groups: Vec<(u32, u32)> = last
+                .iter()
+                .filter_map(|x| {
+                    let s = rules.sym[x.pos as usize];
+                    (s != END && s & TERM != 0).then_some((s & !TERM, x.st))
+                })
+                .collect();
+            groups.sort_unstable();
+            groups.dedup();
+            for (t, st) in groups {
+                let entry = rules.terms[t as usize].ci(st, index.trie(), vocab);
+                entry.allowed.or_into(mask);
+                if entry.suffixes.num_tokens() == 0 {
+                    continue;
+                }
+                let sym = TERM | t;
+                let seeds = last
+                    .iter()
+                    .filter(|x| rules.sym[x.pos as usize] == sym && x.st == st)
+                    .map(|x| Item {
+                        pos: x.pos + 1,
+                        st: rules.init[x.pos as usize + 1],
+                        origin: x.origin,
+                    });
+                if w.push_seeded(seeds) {
+                    entry.suffixes.walk(&mut w, |toks| {
+                        for &t in toks {
+                            mask.insert(t);
+                        }
+                    });
+                    w.pop();
+                }
+            }
+        } else {
+            index.trie().walk(&mut w, |toks| {
+                for &t in toks {
+                    mask.insert(t);
+                }
+            });
+        }
+        if chart.accepting {
+            mask.insert(vocab.eos());
+        }
+    }
+
+    fn cached_mask(&mut self) -> Option<Arc<TokenSet>> {
+        if !self.g.config.state_cache {
+            return None;
+        }
+        let c = self.chart().clone();
+        c.key(&mut self.key);
+        self.key.push(c.accepting as u32);
+        self.g
+            .state_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(self.key.as_slice())
+            .cloned()
+    }
+
+    fn bump(&self, f: impl FnOnce(&mut crate::engine::Counters)) {
+        f(&mut self.g.counters.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+impl Constraint for EarleyMatcher {
+    fn vocab_size(&self) -> usize {
+        self.g.vocab_len()
+    }
+
+    fn eos(&self) -> TokenId {
+        self.g.vocab().eos()
+    }
+
+    fn fill_mask(&mut self, mask: &mut TokenSet) {
+        if self.finished {
+            mask.clear();
+            return;
+        }
+        self.bump(|c| c.masks += 1);
+        if let Some(m) = self.cached_mask() {
+            self.bump(|c| c.state_cache_hits += 1);
+            mask.words_mut().copy_from_slice(m.words());
+            return;
+        }
+        self.compute_mask(mask);
+        if self.g.config.state_cache {
+            let mut cache = self.g.state_cache.lock().unwrap_or_else(|e| e.into_inner());
+            if cache.len() >= self.g.config.state_cache_capacity {
+                cache.clear();
+            }
+            if self.g.config.state_cache_capacity > 0 {
+                cache.insert(self.key.clone().into_boxed_slice(), Arc::new(mask.clone()));
+            }
+        }
+    }
+
+    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
+        let position = self.num_tokens();
+        let reject = |reason: &str| Rejected {
+            token: t,
+            position,
+            reason: reason.into(),
+        };
+        if self.finished {
+            return Err(reject("already finished"));
+        }
+        let vocab = self.g.vocab().clone();
+        if t == vocab.eos() {
+            if self.is_accepting() {
+                self.finished = true;
+                return Ok(());
+            }
+            return Err(reject("EOS before the grammar accepts"));
+        }
+        if (t as usize) >= vocab.len() || vocab.is_special(t) || vocab.token_bytes(t).is_empty() {
+            return Err(reject("special token"));
+        }
+        let bytes = vocab.token_bytes(t);
+        let fp = if self.g.config.rejected_prefixes {
+            let fp = self.fingerprint();
+            let hit = self
+                .g
+                .rejected
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&fp)
+                .is_some_and(|v| v.iter().any(|p| bytes.starts_with(p)));
+            if hit {
+                self.bump(|c| c.rejected_prefix_hits += 1);
+                return Err(reject("rejected prefix"));
+            }
+            Some(fp)
+        } else {
+            None
+        };
+        match self.try_bytes(bytes) {
+            Ok(()) => Ok(()),
+            Err(l) => {
+                if let Some(fp) = fp {
+                    let mut r = self.g.rejected.lock().unwrap_or_else(|e| e.into_inner());
+                    let v = r.entry(fp).or_default();
+                    if !v.iter().any(|p| bytes.starts_with(p)) {
+                        v.push(bytes[..l].into());
+                    }
+                }
+                Err(reject("not a viable continuation"))
+            }
+        }
+    }
+
+    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
+        let available = self.num_tokens();
+        if n > available {
+            return Err(RollbackError {
+                requested: n,
+                available,
+            });
+        }
+        let mut n = n;
+        if n > 0 && self.finished {
+            self.finished = false;
+            n -= 1;
+        }
+        self.history.truncate(self.history.len() - n);
+        let c = self.chart().clone();
+        self.mem.observe(&c);
+        Ok(())
+    }
+
+    fn is_accepting(&self) -> bool {
+        !self.finished && self.chart().accepting
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn num_tokens(&self) -> usize {
+        self.history.len() - 1 + usize::from(self.finished)
+    }
+}

@@ -1,0 +1,288 @@
+//! Terminals as byte DFAs.
+//!
+//! Every [`Terminal`] of the IR (literal, character class, regex) is turned
+//! into one regular expression and compiled by `regex-automata` into a dense
+//! DFA that reports *all* match ends (`MatchKind::All`), then flattened into
+//! [`ByteDfa`]: a table over byte classes with state [`DEAD`] = 0, only
+//! *live* states (states from which an accepting state is reachable; every
+//! other state is merged into `DEAD`) and an explicit accepting flag per
+//! state (regex-automata reports matches one byte late; we resolve that with
+//! its end-of-input transition).
+//!
+//! A terminal in progress inside an Earley item carries its DFA state
+//! (ZapFormat §4.1: "terminals are … implemented as finite state machines").
+
+use grammar_xform::Terminal;
+use regex_automata::dfa::{dense, Automaton};
+use regex_automata::nfa::thompson;
+use regex_automata::util::{start, syntax};
+use regex_automata::{Anchored, MatchKind};
+
+use crate::error::EarleyError;
+
+/// The dead state of every [`ByteDfa`]: no continuation can be accepted.
+pub const DEAD: u32 = 0;
+
+/// Limit on the dense DFA built for one terminal (bytes of transition table).
+const DFA_SIZE_LIMIT: usize = 64 << 20;
+
+/// A deterministic automaton over bytes with only live states.
+#[derive(Clone, Debug)]
+pub struct ByteDfa {
+    classes: [u8; 256],
+    ncls: usize,
+    trans: Vec<u32>,
+    accepting: Vec<bool>,
+    /// Some byte leads to a live state.
+    can_continue: Vec<bool>,
+    start: u32,
+}
+
+impl ByteDfa {
+    /// The regex (in `regex-syntax` dialect, byte mode allowed) that a
+    /// terminal denotes.
+    pub fn regex_of(t: &Terminal) -> String {
+        match t {
+            Terminal::Literal(bytes) => literal_regex(bytes),
+            Terminal::Class(c) => {
+                if c.is_empty() {
+                    return String::from("[a&&b]");
+                }
+                let mut s = String::from("[");
+                for &(a, b) in c.ranges() {
+                    s.push_str(&format!("\\x{{{:X}}}", a as u32));
+                    if a != b {
+                        s.push_str(&format!("-\\x{{{:X}}}", b as u32));
+                    }
+                }
+                s.push(']');
+                s
+            }
+            Terminal::Regex(r) => format!("(?:{r})"),
+        }
+    }
+
+    /// Compiles a terminal.
+    pub fn compile(t: &Terminal) -> Result<Self, EarleyError> {
+        Self::from_regex(&Self::regex_of(t))
+    }
+
+    /// Compiles a regex (anchored at both ends; bytes, not chars).
+    pub fn from_regex(pattern: &str) -> Result<Self, EarleyError> {
+        let err = |reason: String| EarleyError::Terminal {
+            regex: pattern.to_string(),
+            reason,
+        };
+        let dfa = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(regex_automata::dfa::StartKind::Anchored)
+                    .byte_classes(true)
+                    .dfa_size_limit(Some(DFA_SIZE_LIMIT))
+                    .determinize_size_limit(Some(DFA_SIZE_LIMIT)),
+            )
+            .syntax(syntax::Config::new().utf8(false))
+            .thompson(thompson::Config::new().utf8(false))
+            .build(pattern)
+            .map_err(|e| err(e.to_string()))?;
+        let s0 = dfa
+            .start_state(&start::Config::new().anchored(Anchored::Yes))
+            .map_err(|e| err(e.to_string()))?;
+        // Representative byte of each class.
+        let bc = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            let c = bc.get(b);
+            classes[b as usize] = c;
+            if c as usize >= reps.len() {
+                reps.resize(c as usize + 1, b);
+            }
+        }
+        // byte classes are numbered in increasing byte order, so the first
+        // occurrence of each is a fine representative; recompute to be safe.
+        let mut seen = vec![false; reps.len()];
+        for b in 0..=255u8 {
+            let c = classes[b as usize] as usize;
+            if !seen[c] {
+                seen[c] = true;
+                reps[c] = b;
+            }
+        }
+        let ncls = reps.len();
+        // BFS over regex-automata states.
+        let mut ids: std::collections::HashMap<regex_automata::util::primitives::StateID, u32> =
+            std::collections::HashMap::new();
+        let mut order = Vec::new();
+        let mut raw_trans: Vec<u32> = Vec::new();
+        let mut acc = Vec::new();
+        let mut queue = std::collections::VecDeque::new();
+        if !dfa.is_dead_state(s0) {
+            ids.insert(s0, 1);
+            order.push(s0);
+            queue.push_back(s0);
+        }
+        while let Some(s) = queue.pop_front() {
+            acc.push(dfa.is_match_state(dfa.next_eoi_state(s)));
+            for &b in &reps {
+                let n = dfa.next_state(s, b);
+                let id = if dfa.is_dead_state(n) || dfa.is_quit_state(n) {
+                    DEAD
+                } else {
+                    let next_id = ids.len() as u32 + 1;
+                    *ids.entry(n).or_insert_with(|| {
+                        order.push(n);
+                        queue.push_back(n);
+                        next_id
+                    })
+                };
+                raw_trans.push(id);
+            }
+        }
+        let n = order.len() + 1; // + DEAD
+                                 // Liveness: states that reach an accepting state.
+        let mut live = vec![false; n];
+        for (i, &a) in acc.iter().enumerate() {
+            live[i + 1] = a;
+        }
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for s in 1..n {
+                if !live[s] {
+                    let row = &raw_trans[(s - 1) * ncls..s * ncls];
+                    if row.iter().any(|&t| t != DEAD && live[t as usize]) {
+                        live[s] = true;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        // Renumber live states densely.
+        let mut map = vec![DEAD; n];
+        let mut next = 1u32;
+        for s in 1..n {
+            if live[s] {
+                map[s] = next;
+                next += 1;
+            }
+        }
+        let m = next as usize;
+        let mut trans = vec![DEAD; m * ncls];
+        let mut accepting = vec![false; m];
+        for s in 1..n {
+            if live[s] {
+                let ns = map[s] as usize;
+                accepting[ns] = acc[s - 1];
+                for c in 0..ncls {
+                    trans[ns * ncls + c] = map[raw_trans[(s - 1) * ncls + c] as usize];
+                }
+            }
+        }
+        let start = if n > 1 { map[1] } else { DEAD };
+        let can_continue = (0..m)
+            .map(|s| trans[s * ncls..(s + 1) * ncls].iter().any(|&t| t != DEAD))
+            .collect();
+        Ok(ByteDfa {
+            classes,
+            ncls,
+            trans,
+            accepting,
+            can_continue,
+            start,
+        })
+    }
+
+    /// The start state ([`DEAD`] when the language is empty).
+    #[inline]
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// The state after reading `b` in state `s` ([`DEAD`] = no live continuation).
+    #[inline]
+    pub fn next(&self, s: u32, b: u8) -> u32 {
+        // SAFETY-free indexing: `s < num_states`, class < ncls by construction.
+        self.trans[s as usize * self.ncls + self.classes[b as usize] as usize]
+    }
+
+    /// True when the bytes read so far are a complete match.
+    #[inline]
+    pub fn is_accepting(&self, s: u32) -> bool {
+        self.accepting[s as usize]
+    }
+
+    /// True when some byte leads from `s` to a live state.
+    #[inline]
+    pub fn can_continue(&self, s: u32) -> bool {
+        self.can_continue[s as usize]
+    }
+
+    /// True when the terminal matches the empty string.
+    pub fn is_nullable(&self) -> bool {
+        self.start != DEAD && self.accepting[self.start as usize]
+    }
+
+    /// Number of states, [`DEAD`] included.
+    pub fn num_states(&self) -> usize {
+        self.accepting.len()
+    }
+
+    /// Runs the DFA over `bytes` from `s`.
+    pub fn run(&self, mut s: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            if s == DEAD {
+                return DEAD;
+            }
+            s = self.next(s, b);
+        }
+        s
+    }
+
+    /// Heap bytes of the tables.
+    pub fn heap_bytes(&self) -> usize {
+        self.trans.capacity() * 4 + self.accepting.capacity()
+    }
+}
+
+/// A byte-exact regex for a literal: `(?-u:\xHH…)`.
+pub fn literal_regex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(8 + 4 * bytes.len());
+    s.push_str("(?-u:");
+    for b in bytes {
+        s.push_str(&format!("\\x{b:02X}"));
+    }
+    s.push(')');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grammar_xform::CharClass;
+
+    fn matches(d: &ByteDfa, s: &[u8]) -> bool {
+        let st = d.run(d.start(), s);
+        st != DEAD && d.is_accepting(st)
+    }
+
+    #[test]
+    fn literal_class_regex() {
+        let d = ByteDfa::compile(&Terminal::Literal(b"ab\xff".to_vec())).unwrap();
+        assert!(matches(&d, b"ab\xff"));
+        assert!(!matches(&d, b"ab"));
+        assert_ne!(d.run(d.start(), b"ab"), DEAD);
+        assert_eq!(d.run(d.start(), b"b"), DEAD);
+        let c = ByteDfa::compile(&Terminal::Class(CharClass::new([('a', 'c'), ('é', 'é')], false))).unwrap();
+        assert!(matches(&c, b"b") && matches(&c, "é".as_bytes()) && !matches(&c, b"d"));
+        assert!(!matches(&c, b"ab"));
+        let r = ByteDfa::compile(&Terminal::Regex("[0-9]*".into())).unwrap();
+        assert!(r.is_nullable() && matches(&r, b"0123") && !matches(&r, b"1a"));
+        let alt = ByteDfa::compile(&Terminal::Regex("a|ab".into())).unwrap();
+        assert!(matches(&alt, b"a") && matches(&alt, b"ab"));
+        let empty = ByteDfa::compile(&Terminal::Class(CharClass::new([], false))).unwrap();
+        assert_eq!(empty.start(), DEAD);
+        assert!(ByteDfa::from_regex("(").is_err());
+    }
+}

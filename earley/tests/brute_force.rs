@@ -1,0 +1,199 @@
+//! Masks against brute force: a token is allowed after prefix `p` iff
+//! `p + bytes(token)` is a viable prefix of the language, checked with the
+//! independent naive recognizer of `grammar_xform::reference`. Every engine
+//! configuration (pruning, caches, fusion on/off) must give the same masks.
+
+use std::sync::Arc;
+
+use earley::{Engine, EngineConfig};
+use grammar_xform::reference::Recognizer;
+use grammar_xform::{CharClass, Grammar, NtId, Symbol, Terminal};
+use proptest::prelude::*;
+use zapspec_core::{Constraint, TokenId, TokenSet, TokenVocab, Vocabulary};
+
+fn small_vocab() -> Arc<TokenVocab> {
+    let toks = [
+        "a", "b", "c", "ab", "ba", "abc", "cc", "bca", "aa", "cab", "", "bb", "abab", "xa",
+    ];
+    let v: Vec<Vec<u8>> = toks.iter().map(|s| s.as_bytes().to_vec()).collect();
+    Arc::new(TokenVocab::from_tokens("small", v, &[], 10).unwrap())
+}
+
+#[derive(Clone, Debug)]
+enum S {
+    Nt(u32),
+    Lit(&'static str),
+    Class,
+    Re(&'static str),
+}
+
+fn build(nts: usize, rules: &[(u32, Vec<S>)]) -> Grammar {
+    let mut g = Grammar::new();
+    for i in 0..nts {
+        g.add_nonterminal(&format!("n{i}"));
+    }
+    for (lhs, rhs) in rules {
+        let rhs = rhs
+            .iter()
+            .map(|s| match s {
+                S::Nt(n) => Symbol::Nt(NtId(*n % nts as u32)),
+                S::Lit(l) => Symbol::T(Terminal::Literal(l.as_bytes().to_vec())),
+                S::Class => Symbol::T(Terminal::Class(CharClass::new([('a', 'b')], false))),
+                S::Re(r) => Symbol::T(Terminal::Regex(r.to_string())),
+            })
+            .collect();
+        g.add_rule(NtId(*lhs % nts as u32), rhs);
+    }
+    g.start = NtId(0);
+    g
+}
+
+fn sym() -> impl Strategy<Value = S> {
+    prop_oneof![
+        3 => (0u32..4).prop_map(S::Nt),
+        2 => prop::sample::select(vec!["a", "b", "c", "ab", "ca"]).prop_map(S::Lit),
+        1 => Just(S::Class),
+        1 => prop::sample::select(vec!["a*", "b+c?", "(ab)+"]).prop_map(S::Re),
+    ]
+}
+
+fn grammar() -> impl Strategy<Value = Grammar> {
+    (
+        1usize..4,
+        prop::collection::vec((0u32..4, prop::collection::vec(sym(), 0..4)), 1..8),
+    )
+        .prop_map(|(n, rules)| build(n, &rules))
+}
+
+fn brute_mask(rec: &Recognizer, vocab: &TokenVocab, prefix: &[u8]) -> TokenSet {
+    let mut m = TokenSet::new(vocab.len());
+    for t in 0..vocab.len() as TokenId {
+        if vocab.is_special(t) {
+            continue;
+        }
+        let mut p = prefix.to_vec();
+        p.extend_from_slice(vocab.token_bytes(t));
+        if rec.is_viable_prefix(&p) {
+            m.insert(t);
+        }
+    }
+    if rec.recognizes(prefix) {
+        m.insert(vocab.eos());
+    }
+    m
+}
+
+fn configs() -> Vec<EngineConfig> {
+    let d = EngineConfig::default();
+    vec![
+        d,
+        EngineConfig::baseline(),
+        EngineConfig { pruning: false, ..d },
+        EngineConfig { ci_cache: false, ..d },
+        EngineConfig {
+            state_cache: false,
+            ..d
+        },
+        EngineConfig {
+            fuse_terminals: false,
+            ..d
+        },
+        EngineConfig {
+            rejected_prefixes: false,
+            pruning: false,
+            ..d
+        },
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    #[test]
+    fn masks_match_brute_force(g in grammar(), picks in prop::collection::vec(0usize..64, 0..7)) {
+        let vocab = small_vocab();
+        let rec = Recognizer::new(&g).unwrap();
+        if !rec.is_viable_prefix(b"") {
+            // Empty language: compile must say so.
+            let e = Engine::new(vocab.clone()).compile(&g, EngineConfig::default());
+            prop_assert!(e.is_err());
+            return Ok(());
+        }
+        let engine = Engine::new(vocab.clone());
+        let mut ms: Vec<_> = configs().into_iter().map(|c| engine.compile(&g, c).unwrap().matcher()).collect();
+        let mut prefix = Vec::new();
+        for pick in picks {
+            let want = brute_mask(&rec, &vocab, &prefix);
+            for (i, m) in ms.iter_mut().enumerate() {
+                let got = m.mask();
+                prop_assert_eq!(&got, &want, "config {} after {:?}\n{}", i, String::from_utf8_lossy(&prefix), g);
+                prop_assert_eq!(m.is_accepting(), want.contains(vocab.eos()));
+            }
+            let allowed: Vec<TokenId> = want.iter().filter(|&t| t != vocab.eos()).collect();
+            // Also try one rejected token: it must be refused without changing state.
+            if let Some(bad) = (0..vocab.len() as TokenId).find(|&t| !want.contains(t) && !vocab.is_special(t)) {
+                for m in ms.iter_mut() {
+                    let n = m.num_tokens();
+                    prop_assert!(m.advance(bad).is_err());
+                    prop_assert_eq!(m.num_tokens(), n);
+                }
+            }
+            if allowed.is_empty() {
+                break;
+            }
+            let t = allowed[pick % allowed.len()];
+            for m in ms.iter_mut() {
+                prop_assert!(m.advance(t).is_ok());
+            }
+            prefix.extend_from_slice(vocab.token_bytes(t));
+        }
+        // Rollback everything and compare with a fresh matcher.
+        let fresh = engine.compile(&g, EngineConfig::default()).unwrap().matcher().mask();
+        for m in ms.iter_mut() {
+            let n = m.num_tokens();
+            m.rollback(n).unwrap();
+            prop_assert_eq!(m.mask(), fresh.clone());
+        }
+    }
+}
+
+/// The seed example of §1: `A → A B | B; B → a` on `aa` keeps fewer live
+/// items with pruning than without.
+#[test]
+fn seed_example_prunes() {
+    let mut g = Grammar::new();
+    let a = g.add_nonterminal("A");
+    let b = g.add_nonterminal("B");
+    g.add_rule(a, vec![Symbol::Nt(a), Symbol::Nt(b)]);
+    g.add_rule(a, vec![Symbol::Nt(b)]);
+    g.add_rule(b, vec![Symbol::T(Terminal::Literal(b"a".to_vec()))]);
+    g.start = a;
+    let vocab = Arc::new(TokenVocab::bytes());
+    let engine = Engine::new(vocab);
+    let cfg = EngineConfig {
+        fuse_terminals: false,
+        ..EngineConfig::default()
+    };
+    let mut pruned = engine.compile(&g, cfg).unwrap().matcher();
+    let mut full = engine
+        .compile(&g, EngineConfig { pruning: false, ..cfg })
+        .unwrap()
+        .matcher();
+    for m in [&mut pruned, &mut full] {
+        m.advance(b'a' as TokenId).unwrap();
+        m.advance(b'a' as TokenId).unwrap();
+        assert!(m.is_accepting());
+    }
+    let (ps, pi) = pruned.chart_size();
+    let (fs, fi) = full.chart_size();
+    eprintln!(
+        "pruned: {ps} sets / {pi} items; unpruned: {fs} sets / {fi} items\n{}\n{}",
+        pruned.dump_chart(),
+        full.dump_chart()
+    );
+    assert!(pi < fi, "pruned {pi} items vs unpruned {fi}");
+    assert!(ps < fs);
+    assert_eq!(fs, 3);
+    assert!(pruned.memory().peak_items < full.memory().peak_items);
+    assert_eq!(pruned.mask(), full.mask());
+}
