@@ -1,1 +1,4 @@
 //! Shared helpers of the example binaries in `src/bin/`.
+
+pub mod kbnf_ir;
+pub mod maskstats;

@@ -1,0 +1,52 @@
+//! The interface every engine adapter implements: compile a JSON Schema,
+//! then drive one matcher per test instance (mask → check → advance).
+
+use serde_json::Value;
+use zapspec_core::TokenId;
+
+/// Why a schema did not compile: a short `category` for the census table
+/// and the full message.
+#[derive(Clone, Debug)]
+pub struct CompileFailure {
+    pub category: String,
+    pub message: String,
+}
+
+impl CompileFailure {
+    pub fn new(category: impl Into<String>, message: impl Into<String>) -> Self {
+        CompileFailure {
+            category: category.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// One engine (one configuration). Lives for the whole run (one process),
+/// so per-tokenizer precomputation (token tries, slicers) is paid once and
+/// not counted in TTFM, as in MaskBench.
+pub trait Adapter {
+    /// Work done before the TTFM clock starts (e.g. cloning a vocabulary
+    /// that the engine's constructor takes by value).
+    fn prepare(&mut self) {}
+    /// Compiles a schema (counted in TTFM).
+    fn compile(&mut self, schema: &Value) -> Result<Box<dyn Compiled>, CompileFailure>;
+}
+
+/// A compiled schema with one current matcher state.
+pub trait Compiled {
+    /// Starts a fresh matcher (a new instance).
+    fn start(&mut self) -> Result<(), String>;
+    /// Computes the mask of the current state (the timed operation).
+    fn compute_mask(&mut self) -> Result<(), String>;
+    /// Whether `t` is in the last computed mask.
+    fn allowed(&self, t: TokenId) -> bool;
+    /// Whether EOS is in the last computed mask.
+    fn eos_allowed(&self) -> bool;
+    /// Consumes `t`.
+    fn advance(&mut self, t: TokenId) -> Result<(), String>;
+    /// Peak live Earley items of the current matcher, where the engine
+    /// reports it.
+    fn peak_items(&self) -> Option<usize> {
+        None
+    }
+}

@@ -1,0 +1,240 @@
+//! Aggregation of per-schema results into one summary per engine, and the
+//! Markdown tables (engines side by side; the ablation table).
+
+use std::collections::BTreeMap;
+
+use examples::maskstats::{fmt_us, Summary};
+use serde::{Deserialize, Serialize};
+
+use crate::run::{SchemaResult, Status};
+
+/// One engine's totals (the JSON summary line).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EngineSummary {
+    pub engine: String,
+    pub schemas: usize,
+    pub passing: usize,
+    pub compile_errors: usize,
+    pub compile_error_reasons: BTreeMap<String, usize>,
+    /// Schemas that compiled but got some test wrong.
+    pub failing_schemas: usize,
+    pub valid_tests: usize,
+    pub invalid_tests: usize,
+    /// Valid instances refused.
+    pub validation_errors: usize,
+    /// Invalid instances accepted whole.
+    pub invalidation_errors: usize,
+    pub timeouts: usize,
+    pub panics: usize,
+    /// Child process crashed or hung past the hard limit.
+    pub crashes: usize,
+    pub mask_advance_mismatches: usize,
+    pub tokens: usize,
+    pub ttfm_us: Summary,
+    pub tbm_us: Summary,
+    /// Tokens per second of mask computation: masks / total mask time.
+    pub mask_throughput_per_s: f64,
+    /// Per-schema peak live Earley items (engines that report it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_items: Option<Summary>,
+    /// Peak resident set (VmHWM) of the engine's process, KiB (max over
+    /// child restarts).
+    pub vmhwm_kib: u64,
+    /// VmRSS after loading the vocabulary and building the engine, before
+    /// the first schema, KiB.
+    pub baseline_rss_kib: u64,
+    pub child_restarts: usize,
+    pub wall_s: f64,
+}
+
+pub fn summarize(engine: &str, results: &[SchemaResult]) -> EngineSummary {
+    let mut s = EngineSummary {
+        engine: engine.to_string(),
+        schemas: results.len(),
+        ..Default::default()
+    };
+    let mut ttfm = Vec::new();
+    let mut tbm = Vec::new();
+    let mut peaks = Vec::new();
+    for r in results {
+        match r.status {
+            Status::Pass => s.passing += 1,
+            Status::Fail => s.failing_schemas += 1,
+            Status::CompileError => {
+                s.compile_errors += 1;
+                *s.compile_error_reasons
+                    .entry(r.error_category.clone().unwrap_or_default())
+                    .or_default() += 1;
+            }
+            Status::Timeout => s.timeouts += 1,
+            Status::Panic => s.panics += 1,
+            Status::Crash => s.crashes += 1,
+            Status::BadFile => {}
+        }
+        s.valid_tests += r.valid_tests;
+        s.invalid_tests += r.invalid_tests;
+        s.validation_errors += r.validation_errors.len();
+        s.invalidation_errors += r.invalidation_errors.len();
+        s.mask_advance_mismatches += r.mask_advance_mismatch;
+        s.tokens += r.tokens;
+        if r.status != Status::CompileError {
+            if let Some(t) = r.ttfm_us {
+                ttfm.push(t);
+            }
+        }
+        tbm.extend(r.tbm_ns.iter().map(|&n| n as f64 / 1000.0));
+        if let Some(p) = r.peak_items {
+            peaks.push(p as f64);
+        }
+    }
+    s.ttfm_us = Summary::of(&ttfm);
+    s.tbm_us = Summary::of(&tbm);
+    let total: f64 = tbm.iter().sum();
+    s.mask_throughput_per_s = if total > 0.0 {
+        tbm.len() as f64 / (total / 1e6)
+    } else {
+        0.0
+    };
+    s.peak_items = if peaks.is_empty() {
+        None
+    } else {
+        Some(Summary::of(&peaks))
+    };
+    s
+}
+
+fn ratio(x: f64, base: Option<f64>) -> String {
+    match base {
+        Some(b) if b > 0.0 && x > 0.0 => format!(" ({:.2}×)", x / b),
+        _ => String::new(),
+    }
+}
+
+/// Engines side by side; latency rows also as a ratio to `llguidance`
+/// (`×` > 1: slower than llguidance).
+pub fn markdown_table(sums: &[EngineSummary]) -> String {
+    let base = sums.iter().find(|s| s.engine == "llguidance");
+    let mut out = String::new();
+    out.push_str("| metric |");
+    for s in sums {
+        out.push_str(&format!(" {} |", s.engine));
+    }
+    out.push_str("\n|---|");
+    for _ in sums {
+        out.push_str("---:|");
+    }
+    out.push('\n');
+    type Row = (&'static str, fn(&EngineSummary) -> String);
+    let count_rows: [Row; 12] = [
+        ("schemas", |s| s.schemas.to_string()),
+        ("passing", |s| s.passing.to_string()),
+        ("compile errors", |s| s.compile_errors.to_string()),
+        ("failing (compiled, some test wrong)", |s| {
+            s.failing_schemas.to_string()
+        }),
+        ("validation errors (valid refused)", |s| {
+            format!("{} / {}", s.validation_errors, s.valid_tests)
+        }),
+        ("invalidation errors (invalid accepted)", |s| {
+            format!("{} / {}", s.invalidation_errors, s.invalid_tests)
+        }),
+        ("timeouts", |s| s.timeouts.to_string()),
+        ("panics caught", |s| s.panics.to_string()),
+        ("crashes / hard kills", |s| s.crashes.to_string()),
+        ("mask/advance mismatches", |s| {
+            s.mask_advance_mismatches.to_string()
+        }),
+        ("tokens (masks)", |s| {
+            format!("{} ({})", s.tokens, s.tbm_us.count)
+        }),
+        ("peak RSS VmHWM (baseline)", |s| {
+            format!(
+                "{:.0} MiB ({:.0})",
+                s.vmhwm_kib as f64 / 1024.0,
+                s.baseline_rss_kib as f64 / 1024.0
+            )
+        }),
+    ];
+    for (name, f) in count_rows {
+        out.push_str(&format!("| {name} |"));
+        for s in sums {
+            out.push_str(&format!(" {} |", f(s)));
+        }
+        out.push('\n');
+    }
+    for (label, pick) in [("TTFM", 0usize), ("TBM", 1usize)] {
+        let get = |s: &EngineSummary| {
+            if pick == 0 {
+                s.ttfm_us.clone()
+            } else {
+                s.tbm_us.clone()
+            }
+        };
+        for (k, (row, _)) in get(&EngineSummary::default()).rows().iter().enumerate() {
+            out.push_str(&format!("| {label} {row} |"));
+            for s in sums {
+                let v = get(s).rows()[k].1;
+                let b = base.map(|b| get(b).rows()[k].1);
+                out.push_str(&format!(" {}{} |", fmt_us(v), ratio(v, b)));
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str("| mask throughput (masks/s) |");
+    for s in sums {
+        out.push_str(&format!(" {:.0} |", s.mask_throughput_per_s));
+    }
+    out.push('\n');
+    out
+}
+
+/// Compile-error census: top reasons per engine.
+pub fn markdown_reasons(sums: &[EngineSummary], top: usize) -> String {
+    let mut out = String::new();
+    for s in sums {
+        if s.compile_error_reasons.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "\n**{}** compile errors by reason ({}):\n\n| reason | schemas |\n|---|---:|\n",
+            s.engine, s.compile_errors
+        ));
+        let mut v: Vec<(&String, &usize)> = s.compile_error_reasons.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (r, n) in v.iter().take(top) {
+            out.push_str(&format!("| {} | {n} |\n", r.replace('|', "\\|")));
+        }
+        if v.len() > top {
+            let rest: usize = v.iter().skip(top).map(|x| *x.1).sum();
+            out.push_str(&format!("| ({} other reasons) | {rest} |\n", v.len() - top));
+        }
+    }
+    out
+}
+
+/// The ablation table of our engine's variants (ZapFormat Table 3/4).
+pub fn markdown_ablation(sums: &[EngineSummary]) -> String {
+    let mut out = String::from(
+        "| variant | passing | TBM p50 | TBM p90 | TBM p99 | TBM mean | masks/s | TTFM p50 | TTFM p90 | peak items p50 | peak items p99 | peak items max | VmHWM |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for s in sums {
+        let p = s.peak_items.clone().unwrap_or_default();
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} MiB |\n",
+            s.engine,
+            s.passing,
+            fmt_us(s.tbm_us.p50),
+            fmt_us(s.tbm_us.p90),
+            fmt_us(s.tbm_us.p99),
+            fmt_us(s.tbm_us.mean),
+            s.mask_throughput_per_s,
+            fmt_us(s.ttfm_us.p50),
+            fmt_us(s.ttfm_us.p90),
+            p.p50,
+            p.p99,
+            p.max,
+            s.vmhwm_kib as f64 / 1024.0
+        ));
+    }
+    out
+}

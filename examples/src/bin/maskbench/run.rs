@@ -1,0 +1,263 @@
+//! The MaskBench protocol for one engine over a list of schema files
+//! (JSONSchemaBench `maskbench/README.md`; our data README): compile →
+//! TTFM, then per test instance and per token: mask (TBM) → check the
+//! token is allowed → advance; at the end, acceptance = EOS in the mask.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use grammar_xform::json_schema::{canonical_instances, JsonSchemaOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use zapspec_core::{TokenId, TokenVocab};
+
+use crate::adapter::Adapter;
+
+/// How test instances are serialised before tokenizing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceOrder {
+    /// Compact JSON with object keys in the order the compiled grammars
+    /// write them (declared `properties` first, in schema order, then the
+    /// others), via `grammar_xform::json_schema::canonical_instances`.
+    /// Both our compiler and llguidance fix this order; kbnf gets our
+    /// grammar. The same text goes to every engine.
+    Canonical,
+    /// Compact JSON with keys in file order.
+    File,
+}
+
+/// One test instance, tokenized.
+pub struct Instance {
+    pub valid: bool,
+    pub tokens: Vec<TokenId>,
+}
+
+/// A schema file with its tokenized instances.
+pub struct SchemaCase {
+    pub file: String,
+    pub schema: Value,
+    pub instances: Vec<Instance>,
+}
+
+/// The schema files of `dir` (`*.json`, sorted by name), every `every`-th
+/// (indices 0, every, 2·every, …), at most `limit`.
+pub fn list_files(dir: &Path, every: usize, limit: Option<usize>) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut out: Vec<PathBuf> = files.into_iter().step_by(every.max(1)).collect();
+    if let Some(l) = limit {
+        out.truncate(l);
+    }
+    Ok(out)
+}
+
+/// Reads a schema file and tokenizes its instances (not timed).
+pub fn load_case(
+    path: &Path,
+    vocab: &TokenVocab,
+    order: InstanceOrder,
+) -> Result<SchemaCase, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let schema = v
+        .get("schema")
+        .cloned()
+        .ok_or_else(|| format!("{}: no `schema`", path.display()))?;
+    let mut instances = Vec::new();
+    if let Some(tests) = v.get("tests").and_then(Value::as_array) {
+        for t in tests {
+            let valid = t.get("valid").and_then(Value::as_bool).unwrap_or(true);
+            let data = t.get("data").cloned().unwrap_or(Value::Null);
+            let data = match order {
+                InstanceOrder::File => data,
+                InstanceOrder::Canonical => {
+                    canonical_instances(&schema, &data, &JsonSchemaOptions::default())
+                        .ok()
+                        .and_then(|c| c.into_iter().next())
+                        .unwrap_or(data)
+                }
+            };
+            let s = serde_json::to_string(&data).map_err(|e| e.to_string())?;
+            let tokens = vocab.encode(&s).map_err(|e| e.to_string())?;
+            instances.push(Instance { valid, tokens });
+        }
+    }
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(SchemaCase {
+        file,
+        schema,
+        instances,
+    })
+}
+
+/// Outcome of one schema.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Compiled, every test came out right.
+    #[default]
+    Pass,
+    /// Compiled, some test came out wrong.
+    Fail,
+    CompileError,
+    /// The per-schema time limit was exceeded (checked between masks).
+    Timeout,
+    /// A panic caught by `catch_unwind`.
+    Panic,
+    /// The child process died or hung past the hard limit on this schema.
+    Crash,
+    /// The file could not be read.
+    BadFile,
+}
+
+/// What happened on one schema (one JSON line of `<engine>.schemas.jsonl`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SchemaResult {
+    pub index: usize,
+    pub file: String,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_category: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Compile + first mask, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfm_us: Option<f64>,
+    /// Every other mask, ns.
+    pub tbm_ns: Vec<u64>,
+    pub valid_tests: usize,
+    pub invalid_tests: usize,
+    /// Valid instances refused (index of the test, token position).
+    pub validation_errors: Vec<(usize, usize)>,
+    /// Invalid instances accepted whole.
+    pub invalidation_errors: Vec<usize>,
+    /// Tokens in the mask that `advance` then refused.
+    pub mask_advance_mismatch: usize,
+    pub tokens: usize,
+    /// Max over instances of the engine's peak live items, where reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_items: Option<usize>,
+}
+
+/// Runs one schema under `catch_unwind`.
+pub fn run_schema(
+    adapter: &mut dyn Adapter,
+    case: &SchemaCase,
+    index: usize,
+    timeout: Duration,
+) -> SchemaResult {
+    let mut res = SchemaResult {
+        index,
+        file: case.file.clone(),
+        ..SchemaResult::default()
+    };
+    let out = catch_unwind(AssertUnwindSafe(|| {
+        run_schema_inner(adapter, case, timeout, &mut res)
+    }));
+    if let Err(p) = out {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into());
+        res.status = Status::Panic;
+        res.error = Some(msg);
+    }
+    res
+}
+
+fn run_schema_inner(
+    adapter: &mut dyn Adapter,
+    case: &SchemaCase,
+    timeout: Duration,
+    res: &mut SchemaResult,
+) {
+    adapter.prepare();
+    let t0 = Instant::now();
+    let mut c = match adapter.compile(&case.schema) {
+        Ok(c) => c,
+        Err(f) => {
+            res.status = Status::CompileError;
+            res.error_category = Some(f.category);
+            res.error = Some(f.message);
+            return;
+        }
+    };
+    let first = c.start().and_then(|_| c.compute_mask());
+    res.ttfm_us = Some(t0.elapsed().as_nanos() as f64 / 1000.0);
+    if let Err(e) = first {
+        res.status = Status::CompileError;
+        res.error_category = Some("first mask failed".into());
+        res.error = Some(e);
+        return;
+    }
+    let mut fresh = true; // the first mask is already computed
+    for (k, inst) in case.instances.iter().enumerate() {
+        if inst.valid {
+            res.valid_tests += 1;
+        } else {
+            res.invalid_tests += 1;
+        }
+        if !fresh {
+            if let Err(e) = c.start() {
+                res.error = Some(e);
+            }
+        }
+        let mut refused_at = None;
+        let timed_mask = |c: &mut Box<dyn crate::adapter::Compiled>, res: &mut SchemaResult| {
+            let t = Instant::now();
+            let r = c.compute_mask();
+            res.tbm_ns.push(t.elapsed().as_nanos() as u64);
+            r
+        };
+        for (i, &tok) in inst.tokens.iter().enumerate() {
+            if !fresh && timed_mask(&mut c, res).is_err() {
+                refused_at = Some(i);
+                break;
+            }
+            fresh = false;
+            res.tokens += 1;
+            if !c.allowed(tok) {
+                refused_at = Some(i);
+                break;
+            }
+            if c.advance(tok).is_err() {
+                res.mask_advance_mismatch += 1;
+                refused_at = Some(i);
+                break;
+            }
+            if t0.elapsed() > timeout {
+                res.status = Status::Timeout;
+                return;
+            }
+        }
+        let accepted = refused_at.is_none() && timed_mask(&mut c, res).is_ok() && c.eos_allowed();
+        fresh = false;
+        if let Some(p) = c.peak_items() {
+            res.peak_items = Some(res.peak_items.unwrap_or(0).max(p));
+        }
+        match (inst.valid, accepted) {
+            (true, false) => res
+                .validation_errors
+                .push((k, refused_at.unwrap_or(inst.tokens.len()))),
+            (false, true) => res.invalidation_errors.push(k),
+            _ => {}
+        }
+        if t0.elapsed() > timeout {
+            res.status = Status::Timeout;
+            return;
+        }
+    }
+    res.status = if res.validation_errors.is_empty() && res.invalidation_errors.is_empty() {
+        Status::Pass
+    } else {
+        Status::Fail
+    };
+}

@@ -1,0 +1,141 @@
+//! Our engine: `grammar_xform::json_schema` (schema → grammar IR) and the
+//! `earley` crate (ZapFormat: pruned Earley, context-independent mask
+//! cache, pruned-state cache, rejected prefixes), through their public APIs.
+
+use std::sync::Arc;
+
+use earley::{CompiledGrammar, EarleyMatcher, Engine, EngineConfig};
+use grammar_xform::json_schema::{compile_json_schema, JsonSchemaOptions};
+use grammar_xform::Grammar;
+use serde_json::Value;
+use zapspec_core::{Constraint, TokenId, TokenSet, TokenVocab, Vocabulary};
+
+use crate::adapter::{Adapter, CompileFailure, Compiled};
+
+/// The grammar our JSON Schema compiler produces (compact whitespace,
+/// defaults otherwise) — shared by the `zapspec` and `kbnf` engines.
+pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
+    compile_json_schema(schema, &JsonSchemaOptions::default())
+        .map_err(|e| CompileFailure::new(format!("schema: {}", e.category()), e.to_string()))
+}
+
+/// The ablation variants of `--ablation` (ZapFormat Table 3 and more).
+pub fn variant_config(name: &str) -> Option<EngineConfig> {
+    let mut c = EngineConfig::default();
+    match name {
+        "full" => {}
+        "no-prune" => c.pruning = false,
+        "no-cache" => {
+            c.ci_cache = false;
+            c.state_cache = false;
+        }
+        "no-prune-no-cache" => {
+            c.pruning = false;
+            c.ci_cache = false;
+            c.state_cache = false;
+        }
+        "no-state-cache" => c.state_cache = false,
+        "no-ci-cache" => c.ci_cache = false,
+        "no-reject" => c.rejected_prefixes = false,
+        "no-fuse" => c.fuse_terminals = false,
+        "baseline" => c = EngineConfig::baseline(),
+        _ => return None,
+    }
+    Some(c)
+}
+
+pub const VARIANTS: &[&str] = &[
+    "full",
+    "no-prune",
+    "no-cache",
+    "no-prune-no-cache",
+    "no-state-cache",
+    "no-ci-cache",
+    "no-reject",
+    "no-fuse",
+    "baseline",
+];
+
+pub struct ZapAdapter {
+    vocab: Arc<TokenVocab>,
+    engine: Engine,
+    config: EngineConfig,
+    /// A fresh vocabulary index per schema (cold context-independent cache).
+    cold: bool,
+}
+
+impl ZapAdapter {
+    pub fn new(vocab: Arc<TokenVocab>, config: EngineConfig, cold: bool) -> Self {
+        ZapAdapter {
+            engine: Engine::new(vocab.clone()),
+            vocab,
+            config,
+            cold,
+        }
+    }
+}
+
+impl Adapter for ZapAdapter {
+    fn prepare(&mut self) {
+        if self.cold {
+            self.engine = Engine::new(self.vocab.clone());
+        }
+    }
+
+    fn compile(&mut self, schema: &Value) -> Result<Box<dyn Compiled>, CompileFailure> {
+        let g = schema_grammar(schema)?;
+        let cg = self.engine.compile(&g, self.config).map_err(|e| {
+            let msg = e.to_string();
+            let head: String = msg
+                .split([':', '/'])
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(40)
+                .collect();
+            CompileFailure::new(format!("earley: {}", head.trim()), msg)
+        })?;
+        let mask = TokenSet::new(self.vocab.len());
+        Ok(Box::new(ZapCompiled {
+            m: cg.matcher(),
+            cg,
+            mask,
+            eos: self.vocab.eos(),
+        }))
+    }
+}
+
+struct ZapCompiled {
+    cg: Arc<CompiledGrammar>,
+    m: EarleyMatcher,
+    mask: TokenSet,
+    eos: TokenId,
+}
+
+impl Compiled for ZapCompiled {
+    fn start(&mut self) -> Result<(), String> {
+        self.m = self.cg.matcher();
+        Ok(())
+    }
+
+    fn compute_mask(&mut self) -> Result<(), String> {
+        self.m.fill_mask(&mut self.mask);
+        Ok(())
+    }
+
+    fn allowed(&self, t: TokenId) -> bool {
+        self.mask.contains(t)
+    }
+
+    fn eos_allowed(&self) -> bool {
+        self.mask.contains(self.eos)
+    }
+
+    fn advance(&mut self, t: TokenId) -> Result<(), String> {
+        self.m.advance(t).map_err(|r| r.reason)
+    }
+
+    fn peak_items(&self) -> Option<usize> {
+        Some(self.m.memory().peak_items)
+    }
+}
