@@ -9,9 +9,11 @@
 //!    draft on the target, masked renormalisation and sampling at each
 //!    position, rollback) without Φ; then the same round plus one
 //!    OneStep-Cheap call per position. Measured for the Dyck `D_{3,16}`
-//!    vocabulary (3 tokens) and for a 2,000-string token trie over a
+//!    vocabulary (3 tokens) and for two 2,000-string token tries over a
 //!    32,000-token vocabulary (a real-size vocabulary; `BigramLm` hashes
-//!    every logit, so its "forward" costs O(|V|)).
+//!    every logit, so its "forward" costs O(|V|)): one with ~2,000 distinct
+//!    first tokens (OneStep's worst case, O(|A_t|·|V|)), one schema-like
+//!    with fan-out ≤ 8.
 //!
 //! `cargo bench -p future-validity --bench phi` runs both; before the
 //! criterion groups it prints a Markdown table of the overhead ratios
@@ -23,7 +25,9 @@ use std::time::Instant;
 
 use criterion::Criterion;
 use future_validity::exact::budget::{self, closed_form_log_phi};
-use future_validity::{BudgetLanguage, OneStepCheap, PhiEstimator};
+use future_validity::{
+    BernoulliLm, BudgetLanguage, OneStepCheap, PhiEstimator, RegularDp, RegularDpConfig,
+};
 use zapspec_core::constraint::TokenTrie;
 use zapspec_core::prob::{masked_log_softmax, sample_log, seeded_rng, SeededRng};
 use zapspec_core::toy::{splitmix64, BigramLm};
@@ -115,6 +119,27 @@ fn dyck_setup() -> (DyckConstraint, BigramLm, Vec<TokenId>) {
     (c, lm, vec![0, 1, 1, 0])
 }
 
+/// A 2,000-string trie whose strings branch at most 8 ways per position
+/// (like the paper's flag-code schema E: 2,000 strings, a few thousand nodes).
+fn schema_trie_setup() -> (TrieConstraint, BigramLm, Vec<TokenId>) {
+    let v = 32_000usize;
+    let seqs: Vec<Vec<TokenId>> = (0..2000u64)
+        .map(|i| {
+            // mixed-radix digits of i: 8·8·8·4 = 2048 ≥ 2000 distinct strings
+            let d = [i % 8, (i / 8) % 8, (i / 64) % 8, (i / 512) % 4];
+            d.iter()
+                .enumerate()
+                .map(|(j, &x)| (100 + 1000 * j as u64 + 17 * x) as TokenId)
+                .collect()
+        })
+        .collect();
+    let draft = seqs[0][..GAMMA].to_vec();
+    let c = TrieConstraint::new(Arc::new(TokenTrie::new(&seqs)), v, (v - 1) as TokenId);
+    (c, BigramLm::new(v, 3), draft)
+}
+
+/// A 2,000-string trie whose root has ~2,000 distinct first tokens (the
+/// worst case for OneStep: |A_t| candidates × a |V|-bit mask each).
 fn trie_setup() -> (TrieConstraint, BigramLm, Vec<TokenId>) {
     let v = 32_000usize;
     let seqs: Vec<Vec<TokenId>> = (0..2000u64)
@@ -181,15 +206,42 @@ fn report() {
         300,
     );
     println!(
-        "| trie 2,000 strings, |V|=32,000, γ=4 | {:.1} | {:.1} | {:+.1}% |",
+        "| trie 2,000 strings, root fan-out ~2,000, |V|=32,000, γ=4 | {:.1} | {:.1} | {:+.1}% |",
+        a * 1e6,
+        b * 1e6,
+        (b / a - 1.0) * 100.0
+    );
+    let (mut c, mut lm, draft) = schema_trie_setup();
+    let a = time_per_iter(
+        || {
+            black_box(round(&mut c, &mut lm, &draft, &mut rng, None));
+        },
+        300,
+    );
+    let b = time_per_iter(
+        || {
+            black_box(round(&mut c, &mut lm, &draft, &mut rng, Some(&mut one)));
+        },
+        300,
+    );
+    println!(
+        "| trie 2,000 strings, fan-out ≤ 8, |V|=32,000, γ=4 | {:.1} | {:.1} | {:+.1}% |",
         a * 1e6,
         b * 1e6,
         (b / a - 1.0) * 100.0
     );
     let lang = BudgetLanguage::new(30, 15).expect("lang");
+    let dfa = lang.dfa();
+    let lm = BernoulliLm::new(0.7, 30).expect("lm");
     let dp = time_per_iter(
         || {
-            black_box(budget::solve(lang, 0.7).expect("dp"));
+            black_box(RegularDp::solve(&dfa, &lm, &[], RegularDpConfig::default()).expect("dp"));
+        },
+        20_000,
+    );
+    let build = time_per_iter(
+        || {
+            black_box(lang.dfa());
         },
         20_000,
     );
@@ -208,7 +260,11 @@ fn report() {
     println!();
     println!("| L_30,15 exact Φ | time (µs) |");
     println!("|---|---|");
-    println!("| backward DP over the DFA (RegularDp) | {:.1} |", dp * 1e6);
+    println!(
+        "| backward DP over the DFA (RegularDp, DFA prebuilt) | {:.1} |",
+        dp * 1e6
+    );
+    println!("| building the 496-state DFA | {:.1} |", build * 1e6);
     println!(
         "| closed-form binomial CDF table (baseline) | {:.1} |",
         cf * 1e6
@@ -219,7 +275,14 @@ fn main() {
     report();
     let mut c = Criterion::default().configure_from_args();
     let lang = BudgetLanguage::new(30, 15).expect("lang");
+    let dfa = lang.dfa();
+    let blm = BernoulliLm::new(0.7, 30).expect("lm");
     c.bench_function("budget_dp_L30_15", |b| {
+        b.iter(|| {
+            RegularDp::solve(black_box(&dfa), &blm, &[], RegularDpConfig::default()).expect("dp")
+        })
+    });
+    c.bench_function("budget_dfa_build_and_dp_L30_15", |b| {
         b.iter(|| budget::solve(black_box(lang), 0.7).expect("dp"))
     });
     let (mut dc, mut dlm, ddraft) = dyck_setup();
@@ -237,6 +300,13 @@ fn main() {
     });
     c.bench_function("trie32k_round_onestep_cheap", |b| {
         b.iter(|| round(&mut tc, &mut tlm, &tdraft, &mut rng, Some(&mut one)))
+    });
+    let (mut sc, mut slm, sdraft) = schema_trie_setup();
+    c.bench_function("schema_trie32k_round_no_phi", |b| {
+        b.iter(|| round(&mut sc, &mut slm, &sdraft, &mut rng, None))
+    });
+    c.bench_function("schema_trie32k_round_onestep_cheap", |b| {
+        b.iter(|| round(&mut sc, &mut slm, &sdraft, &mut rng, Some(&mut one)))
     });
     c.final_summary();
 }

@@ -515,3 +515,26 @@ impl LearnedPhi {
         self.cost
     }
 }
+
+/// Leave-one-schema-out training (§5.3, Table 10): fits on the examples of
+/// every schema except `held_out`, so the held-out schema's exact labels
+/// are never used.
+pub fn leave_one_schema_out(
+    per_schema: &[Vec<EdgeExample>],
+    held_out: usize,
+    config: LearnedConfig,
+) -> Result<LearnedPhi, PhiError> {
+    if held_out >= per_schema.len() {
+        return Err(PhiError::config(
+            "held_out",
+            format!("schema {held_out} of {}", per_schema.len()),
+        ));
+    }
+    let train: Vec<EdgeExample> = per_schema
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != held_out)
+        .flat_map(|(_, e)| e.iter().cloned())
+        .collect();
+    LearnedPhi::train(&train, config)
+}

@@ -55,7 +55,7 @@ pub use exact::regular::{
 pub use exact::trie::{ExactTrie, TrieTable};
 pub use exact::{Exact, ExactConfig};
 pub use hybrid::{BudgetGatedHybrid, HybridConfig, HybridStats};
-pub use learned::{LearnedConfig, LearnedPhi};
+pub use learned::{leave_one_schema_out, LearnedConfig, LearnedPhi};
 pub use montecarlo::{McCertificate, MonteCarlo, MonteCarloConfig, OnHorizon, RolloutLaw};
 pub use onestep::{OneStepCheap, OneStepTrue};
 pub use uniform::Uniform;

@@ -296,6 +296,9 @@ pub struct TvEstimate {
     pub resamples: usize,
 }
 
+/// The paper's bootstrap size (App. G: "Bootstrap 95% CI from 500 resamples").
+pub const DEFAULT_RESAMPLES: usize = 500;
+
 /// Empirical TV between samples and a reference law, with a percentile
 /// bootstrap CI (`resamples` resamples of size N, seeded). Reference atoms
 /// never sampled count fully; sampled atoms missing from the reference

@@ -163,3 +163,54 @@ fn budget_grouped_tv_reproduces_table_8_and_brute_force() {
     assert!(laws.estimators[1].max_delta < 1e-6);
     assert_eq!(c.eos(), BUDGET_EOS);
 }
+
+/// A cyclic regular language, `0⁺1⁺`, under a bigram LM: value iteration
+/// against an independent forward computation of `Σ_n Pr[x ∈ L, |x| = n]`.
+#[test]
+fn cyclic_dfa_value_iteration_matches_forward_sum() {
+    use future_validity::exact::regular::DEAD;
+    use future_validity::{Dfa, FiniteStateLm, RegularDp, RegularDpConfig};
+    let trans = vec![1, DEAD, DEAD, 1, 2, DEAD, DEAD, 2, DEAD];
+    let dfa = Dfa::new(3, 3, 2, 0, vec![false, false, true], trans).unwrap();
+    let lm = BigramLm::new(3, 6).with_scale(1.0);
+    let dp = RegularDp::solve(&dfa, &lm, &[], RegularDpConfig::default()).unwrap();
+    assert!(!dp.acyclic && dp.iterations > 1);
+    assert!(dp.residual < 1e-13);
+    // Forward: mass over (dfa state, last token) of prefixes of length n.
+    let mut mass: std::collections::HashMap<(u32, Option<TokenId>), f64> =
+        [((0u32, None), 1.0)].into_iter().collect();
+    let mut total = 0.0;
+    for _ in 0..2000 {
+        let mut next = std::collections::HashMap::new();
+        for (&(q, s), &m) in &mass {
+            let lp = lm.state_log_probs(&s);
+            if dfa.accepting[q as usize] {
+                total += m * lp[2].exp();
+            }
+            for t in 0..2u32 {
+                if let Some(r) = dfa.step(q, t) {
+                    *next.entry((r, Some(t))).or_insert(0.0) += m * lp[t as usize].exp();
+                }
+            }
+        }
+        mass = next;
+    }
+    let got = dp.get(0, &None).unwrap().exp();
+    assert!((got - total).abs() < 1e-10, "{got} vs {total}");
+    // The constraint side: masks, EOS, rollback.
+    let mut c = DfaConstraint::new(Arc::new(dfa.clone()));
+    assert_eq!(c.clone().mask().iter().collect::<Vec<_>>(), vec![0]);
+    c.advance(0).unwrap();
+    assert!(c.advance(2).is_err());
+    c.advance(1).unwrap();
+    assert!(c.is_accepting());
+    c.advance(2).unwrap();
+    assert!(c.is_finished() && c.clone().mask().is_empty());
+    c.rollback(2).unwrap();
+    assert_eq!(c.state(), 1);
+    assert!(Dfa::new(2, 3, 2, 0, vec![true], vec![DEAD; 6]).is_err());
+    assert!(
+        Dfa::new(1, 3, 2, 0, vec![true], vec![DEAD, DEAD, 0]).is_err(),
+        "EOS transition"
+    );
+}

@@ -116,23 +116,26 @@ impl Dfa {
         if (0..num_states).any(|q| trans[q * vocab_size + eos as usize] != DEAD) {
             return Err(PhiError::config("trans", "EOS must not have transitions"));
         }
-        // Co-reachability by backward fixpoint.
-        let mut live = accepting.clone();
-        loop {
-            let mut changed = false;
-            for q in 0..num_states {
-                if !live[q]
-                    && (0..vocab_size).any(|t| {
-                        let r = trans[q * vocab_size + t];
-                        r != DEAD && live[r as usize]
-                    })
-                {
-                    live[q] = true;
-                    changed = true;
+        // Co-reachability: reverse BFS from the accepting states.
+        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); num_states];
+        for q in 0..num_states {
+            for t in 0..vocab_size {
+                let r = trans[q * vocab_size + t];
+                if r != DEAD {
+                    rev[r as usize].push(q as u32);
                 }
             }
-            if !changed {
-                break;
+        }
+        let mut live = accepting.clone();
+        let mut queue: Vec<u32> = (0..num_states as u32)
+            .filter(|&q| accepting[q as usize])
+            .collect();
+        while let Some(r) = queue.pop() {
+            for &q in &rev[r as usize] {
+                if !live[q as usize] {
+                    live[q as usize] = true;
+                    queue.push(q);
+                }
             }
         }
         Ok(Dfa {
@@ -280,11 +283,39 @@ impl Default for RegularDpConfig {
     }
 }
 
+/// A hasher for `u64` keys (one SplitMix64 round), for the product-state
+/// index; std's SipHash dominated the DP's run time.
+#[derive(Default, Clone, Copy)]
+struct U64Hasher(u64);
+
+impl std::hash::Hasher for U64Hasher {
+    fn finish(&self) -> u64 {
+        zapspec_core::toy::splitmix64(self.0)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+}
+
+impl std::fmt::Debug for U64Hasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "U64Hasher")
+    }
+}
+
+type U64Map<V> = HashMap<u64, V, std::hash::BuildHasherDefault<U64Hasher>>;
+
 /// `log Φ(q, s)` for every reachable (DFA state, model state) pair.
 #[derive(Debug, Clone)]
 pub struct RegularDp<S: Clone + Eq + Hash> {
-    index: HashMap<(u32, S), usize>,
-    /// `log Φ` per product state.
+    lm_index: HashMap<S, u32>,
+    index: U64Map<u32>,
+    /// `log Φ` per product state (index 0: the start pair).
     pub log_phi: Vec<f64>,
     /// Whether the product graph was acyclic (single backward pass).
     pub acyclic: bool,
@@ -295,9 +326,77 @@ pub struct RegularDp<S: Clone + Eq + Hash> {
     pub residual: f64,
 }
 
-struct Node {
-    eos_lp: f64,
-    edges: Vec<(f64, usize)>,
+/// The reachable product graph, edges flattened.
+struct Graph {
+    eos_lp: Vec<f64>,
+    start: Vec<u32>,
+    edges: Vec<(f64, u32)>,
+}
+
+impl Graph {
+    #[inline]
+    fn eval(&self, a: usize, lphi: &[f64]) -> f64 {
+        let es = &self.edges[self.start[a] as usize..self.start[a + 1] as usize];
+        let mut m = self.eos_lp[a];
+        for &(l, b) in es {
+            m = m.max(l + lphi[b as usize]);
+        }
+        if m == f64::NEG_INFINITY {
+            return m;
+        }
+        let mut s = (self.eos_lp[a] - m).exp();
+        for &(l, b) in es {
+            s += (l + lphi[b as usize] - m).exp();
+        }
+        clamp_log(m + s.ln())
+    }
+}
+
+/// Model states seen so far: their log-probabilities and a lazily filled
+/// transition table, so `state_log_probs`/`next_state` run once per state.
+struct LmStates<S> {
+    index: HashMap<S, u32>,
+    states: Vec<S>,
+    lp: Vec<Vec<f64>>,
+    next: Vec<u32>,
+    v: usize,
+}
+
+impl<S: Clone + Eq + Hash> LmStates<S> {
+    fn id<L: FiniteStateLm<State = S>>(&mut self, lm: &L, s: S) -> Result<u32, PhiError> {
+        if let Some(&i) = self.index.get(&s) {
+            return Ok(i);
+        }
+        let lp = lm.state_log_probs(&s);
+        if lp.len() != self.v {
+            return Err(PhiError::VocabMismatch {
+                what: "finite-state LM",
+                got: lp.len(),
+                want: self.v,
+            });
+        }
+        let i = self.states.len() as u32;
+        self.index.insert(s.clone(), i);
+        self.states.push(s);
+        self.lp.push(lp);
+        self.next.extend(std::iter::repeat_n(u32::MAX, self.v));
+        Ok(i)
+    }
+
+    fn step<L: FiniteStateLm<State = S>>(
+        &mut self,
+        lm: &L,
+        l: u32,
+        t: usize,
+    ) -> Result<u32, PhiError> {
+        let k = l as usize * self.v + t;
+        if self.next[k] == u32::MAX {
+            let s2 = lm.next_state(&self.states[l as usize], t as TokenId);
+            let l2 = self.id(lm, s2)?;
+            self.next[k] = l2;
+        }
+        Ok(self.next[k])
+    }
 }
 
 impl<S: Clone + Eq + Hash> RegularDp<S> {
@@ -320,116 +419,116 @@ impl<S: Clone + Eq + Hash> RegularDp<S> {
         s0: S,
         config: RegularDpConfig,
     ) -> Result<Self, PhiError> {
-        let mut index: HashMap<(u32, S), usize> = HashMap::new();
-        let mut keys: Vec<(u32, S)> = Vec::new();
-        let mut nodes: Vec<Node> = Vec::new();
-        index.insert((q0, s0.clone()), 0);
-        keys.push((q0, s0));
+        let v = dfa.vocab_size;
+        let mut lms = LmStates {
+            index: HashMap::new(),
+            states: Vec::new(),
+            lp: Vec::new(),
+            next: Vec::new(),
+            v,
+        };
+        let l0 = lms.id(lm, s0)?;
+        let key = |q: u32, l: u32| ((q as u64) << 32) | l as u64;
+        let mut index: U64Map<u32> = U64Map::default();
+        let mut keys: Vec<(u32, u32)> = vec![(q0, l0)];
+        index.insert(key(q0, l0), 0);
+        let mut g = Graph {
+            eos_lp: Vec::new(),
+            start: vec![0],
+            edges: Vec::new(),
+        };
         let mut i = 0;
         while i < keys.len() {
-            let (q, s) = keys[i].clone();
-            let lp = lm.state_log_probs(&s);
-            if lp.len() != dfa.vocab_size {
-                return Err(PhiError::VocabMismatch {
-                    what: "finite-state LM",
-                    got: lp.len(),
-                    want: dfa.vocab_size,
-                });
-            }
+            let (q, l) = keys[i];
             let eos_lp = if dfa.accepting[q as usize] {
-                lp[dfa.eos as usize]
+                lms.lp[l as usize][dfa.eos as usize]
             } else {
                 f64::NEG_INFINITY
             };
-            let mut edges = Vec::new();
-            for (t, &l) in lp.iter().enumerate() {
-                if l == f64::NEG_INFINITY || t == dfa.eos as usize {
+            g.eos_lp.push(eos_lp);
+            for t in 0..v {
+                let lpt = lms.lp[l as usize][t];
+                if lpt == f64::NEG_INFINITY || t == dfa.eos as usize {
                     continue;
                 }
-                if let Some(r) = dfa.step(q, t as TokenId) {
-                    let key = (r, lm.next_state(&s, t as TokenId));
-                    let j = match index.get(&key) {
-                        Some(&j) => j,
-                        None => {
-                            let j = keys.len();
-                            if j >= config.max_states {
-                                return Err(PhiError::TooLarge {
-                                    limit: config.max_states,
-                                    depth: 0,
-                                });
-                            }
-                            index.insert(key.clone(), j);
-                            keys.push(key);
-                            j
+                let Some(r) = dfa.step(q, t as TokenId) else {
+                    continue;
+                };
+                let l2 = lms.step(lm, l, t)?;
+                let k = key(r, l2);
+                let j = match index.get(&k) {
+                    Some(&j) => j,
+                    None => {
+                        let j = keys.len();
+                        if j >= config.max_states {
+                            return Err(PhiError::TooLarge {
+                                limit: config.max_states,
+                                depth: 0,
+                            });
                         }
-                    };
-                    edges.push((l, j));
-                }
+                        index.insert(k, j as u32);
+                        keys.push((r, l2));
+                        j as u32
+                    }
+                };
+                g.edges.push((lpt, j));
             }
-            nodes.push(Node { eos_lp, edges });
+            g.start.push(g.edges.len() as u32);
             i += 1;
         }
-        let n = nodes.len();
-        // Kahn's algorithm on the reversed problem: children before parents.
-        let mut outdeg: Vec<usize> = nodes.iter().map(|nd| nd.edges.len()).collect();
-        let mut parents: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (a, nd) in nodes.iter().enumerate() {
-            for &(_, b) in &nd.edges {
-                parents[b].push(a);
-            }
-        }
+        let n = keys.len();
+        // Post-order DFS from the start: children are solved before their
+        // parents; meeting a node still on the stack means a cycle.
         let mut log_phi = vec![f64::NEG_INFINITY; n];
-        let mut ready: Vec<usize> = (0..n).filter(|&a| outdeg[a] == 0).collect();
-        let mut done = 0usize;
-        let eval = |a: usize, lphi: &[f64]| -> f64 {
-            let nd = &nodes[a];
-            let mut m = nd.eos_lp;
-            for &(l, b) in &nd.edges {
-                m = m.max(l + lphi[b]);
-            }
-            if m == f64::NEG_INFINITY {
-                return m;
-            }
-            let mut s = (nd.eos_lp - m).exp();
-            for &(l, b) in &nd.edges {
-                s += (l + lphi[b] - m).exp();
-            }
-            clamp_log(m + s.ln())
-        };
-        while let Some(a) = ready.pop() {
-            log_phi[a] = eval(a, &log_phi);
-            done += 1;
-            for &p in &parents[a] {
-                outdeg[p] -= 1;
-                if outdeg[p] == 0 {
-                    ready.push(p);
+        let mut color = vec![0u8; n];
+        let mut stack: Vec<(u32, u32)> = vec![(0, g.start[0])];
+        color[0] = 1;
+        let mut acyclic = true;
+        while let Some(top) = stack.last_mut() {
+            let (a, e) = *top;
+            if e < g.start[a as usize + 1] {
+                top.1 += 1;
+                let b = g.edges[e as usize].1;
+                match color[b as usize] {
+                    0 => {
+                        color[b as usize] = 1;
+                        stack.push((b, g.start[b as usize]));
+                    }
+                    1 => acyclic = false,
+                    _ => {}
                 }
+            } else {
+                log_phi[a as usize] = g.eval(a as usize, &log_phi);
+                color[a as usize] = 2;
+                stack.pop();
             }
         }
-        let acyclic = done == n;
         let mut iterations = 0;
         if !acyclic {
-            log_phi.iter_mut().for_each(|v| *v = f64::NEG_INFINITY);
+            log_phi.iter_mut().for_each(|x| *x = f64::NEG_INFINITY);
             loop {
                 iterations += 1;
                 let mut change = 0.0f64;
                 for a in 0..n {
-                    let v = eval(a, &log_phi);
-                    change = change.max((v.exp() - log_phi[a].exp()).abs());
-                    log_phi[a] = v;
+                    let x = g.eval(a, &log_phi);
+                    change = change.max((x.exp() - log_phi[a].exp()).abs());
+                    log_phi[a] = x;
                 }
                 if change <= config.tol {
                     break;
                 }
                 if iterations >= config.max_iters {
-                    return Err(PhiError::Unsupported(format!("value iteration did not converge in {iterations} sweeps (last change {change:e})")));
+                    return Err(PhiError::Unsupported(format!(
+                        "value iteration did not converge in {iterations} sweeps (last change {change:e})"
+                    )));
                 }
             }
         }
         let residual = (0..n)
-            .map(|a| (eval(a, &log_phi).exp() - log_phi[a].exp()).abs())
+            .map(|a| (g.eval(a, &log_phi).exp() - log_phi[a].exp()).abs())
             .fold(0.0, f64::max);
         Ok(RegularDp {
+            lm_index: lms.index,
             index,
             log_phi,
             acyclic,
@@ -440,7 +539,10 @@ impl<S: Clone + Eq + Hash> RegularDp<S> {
 
     /// `log Φ(q, s)`, `None` for a pair not reachable from the start.
     pub fn get(&self, q: u32, s: &S) -> Option<f64> {
-        self.index.get(&(q, s.clone())).map(|&i| self.log_phi[i])
+        let l = *self.lm_index.get(s)?;
+        self.index
+            .get(&(((q as u64) << 32) | l as u64))
+            .map(|&i| self.log_phi[i as usize])
     }
 
     pub fn num_states(&self) -> usize {
