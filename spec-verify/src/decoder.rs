@@ -18,11 +18,11 @@
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use zapspec_core::prob::{argmax, log_softmax, masked_log_softmax, sample_log};
+use zapspec_core::prob::{argmax, sample_log};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
 
 use crate::config::{Mode, SpecConfig, VerifierKind};
-use crate::phi::{target_log_law, PhiSource};
+use crate::phi::{compact_log_law, PhiSource};
 use crate::verify::{equality_step, greedy_step, leviathan_step, Decision};
 use crate::VerifyError;
 
@@ -203,6 +203,40 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         Ok(Generation { tokens, stats })
     }
 
+    /// Draws `n` sequences from `constraint` and counts them by member
+    /// index (`index` maps a member's tokens to its slot, e.g.
+    /// [`crate::PrefixTree::member_index`]). `tick` is called after each
+    /// sequence (for progress bars). Returns the counts and the loop's
+    /// counters over the `n` draws.
+    pub fn sample_counts<C, R>(
+        &mut self,
+        constraint: &C,
+        index: &std::collections::HashMap<Vec<TokenId>, usize>,
+        n: usize,
+        rng: &mut R,
+        mut tick: impl FnMut(usize),
+    ) -> Result<(Vec<usize>, RoundStats), VerifyError>
+    where
+        C: Constraint,
+        F: PhiSource<C>,
+        R: Rng + ?Sized,
+    {
+        let mut counts = vec![0usize; index.len()];
+        let mut stats = RoundStats::default();
+        for i in 0..n {
+            let g = self.generate(constraint, rng)?;
+            let slot = index
+                .get(&g.tokens)
+                .ok_or_else(|| VerifyError::OutsideLanguage {
+                    tokens: g.tokens.clone(),
+                })?;
+            counts[*slot] += 1;
+            stats.merge(&g.stats);
+            tick(i);
+        }
+        Ok((counts, stats))
+    }
+
     /// One speculate–verify–rollback round on `state`. Afterwards
     /// `state.constraint` has consumed exactly `state.committed`, the target's
     /// context is a prefix of it, and so is the draft's.
@@ -228,9 +262,11 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         let vocab = state.constraint.vocab_size();
         let sampled = self.config.mode == Mode::Sampled;
 
-        // 1. Speculate from q̃ on a fork of the matcher.
+        // 1. Speculate from q̃ on a fork of the matcher. Laws live on the
+        //    valid set A_t (token order), so a step costs O(|A_t|), not O(|V|).
         let mut fork = state.constraint.fork();
         let mut drafts: Vec<TokenId> = Vec::with_capacity(self.config.gamma);
+        let mut draft_ids: Vec<Vec<TokenId>> = Vec::with_capacity(self.config.gamma);
         let mut draft_laws: Vec<Vec<f64>> = Vec::with_capacity(self.config.gamma);
         let mut ctx = state.committed.clone();
         let mut mask = TokenSet::new(vocab);
@@ -248,22 +284,25 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                     want: vocab,
                 });
             }
+            let ids: Vec<TokenId> = mask.iter().collect();
             // A draft with no mass on A_t cannot propose; the verifier then
             // samples this position from π directly.
-            let Ok(lq) = masked_log_softmax(&logits, &mask) else {
+            let Some(lq) = compact_log_law(&logits, &ids, None) else {
                 break;
             };
-            let d = if sampled {
-                sample_log(rng, &lq)
+            let j = if sampled {
+                sample_log(rng, &lq).ok()
             } else {
-                argmax(&lq).ok_or(zapspec_core::prob::EmptySupport)
+                argmax(&lq)
             }
-            .map_err(|_| VerifyError::EmptySupport {
+            .ok_or(VerifyError::EmptySupport {
                 position: pos0 + drafts.len(),
                 what: "draft",
-            })? as TokenId;
+            })?;
+            let d = ids[j];
             fork.advance(d)?;
             drafts.push(d);
+            draft_ids.push(ids);
             draft_laws.push(lq);
             ctx.push(d);
             if d == eos {
@@ -274,11 +313,13 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         let ends_eos = drafts.last() == Some(&eos);
         let n_rows = if ends_eos { k } else { k + 1 };
 
-        // 2. Verify: one target forward over the block.
+        // 2. Verify: one target forward over the block; the committed matcher
+        //    advances through the block to give each position's A_t.
         let rows = self.target_rows(&state.committed, &drafts[..n_rows - 1], vocab)?;
         let use_phi = self.config.verifier.uses_phi();
-        let mut laws: Vec<Vec<f64>> = Vec::with_capacity(n_rows);
+        let mut laws: Vec<(Vec<TokenId>, Vec<f64>)> = Vec::with_capacity(n_rows);
         let mut phi_buf = vec![f64::NAN; vocab];
+        let mut logp_buf: Vec<f64> = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             let position = pos0 + i;
             state.constraint.fill_mask(&mut mask);
@@ -286,24 +327,32 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 state.constraint.rollback(i)?;
                 return Err(VerifyError::DeadEnd { position });
             }
-            let logp = log_softmax(row);
+            let ids: Vec<TokenId> = mask.iter().collect();
             let law = if use_phi {
-                phi_buf.iter_mut().for_each(|v| *v = f64::NAN);
+                for &y in &ids {
+                    phi_buf[y as usize] = f64::NAN;
+                }
+                logp_buf.clear();
+                logp_buf.extend(row.iter().map(|&v| v as f64));
                 ctx.truncate(pos0);
                 ctx.extend_from_slice(&drafts[..i]);
-                self.phi
-                    .log_phi(&ctx, &state.constraint, &mask, &logp, &mut phi_buf)
-                    .map_err(|reason| VerifyError::Phi { position, reason })?;
-                if let Some(y) = mask.iter().find(|&y| phi_buf[y as usize].is_nan()) {
+                let r = self
+                    .phi
+                    .log_phi(&ctx, &state.constraint, &mask, &logp_buf, &mut phi_buf);
+                if let Err(reason) = r {
+                    state.constraint.rollback(i)?;
+                    return Err(VerifyError::Phi { position, reason });
+                }
+                if let Some(y) = ids.iter().find(|&&y| phi_buf[y as usize].is_nan()) {
                     state.constraint.rollback(i)?;
                     return Err(VerifyError::Phi {
                         position,
                         reason: format!("no estimate for token {y}"),
                     });
                 }
-                target_log_law(&logp, &mask, Some(&phi_buf))
+                compact_log_law(row, &ids, Some(&phi_buf))
             } else {
-                target_log_law(&logp, &mask, None)
+                compact_log_law(row, &ids, None)
             };
             let Some(law) = law else {
                 state.constraint.rollback(i)?;
@@ -312,25 +361,51 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                     what: "target",
                 });
             };
-            laws.push(law);
+            laws.push((ids, law));
             if i < k {
                 state.constraint.advance(drafts[i])?;
             }
         }
 
-        // 3. Accept/reject walk.
+        // 3. Accept/reject walk (indices into A_t).
         let mut accepted = 0;
         let mut correction = None;
         for (i, &d) in drafts.iter().enumerate() {
+            let (ids, target) = &laws[i];
+            // the draft's law on the verifier's A_t (identical unless the
+            // constraint is not a function of the prefix)
+            let remapped;
+            let draft = if draft_ids[i] == *ids {
+                &draft_laws[i]
+            } else {
+                remapped = ids
+                    .iter()
+                    .map(|y| {
+                        draft_ids[i]
+                            .iter()
+                            .position(|u| u == y)
+                            .map_or(f64::NEG_INFINITY, |j| draft_laws[i][j])
+                    })
+                    .collect::<Vec<f64>>();
+                &remapped
+            };
+            let Some(j) = ids.iter().position(|&y| y == d) else {
+                state.constraint.rollback(k)?;
+                return Err(VerifyError::Rejected(zapspec_core::Rejected {
+                    token: d,
+                    position: pos0 + i,
+                    reason: "drafted token is outside the verifier's mask".into(),
+                }));
+            };
             let decision = match (self.config.mode, self.config.verifier) {
-                (Mode::Greedy, _) => greedy_step(&laws[i], d),
-                (Mode::Sampled, VerifierKind::Equality) => equality_step(rng, &laws[i], d),
-                (Mode::Sampled, _) => leviathan_step(rng, &laws[i], &draft_laws[i], d),
+                (Mode::Greedy, _) => greedy_step(target, j),
+                (Mode::Sampled, VerifierKind::Equality) => equality_step(rng, target, j),
+                (Mode::Sampled, _) => leviathan_step(rng, target, draft, j),
             };
             match decision {
                 Decision::Accept => accepted += 1,
                 Decision::Reject(y) => {
-                    correction = Some(y);
+                    correction = Some(ids[y]);
                     break;
                 }
             }
@@ -357,16 +432,17 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 if ends_eos {
                     None
                 } else {
-                    let law = &laws[k];
-                    let y = if sampled {
-                        sample_log(rng, law)
+                    let (ids, law) = &laws[k];
+                    let j = if sampled {
+                        sample_log(rng, law).ok()
                     } else {
-                        argmax(law).ok_or(zapspec_core::prob::EmptySupport)
+                        argmax(law)
                     }
-                    .map_err(|_| VerifyError::EmptySupport {
+                    .ok_or(VerifyError::EmptySupport {
                         position: pos0 + k,
                         what: "target",
-                    })? as TokenId;
+                    })?;
+                    let y = ids[j];
                     state.constraint.advance(y)?;
                     state.committed.push(y);
                     Some(y)

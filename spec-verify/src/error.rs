@@ -31,6 +31,8 @@ pub enum VerifyError {
     Config(String),
     #[error("future-validity estimate at position {position}: {reason}")]
     Phi { position: usize, reason: String },
+    #[error("sampled {tokens:?}, which is not a member of the enumerated language")]
+    OutsideLanguage { tokens: Vec<zapspec_core::TokenId> },
     #[error("language too large to enumerate: more than {limit} prefixes")]
     TooLarge { limit: usize },
 }

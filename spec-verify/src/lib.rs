@@ -47,4 +47,4 @@ pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeD
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree};
 pub use memo::MemoLm;
-pub use phi::{target_log_law, PhiSource, UniformPhi};
+pub use phi::{compact_log_law, target_log_law, PhiSource, UniformPhi};

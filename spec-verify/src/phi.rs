@@ -16,7 +16,8 @@ pub trait PhiSource<C: Constraint> {
     /// Writes `log Φ̂_t(y)` into `out[y]` for every `y ∈ mask` (other entries
     /// are ignored; `-inf` marks a candidate estimated to be a dead end).
     /// `prefix` is every token before position `t`, `constraint` the matcher
-    /// state after it, `target_logp` the unmasked `log p_t(·)`.
+    /// state after it, `target_logp` the target's unmasked `log p_t(·)` up to
+    /// an additive constant (the decoder passes the raw logits).
     fn log_phi(
         &mut self,
         prefix: &[TokenId],
@@ -89,6 +90,35 @@ pub fn target_log_law(
             };
         }
     }
+    zapspec_core::prob::renormalize_log(&mut out).ok()?;
+    Some(out)
+}
+
+/// The same law over an explicit candidate list `ids` (the valid set `A_t`
+/// in token order): entry `i` is `log π(ids[i])`. `logits` are the target's
+/// next-token logits (any additive shift); `log_phi`, when given, is indexed
+/// by token. This is what the decoder uses — it touches `|A_t|` entries,
+/// not the whole vocabulary. `None` when the law has no mass on `ids`.
+pub fn compact_log_law(
+    logits: &[f32],
+    ids: &[TokenId],
+    log_phi: Option<&[f64]>,
+) -> Option<Vec<f64>> {
+    let mut out: Vec<f64> = ids
+        .iter()
+        .map(|&y| {
+            let l = logits
+                .get(y as usize)
+                .map_or(f64::NEG_INFINITY, |&v| v as f64);
+            let lphi = log_phi.map_or(0.0, |p| p[y as usize]);
+            let v = l + lphi;
+            if v.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                v
+            }
+        })
+        .collect();
     zapspec_core::prob::renormalize_log(&mut out).ok()?;
     Some(out)
 }

@@ -6,15 +6,16 @@
 
 use rand::Rng;
 use zapspec_core::prob::{argmax, sample, sample_log};
-use zapspec_core::TokenId;
 
-/// What the verifier does with one drafted token.
+/// What the verifier does with one drafted token. Laws are vectors over
+/// any fixed list of candidates (the decoder uses the valid set `A_t`, in
+/// token order); tokens are indices into that list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     /// Keep the drafted token and go on to the next position.
     Accept,
-    /// Discard it (and everything drafted after it) and emit this token.
-    Reject(TokenId),
+    /// Discard it (and everything drafted after it) and emit this index.
+    Reject(usize),
 }
 
 /// Leviathan et al. (2023, Thm. 1) rejection step, as in Appendix A of the
@@ -28,9 +29,9 @@ pub fn leviathan_step<R: Rng + ?Sized>(
     rng: &mut R,
     target: &[f64],
     draft: &[f64],
-    d: TokenId,
+    d: usize,
 ) -> Decision {
-    let di = d as usize;
+    let di = d;
     let log_ratio = target[di] - draft[di];
     // accept with probability min(1, exp(log_ratio)); log_ratio is -inf when π(d) = 0
     let accept = log_ratio >= 0.0 || rng.random::<f64>() < log_ratio.exp();
@@ -55,27 +56,27 @@ pub fn leviathan_step<R: Rng + ?Sized>(
         // π = q to rounding: the rejection had probability ~0; π itself is exact
         Err(_) => sample_log(rng, target).unwrap_or(di),
     };
-    Decision::Reject(y as TokenId)
+    Decision::Reject(y)
 }
 
 /// The equality-with-independent-target-sample diagnostic (Appendix H.7):
 /// draw `s ~ π` independently of the draft; accept `d` when `s = d`,
 /// otherwise emit a *fresh* sample of `π`. The emitted token has marginal
 /// `π_i q_i + (1 − ⟨π, q⟩) π_i = π_i (1 + q_i − ⟨π, q⟩)` when `d ~ q`.
-pub fn equality_step<R: Rng + ?Sized>(rng: &mut R, target: &[f64], d: TokenId) -> Decision {
-    let s = sample_log(rng, target).unwrap_or(d as usize) as TokenId;
+pub fn equality_step<R: Rng + ?Sized>(rng: &mut R, target: &[f64], d: usize) -> Decision {
+    let s = sample_log(rng, target).unwrap_or(d);
     if s == d {
         Decision::Accept
     } else {
-        Decision::Reject(sample_log(rng, target).unwrap_or(s as usize) as TokenId)
+        Decision::Reject(sample_log(rng, target).unwrap_or(s))
     }
 }
 
 /// Greedy verification: accept `d` iff it is the argmax of `π`; otherwise
 /// emit that argmax.
-pub fn greedy_step(target: &[f64], d: TokenId) -> Decision {
+pub fn greedy_step(target: &[f64], d: usize) -> Decision {
     match argmax(target) {
-        Some(a) if a as TokenId != d => Decision::Reject(a as TokenId),
+        Some(a) if a != d => Decision::Reject(a),
         _ => Decision::Accept,
     }
 }

@@ -423,9 +423,9 @@ proptest! {
         let draws = 20_000;
         let mut c = vec![0usize; n];
         for _ in 0..draws {
-            let d = sample_log(&mut rng, &lq).unwrap() as TokenId;
+            let d = sample_log(&mut rng, &lq).unwrap();
             let y = match equality_step(&mut rng, &lp, d) { Decision::Accept => d, Decision::Reject(y) => y };
-            c[y as usize] += 1;
+            c[y] += 1;
         }
         for i in 0..n {
             let f = c[i] as f64 / draws as f64;
@@ -444,9 +444,9 @@ proptest! {
         let draws = 20_000;
         let mut c = vec![0usize; n];
         for _ in 0..draws {
-            let d = sample_log(&mut rng, &lq).unwrap() as TokenId;
+            let d = sample_log(&mut rng, &lq).unwrap();
             let y = match leviathan_step(&mut rng, &lp, &lq, d) { Decision::Accept => d, Decision::Reject(y) => y };
-            c[y as usize] += 1;
+            c[y] += 1;
         }
         for i in 0..n {
             let p = lp[i].exp();
