@@ -49,3 +49,39 @@ fn exact_trie_agrees_with_prefix_dp() {
     }
     let _ = c.clone().mask();
 }
+
+/// With a prompt in the model's context, the trie table and the prefix DP
+/// agree at every position along a member, and the context is restored.
+#[test]
+fn exact_trie_with_prompt_along_a_path() {
+    let trie = Arc::new(TokenTrie::new([
+        vec![0u32, 1, 2],
+        vec![0, 2],
+        vec![1, 1],
+        vec![0, 1],
+    ]));
+    let mut c = TrieConstraint::new(trie, 4, 3);
+    let mut lm = random_lm(4, 21, 2.5);
+    let prompt = [2u32, 2, 0];
+    lm.prefill(&prompt).unwrap();
+    let (mut ex, mut et) = (Exact::default(), ExactTrie::new());
+    for t in [0u32, 1, 2] {
+        let logits = lm.next_logits().unwrap();
+        let a = ex.log_phi(&c, &mut lm, &logits).unwrap();
+        let b = et.log_phi(&c, &mut lm, &logits).unwrap();
+        for (x, y) in a.iter().zip(&b) {
+            assert!(
+                (x - y).abs() < 1e-12 || (x.is_infinite() && y.is_infinite()),
+                "{a:?} {b:?}"
+            );
+        }
+        assert_eq!(&lm.context()[..3], &prompt);
+        c.advance(t).unwrap();
+        lm.prefill(&[t]).unwrap();
+    }
+    // the table was built once (one forward per trie node, plus the root)
+    assert_eq!(
+        et.cost().forwards as usize,
+        et.table().unwrap().trie.num_nodes()
+    );
+}

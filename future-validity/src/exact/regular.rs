@@ -429,14 +429,17 @@ impl<S: Clone + Eq + Hash> RegularDp<S> {
         };
         let l0 = lms.id(lm, s0)?;
         let key = |q: u32, l: u32| ((q as u64) << 32) | l as u64;
-        let mut index: U64Map<u32> = U64Map::default();
-        let mut keys: Vec<(u32, u32)> = vec![(q0, l0)];
+        let cap = dfa.num_states.min(1 << 16);
+        let mut index: U64Map<u32> = U64Map::with_capacity_and_hasher(cap, Default::default());
+        let mut keys: Vec<(u32, u32)> = Vec::with_capacity(cap);
+        keys.push((q0, l0));
         index.insert(key(q0, l0), 0);
         let mut g = Graph {
-            eos_lp: Vec::new(),
-            start: vec![0],
-            edges: Vec::new(),
+            eos_lp: Vec::with_capacity(cap),
+            start: Vec::with_capacity(cap + 1),
+            edges: Vec::with_capacity(2 * cap),
         };
+        g.start.push(0);
         let mut i = 0;
         while i < keys.len() {
             let (q, l) = keys[i];
