@@ -254,6 +254,37 @@ fn report() {
     );
     row("trie, 2,000 strings, fan-out ≤ 8, V=32,000, γ=4", a, b);
 
+    // Absolute cost of one OneStep-Cheap call at the round's first position,
+    // and γ such calls relative to the paper's 35 ms verification pass
+    // (Table 11's cost model).
+    println!();
+    println!("| setting | OneStep-Cheap per call, wall / CPU (µs) | |A_t| | γ=4 calls vs a 35 ms verify pass (CPU) |");
+    println!("|---|---|---|---|");
+    fn per_call<C: Constraint>(name: &str, c: &mut C, lm: &mut BigramLm, iters: usize) {
+        let base = lm.context().len();
+        let row = lm_logits_before(lm, base);
+        let n = c.mask().count();
+        let mut one = OneStepCheap::new();
+        let t = time_per_iter(
+            || {
+                let _ = black_box(one.log_phi(c, &mut ModelAt(lm, base), &row).expect("phi"));
+            },
+            iters,
+        );
+        println!(
+            "| {name} | {:.2} / {:.2} | {n} | {:.3}% |",
+            t.0 * 1e6,
+            t.1 * 1e6,
+            4.0 * t.1 / 35e-3 * 100.0
+        );
+    }
+    let (mut c, mut lm, _) = dyck_setup();
+    per_call("Dyck D_3,16, V=3", &mut c, &mut lm, 1_000_000);
+    let (mut c, mut lm, _) = trie_setup();
+    per_call("trie, root fan-out ~2,000, V=32,000", &mut c, &mut lm, 300);
+    let (mut c, mut lm, _) = schema_trie_setup();
+    per_call("trie, fan-out ≤ 8, V=32,000", &mut c, &mut lm, 3_000);
+
     let lang = BudgetLanguage::new(30, 15).expect("lang");
     let dfa = lang.dfa();
     let lm = BernoulliLm::new(0.7, 30).expect("lm");

@@ -21,7 +21,6 @@
 //! | 1c | [`LearnedPhi`] (two-layer MLP on finite-trie features, balanced structural gate) | §5.3 |
 //! | 2 | [`MonteCarlo`] (k rollouts, horizon h, Hoeffding certificate) | §5.4 |
 //! | 3 | [`Exact`] (prefix-tree DP: any finite-language constraint, any LM), [`ExactTrie`] (token trie), [`ExactDyckMarkov`] (Dyck × Markov LM), [`ExactRegular`] (DFA × finite-state LM), [`exact::budget`] (`L_{n,K}`) | §5.5, App. G, App. H.4 |
-//!
 //! | — | [`BudgetGatedHybrid`] (OneStep → MC when dispersed, uncertain and impactful) | §5.6 |
 //!
 //! Certificates (Theorem 7, the relative-error corollary, the KL gap
@@ -31,6 +30,36 @@
 //!
 //! All values are natural logs of probabilities: Φ of 1e-300 is
 //! representable, and nothing here returns NaN.
+//!
+//! ## Calling convention
+//!
+//! The constraint holds the generated prefix; the model's context ends with
+//! the same tokens (a prompt may precede them); `logits` are the model's
+//! next-token logits there. An estimator returns `log Φ̂_t(y)` for every
+//! vocabulary token (`-inf` outside the valid set), restores the model's
+//! context, and counts its extra forwards in [`PhiCost`]. The FVO-Spec
+//! target (Prop. 6) is then [`fvo_target`] / [`doob_kernel`]:
+//!
+//! ```
+//! use future_validity::{fvo_target, Exact, OneStepCheap, PhiEstimator};
+//! use zapspec_core::toy::BigramLm;
+//! use zapspec_core::{Constraint, DyckConstraint, DyckSpec, LanguageModel};
+//!
+//! let spec = DyckSpec { kinds: 1, max_depth: 3, max_len: 16 }; // D_{3,16}
+//! let mut c = DyckConstraint::new(spec);
+//! let mut lm = BigramLm::new(spec.vocab_size(), 7);
+//! c.advance(spec.open(0)).unwrap();
+//! lm.prefill(&[spec.open(0)]).unwrap();
+//! let logits = lm.next_logits().unwrap();
+//!
+//! let mut exact = Exact::default();
+//! let log_phi = exact.log_phi(&c, &mut lm, &logits).unwrap();
+//! let mu_star_t = fvo_target(&c, &logits, &log_phi).unwrap(); // log μ*_t
+//! let one = OneStepCheap::new().log_phi(&c, &mut lm, &logits).unwrap();
+//! assert!(log_phi.iter().all(|v| !v.is_nan()) && one.len() == 3);
+//! assert!((mu_star_t.iter().map(|l| l.exp()).sum::<f64>() - 1.0).abs() < 1e-12);
+//! assert_eq!(lm.context(), &[spec.open(0)]); // context restored
+//! ```
 
 pub mod certificates;
 pub mod error;
