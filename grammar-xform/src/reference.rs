@@ -268,6 +268,13 @@ impl Recognizer {
         sets
     }
 
+    /// Total number of Earley items over all sets when recognizing `input`
+    /// (a grammar-independent measure of parsing work, used to compare a
+    /// grammar before and after the transforms).
+    pub fn count_items(&self, input: &[u8]) -> usize {
+        self.sets(input).iter().map(Vec::len).sum()
+    }
+
     /// Whether the grammar derives exactly `input`.
     pub fn recognizes(&self, input: &[u8]) -> bool {
         let sets = self.sets(input);
@@ -333,6 +340,8 @@ mod tests {
             assert!(r.recognizes("a".repeat(k).as_bytes()));
         }
         assert!(!r.recognizes(b"b"));
+        // root → •root a, •e, and ε-advanced items: a fixed, countable set
+        assert!(r.count_items(b"") >= 4);
         // hidden left recursion through a nullable symbol
         let r = Recognizer::new(&g("root ::= n root \"b\" | \"c\"\nn ::= \"\" | \"a\"")).unwrap();
         assert!(r.recognizes(b"cbb") && r.recognizes(b"acb") && r.recognizes(b"aacbb") && !r.recognizes(b"aacb"));
