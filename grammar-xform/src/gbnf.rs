@@ -1030,6 +1030,21 @@ mod roundtrip {
     }
 
     #[test]
+    fn repetition_bounds_mean_what_they_say() {
+        let g = Grammar::from_gbnf("root ::= \"a\"{2,} \"b\"{0,2} (\"c\" \"d\"){3} \"e\"{1,1} \"f\"{0}").unwrap();
+        let r = Recognizer::new(&g).unwrap();
+        for a in 0..5 {
+            for b in 0..4 {
+                for c in 2..5 {
+                    let w = format!("{}{}{}e", "a".repeat(a), "b".repeat(b), "cd".repeat(c));
+                    assert_eq!(r.recognizes(w.as_bytes()), a >= 2 && b <= 2 && c == 3, "{w}");
+                }
+            }
+        }
+        assert!(!r.recognizes(b"aacdcdcdef"));
+    }
+
+    #[test]
     fn unusual_terminals_round_trip() {
         use crate::ir::{CharClass, Symbol, Terminal};
         let mut g = Grammar::new();
