@@ -29,6 +29,10 @@ pub enum PhiError {
     /// is #P-hard in general).
     #[error("exact enumeration exceeded {limit} prefixes (prefix length {depth}); the language is too large or infinite")]
     TooLarge { limit: usize, depth: usize },
+    /// Exact enumeration went deeper than allowed below the starting prefix
+    /// (the language has members longer than `limit`, or is infinite).
+    #[error("exact enumeration exceeded depth {limit} below the prefix")]
+    TooDeep { limit: usize },
     /// A token id outside the vocabulary.
     #[error("token {token} outside a vocabulary of {vocab_size}")]
     BadToken { token: TokenId, vocab_size: usize },

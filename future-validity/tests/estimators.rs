@@ -260,7 +260,13 @@ fn learned_estimator_trains_and_gates() {
     let mut gated = est.clone();
     let g = gated.log_phi(&c, &mut lm, &logits).unwrap();
     let o = OneStepCheap::new().log_phi(&c, &mut lm, &logits).unwrap();
-    assert_eq!(g, o);
+    // Same values (OneStep-Cheap's |V| normaliser uses a fast f32 exp).
+    for (a, b) in g.iter().zip(&o) {
+        assert!(
+            (a - b).abs() < 1e-6 || (a.is_infinite() && b.is_infinite()),
+            "{g:?} vs {o:?}"
+        );
+    }
     assert_eq!(gated.gated, 1);
     // Unbalanced held-out trie: the learned branch is used and varies.
     let held = trie_of(&[&[0], &[1, 2, 2, 2], &[2, 0]]);

@@ -147,7 +147,8 @@ proptest! {
                 f.advance(y).unwrap();
                 f.mask().iter().map(|u| p[u as usize]).sum::<f64>()
             };
-            prop_assert!((got[y as usize].exp() - want).abs() < 1e-12);
+            // The |V| normaliser uses a fast f32 exp (relative error < 3e-7).
+            prop_assert!((got[y as usize].exp() - want).abs() <= 1e-6 * want);
         }
     }
 

@@ -43,6 +43,9 @@ impl Default for ExactConfig {
 
 /// Tier 3 oracle over the prefix tree (works for `DyckConstraint`,
 /// `TrieConstraint`, or any finite-language [`Constraint`]).
+///
+/// The memo is keyed by the model's context only: use one instance per
+/// (language, model) pair, or call [`Exact::clear`] when either changes.
 #[derive(Debug, Clone, Default)]
 pub struct Exact {
     config: ExactConfig,
@@ -133,9 +136,8 @@ impl Exact {
             return Ok(v);
         }
         if depth >= self.config.max_depth {
-            return Err(PhiError::TooLarge {
-                limit: self.config.max_prefixes,
-                depth,
+            return Err(PhiError::TooDeep {
+                limit: self.config.max_depth,
             });
         }
         c.advance(u)?;
