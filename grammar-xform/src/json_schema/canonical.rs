@@ -15,7 +15,9 @@
 use serde_json::{Map, Value};
 
 use super::error::{push_ptr, SchemaError};
-use super::normalize::{Normalizer, T_ARRAY, T_OBJECT};
+use super::normalize::{
+    json_eq, Normalizer, Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+};
 use super::objects::{object_layout, Layout};
 use super::JsonSchemaOptions;
 
@@ -47,8 +49,11 @@ struct Canon<'a> {
     budget: usize,
 }
 
+/// Adds a candidate unless one with the same *serialisation* is there
+/// (`Value`'s `==` ignores key order, which is the point here).
 fn push_unique(out: &mut Vec<Value>, v: Value) {
-    if out.len() < MAX_CANDIDATES && !out.contains(&v) {
+    let s = v.to_string();
+    if out.len() < MAX_CANDIDATES && !out.iter().any(|o| same_text(o, &s)) {
         out.push(v);
     }
 }
@@ -67,7 +72,20 @@ impl Canon<'_> {
             return Ok(vec![inst.clone()]);
         }
         self.budget -= 1;
-        let branches = self.norm.branches(schema, ptr)?;
+        let all = self.norm.branches(schema, ptr)?;
+        // Branches the instance plausibly belongs to (a shallow check:
+        // types, required keys, closed objects, enum/const members) come
+        // first; the others only if none is plausible. This keeps the
+        // candidate product small for arrays of `oneOf` objects.
+        let mut branches = Vec::new();
+        for s in &all {
+            if self.plausible(s, inst)? {
+                branches.push(s.clone());
+            }
+        }
+        if branches.is_empty() {
+            branches = all;
+        }
         let mut out = Vec::new();
         for s in branches {
             let types = s.types();
@@ -151,4 +169,67 @@ impl Canon<'_> {
         }
         Ok(out)
     }
+}
+
+/// Whether a value has one of the types of a type set.
+fn type_ok(types: u8, v: &Value) -> bool {
+    match v {
+        Value::Null => types & T_NULL != 0,
+        Value::Bool(_) => types & T_BOOL != 0,
+        Value::Number(n) => {
+            types & T_NUMBER != 0
+                || (types & T_INTEGER != 0
+                    && (n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)))
+        }
+        Value::String(_) => types & T_STRING != 0,
+        Value::Array(_) => types & T_ARRAY != 0,
+        Value::Object(_) => types & T_OBJECT != 0,
+    }
+}
+
+impl Canon<'_> {
+    fn plausible(&mut self, s: &Simple, inst: &Value) -> Result<bool, SchemaError> {
+        if !type_ok(s.types(), inst) || !enum_ok(s, inst) {
+            return Ok(false);
+        }
+        let Value::Object(m) = inst else {
+            return Ok(true);
+        };
+        let Ok(layout) = object_layout(s)? else {
+            return Ok(false);
+        };
+        for (name, sch, req) in &layout.members {
+            match m.get(name) {
+                None if *req => return Ok(false),
+                None => {}
+                Some(v) => {
+                    let sub = self.norm.branches(sch, &s.ptr)?;
+                    if !sub.iter().any(|b| type_ok(b.types(), v) && enum_ok(b, v)) {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        if layout.additional == Value::Bool(false)
+            && m.keys()
+                .any(|k| !layout.members.iter().any(|(n, _, _)| n == k))
+        {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+fn enum_ok(s: &Simple, v: &Value) -> bool {
+    match s.map.get("enum").and_then(Value::as_array) {
+        None => true,
+        Some(a) => a.iter().any(|x| json_eq(x, v)),
+    }
+}
+
+/// Whether a value serialises to `text` (not `Value == String`, which
+/// compares with a JSON string value).
+pub(crate) fn same_text(v: &Value, text: &str) -> bool {
+    let t = v.to_string();
+    t == text
 }

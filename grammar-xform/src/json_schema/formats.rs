@@ -33,8 +33,16 @@ pub(crate) fn format_regex(name: &str) -> Option<&'static str> {
             let mut alts = vec![format!("(?:{H16}:){{7}}{H16}")];
             for left in 0..=7usize {
                 for right in 0..=(7 - left) {
-                    let l = if left == 0 { String::new() } else { format!("(?:{H16}:){{{}}}{H16}", left - 1) };
-                    let r = if right == 0 { String::new() } else { format!("{H16}(?::{H16}){{{}}}", right - 1) };
+                    let l = if left == 0 {
+                        String::new()
+                    } else {
+                        format!("(?:{H16}:){{{}}}{H16}", left - 1)
+                    };
+                    let r = if right == 0 {
+                        String::new()
+                    } else {
+                        format!("{H16}(?::{H16}){{{}}}", right - 1)
+                    };
                     alts.push(format!("{l}::{r}"));
                 }
             }
@@ -44,13 +52,22 @@ pub(crate) fn format_regex(name: &str) -> Option<&'static str> {
             ("date", DATE.to_string()),
             ("time", TIME.to_string()),
             ("date-time", format!("{DATE}[Tt]{TIME}")),
-            ("uuid", "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}".into()),
+            (
+                "uuid",
+                "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}".into(),
+            ),
             (
                 "email",
-                format!(r"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~\-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~\-]+)*@{LABEL}(?:\.{LABEL})*"),
+                format!(
+                    r"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~\-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~\-]+)*@{LABEL}(?:\.{LABEL})*"
+                ),
             ),
             ("hostname", format!(r"{LABEL}(?:\.{LABEL})*")),
-            ("ipv4", r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])".into()),
+            (
+                "ipv4",
+                r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+                    .into(),
+            ),
             ("ipv6", ipv6),
             ("uri", format!(r"[A-Za-z][A-Za-z0-9+.\-]*:{URI_CHAR}*")),
             ("uri-reference", format!(r"{URI_CHAR}*")),

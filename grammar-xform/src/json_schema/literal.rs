@@ -41,6 +41,18 @@ impl Emitter<'_> {
             if self.member_ok(s, types, v)? {
                 let syms = self.literal_symbols(v);
                 self.g.add_rule(nt, syms);
+                // JSON Schema compares numbers by value: an integral number
+                // is matched in both spellings serde_json writes (`2`, `2.0`).
+                if let Value::Number(n) = v {
+                    if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15) {
+                        let other = if n.is_f64() {
+                            format!("{}", f as i64)
+                        } else {
+                            format!("{}.0", f as i64)
+                        };
+                        self.g.add_rule(nt, vec![lit(&other)]);
+                    }
+                }
                 any = true;
             }
         }

@@ -120,7 +120,7 @@ impl Default for JsonSchemaOptions {
             max_branches: 256,
             max_nonterminals: 200_000,
             max_counted_items: 2048,
-            max_regex_repeat: 256,
+            max_regex_repeat: 32,
         }
     }
 }

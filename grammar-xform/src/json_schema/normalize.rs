@@ -168,6 +168,8 @@ type Conj = Vec<(Map<String, Value>, String)>;
 pub(crate) struct Normalizer<'a> {
     root: &'a Value,
     root_ids: Vec<String>,
+    /// `$schema` says draft 3–7, where siblings of `$ref` are ignored.
+    ref_siblings_ignored: bool,
     opts: &'a JsonSchemaOptions,
     /// Unknown keys that were ignored: (pointer, key).
     pub ignored: Vec<(String, String)>,
@@ -189,9 +191,20 @@ impl<'a> Normalizer<'a> {
                 }
             }
         }
+        // Drafts 3–7: "All other properties in a "$ref" object MUST be
+        // ignored" (draft-07 Core §8.3); 2019-09 and later apply them.
+        let ref_siblings_ignored = root
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|s| {
+                ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"]
+                    .iter()
+                    .any(|d| s.contains(d))
+            });
         Normalizer {
             root,
             root_ids,
+            ref_siblings_ignored,
             opts,
             ignored: Vec::new(),
             first_unsat: None,
@@ -269,6 +282,16 @@ impl<'a> Normalizer<'a> {
                 ))
             }
         };
+        if self.ref_siblings_ignored {
+            if let Some(r) = obj.get("$ref") {
+                let rptr = push_ptr(ptr, "$ref");
+                let r = r
+                    .as_str()
+                    .ok_or_else(|| SchemaError::invalid("$ref", ptr, "must be a string"))?;
+                let (target, tptr) = self.resolve(r, &rptr)?;
+                return self.dnf(target, &tptr, depth + 1);
+            }
+        }
         let mut plain = Map::new();
         for (k, val) in obj {
             match classify(k) {

@@ -28,7 +28,9 @@
 //! with look-arounds other than a leading `^`/trailing `$` of a top-level
 //! alternative (e.g. `\b`, `(?=…)`), and backreferences, are refused.
 
-use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
+use regex_syntax::hir::{
+    Capture, Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition,
+};
 
 /// The regex of one character of a free JSON string (any escape allowed).
 pub(crate) const FREE_UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:[0-9a-cA-CeEfF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})))"#;
@@ -128,12 +130,24 @@ pub(crate) fn encode_hir(h: &Hir) -> Result<Hir, String> {
         HirKind::Class(Class::Unicode(c)) => encode_class(c),
         HirKind::Class(Class::Bytes(_)) => return Err("byte classes are not supported".into()),
         HirKind::Look(_) => return Err("a look-around assertion inside the pattern".into()),
-        HirKind::Repetition(r) => Hir::repetition(Repetition {
-            min: r.min,
-            max: r.max,
-            greedy: true,
-            sub: Box::new(encode_hir(&r.sub)?),
-        }),
+        HirKind::Repetition(r) => {
+            let mut sub = encode_hir(&r.sub)?;
+            if matches!(sub.kind(), HirKind::Repetition(_)) {
+                // `Hir`'s printer writes `(?:a+)?` as `a+?`, which reads
+                // back as a lazy `+`: keep a group around nested repetitions.
+                sub = Hir::capture(Capture {
+                    index: 1,
+                    name: None,
+                    sub: Box::new(sub),
+                });
+            }
+            Hir::repetition(Repetition {
+                min: r.min,
+                max: r.max,
+                greedy: true,
+                sub: Box::new(sub),
+            })
+        }
         HirKind::Capture(c) => encode_hir(&c.sub)?,
         HirKind::Concat(v) => Hir::concat(v.iter().map(encode_hir).collect::<Result<_, _>>()?),
         HirKind::Alternation(v) => {
@@ -485,14 +499,18 @@ pub(crate) fn translate_pattern(p: &str) -> Result<Hir, String> {
 }
 
 /// Regex of canonical JSON string literals (with quotes) whose content is
-/// none of `names` (the declared property names), built from the trie of
-/// the names: at each trie node, stop (if the node is not a name), take a
-/// child's character, or take another character and then anything.
+/// none of `names` (the declared property names). With the trie of the
+/// names, a string is not a name iff it *leaves* the trie at some node `v`:
+/// it is `v`'s prefix and either ends there (when `v` is no name) or
+/// continues with a character that is no child of `v`, then anything. The
+/// regex lists these exits flat — `(?:p(v₁)c(v₁)|…)rest* | (?:p(u₁)|…)` —
+/// so its nesting depth does not grow with the names' length.
 pub(crate) fn key_regex_excluding(names: &[&str]) -> String {
     #[derive(Default)]
     struct Node {
         end: bool,
         kids: std::collections::BTreeMap<char, usize>,
+        prefix: String,
     }
     let mut nodes = vec![Node::default()];
     for n in names {
@@ -501,44 +519,72 @@ pub(crate) fn key_regex_excluding(names: &[&str]) -> String {
             let next = nodes.len();
             let e = *nodes[cur].kids.entry(c).or_insert(next);
             if e == next {
-                nodes.push(Node::default());
+                let mut prefix = nodes[cur].prefix.clone();
+                prefix.push(c);
+                nodes.push(Node {
+                    prefix,
+                    ..Node::default()
+                });
             }
             cur = e;
         }
         nodes[cur].end = true;
     }
     let any = ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')]);
-    let any_star = Hir::repetition(Repetition {
+    // ASCII characters written raw, and everything else (non-ASCII or
+    // escaped). Names are mostly ASCII, so the exits of most trie nodes
+    // through "everything else" share one continuation — which keeps the
+    // DFA at about one state per trie node.
+    let ascii_raw = {
+        let mut c = ClassUnicode::new([ClassUnicodeRange::new(' ', '\u{7F}')]);
+        c.difference(&special_class());
+        c
+    };
+    let mut generic = any.clone();
+    generic.difference(&ascii_raw);
+    let mut ends = Vec::new();
+    let mut exits = Vec::new();
+    let mut shared = Vec::new();
+    for node in &nodes {
+        let p = Hir::literal(encode_str(&node.prefix).into_bytes());
+        if !node.end {
+            ends.push(p.clone());
+        }
+        let kids = ClassUnicode::new(node.kids.keys().map(|&c| ClassUnicodeRange::new(c, c)));
+        let mut a = ascii_raw.clone();
+        a.difference(&kids);
+        if a.iter().next().is_some() {
+            exits.push(Hir::concat(vec![p.clone(), Hir::class(Class::Unicode(a))]));
+        }
+        let mut g = generic.clone();
+        g.intersect(&kids);
+        if g.iter().next().is_none() {
+            shared.push(p);
+        } else {
+            let mut other = generic.clone();
+            other.difference(&kids);
+            if other.iter().next().is_some() {
+                exits.push(Hir::concat(vec![p, encode_class(&other)]));
+            }
+        }
+    }
+    if !shared.is_empty() {
+        exits.push(Hir::concat(vec![
+            Hir::alternation(shared),
+            encode_class(&generic),
+        ]));
+    }
+    let rest = Hir::repetition(Repetition {
         min: 0,
         max: None,
         greedy: true,
         sub: Box::new(encode_class(&any)),
     });
-    // Build bottom-up: children have larger indices than parents.
-    let mut hirs: Vec<Option<Hir>> = vec![None; nodes.len()];
-    for i in (0..nodes.len()).rev() {
-        let node = &nodes[i];
-        let mut alts = Vec::new();
-        if !node.end {
-            alts.push(Hir::empty());
-        }
-        for (&c, &k) in &node.kids {
-            let tail = hirs[k].take().unwrap_or_else(Hir::fail);
-            alts.push(Hir::concat(vec![
-                Hir::literal(encode_str(&c.to_string()).into_bytes()),
-                tail,
-            ]));
-        }
-        let mut other = any.clone();
-        other.difference(&ClassUnicode::new(
-            node.kids.keys().map(|&c| ClassUnicodeRange::new(c, c)),
-        ));
-        if other.iter().next().is_some() {
-            alts.push(Hir::concat(vec![encode_class(&other), any_star.clone()]));
-        }
-        hirs[i] = Some(Hir::alternation(alts));
+    let mut alts = ends;
+    if !exits.is_empty() {
+        alts.push(Hir::concat(vec![Hir::alternation(exits), rest]));
     }
-    let root = hirs[0].take().unwrap_or_else(Hir::fail);
+    let root = Hir::alternation(alts);
     format!("\"(?:{root})\"")
 }
 
@@ -595,6 +641,8 @@ mod tests {
         assert!(d.matches(&js("abc")) && !d.matches(&js("a\nc")));
         let d = pat("^[\\w-]{2}$");
         assert!(d.matches(&js("a-")) && !d.matches(&js("é-")));
+        let d = pat("^a(b+)?c$");
+        assert!(d.matches(&js("ac")) && d.matches(&js("abbc")) && !d.matches(&js("abc?")));
         let d = pat("^x{2}\\{y}$");
         assert!(d.matches(&js("xx{y}")));
         assert!(translate_pattern("\\bfoo").is_err());

@@ -231,8 +231,33 @@ fn strings_numbers_enums() {
     let g = compile(&json!({"type": "string", "minLength": 300, "maxLength": 1000}));
     assert!(accepts(&g, &json!("é".repeat(300))) && accepts(&g, &json!("x".repeat(1000))));
     assert!(!accepts(&g, &json!("x".repeat(299))) && !accepts(&g, &json!("x".repeat(1001))));
+    let g = compile(&json!({"enum": [2.0, 3]}));
+    assert!(
+        accepts(&g, &json!(2))
+            && accepts(&g, &json!(2.0))
+            && accepts(&g, &json!(3.0))
+            && !accepts(&g, &json!(4))
+    );
     let g = compile(&json!({"type": "string", "nullable": true, "maxLength": 1}));
     assert!(accepts(&g, &json!(null)) && accepts(&g, &json!("\n")) && !accepts(&g, &json!("ab")));
+}
+
+#[test]
+fn ref_siblings_follow_the_draft() {
+    let defs = json!({"o": {"type": "object", "properties": {"a": {"type": "integer"}}}});
+    let old = json!({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": defs, "properties": {"x": {"type": "string", "$ref": "#/definitions/o"}}});
+    let g = compile(&old);
+    assert!(
+        accepts(&g, &json!({"x": {"a": 1}})),
+        "draft 7 ignores siblings of $ref"
+    );
+    let new = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "definitions": defs, "properties": {"x": {"type": "string", "$ref": "#/definitions/o"}}});
+    let g = compile(&new);
+    assert!(
+        !accepts(&g, &json!({"x": {"a": 1}})) && !accepts(&g, &json!({"x": "s"})),
+        "2020-12 intersects"
+    );
+    assert!(accepts(&g, &json!({})));
 }
 
 #[test]
@@ -356,9 +381,12 @@ fn snapshots() {
     );
     insta::assert_snapshot!(
         "array_flexible",
-        compile_json_schema(&json!({"type": "array", "items": {"type": ["boolean", "null"]}, "minItems": 1, "maxItems": 2}), &flex)
-            .unwrap()
-            .to_string()
+        compile_json_schema(
+            &json!({"type": "array", "items": {"type": ["boolean", "null"]}, "minItems": 1, "maxItems": 2}),
+            &flex
+        )
+        .unwrap()
+        .to_string()
     );
     insta::assert_snapshot!(
         "ref_recursive",
@@ -371,9 +399,12 @@ fn snapshots() {
     );
     insta::assert_snapshot!(
         "pattern_and_format",
-        compile_json_schema(&json!({"anyOf": [{"type": "string", "pattern": "^a\"b$"}, {"type": "string", "format": "uuid"}]}), &opts)
-            .unwrap()
-            .to_string()
+        compile_json_schema(
+            &json!({"anyOf": [{"type": "string", "pattern": "^a\"b$"}, {"type": "string", "format": "uuid"}]}),
+            &opts
+        )
+        .unwrap()
+        .to_string()
     );
 }
 
@@ -762,7 +793,7 @@ proptest! {
             prop_assert!(recognizes(&g, text.as_bytes()), "rejected valid {}\nschema {}\n{}", text, js, g);
             let pretty = serde_json::to_string_pretty(&v).unwrap();
             prop_assert!(recognizes(&flex, pretty.as_bytes()), "flexible rejected {}", pretty);
-            prop_assert!(canonical_instances(&js, &v, &JsonSchemaOptions::default()).unwrap().contains(&v));
+            prop_assert!(canonical_instances(&js, &v, &JsonSchemaOptions::default()).unwrap().iter().any(|c| super::canonical::same_text(c, &text)));
             if let Some(bad) = mutate(&s, &v, &mut r) {
                 prop_assert!(!recognizes(&g, bad.to_string().as_bytes()), "accepted invalid {}\nschema {}", bad, js);
             }
@@ -796,5 +827,98 @@ fn shuffle(v: &Value, r: &mut Rng) -> Value {
         }
         Value::Array(a) => Value::Array(a.iter().map(|x| shuffle(x, r)).collect()),
         x => x.clone(),
+    }
+}
+
+#[test]
+fn canonical_follows_oneof_branches() {
+    let s = json!({"type": "object", "oneOf": [{"$ref": "#/definitions/a"}, {"$ref": "#/definitions/b"}],
+    "definitions": {
+        "a": {"properties": {"status": {"pattern": "^a$"}, "data": {}}},
+        "b": {"properties": {"status": {"pattern": "^b$"}, "data": {"$ref": "#/definitions/list"}}},
+        "list": {"type": "array", "items": {"$ref": "#/definitions/item"}},
+        "item": {"type": "object", "properties": {"m": {}, "c": {}, "f": {}}}
+    }});
+    let v = json!({"status": "b", "data": [{"m": 1, "f": 2, "c": 3}]});
+    let c = canonical_instances(&s, &v, &JsonSchemaOptions::default()).unwrap();
+    let want = json!({"status": "b", "data": [{"m": 1, "c": 3, "f": 2}]}).to_string();
+    assert!(
+        c.iter().any(|x| super::canonical::same_text(x, &want)),
+        "{c:?}"
+    );
+    let g = compile(&s);
+    assert!(c.iter().any(|x| accepts(&g, x)));
+}
+
+// ---------------------------------------------------------------------
+// The shipped generic JSON grammar
+
+fn json_gbnf() -> Grammar {
+    Grammar::from_gbnf(include_str!("../../grammars/json.gbnf")).expect("grammars/json.gbnf parses")
+}
+
+#[test]
+fn shipped_json_gbnf_accepts_and_rejects() {
+    let g = json_gbnf();
+    for good in [
+        "0",
+        "-0.5e+10",
+        " {\"a\" : [1, 2.5, true, false, null, \"x\\u00e9\\n\"]}\n",
+        "[]",
+        "{}",
+        "\"\\ud83d\\ude00 é\"",
+        "[{\"k\":{\"k\":[[]]}}]",
+    ] {
+        assert!(recognizes(&g, good.as_bytes()), "should accept {good:?}");
+    }
+    for bad in [
+        "",
+        "01",
+        "[1,]",
+        "{\"a\":1,}",
+        "{'a':1}",
+        "NaN",
+        "\"tab\there\"",
+        "\"\\x41\"",
+        "[1 2]",
+        "{\"a\"}",
+        "1.",
+        ".5",
+        "+1",
+        "tru",
+    ] {
+        assert!(!recognizes(&g, bad.as_bytes()), "should reject {bad:?}");
+    }
+}
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|i| json!(i)),
+        (-1e6f64..1e6).prop_map(|f| json!(f)),
+        "[ -~é😀\n\"\\\\\u{1}]{0,6}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 20, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec(("[a-z\"]{0,3}", inner), 0..4)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// serde_json's compact and pretty output of any value is accepted by
+    /// json.gbnf, and by the grammar compiled from the empty schema.
+    #[test]
+    fn shipped_json_gbnf_accepts_serde_json(v in arb_json()) {
+        let g = json_gbnf();
+        prop_assert!(recognizes(&g, v.to_string().as_bytes()));
+        prop_assert!(recognizes(&g, serde_json::to_string_pretty(&v).unwrap().as_bytes()));
+        let any = compile(&json!({}));
+        prop_assert!(accepts(&any, &v));
     }
 }

@@ -1,0 +1,277 @@
+//! MaskBench census: compile every MaskBench JSON Schema with
+//! `grammar_xform::json_schema` and check its test instances with the
+//! naive reference recognizer (`grammar_xform::reference`).
+//!
+//! * Every schema either compiles or gives a named [`SchemaError`]; the
+//!   counts print as Markdown tables (by outcome, by refused keyword, by
+//!   split).
+//! * For a compiled schema, every **valid** instance must be accepted —
+//!   serialised compactly by serde_json, with its object keys in the order
+//!   the grammar writes them ([`canonical_instances`]: declared properties
+//!   in schema order, then additional ones). JSON objects are unordered,
+//!   so this is the same value an LLM constrained by the grammar would
+//!   emit; instances already in that order are counted separately. The test
+//!   fails if any valid instance is rejected.
+//! * **Invalid** instances that are rejected are counted for information
+//!   (an accepted one is a soundness gap of the grammar, e.g. `oneOf`
+//!   compiled as `anyOf`, or a keyword validators enforce that the compiler
+//!   treats as an annotation).
+//!
+//! Skips (with a message) when `../shared/data/maskbench` is absent.
+//! Run: `cargo test -p tests --test maskbench_census -- --nocapture`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use grammar_xform::json_schema::{
+    canonical_instances, compile_json_schema_report, JsonSchemaOptions, SchemaError,
+};
+use grammar_xform::reference::Recognizer;
+use serde_json::Value;
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench")
+}
+
+#[derive(Default)]
+struct Tally {
+    schemas: usize,
+    compiled: usize,
+    refused_keyword: usize,
+    other_error: usize,
+    valid: usize,
+    valid_as_is: usize,
+    valid_reordered: usize,
+    valid_rejected: usize,
+    invalid: usize,
+    invalid_rejected: usize,
+}
+
+#[test]
+fn maskbench_census() {
+    let dir = data_dir();
+    if !dir.is_dir() {
+        println!(
+            "maskbench_census: SKIPPED, data directory {} is absent",
+            dir.display()
+        );
+        return;
+    }
+    let t0 = Instant::now();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read data dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let opts = JsonSchemaOptions::default();
+    let mut total = Tally::default();
+    let mut by_split: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    let mut failures: Vec<String> = Vec::new();
+    let mut invalid_accepted: Vec<String> = Vec::new();
+    let mut ignored_keys = 0usize;
+    let mut unreadable = 0usize;
+    let (mut time_compile, mut time_load, mut time_check) = (0f64, 0f64, 0f64);
+    for path in &files {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        let split = name
+            .split("---")
+            .next()
+            .unwrap_or("?")
+            .split('_')
+            .next()
+            .unwrap_or("?")
+            .to_string();
+        let Ok(text) = std::fs::read_to_string(path) else {
+            unreadable += 1;
+            continue;
+        };
+        let Ok(file) = serde_json::from_str::<Value>(&text) else {
+            unreadable += 1;
+            continue;
+        };
+        let t = by_split.entry(split.clone()).or_default();
+        t.schemas += 1;
+        total.schemas += 1;
+        let schema = &file["schema"];
+        let tc = Instant::now();
+        let compiled = compile_json_schema_report(schema, &opts);
+        time_compile += tc.elapsed().as_secs_f64();
+        let (grammar, report) = match compiled {
+            Ok(x) => x,
+            Err(e) => {
+                match &e {
+                    SchemaError::Unsupported { .. } | SchemaError::UnknownKeyword { .. } => {
+                        t.refused_keyword += 1;
+                        total.refused_keyword += 1;
+                    }
+                    _ => {
+                        t.other_error += 1;
+                        total.other_error += 1;
+                    }
+                }
+                *errors.entry(e.category()).or_default() += 1;
+                continue;
+            }
+        };
+        ignored_keys += report.ignored.len();
+        t.compiled += 1;
+        total.compiled += 1;
+        let tr = Instant::now();
+        let rec = Recognizer::new(&grammar)
+            .unwrap_or_else(|e| panic!("{name}: compiled grammar does not load: {e}"));
+        time_load += tr.elapsed().as_secs_f64();
+        let tr = Instant::now();
+        for (i, test) in file["tests"].as_array().into_iter().flatten().enumerate() {
+            let data = &test["data"];
+            let valid = test["valid"].as_bool().unwrap_or(false);
+            let as_is = rec.recognizes(data.to_string().as_bytes());
+            let accepted = as_is
+                || canonical_instances(schema, data, &opts)
+                    .map(|cands| {
+                        cands
+                            .iter()
+                            .any(|c| rec.recognizes(c.to_string().as_bytes()))
+                    })
+                    .unwrap_or(false);
+            let Some(st) = by_split.get_mut(&split) else {
+                continue;
+            };
+            for t in [st, &mut total] {
+                if valid {
+                    t.valid += 1;
+                    if as_is {
+                        t.valid_as_is += 1;
+                    } else if accepted {
+                        t.valid_reordered += 1;
+                    } else {
+                        t.valid_rejected += 1;
+                    }
+                } else {
+                    t.invalid += 1;
+                    if !accepted {
+                        t.invalid_rejected += 1;
+                    }
+                }
+            }
+            if valid && !accepted {
+                failures.push(format!(
+                    "{name} test {i}: {}",
+                    truncate(&data.to_string(), 300)
+                ));
+            }
+            if !valid && accepted && invalid_accepted.len() < 40 {
+                invalid_accepted.push(format!(
+                    "{name} test {i}: {}",
+                    truncate(&data.to_string(), 160)
+                ));
+            }
+        }
+        time_check += tr.elapsed().as_secs_f64();
+        if tr.elapsed().as_secs_f64() > 0.5 {
+            println!("slow: {name} {:.2}s", tr.elapsed().as_secs_f64());
+        }
+    }
+    let _ = &mut time_check;
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    println!(
+        "\n## MaskBench census ({} schema files, {:.1} s)\n",
+        total.schemas,
+        t0.elapsed().as_secs_f64()
+    );
+    println!("time: compile {time_compile:.1} s, recognizer set-up {time_load:.1} s, instance checks {time_check:.1} s\n");
+    println!("| outcome | schemas | % |\n|---|---:|---:|");
+    println!(
+        "| compiled | {} | {:.1} |",
+        total.compiled,
+        pct(total.compiled, total.schemas)
+    );
+    println!(
+        "| refused by keyword | {} | {:.1} |",
+        total.refused_keyword,
+        pct(total.refused_keyword, total.schemas)
+    );
+    println!(
+        "| other error | {} | {:.1} |",
+        total.other_error,
+        pct(total.other_error, total.schemas)
+    );
+    if unreadable > 0 {
+        println!("| unreadable file | {unreadable} | |");
+    }
+    println!("\n| error | schemas |\n|---|---:|");
+    let mut errs: Vec<_> = errors.iter().collect();
+    errs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for (k, v) in errs {
+        println!("| {k} | {v} |");
+    }
+    println!("\n| split | schemas | compiled | refused kw | other err | valid | as is | reordered | valid rejected | invalid | invalid rejected |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (s, t) in by_split
+        .iter()
+        .chain(std::iter::once((&"**all**".to_string(), &total)))
+    {
+        println!(
+            "| {s} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            t.schemas,
+            t.compiled,
+            t.refused_keyword,
+            t.other_error,
+            t.valid,
+            t.valid_as_is,
+            t.valid_reordered,
+            t.valid_rejected,
+            t.invalid,
+            t.invalid_rejected
+        );
+    }
+    println!(
+        "\nvalid instances accepted: {} of {} ({} as serialised, {} after reordering keys to schema order); \
+         invalid instances rejected: {} of {} ({:.1}%); unknown keys ignored: {ignored_keys}",
+        total.valid_as_is + total.valid_reordered,
+        total.valid,
+        total.valid_as_is,
+        total.valid_reordered,
+        total.invalid_rejected,
+        total.invalid,
+        pct(total.invalid_rejected, total.invalid)
+    );
+    if !invalid_accepted.is_empty() {
+        println!("\nsome accepted invalid instances (information):");
+        for f in &invalid_accepted {
+            println!("  {f}");
+        }
+    }
+    for f in failures.iter().take(50) {
+        println!("VALID REJECTED: {f}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} valid instances rejected (see above)",
+        failures.len()
+    );
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        s.to_string()
+    } else {
+        let mut end = n;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &s[..end])
+    }
+}
