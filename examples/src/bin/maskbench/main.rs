@@ -213,6 +213,7 @@ fn progress(n: usize, engine: &str) -> indicatif::ProgressBar {
 /// Runs one engine over `files[start..]`, calling `sink` per schema.
 fn run_engine(
     engine: &str,
+    adapter: &mut dyn Adapter,
     vocab: &Arc<TokenVocab>,
     files: &[PathBuf],
     start: usize,
@@ -220,14 +221,13 @@ fn run_engine(
     mut sink: impl FnMut(SchemaResult) -> Result<()>,
 ) -> Result<()> {
     let order = order_of(a)?;
-    let mut adapter = make_adapter(engine, vocab, a.cold_index)?;
     let timeout = Duration::from_millis(a.timeout_ms);
     let pb = progress(files.len(), engine);
     pb.set_position(start as u64);
     let (mut pass, mut done) = (0usize, 0usize);
     for (i, f) in files.iter().enumerate().skip(start) {
         let r = match run::load_case(f, vocab, order) {
-            Ok(case) => run::run_schema(adapter.as_mut(), &case, i, timeout),
+            Ok(case) => run::run_schema(adapter, &case, i, timeout),
             Err(e) => SchemaResult {
                 index: i,
                 file: f.display().to_string(),
@@ -262,8 +262,7 @@ fn child_main(a: &Args) -> Result<()> {
         .create(true)
         .append(true)
         .open(jsonl_path(&a.out, &engine))?;
-    // Build the adapter once to count its setup in the baseline.
-    drop(make_adapter(&engine, &vocab, a.cold_index)?);
+    let mut adapter = make_adapter(&engine, &vocab, a.cold_index)?;
     writeln!(
         out,
         "{}",
@@ -271,7 +270,7 @@ fn child_main(a: &Args) -> Result<()> {
             baseline_rss_kib: proc_status_kib("VmRSS:")
         })?
     )?;
-    run_engine(&engine, &vocab, &files, a.start, a, |r| {
+    run_engine(&engine, adapter.as_mut(), &vocab, &files, a.start, a, |r| {
         let line = Line::Schema {
             vmhwm_kib: proc_status_kib("VmHWM:"),
             result: r,
@@ -463,7 +462,8 @@ fn main() -> Result<()> {
         for e in &engines {
             let t = Instant::now();
             let mut results = Vec::new();
-            run_engine(e, &vocab, &files, 0, &a, |r| {
+            let mut adapter = make_adapter(e, &vocab, a.cold_index)?;
+            run_engine(e, adapter.as_mut(), &vocab, &files, 0, &a, |r| {
                 results.push(r);
                 Ok(())
             })?;
