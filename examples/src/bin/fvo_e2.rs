@@ -100,7 +100,7 @@ fn main() -> anyhow::Result<()> {
         let mut t = MarkdownTable::new(&[
             "estimator",
             "TV(μ̂,μ*) exact law",
-            "TV sampled [95% CI]",
+            "TV sampled [bias-corrected 95% CI]",
             "δ (sup)",
             "δ̄ (visit mean)",
             "bound δ/(Φ̄−δ)",

@@ -113,7 +113,7 @@ fn main() -> anyhow::Result<()> {
         "TV(μproj,μ*)",
         "TV(μΦ,μ*) analytic",
         "Leviathan TV to μ*",
-        "FVO-Spec TV to μ* [95% CI]",
+        "FVO-Spec TV to μ* [bias-corrected 95% CI]",
         "noise floor",
         "Equality TV to μ*",
         "accept Lev / FVO / Eq",
