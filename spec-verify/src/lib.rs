@@ -26,6 +26,20 @@
 //! | [`report`] | Markdown/JSON output of the experiment binaries |
 
 //!
+//! ```
+//! use spec_verify::{PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
+//! use zapspec_core::{prob::seeded_rng, toy::BigramLm, DyckConstraint, DyckSpec};
+//!
+//! let dyck = DyckConstraint::new(DyckSpec { kinds: 1, max_depth: 3, max_len: 12 });
+//! // exact Φ of this finite language under the target (backward DP)
+//! let tree = PrefixTree::enumerate(&dyck, &mut BigramLm::new(3, 1), 100_000).unwrap();
+//! let cfg = SpecConfig { gamma: 4, verifier: VerifierKind::FvoSpec, ..SpecConfig::default() };
+//! let mut dec = SpeculativeDecoder::new(BigramLm::new(3, 1), BigramLm::new(3, 2), tree.exact_phi(), cfg).unwrap();
+//! let g = dec.generate(&dyck, &mut seeded_rng(0)).unwrap(); // one draw from μ*
+//! assert!(g.tokens.len() <= 12);
+//! println!("{:?}, acceptance {:.2}", g.tokens, g.stats.acceptance_rate());
+//! ```
+//!
 //! Everything random takes a caller-supplied RNG (seed it with
 //! [`zapspec_core::prob::seeded_rng`]); laws are handled in log space.
 
