@@ -31,6 +31,24 @@
 //! All values are natural logs of probabilities: Φ of 1e-300 is
 //! representable, and nothing here returns NaN.
 //!
+//! ## Scope and known limits
+//!
+//! * Exact Φ is provided only where the paper says it is tractable: finite
+//!   languages below the prefix ([`Exact`], [`ExactTrie`]), and regular /
+//!   bounded-Dyck languages under finite-state models ([`ExactRegular`],
+//!   [`ExactDyckMarkov`]). Anything else returns [`PhiError::TooLarge`] or
+//!   [`PhiError::TooDeep`] rather than running away (Prop. 8).
+//! * [`exact::budget::grouped_tv`] is exact for laws that are uniform within
+//!   its groups (μ*, μ^proj, exact μ^Φ); for other kernels it is a lower
+//!   bound on the TV.
+//! * [`LearnedPhi`] is the paper's feasibility prototype (§5.3): a tiny MLP
+//!   trained on a handful of tries; it beats OneStep on some held-out tries
+//!   and loses on others (see `tests/estimators.rs`, LOSO protocol).
+//! * [`BudgetGatedHybrid`]'s thresholds are untuned defaults (§5.6 is an
+//!   engineering sketch in the paper too).
+//! * [`OneStepCheap`] computes the full-vocabulary normaliser with a fast
+//!   f32 exponential (relative error < 5·10⁻⁷); everything else is exact f64.
+//!
 //! ## Calling convention
 //!
 //! The constraint holds the generated prefix; the model's context ends with
