@@ -232,6 +232,18 @@ mod tests {
     }
 
     #[test]
+    fn agrees_with_the_future_validity_dfa_dp() {
+        use future_validity::exact::budget::{solve, tv_phi_star, tv_proj_star, BudgetLanguage};
+        for &(n, k, p1) in &[(20, 10, 0.62), (24, 8, 0.7), (12, 3, 0.3), (30, 15, 0.7)] {
+            let r = budget_experiment(n, k, p1, 1).unwrap();
+            let lang = BudgetLanguage::new(n, k).unwrap();
+            let (_, dp) = solve(lang, p1).unwrap();
+            assert!((tv_proj_star(lang, p1) - r.tv_proj_star).abs() < 1e-12);
+            assert!((tv_phi_star(lang, p1, &dp) - r.tv_phi_star).abs() < 1e-12);
+        }
+    }
+
+    #[test]
     fn table8_first_row_counts() {
         let r = budget_experiment(20, 10, 0.62, 1).unwrap();
         assert_eq!(r.valid_strings, 616_666);
