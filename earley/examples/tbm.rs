@@ -138,6 +138,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut masks = 0u64;
         let mut peak = Vec::new();
         let mut mask = TokenSet::new(vocab.len());
+        let mut slow: Vec<(f64, String)> = Vec::new();
         for (name, g, seqs, _) in &work {
             let t0 = Instant::now();
             let compiled = match engine.compile(g, cfg) {
@@ -157,7 +158,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 for &t in seq {
                     let t1 = Instant::now();
                     m.fill_mask(&mut mask);
-                    tbm.push(t1.elapsed().as_secs_f64() * 1e6);
+                    let us = t1.elapsed().as_secs_f64() * 1e6;
+                    tbm.push(us);
+                    if us > 2000.0 {
+                        let (sets, items) = m.chart_size();
+                        slow.push((
+                            us,
+                            format!(
+                                "{name} step {} next {:?} chart {sets}/{items}",
+                                m.num_tokens(),
+                                String::from_utf8_lossy(vocab.token_bytes(t))
+                            ),
+                        ));
+                    }
                     if !mask.contains(t) || m.advance(t).is_err() {
                         bad += 1;
                         ok = false;
@@ -182,6 +195,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let c = compiled.counters();
             hits += c.state_cache_hits;
             masks += c.masks;
+        }
+        slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (us, what) in slow.iter().take(8) {
+            eprintln!("slow {cname}: {us:.0} µs at {what}");
         }
         let mean = tbm.iter().sum::<f64>() / tbm.len().max(1) as f64;
         let pk = peak.iter().sum::<f64>() / peak.len().max(1) as f64;

@@ -120,28 +120,28 @@ fn compute(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab: &impl Vocabulary) -> Ci
     let nodes = &trie.nodes;
     let n = nodes.len() - 1;
     let mut states = vec![s; trie.max_depth() + 1];
-    let mut i = 1;
-    while i < n {
-        let nd = nodes[i];
-        let d = nd.depth as usize;
-        let st = if s == DEAD {
-            DEAD
-        } else {
-            dfa.next(states[d - 1], nd.byte)
-        };
-        if st == DEAD {
-            i += nd.subtree as usize;
-            continue;
+    if s != DEAD {
+        let words = allowed.words_mut();
+        let mut i = 1;
+        while i < n {
+            let nd = nodes[i];
+            let d = nd.depth as usize;
+            let st = dfa.next(states[d - 1], nd.byte);
+            if st == DEAD {
+                i += nd.subtree as usize;
+                continue;
+            }
+            states[d] = st;
+            let (a, b) = (nd.tok_start as usize, nodes[i + 1].tok_start as usize);
+            for &t in &trie.tokens[a..b] {
+                words[(t >> 6) as usize] |= 1u64 << (t & 63);
+            }
+            if nd.subtree > 1 && dfa.is_accepting(st) {
+                let end = nodes[i + nd.subtree as usize].tok_start as usize;
+                dep.extend(trie.tokens[b..end].iter().map(|&t| (t, d as u16)));
+            }
+            i += 1;
         }
-        states[d] = st;
-        for &t in trie.tokens_at(i) {
-            allowed.insert(t);
-        }
-        if dfa.is_accepting(st) && nd.subtree > 1 {
-            let toks = &trie.tokens_in_subtree(i)[trie.tokens_at(i).len()..];
-            dep.extend(toks.iter().map(|&t| (t, d as u16)));
-        }
-        i += 1;
     }
     dep.retain(|&(t, _)| !allowed.contains(t));
     let mut entries: Vec<(&[u8], TokenId)> = dep

@@ -77,6 +77,12 @@ impl VocabIndex {
         Ok(self.lock().entry(regex).or_insert(e).clone())
     }
 
+    /// The shared entry (DFA and context-independent cache) of a terminal
+    /// given as regex text, compiling it on first use.
+    pub fn terminal_entry(&self, regex: &str) -> Result<Arc<TermEntry>, EarleyError> {
+        self.terminal_regex(regex.to_string())
+    }
+
     pub(crate) fn terminal(&self, t: &Terminal) -> Result<Arc<TermEntry>, EarleyError> {
         self.terminal_regex(ByteDfa::regex_of(t))
     }

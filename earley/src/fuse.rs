@@ -29,6 +29,9 @@ use crate::terminal::ByteDfa;
 
 /// Fused regexes longer than this (in characters) are not used.
 pub const MAX_FUSED_REGEX: usize = 600;
+/// Fused regexes whose estimated expanded size (counted repetitions
+/// multiplied out; roughly NFA states) exceeds this are not used.
+pub const MAX_FUSED_WEIGHT: usize = 20_000;
 
 /// The regex of each nonterminal that can be fused (None: cannot).
 pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
@@ -40,6 +43,7 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
         }
     }
     let mut re: Vec<Option<String>> = vec![None; n];
+    let mut weight: Vec<usize> = vec![0; n];
     let mut dead = vec![false; n];
     let sym_re = |s: &Symbol, re: &[Option<String>]| -> Option<String> {
         match s {
@@ -88,12 +92,31 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
                     .filter(|(_, s)| **s == Symbol::Nt(me))
                     .map(|(i, _)| i)
                     .collect();
-                let cat = |syms: &[Symbol]| -> Option<String> {
+                // Concatenation; a run of one repeated symbol `X X … X` is
+                // written `(?:X){k}` so counted repetitions stay small text.
+                let cat = |syms: &[Symbol]| -> Option<(String, usize)> {
                     let mut s = String::new();
-                    for x in syms {
-                        s.push_str(&sym_re(x, &re)?);
+                    let mut w = 0usize;
+                    let mut i = 0;
+                    while i < syms.len() {
+                        let mut j = i + 1;
+                        while j < syms.len() && syms[j] == syms[i] {
+                            j += 1;
+                        }
+                        let x = sym_re(&syms[i], &re)?;
+                        let xw = match &syms[i] {
+                            Symbol::Nt(m) => weight[m.index()],
+                            Symbol::T(_) => x.len(),
+                        };
+                        if j - i > 1 {
+                            s.push_str(&format!("(?:{x}){{{}}}", j - i));
+                        } else {
+                            s.push_str(&x);
+                        }
+                        w = w.saturating_add(xw.saturating_mul(j - i));
+                        i = j;
                     }
-                    Some(s)
+                    Some((s, w))
                 };
                 match selfs.as_slice() {
                     [] => base.push(cat(&r.rhs)),
@@ -107,25 +130,34 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
                 changed = true;
                 continue;
             }
-            let alt = |v: Vec<Option<String>>| -> Option<String> {
-                let v: Option<Vec<String>> = v.into_iter().collect();
+            let alt = |v: Vec<Option<(String, usize)>>| -> Option<(String, usize)> {
+                let v: Option<Vec<(String, usize)>> = v.into_iter().collect();
                 let v = v?;
-                Some(if v.is_empty() {
-                    "[a&&b]".to_string()
+                let w = v.iter().fold(0usize, |a, x| a.saturating_add(x.1));
+                let texts: Vec<String> = v.into_iter().map(|x| x.0).collect();
+                Some(if texts.is_empty() {
+                    ("[a&&b]".to_string(), 1)
                 } else {
-                    format!("(?:{})", v.join("|"))
+                    (format!("(?:{})", texts.join("|")), w)
                 })
             };
             let b = alt(base);
             let r = if !right.is_empty() {
-                alt(right).zip(b).map(|(a, b)| format!("(?:{a})*{b}"))
+                alt(right)
+                    .zip(b)
+                    .map(|(a, b)| (format!("(?:{})*{}", a.0, b.0), a.1.saturating_add(b.1)))
             } else if !left.is_empty() {
-                alt(left).zip(b).map(|(a, b)| format!("{b}(?:{a})*"))
+                alt(left)
+                    .zip(b)
+                    .map(|(a, b)| (format!("{}(?:{})*", b.0, a.0), a.1.saturating_add(b.1)))
             } else {
                 b
             };
             match r {
-                Some(r) if r.len() <= MAX_FUSED_REGEX => re[nt] = Some(r),
+                Some((r, w)) if r.len() <= MAX_FUSED_REGEX && w <= MAX_FUSED_WEIGHT => {
+                    re[nt] = Some(r);
+                    weight[nt] = w;
+                }
                 _ => dead[nt] = true,
             }
             changed = true;

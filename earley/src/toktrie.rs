@@ -120,6 +120,7 @@ impl TokTrie {
 
     /// Tokens in the subtree of node `i`, node `i` itself included.
     #[inline]
+    #[cfg(test)]
     pub(crate) fn tokens_in_subtree(&self, i: usize) -> &[TokenId] {
         let end = i + self.nodes[i].subtree as usize;
         &self.tokens[self.nodes[i].tok_start as usize..self.nodes[end].tok_start as usize]

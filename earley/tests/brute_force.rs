@@ -107,7 +107,7 @@ fn configs() -> Vec<EngineConfig> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
     #[test]
     fn masks_match_brute_force(g in grammar(), picks in prop::collection::vec(0usize..64, 0..7)) {
@@ -196,4 +196,28 @@ fn seed_example_prunes() {
     assert_eq!(fs, 3);
     assert!(pruned.memory().peak_items < full.memory().peak_items);
     assert_eq!(pruned.mask(), full.mask());
+}
+
+/// Guards against a vacuous property test: most sampled grammars have a
+/// non-empty language with a non-trivial first mask.
+#[test]
+fn generator_is_not_vacuous() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let vocab = small_vocab();
+    let engine = Engine::new(vocab.clone());
+    let (mut nonempty, mut rich) = (0, 0);
+    for _ in 0..200 {
+        let g = grammar().new_tree(&mut runner).unwrap().current();
+        let rec = Recognizer::new(&g).unwrap();
+        if rec.is_viable_prefix(b"") {
+            nonempty += 1;
+            let m = engine.compile(&g, EngineConfig::default()).unwrap().matcher().mask();
+            if m.count() >= 2 {
+                rich += 1;
+            }
+        }
+    }
+    eprintln!("{nonempty}/200 non-empty, {rich} with ≥ 2 allowed tokens");
+    assert!(nonempty >= 80 && rich >= 60, "{nonempty} {rich}");
 }
