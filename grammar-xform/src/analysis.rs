@@ -28,7 +28,8 @@ impl TerminalInfo {
     }
 }
 
-/// Properties of one terminal (regexes are compiled to decide them).
+/// Properties of one terminal, exact (regexes with look-around assertions
+/// are compiled to a DFA to decide them).
 pub fn terminal_info(t: &Terminal) -> Result<TerminalInfo, GrammarError> {
     Ok(match t {
         Terminal::Literal(b) => TerminalInfo {
@@ -39,11 +40,33 @@ pub fn terminal_info(t: &Terminal) -> Result<TerminalInfo, GrammarError> {
             matches_empty: false,
             matches_nonempty: !c.is_empty(),
         },
-        Terminal::Regex(_) => {
-            let d = TerminalDfa::compile(t)?;
-            TerminalInfo {
-                matches_empty: d.is_accepting(d.start()),
-                matches_nonempty: d.can_continue(d.start()),
+        Terminal::Regex(re) => {
+            // Fast path: without look-around assertions, a known minimum
+            // length means every part of the regex can match, so the bounds
+            // are exact. `None` is ambiguous (regex-syntax also returns it for
+            // `[]|a`), so that case, like look-arounds, compiles the DFA,
+            // which is exact but slow.
+            let hir = regex_syntax::ParserBuilder::new()
+                .unicode(true)
+                .utf8(true)
+                .build()
+                .parse(re);
+            let fast = hir.ok().filter(|h| h.properties().look_set().is_empty()).and_then(|h| {
+                let p = h.properties();
+                p.minimum_len().map(|min| TerminalInfo {
+                    matches_empty: min == 0,
+                    matches_nonempty: p.maximum_len() != Some(0),
+                })
+            });
+            match fast {
+                Some(info) => info,
+                None => {
+                    let d = TerminalDfa::compile(t)?;
+                    TerminalInfo {
+                        matches_empty: d.is_accepting(d.start()),
+                        matches_nonempty: d.can_continue(d.start()),
+                    }
+                }
             }
         }
     })
@@ -178,4 +201,50 @@ pub fn compact(g: &Grammar, rules: Vec<Rule>, start: NtId) -> Grammar {
 pub fn dedupe_rules(rules: Vec<Rule>) -> Vec<Rule> {
     let mut seen = std::collections::HashSet::new();
     rules.into_iter().filter(|r| seen.insert(r.clone())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn via_dfa(t: &Terminal) -> Option<TerminalInfo> {
+        let d = TerminalDfa::compile(t).ok()?;
+        Some(TerminalInfo {
+            matches_empty: d.is_accepting(d.start()),
+            matches_nonempty: d.can_continue(d.start()),
+        })
+    }
+
+    #[test]
+    fn regex_info_fast_path_agrees_with_dfa() {
+        for re in [
+            "",
+            "a",
+            "a*",
+            "a?b?",
+            "[^\\x00-\\x{10FFFF}]",
+            "a[^\\x00-\\x{10FFFF}]|",
+            "(?:)",
+            "a{0}",
+            "a$b",
+            "$",
+            "^a|b$",
+            "(?m)^",
+        ] {
+            let t = Terminal::Regex(re.to_string());
+            assert_eq!(terminal_info(&t).ok(), via_dfa(&t), "{re}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn regex_info_agrees_with_dfa(parts in prop::collection::vec(prop_oneof![
+            Just("a"), Just("b*"), Just("(?:)"), Just("("), Just(")"), Just("[^\\x00-\\x{10FFFF}]*"), Just("[^\\x00-\\x{10FFFF}]"), Just("|"), Just("c?"), Just("$"), Just("x{0}"),
+        ], 0..5)) {
+            let re: String = parts.concat();
+            let t = Terminal::Regex(re.clone());
+            prop_assert_eq!(terminal_info(&t).ok(), via_dfa(&t), "{}", re);
+        }
+    }
 }
