@@ -5,7 +5,11 @@
 //! ```text
 //! cargo run -p examples --bin grammar -- path/to/file.gbnf
 //! cargo run -p examples --bin grammar -- file.gbnf --no-inline --check '{"a":1}' --json stats.json
+//! cargo run -p examples --bin grammar -- ../shared/data/maskbench/Github_easy---o10008.json --ws flexible --max-ws 2
 //! ```
+//!
+//! A `.json` file is a JSON Schema (or a MaskBench file, whose `schema`
+//! field is used), compiled by `grammar_xform::json_schema`.
 
 use std::path::{Path, PathBuf};
 
@@ -54,17 +58,51 @@ struct Args {
     /// Write the per-pass sizes as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// JSON Schema input (`.json`): whitespace between tokens, `compact`
+    /// (none, serde_json's compact output) or `flexible`.
+    #[arg(long, default_value = "compact")]
+    ws: String,
+    /// JSON Schema input with `--ws flexible`: longest whitespace run.
+    #[arg(long, default_value_t = 4)]
+    max_ws: usize,
+    /// JSON Schema input: refuse keys that are no JSON Schema keyword
+    /// (default: ignore them as validators do, and list them).
+    #[arg(long)]
+    strict_keywords: bool,
 }
 
 /// Reads a grammar file; the format is chosen by extension.
-fn load(path: &Path) -> Result<Grammar> {
+fn load(path: &Path, args: &Args) -> Result<Grammar> {
     let src = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    // further formats (e.g. JSON Schema for `json`) plug in as arms here
-    #[allow(clippy::match_single_binding)]
     match ext {
+        "json" => load_json_schema(path, &src, args),
         _ => load_gbnf(path, &src),
     }
+}
+
+/// A JSON Schema file, or a MaskBench file (its `schema` field).
+fn load_json_schema(path: &Path, src: &str, args: &Args) -> Result<Grammar> {
+    use grammar_xform::json_schema::{compile_json_schema_report, JsonSchemaOptions, UnknownKeywords, Whitespace};
+    let v: serde_json::Value = serde_json::from_str(src).with_context(|| format!("parsing {}", path.display()))?;
+    let is_maskbench = v.get("schema").is_some() && v.get("tests").is_some_and(|t| t.is_array());
+    let schema = if is_maskbench { &v["schema"] } else { &v };
+    let whitespace = match args.ws.as_str() {
+        "compact" => Whitespace::Compact,
+        "flexible" => Whitespace::Flexible { max_ws: args.max_ws },
+        other => bail!("--ws must be `compact` or `flexible`, not `{other}`"),
+    };
+    let opts = JsonSchemaOptions {
+        whitespace,
+        unknown_keywords: if args.strict_keywords { UnknownKeywords::Reject } else { UnknownKeywords::Ignore },
+        ..JsonSchemaOptions::default()
+    };
+    let (g, report) =
+        compile_json_schema_report(schema, &opts).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    for (ptr, key) in &report.ignored {
+        eprintln!("note: {}: ignored `{key}` at `{ptr}`", path.display());
+    }
+    Ok(g)
 }
 
 fn load_gbnf(path: &Path, src: &str) -> Result<Grammar> {
@@ -106,7 +144,7 @@ const HEADER: &str = "| | nonterminals | rules | symbols | terminals | ε-rules 
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let g = load(&args.path)?;
+    let g = load(&args.path, &args)?;
     let cfg = SimplifyConfig {
         useless: !args.no_useless,
         nullable: !args.no_nullable,

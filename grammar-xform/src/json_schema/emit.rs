@@ -10,11 +10,12 @@ use serde_json::{Map, Value};
 
 use super::error::{push_ptr, SchemaError};
 use super::normalize::{
-    Normalizer, Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+    Normalizer, Simple, NOT_IN, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
 use super::numbers::{integer_regex, number_regex, Bounds, Num};
 use super::strings::{
-    constrained_string_regex, free_string_regex, translate_pattern, with_length, FREE_UNIT,
+    constrained_string_regex, free_string_regex, key_regex_excluding, translate_pattern,
+    with_length, FREE_UNIT,
 };
 use super::{formats, CompileReport, JsonSchemaOptions, Whitespace};
 use crate::ir::{Grammar, NtId, Symbol, Terminal};
@@ -31,6 +32,7 @@ pub(crate) struct Emitter<'a> {
     pow: Vec<NtId>,
     below_pow: Vec<NtId>,
     pub format_notes: Vec<(String, String)>,
+    name_counts: HashMap<String, usize>,
 }
 
 pub(crate) fn lit(s: &str) -> Symbol {
@@ -171,6 +173,7 @@ impl<'a> Emitter<'a> {
             pow: Vec::new(),
             below_pow: Vec::new(),
             format_notes: Vec::new(),
+            name_counts: HashMap::new(),
         };
         let root = e.node(schema, "")?;
         while let Some((nt, v, ptr)) = e.queue.pop_front() {
@@ -212,7 +215,16 @@ impl<'a> Emitter<'a> {
                 reason: format!("more than {} nonterminals", self.opts.max_nonterminals),
             });
         }
-        Ok(self.g.add_nonterminal(name))
+        // `Grammar::add_nonterminal` scans all names (and rescans on each
+        // collision), so hand it names that are already unique.
+        let k = self.name_counts.entry(name.to_string()).or_insert(0);
+        *k += 1;
+        let unique = if *k == 1 {
+            name.to_string()
+        } else {
+            format!("{name}-{}", *k - 1)
+        };
+        Ok(self.g.add_nonterminal(&unique))
     }
 
     /// The whitespace symbol between two tokens (none when compact).
@@ -286,6 +298,21 @@ impl<'a> Emitter<'a> {
         let max = get_u64(&s.map, "maxLength", &s.ptr)?;
         if max.is_some_and(|m| m < min) {
             self.norm.note_unsat(&s.ptr, "maxLength < minLength");
+            return Ok(());
+        }
+        if let Some(Value::Array(excluded)) = s.map.get(NOT_IN) {
+            if ["pattern", "format", "minLength", "maxLength"]
+                .iter()
+                .any(|k| s.map.contains_key(*k))
+            {
+                return Err(SchemaError::unsupported(
+                    "not",
+                    &s.ptr,
+                    "`not: {enum: [strings]}` together with pattern/format/minLength/maxLength",
+                ));
+            }
+            let names: Vec<&str> = excluded.iter().filter_map(Value::as_str).collect();
+            self.g.add_rule(nt, vec![re(key_regex_excluding(&names))]);
             return Ok(());
         }
         match string_hir(&s.map, &s.ptr, &mut self.format_notes)? {

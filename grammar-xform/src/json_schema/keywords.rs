@@ -50,6 +50,7 @@ pub const SUPPORTED: &[&str] = &[
     "exclusiveMinimum",
     "exclusiveMaximum",
     "nullable",
+    "not",
     // containers of subschemas reached only through `$ref`
     "$defs",
     "definitions",
@@ -87,7 +88,6 @@ pub const ANNOTATIONS: &[&str] = &[
 
 /// Keywords of some draft that affect validity but are not implemented.
 pub const UNSUPPORTED: &[&str] = &[
-    "not",
     "if",
     "patternProperties",
     "propertyNames",

@@ -78,6 +78,11 @@ impl Emitter<'_> {
                 if types & T_STRING == 0 {
                     return Ok(false);
                 }
+                if let Some(Value::Array(ex)) = s.map.get(super::normalize::NOT_IN) {
+                    if ex.iter().any(|x| x.as_str() == Some(st)) {
+                        return Ok(false);
+                    }
+                }
                 let len = st.chars().count() as u64;
                 let min = get_u64(&s.map, "minLength", ptr)?.unwrap_or(0);
                 let max = get_u64(&s.map, "maxLength", ptr)?;

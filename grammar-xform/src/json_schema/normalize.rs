@@ -37,6 +37,10 @@ pub(crate) const T_INTEGER: u8 = 32;
 pub(crate) const T_STRING: u8 = 64;
 pub(crate) const T_ALL: u8 = 127;
 
+/// Internal keyword produced by `not: {enum: [strings]}`: a string must be
+/// none of these.
+pub(crate) const NOT_IN: &str = "$zapspec:notIn";
+
 /// A schema without applicators, plus the JSON pointer it came from.
 #[derive(Clone, Debug)]
 pub(crate) struct Simple {
@@ -168,6 +172,8 @@ type Conj = Vec<(Map<String, Value>, String)>;
 pub(crate) struct Normalizer<'a> {
     root: &'a Value,
     root_ids: Vec<String>,
+    /// Plain-name anchors → pointers, collected on first use.
+    anchors: Option<std::collections::HashMap<String, String>>,
     /// `$schema` says draft 3–7, where siblings of `$ref` are ignored.
     ref_siblings_ignored: bool,
     opts: &'a JsonSchemaOptions,
@@ -205,6 +211,7 @@ impl<'a> Normalizer<'a> {
             root,
             root_ids,
             ref_siblings_ignored,
+            anchors: None,
             opts,
             ignored: Vec::new(),
             first_unsat: None,
@@ -220,7 +227,11 @@ impl<'a> Normalizer<'a> {
     /// Resolves a `$ref` (found at `at`) to the referenced value and its
     /// pointer. Supports `#`, `#/json/pointer` (percent-decoded) and the
     /// same prefixed by the root's `$id`/`id`.
-    pub fn resolve(&self, reference: &str, at: &str) -> Result<(&'a Value, String), SchemaError> {
+    pub fn resolve(
+        &mut self,
+        reference: &str,
+        at: &str,
+    ) -> Result<(&'a Value, String), SchemaError> {
         let bad = |reason: &str| SchemaError::BadRef {
             reference: reference.to_string(),
             pointer: at.to_string(),
@@ -238,7 +249,18 @@ impl<'a> Normalizer<'a> {
             return Ok((self.root, String::new()));
         }
         if !frag.starts_with('/') {
-            return Err(bad("anchor (plain-name) fragments are not supported"));
+            // a plain-name fragment: `$anchor: name`, or (drafts 4–7)
+            // `id`/`$id: "#name"` somewhere in the document
+            let anchors = self
+                .anchors
+                .get_or_insert_with(|| collect_anchors(self.root));
+            return match anchors.get(&frag) {
+                Some(p) => match self.root.pointer(p) {
+                    Some(v) => Ok((v, p.clone())),
+                    None => Err(bad("anchor points nowhere")),
+                },
+                None => Err(bad("no subschema declares this anchor")),
+            };
         }
         match self.root.pointer(&frag) {
             Some(v) => Ok((v, frag)),
@@ -357,6 +379,10 @@ impl<'a> Normalizer<'a> {
                 acc = self.product(acc, union, ptr)?;
             }
         }
+        if let Some(n) = obj.get("not") {
+            let neg = self.negate(n, &push_ptr(ptr, "not"), depth + 1)?;
+            acc = self.product(acc, neg, ptr)?;
+        }
         match obj.get("nullable") {
             None | Some(Value::Bool(false)) => {}
             Some(Value::Bool(true)) => {
@@ -367,6 +393,122 @@ impl<'a> Normalizer<'a> {
             Some(_) => return Err(SchemaError::invalid("nullable", ptr, "must be a boolean")),
         }
         Ok(acc)
+    }
+
+    /// The complement of a schema, for the forms whose complement is a
+    /// union of simple schemas: `true`/`false`/`{}`, `type`, `enum`/`const`
+    /// of null/boolean/string members, `required`, and `not`.
+    fn negate(&mut self, v: &Value, ptr: &str, depth: usize) -> Result<Vec<Conj>, SchemaError> {
+        let any = || vec![vec![(Map::new(), ptr.to_string())]];
+        let one = |m: Map<String, Value>| vec![(m, ptr.to_string())];
+        let obj = match v {
+            Value::Bool(true) => return Ok(vec![]),
+            Value::Bool(false) => return Ok(any()),
+            Value::Object(m) => m,
+            _ => return Err(SchemaError::invalid("not", ptr, "must be a schema")),
+        };
+        let keys: Vec<&String> = obj
+            .keys()
+            .filter(|k| {
+                matches!(
+                    classify(k),
+                    KeywordClass::Supported | KeywordClass::Unsupported
+                )
+            })
+            .collect();
+        let refuse = || {
+            SchemaError::unsupported(
+                "not",
+                ptr,
+                "only `not` of true/false/{}, `type`, scalar `enum`/`const`, `required` or `not` is implemented",
+            )
+        };
+        match keys.as_slice() {
+            [] => {
+                self.note_unsat(ptr, "`not` of a schema that accepts everything");
+                Ok(vec![])
+            }
+            [k] if k.as_str() == "not" => self.dnf(&obj["not"], &push_ptr(ptr, "not"), depth + 1),
+            [k] if k.as_str() == "type" => {
+                let t = parse_types(&obj["type"])
+                    .ok_or_else(|| SchemaError::invalid("type", ptr, "bad type"))?;
+                // integers are numbers: not(number) excludes both
+                let t = if t & T_NUMBER != 0 { t | T_INTEGER } else { t };
+                let mut c = T_ALL & !t;
+                if t & T_INTEGER != 0 && t & T_NUMBER == 0 {
+                    // not(integer): non-integral numbers cannot be expressed
+                    return Err(SchemaError::unsupported(
+                        "not",
+                        ptr,
+                        "`not: {type: integer}` (non-integral numbers)",
+                    ));
+                }
+                c &= !T_INTEGER;
+                if c == 0 {
+                    return Ok(vec![]);
+                }
+                let mut m = Map::new();
+                m.insert("type".into(), types_value(c));
+                Ok(vec![one(m)])
+            }
+            [k] if k.as_str() == "enum" || k.as_str() == "const" => {
+                let vals: Vec<Value> = match (&obj.get("enum"), &obj.get("const")) {
+                    (Some(Value::Array(a)), _) => a.clone(),
+                    (None, Some(c)) => vec![(*c).clone()],
+                    _ => return Err(SchemaError::invalid("enum", ptr, "must be an array")),
+                };
+                let mut types = T_ALL & !T_INTEGER;
+                let mut out = Vec::new();
+                let (mut t, mut f) = (false, false);
+                let mut strs = Vec::new();
+                for x in &vals {
+                    match x {
+                        Value::Null => types &= !T_NULL,
+                        Value::Bool(true) => t = true,
+                        Value::Bool(false) => f = true,
+                        Value::String(s) => strs.push(Value::String(s.clone())),
+                        _ => return Err(refuse()),
+                    }
+                }
+                if t || f {
+                    types &= !T_BOOL;
+                    if !(t && f) {
+                        let mut m = Map::new();
+                        m.insert("enum".into(), Value::Array(vec![Value::Bool(!t)]));
+                        out.push(one(m));
+                    }
+                }
+                if !strs.is_empty() {
+                    types &= !T_STRING;
+                    let mut m = Map::new();
+                    m.insert("type".into(), Value::String("string".into()));
+                    m.insert(NOT_IN.into(), Value::Array(strs));
+                    out.push(one(m));
+                }
+                let mut m = Map::new();
+                m.insert("type".into(), types_value(types));
+                out.push(one(m));
+                Ok(out)
+            }
+            [k] if k.as_str() == "required" => {
+                let r = obj["required"]
+                    .as_array()
+                    .ok_or_else(|| SchemaError::invalid("required", ptr, "must be an array"))?;
+                let mut out = Vec::new();
+                for name in r {
+                    let name = name.as_str().ok_or_else(|| {
+                        SchemaError::invalid("required", ptr, "must hold strings")
+                    })?;
+                    let mut props = Map::new();
+                    props.insert(name.to_string(), Value::Bool(false));
+                    let mut m = Map::new();
+                    m.insert("properties".into(), Value::Object(props));
+                    out.push(one(m));
+                }
+                Ok(out)
+            }
+            _ => Err(refuse()),
+        }
     }
 
     fn product(&mut self, a: Vec<Conj>, b: Vec<Conj>, ptr: &str) -> Result<Vec<Conj>, SchemaError> {
@@ -420,6 +562,39 @@ impl<'a> Normalizer<'a> {
         }
         Ok(Some(Simple { map: acc, ptr }))
     }
+}
+
+/// Plain-name anchors of a document: `$anchor` values and `#name` ids,
+/// mapped to JSON pointers (walked with an explicit stack).
+fn collect_anchors(root: &Value) -> std::collections::HashMap<String, String> {
+    let mut out = std::collections::HashMap::new();
+    let mut stack: Vec<(&Value, String)> = vec![(root, String::new())];
+    while let Some((v, p)) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(a)) = m.get("$anchor") {
+                    out.entry(a.clone()).or_insert_with(|| p.clone());
+                }
+                for k in ["$id", "id"] {
+                    if let Some(Value::String(id)) = m.get(k) {
+                        if let Some(name) = id.strip_prefix('#') {
+                            out.entry(name.to_string()).or_insert_with(|| p.clone());
+                        }
+                    }
+                }
+                for (k, x) in m {
+                    stack.push((x, push_ptr(&p, k)));
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    stack.push((x, push_ptr(&p, &i.to_string())));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn percent_decode(s: &str) -> Option<String> {
@@ -610,7 +785,7 @@ fn merge2(
                         .collect(),
                 )
             }
-            "required" => {
+            "required" | NOT_IN => {
                 let (Value::Array(x), Value::Array(y)) = (&old, &v) else {
                     return Err(SchemaError::invalid("required", ptr, "must be an array"));
                 };

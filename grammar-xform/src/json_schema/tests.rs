@@ -196,6 +196,10 @@ fn refs_recursive_and_root() {
         &json!({"v": 1, "next": {"v": 2, "next": null}})
     ));
     assert!(!accepts(&g, &json!({"v": 1, "next": {"v": 2}})));
+    let anchored = json!({"definitions": {"a": {"id": "#num", "type": "integer"}, "b": {"$anchor": "str", "type": "string"}},
+        "type": "array", "prefixItems": [{"$ref": "#num"}, {"$ref": "#str"}]});
+    let g = compile(&anchored);
+    assert!(accepts(&g, &json!([1, "x"])) && !accepts(&g, &json!(["x", 1])));
     let tree = json!({"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}]}});
     let g = compile(&tree);
     assert!(accepts(&g, &json!([1, [2, [], [[3]]]])) && !accepts(&g, &json!([1, ["x"]])));
@@ -243,6 +247,36 @@ fn strings_numbers_enums() {
 }
 
 #[test]
+fn simple_negations() {
+    let g = compile(&json!({"not": {"type": ["string", "null"]}}));
+    assert!(
+        accepts(&g, &json!(1))
+            && accepts(&g, &json!({}))
+            && !accepts(&g, &json!("s"))
+            && !accepts(&g, &json!(null))
+    );
+    let g = compile(&json!({"type": ["string", "boolean"], "not": {"enum": ["a", true]}}));
+    assert!(accepts(&g, &json!("b")) && accepts(&g, &json!(false)) && accepts(&g, &json!("ab")));
+    assert!(!accepts(&g, &json!("a")) && !accepts(&g, &json!(true)) && !accepts(&g, &json!(1)));
+    let g = compile(&json!({"type": "object", "not": {"required": ["a", "b"]}}));
+    assert!(
+        accepts(&g, &json!({"a": 1}))
+            && accepts(&g, &json!({"b": 1}))
+            && !accepts(&g, &json!({"a": 1, "b": 2}))
+    );
+    let g = compile(&json!({"not": {"not": {"type": "integer"}}}));
+    assert!(accepts(&g, &json!(3)) && !accepts(&g, &json!("3")));
+    assert!(matches!(
+        compile_json_schema(&json!({"not": {}}), &JsonSchemaOptions::default()),
+        Err(SchemaError::Unsatisfiable { .. })
+    ));
+    assert!(matches!(
+        compile_json_schema(&json!({"not": {"minimum": 3}}), &JsonSchemaOptions::default()),
+        Err(SchemaError::Unsupported { keyword, .. }) if keyword == "not"
+    ));
+}
+
+#[test]
 fn ref_siblings_follow_the_draft() {
     let defs = json!({"o": {"type": "object", "properties": {"a": {"type": "integer"}}}});
     let old = json!({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": defs, "properties": {"x": {"type": "string", "$ref": "#/definitions/o"}}});
@@ -264,14 +298,14 @@ fn ref_siblings_follow_the_draft() {
 fn errors_name_keyword_and_pointer() {
     let opts = JsonSchemaOptions::default();
     let e = compile_json_schema(
-        &json!({"properties": {"a": {"not": {"type": "string"}}}}),
+        &json!({"properties": {"a": {"contains": {"type": "string"}}}}),
         &opts,
     )
     .unwrap_err();
     assert_eq!(
         e,
         SchemaError::Unsupported {
-            keyword: "not".into(),
+            keyword: "contains".into(),
             pointer: "/properties/a".into(),
             reason: "keyword not implemented".into()
         }
