@@ -34,7 +34,13 @@
 //! while the full default pipeline with ε-elimination needs 252,327
 //! (+62 %): ε-elimination multiplies rules around the many nullable `ws`
 //! occurrences, and the Aycock–Horspool recognizer handles ε cheaply
-//! anyway. The default keeps the paper's pipeline; set
+//! anyway. On JSON-Schema grammars the picture differs:
+//! `cargo run -p examples --bin grammar_ablation -- --stride 20` (292
+//! MaskBench schemas, 368 valid instances) gives 75,352 items unsimplified,
+//! 73,854 (−2.0 %) after useless + nullable, 49,164 (−34.8 %) for all
+//! passes but nullable and 50,100 (−33.5 %) for the full default pipeline,
+//! with identical membership throughout. The default keeps the paper's
+//! pipeline; set
 //! `SimplifyConfig { nullable: false, .. }` where parse work matters more
 //! than ε-freedom, and measure on your own grammar.
 //!
