@@ -68,7 +68,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .get(3)
         .map(|s| s.split(',').map(String::from).collect())
         .unwrap_or_else(|| vec!["full".into(), "nopruning".into(), "nostate".into()]);
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench");
+    let dir = std::env::var_os("MASKBENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench"));
     let Ok(rd) = std::fs::read_dir(&dir) else {
         println!("maskbench data not found at {}; skipping", dir.display());
         return Ok(());
@@ -149,6 +151,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     continue;
                 }
             };
+            if std::env::var_os("DUMP_GRAMMAR").is_some() {
+                eprintln!(
+                    "{name}:\n{g}\n--- fused:\n{}",
+                    compiled.fused_grammar().map(|f| f.to_string()).unwrap_or_default()
+                );
+            }
             let mut m = compiled.matcher();
             m.fill_mask(&mut mask);
             ttfm.push(t0.elapsed().as_secs_f64() * 1e3);

@@ -29,9 +29,15 @@ use crate::terminal::ByteDfa;
 
 /// Fused regexes longer than this (in characters) are not used.
 pub const MAX_FUSED_REGEX: usize = 600;
+/// A sub-grammar with at most this many distinct terminals counts as one
+/// lexeme (e.g. a string of bounded length: quotes and one character unit)
+/// and may be fused up to [`MAX_LEXEME_REGEX`] characters.
+pub const LEXEME_TERMINALS: usize = 3;
+/// Size bound of a fused lexeme's regex.
+pub const MAX_LEXEME_REGEX: usize = 20_000;
 /// Fused regexes whose estimated expanded size (counted repetitions
 /// multiplied out; roughly NFA states) exceeds this are not used.
-pub const MAX_FUSED_WEIGHT: usize = 20_000;
+pub const MAX_FUSED_WEIGHT: usize = 400_000;
 
 /// The regex of each nonterminal that can be fused (None: cannot).
 pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
@@ -44,6 +50,10 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
     }
     let mut re: Vec<Option<String>> = vec![None; n];
     let mut weight: Vec<usize> = vec![0; n];
+    // Distinct terminal texts under each fused nonterminal (at most
+    // LEXEME_TERMINALS + 1 kept): few means "a lexeme", e.g. a counted
+    // repetition of one character class.
+    let mut lexterms: Vec<Vec<String>> = vec![Vec::new(); n];
     let mut dead = vec![false; n];
     let sym_re = |s: &Symbol, re: &[Option<String>]| -> Option<String> {
         match s {
@@ -84,7 +94,43 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
             let mut right = Vec::new();
             let mut left = Vec::new();
             let mut ok = true;
+            // Distinct terminals of the sub-grammar.
+            let mut terms: Vec<String> = Vec::new();
             for r in rules {
+                for x in &r.rhs {
+                    let add: Vec<String> = match x {
+                        Symbol::T(t) => vec![ByteDfa::regex_of(t)],
+                        Symbol::Nt(m) if *m == me => vec![],
+                        Symbol::Nt(m) => lexterms[m.index()].clone(),
+                    };
+                    for a in add {
+                        if terms.len() <= LEXEME_TERMINALS && !terms.contains(&a) {
+                            terms.push(a);
+                        }
+                    }
+                }
+            }
+            // Common last symbol of every alternative (no self reference):
+            // `A → α₁ Z | α₂ Z` is `(α₁|α₂) Z`, which keeps nested counted
+            // ranges (`Q_k → Q_{k-1} | P_{k-1} Q_{k-1}`) linear in size.
+            let mut suffix: Option<&Symbol> = None;
+            if rules.len() >= 2 {
+                if let Some(z) = rules[0].rhs.last() {
+                    if *z != Symbol::Nt(me)
+                        && rules
+                            .iter()
+                            .all(|r| r.rhs.last() == Some(z) && !r.rhs.contains(&Symbol::Nt(me)))
+                    {
+                        suffix = Some(z);
+                    }
+                }
+            }
+            let cut = usize::from(suffix.is_some());
+            for r in rules {
+                let r = &Rule {
+                    lhs: r.lhs,
+                    rhs: r.rhs[..r.rhs.len() - cut].to_vec(),
+                };
                 let selfs: Vec<usize> = r
                     .rhs
                     .iter()
@@ -141,7 +187,14 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
                     (format!("(?:{})", texts.join("|")), w)
                 })
             };
-            let b = alt(base);
+            let mut b = alt(base);
+            if let (Some(z), Some((bt, bw))) = (suffix, b.clone()) {
+                let zw = match z {
+                    Symbol::Nt(m) => weight[m.index()],
+                    Symbol::T(_) => 1,
+                };
+                b = sym_re(z, &re).map(|zt| (format!("{bt}{zt}"), bw.saturating_add(zw)));
+            }
             let r = if !right.is_empty() {
                 alt(right)
                     .zip(b)
@@ -154,9 +207,14 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
                 b
             };
             match r {
-                Some((r, w)) if r.len() <= MAX_FUSED_REGEX && w <= MAX_FUSED_WEIGHT => {
+                Some((r, w))
+                    if w <= MAX_FUSED_WEIGHT
+                        && (r.len() <= MAX_FUSED_REGEX
+                            || (terms.len() <= LEXEME_TERMINALS && r.len() <= MAX_LEXEME_REGEX)) =>
+                {
                     re[nt] = Some(r);
                     weight[nt] = w;
+                    lexterms[nt] = terms;
                 }
                 _ => dead[nt] = true,
             }
