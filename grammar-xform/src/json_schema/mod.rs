@@ -44,6 +44,14 @@
 //! * **Numbers.** See [`numbers`](self::numbers): integers are canonical
 //!   decimal integers (`1.0` is not generated for `integer`); bounds are
 //!   exact; bounded numbers are plain decimals without exponent.
+//! * **`not`**: exact for the forms whose complement is a union of simple
+//!   schemas — `true`/`false`/`{}`, `type`, `enum`/`const` of null,
+//!   boolean and string members, `required` (some listed key absent), and
+//!   `not`. Other `not`s are refused.
+//! * **`$ref`**: `#`, `#/json/pointer`, plain-name anchors (`$anchor`,
+//!   draft-4 `id: "#name"`), optionally prefixed by the root's `$id`.
+//!   Under drafts 3–7 (`$schema`), keywords next to `$ref` are ignored as
+//!   those drafts say; otherwise they are intersected with the target.
 //! * **`oneOf`** is compiled as `anyOf` (the grammar cannot express "exactly
 //!   one"); an instance valid for two branches is accepted although
 //!   invalid. This is the one known source of unsound acceptance.
@@ -54,6 +62,20 @@
 //! * **Unknown keys** (no keyword of any draft) are ignored like a
 //!   validator ignores them, and listed in the [`CompileReport`]; set
 //!   [`UnknownKeywords::Reject`] to refuse them.
+//! * **Not implemented** (refused with [`SchemaError::Unsupported`]):
+//!   `patternProperties`, `dependencies`/`dependent*`, `propertyNames`,
+//!   `if`, `contains`, `uniqueItems: true`, `multipleOf`, `unevaluated*`,
+//!   number bounds that are not integers (integer-typed bounds of any value
+//!   are exact), `pattern`/`format` combined with length bounds they do not
+//!   imply (except a single repeated class), two different patterns in one
+//!   `allOf`, `enum`/`const` of objects or arrays next to object/array
+//!   keywords, `$ref` outside the document.
+//! * **MaskBench census** (`cargo test -p tests --test maskbench_census --
+//!   --nocapture`): 5,900 of 6,730 schemas compile (87.7%); all 7,335
+//!   valid test instances of compiled schemas are accepted, 129 of them
+//!   (1.8%) only after reordering keys to schema order; 11,519 of 11,565
+//!   invalid instances are rejected (the 46 accepted ones come from `oneOf`
+//!   read as `anyOf` and from formats that are annotations here).
 //! * Recursion: a subschema that is just a `$ref` becomes one shared
 //!   nonterminal; everything is emitted from a work queue, never by
 //!   recursion over the schema, so deep schemas cannot overflow the stack.
