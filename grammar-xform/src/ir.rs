@@ -140,6 +140,11 @@ pub struct Rule {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Grammar {
     names: Vec<String>,
+    /// `names` inverted, so adding and looking up nonterminals is O(1).
+    by_name: std::collections::HashMap<String, NtId>,
+    /// Next numeric suffix to try per base name, so repeated fresh names
+    /// (`item-star-1`, `item-star-2`, …) do not rescan from 1.
+    next_suffix: std::collections::HashMap<String, usize>,
     /// Productions, grouped by nothing in particular; use
     /// [`Grammar::rules_of`] for the alternatives of one nonterminal.
     pub rules: Vec<Rule>,
@@ -170,18 +175,25 @@ impl Grammar {
     /// taken) and returns its id.
     pub fn add_nonterminal(&mut self, name: &str) -> NtId {
         let mut n = name.to_string();
-        let mut k = 1;
-        while self.names.contains(&n) {
-            n = format!("{name}-{k}");
-            k += 1;
+        if self.by_name.contains_key(&n) {
+            let k = self.next_suffix.entry(name.to_string()).or_insert(1);
+            loop {
+                n = format!("{name}-{k}");
+                *k += 1;
+                if !self.by_name.contains_key(&n) {
+                    break;
+                }
+            }
         }
+        let id = NtId(self.names.len() as u32);
+        self.by_name.insert(n.clone(), id);
         self.names.push(n);
-        NtId((self.names.len() - 1) as u32)
+        id
     }
 
     /// The id of the nonterminal named `name`.
     pub fn nonterminal(&self, name: &str) -> Option<NtId> {
-        self.names.iter().position(|x| x == name).map(|i| NtId(i as u32))
+        self.by_name.get(name).copied()
     }
 
     /// Adds the production `lhs → rhs`.
