@@ -221,3 +221,94 @@ fn generator_is_not_vacuous() {
     eprintln!("{nonempty}/200 non-empty, {rich} with ≥ 2 allowed tokens");
     assert!(nonempty >= 80 && rich >= 60, "{nonempty} {rich}");
 }
+
+/// Terminal fusion of a bounded-length string written as JSON-Schema
+/// compilers do (`P_k` = exactly 2^k units, `Q_k` = fewer than 2^k):
+/// the fused grammar (one DFA terminal) has the same masks as the rules,
+/// and both agree with brute force.
+#[test]
+fn fused_counted_string_matches_rules() {
+    let mut g = Grammar::new();
+    let root = g.add_nonterminal("root");
+    let unit = g.add_nonterminal("unit");
+    g.add_rule(
+        unit,
+        vec![Symbol::T(Terminal::Class(CharClass::new([('a', 'b')], false)))],
+    );
+    g.add_rule(unit, vec![Symbol::T(Terminal::Literal(b"cc".to_vec()))]);
+    // P_0 = unit, P_1 = P_0 P_0, P_2 = P_1 P_1; Q_1 = ε | P_0, Q_2 = Q_1 | P_1 Q_1 (suffix Q_1), Q_3 = Q_2 | P_2 Q_2.
+    let p1 = g.add_nonterminal("p1");
+    g.add_rule(p1, vec![Symbol::Nt(unit), Symbol::Nt(unit)]);
+    let p2 = g.add_nonterminal("p2");
+    g.add_rule(p2, vec![Symbol::Nt(p1), Symbol::Nt(p1)]);
+    let q1 = g.add_nonterminal("q1");
+    g.add_rule(q1, vec![]);
+    g.add_rule(q1, vec![Symbol::Nt(unit)]);
+    let q2 = g.add_nonterminal("q2");
+    g.add_rule(q2, vec![Symbol::Nt(q1)]);
+    g.add_rule(q2, vec![Symbol::Nt(p1), Symbol::Nt(q1)]);
+    let q3 = g.add_nonterminal("q3");
+    g.add_rule(q3, vec![Symbol::Nt(q2)]);
+    g.add_rule(q3, vec![Symbol::Nt(p2), Symbol::Nt(q2)]);
+    // root = "x" q3 "x" | "b" root   (recursive, so root itself stays rules)
+    g.add_rule(
+        root,
+        vec![
+            Symbol::T(Terminal::Literal(b"x".to_vec())),
+            Symbol::Nt(q3),
+            Symbol::T(Terminal::Literal(b"x".to_vec())),
+        ],
+    );
+    g.add_rule(
+        root,
+        vec![Symbol::T(Terminal::Literal(b"b".to_vec())), Symbol::Nt(root)],
+    );
+    g.start = root;
+    let fused = earley::fuse::fuse(&g);
+    // q3 became one regex terminal inside root's rule.
+    assert!(fused.rules.iter().all(|r| r.lhs == root), "{fused}");
+    let toks = ["a", "b", "c", "x", "ab", "cc", "xa", "ax", "bcc", "ccx", "x", "xab", ""];
+    let v: Vec<Vec<u8>> = toks.iter().map(|s| s.as_bytes().to_vec()).collect();
+    let vocab = Arc::new(TokenVocab::from_tokens("t", v, &[], 12).unwrap());
+    let engine = Engine::new(vocab.clone());
+    let rec = Recognizer::new(&g).unwrap();
+    let d = EngineConfig::default();
+    let mut on = engine.compile(&g, d).unwrap().matcher();
+    let mut off = engine
+        .compile(
+            &g,
+            EngineConfig {
+                fuse_terminals: false,
+                ..d
+            },
+        )
+        .unwrap()
+        .matcher();
+    // Walk every token sequence up to depth 5 (DFS with rollback).
+    fn dfs(
+        on: &mut earley::EarleyMatcher,
+        off: &mut earley::EarleyMatcher,
+        rec: &Recognizer,
+        vocab: &TokenVocab,
+        prefix: &mut Vec<u8>,
+        depth: usize,
+    ) {
+        let want = brute_mask(rec, vocab, prefix);
+        assert_eq!(on.mask(), want, "fused, after {:?}", String::from_utf8_lossy(prefix));
+        assert_eq!(off.mask(), want, "rules, after {:?}", String::from_utf8_lossy(prefix));
+        if depth == 0 {
+            return;
+        }
+        for t in want.iter().filter(|&t| t != vocab.eos()) {
+            on.advance(t).unwrap();
+            off.advance(t).unwrap();
+            let n = prefix.len();
+            prefix.extend_from_slice(vocab.token_bytes(t));
+            dfs(on, off, rec, vocab, prefix, depth - 1);
+            prefix.truncate(n);
+            on.rollback(1).unwrap();
+            off.rollback(1).unwrap();
+        }
+    }
+    dfs(&mut on, &mut off, &rec, &vocab, &mut Vec::new(), 4);
+}
