@@ -25,6 +25,12 @@
 //! process (this binary re-executed with `--child`), so its peak memory
 //! (VmHWM) is its own; a child that crashes or hangs past the hard limit is
 //! restarted after the offending schema, which is counted as a crash.
+//!
+//! Limits: the per-schema time limit is checked between masks, so one
+//! compile or mask that runs long (kbnf compiles of large grammars) is only
+//! stopped by the child's hard limit (2 × timeout + 30 s); kbnf's EOS is a
+//! sentinel character (see `examples::kbnf_ir`); `--dump-grammar` prints
+//! our grammar and its KBNF form for inspection.
 
 mod adapter;
 mod kbnf_engine;
@@ -86,6 +92,9 @@ struct Args {
     /// Run engines in this process, one after the other (no memory figures).
     #[arg(long)]
     in_process: bool,
+    /// Print our grammar (GBNF) and its KBNF conversion for each file, and exit.
+    #[arg(long)]
+    dump_grammar: bool,
     /// Internal: run one engine and write `<out>/<engine>.schemas.jsonl`.
     #[arg(long, hide = true)]
     child: bool,
@@ -103,7 +112,7 @@ enum Line {
     },
     Schema {
         vmhwm_kib: u64,
-        result: SchemaResult,
+        result: Box<SchemaResult>,
     },
     End {
         vmhwm_kib: u64,
@@ -273,7 +282,7 @@ fn child_main(a: &Args) -> Result<()> {
     run_engine(&engine, adapter.as_mut(), &vocab, &files, a.start, a, |r| {
         let line = Line::Schema {
             vmhwm_kib: proc_status_kib("VmHWM:"),
-            result: r,
+            result: Box::new(r),
         };
         writeln!(out, "{}", serde_json::to_string(&line)?)?;
         out.flush()?;
@@ -347,7 +356,7 @@ fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<EngineSummary> {
                     Ok(Line::Schema { vmhwm_kib, result }) => {
                         vmhwm = vmhwm.max(vmhwm_kib);
                         next = result.index + 1;
-                        results.push(result);
+                        results.push(*result);
                         last = Instant::now();
                     }
                     Ok(Line::End { vmhwm_kib }) => {
@@ -443,6 +452,23 @@ fn main() -> Result<()> {
     }));
     if a.child {
         return child_main(&a);
+    }
+    if a.dump_grammar {
+        for f in run::list_files(&a.dir, a.every, a.limit)? {
+            let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f)?)?;
+            println!("## {}", f.display());
+            match zapspec::schema_grammar(&v["schema"]) {
+                Ok(g) => {
+                    println!("### GBNF\n{g}");
+                    match examples::kbnf_ir::to_kbnf(&g, true) {
+                        Ok(k) => println!("### KBNF\n{k}"),
+                        Err(e) => println!("### KBNF conversion failed: {e}"),
+                    }
+                }
+                Err(e) => println!("compile error: {}", e.message),
+            }
+        }
+        return Ok(());
     }
     let engines = engine_list(&a)?;
     let files = run::list_files(&a.dir, a.every, a.limit)
