@@ -41,7 +41,15 @@ struct PendingTree {
 impl CausalLm {
     pub fn new(model: Arc<Transformer>) -> Self {
         let bos = model.config().bos();
-        CausalLm { model, bos, context: Vec::new(), cache: KvCache::default(), last: None, forwards: 0, tree: None }
+        CausalLm {
+            model,
+            bos,
+            context: Vec::new(),
+            cache: KvCache::default(),
+            last: None,
+            forwards: 0,
+            tree: None,
+        }
     }
 
     /// Builder: override the internal BOS (`None`: no BOS).
@@ -84,10 +92,14 @@ impl CausalLm {
     /// cache and returns the requested logits.
     fn run(&mut self, tokens: &[TokenId], rows: LogitRows) -> Result<Option<Logits>, ModelError> {
         let past = self.cache.len();
-        self.model.check_input(tokens, past + tokens.len().saturating_sub(1))?;
+        self.model
+            .check_input(tokens, past + tokens.len().saturating_sub(1))?;
         let positions: Vec<usize> = (past..past + tokens.len()).collect();
         let mask = AttnMask::causal(past, tokens.len());
-        let out = self.model.forward(tokens, &positions, &self.cache, &mask, rows).map_err(crate::backend)?;
+        let out = self
+            .model
+            .forward(tokens, &positions, &self.cache, &mask, rows)
+            .map_err(crate::backend)?;
         self.forwards += 1;
         self.cache = out.kv;
         self.tree = None;
@@ -106,7 +118,9 @@ impl CausalLm {
         self.ensure_bos()?;
         self.run(tokens, LogitRows::Last)?;
         self.context.extend_from_slice(tokens);
-        self.last.clone().ok_or_else(|| ModelError::Backend("no logits".into()))
+        self.last
+            .clone()
+            .ok_or_else(|| ModelError::Backend("no logits".into()))
     }
 
     /// Scores a draft tree in one forward without changing the context:
@@ -115,7 +129,11 @@ impl CausalLm {
     /// the result holds the logits of the token that follows
     /// `context ++ path(root → i)` — what a separate prefill of that branch
     /// would give. Nodes sit at position `context + depth`.
-    pub fn score_tree(&mut self, parents: &[Option<usize>], tokens: &[TokenId]) -> Result<Logits, ModelError> {
+    pub fn score_tree(
+        &mut self,
+        parents: &[Option<usize>],
+        tokens: &[TokenId],
+    ) -> Result<Logits, ModelError> {
         if parents.len() != tokens.len() {
             return Err(ModelError::Backend(format!(
                 "score_tree: {} parents for {} tokens",
@@ -123,7 +141,11 @@ impl CausalLm {
                 tokens.len()
             )));
         }
-        if let Some((i, p)) = parents.iter().enumerate().find_map(|(i, p)| p.filter(|&p| p >= i).map(|p| (i, p))) {
+        if let Some((i, p)) = parents
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| p.filter(|&p| p >= i).map(|p| (i, p)))
+        {
             return Err(ModelError::Backend(format!(
                 "score_tree: node {i} has parent {p}; parents must precede their children"
             )));
@@ -135,17 +157,30 @@ impl CausalLm {
             depth[i] = parents[i].map_or(0, |p| depth[p] + 1);
         }
         let positions: Vec<usize> = depth.iter().map(|d| base + d).collect();
-        self.model.check_input(tokens, positions.iter().copied().max().unwrap_or(base))?;
+        self.model
+            .check_input(tokens, positions.iter().copied().max().unwrap_or(base))?;
         if tokens.is_empty() {
             return Ok(Logits::zeros((0, self.vocab_size())));
         }
         let mask = AttnMask::tree(base, parents);
-        let out = self.model.forward(tokens, &positions, &self.cache, &mask, LogitRows::All).map_err(crate::backend)?;
+        let out = self
+            .model
+            .forward(tokens, &positions, &self.cache, &mask, LogitRows::All)
+            .map_err(crate::backend)?;
         self.forwards += 1;
-        let logits = to_array(out.logits.as_ref().ok_or_else(|| ModelError::Backend("no logits".into()))?)?;
+        let logits = to_array(
+            out.logits
+                .as_ref()
+                .ok_or_else(|| ModelError::Backend("no logits".into()))?,
+        )?;
         let kv = out.kv.narrow(base, tokens.len()).map_err(crate::backend)?;
-        self.tree =
-            Some(PendingTree { base, parents: parents.to_vec(), tokens: tokens.to_vec(), kv, logits: logits.clone() });
+        self.tree = Some(PendingTree {
+            base,
+            parents: parents.to_vec(),
+            tokens: tokens.to_vec(),
+            kv,
+            logits: logits.clone(),
+        });
         Ok(logits)
     }
 
@@ -159,17 +194,20 @@ impl CausalLm {
     /// Appends an accepted root-to-node path of the last scored tree to the
     /// context, reusing its keys and values (no forward).
     pub fn commit_tree_path(&mut self, path: &[usize]) -> Result<(), ModelError> {
-        let t = self
-            .tree
-            .as_ref()
-            .ok_or_else(|| ModelError::Backend("commit_tree_path: no tree scored since the last change".into()))?;
+        let t = self.tree.as_ref().ok_or_else(|| {
+            ModelError::Backend("commit_tree_path: no tree scored since the last change".into())
+        })?;
         if t.base != self.cache.len() {
-            return Err(ModelError::Backend("commit_tree_path: the cache changed since score_tree".into()));
+            return Err(ModelError::Backend(
+                "commit_tree_path: the cache changed since score_tree".into(),
+            ));
         }
         for (j, &i) in path.iter().enumerate() {
             let want = if j == 0 { None } else { Some(path[j - 1]) };
             if i >= t.parents.len() || t.parents[i] != want {
-                return Err(ModelError::Backend(format!("commit_tree_path: {path:?} is not a root-to-node path")));
+                return Err(ModelError::Backend(format!(
+                    "commit_tree_path: {path:?} is not a root-to-node path"
+                )));
             }
         }
         if path.is_empty() {
@@ -207,7 +245,8 @@ impl LanguageModel for CausalLm {
             let l = self.run(&feed, LogitRows::Rows((1..feed.len()).collect()))?;
             l.ok_or_else(|| ModelError::Backend("no logits".into()))?
         } else {
-            self.run(tokens, LogitRows::All)?.ok_or_else(|| ModelError::Backend("no logits".into()))?
+            self.run(tokens, LogitRows::All)?
+                .ok_or_else(|| ModelError::Backend("no logits".into()))?
         };
         self.context.extend_from_slice(tokens);
         Ok(rows)
@@ -221,20 +260,29 @@ impl LanguageModel for CausalLm {
             return match self.bos {
                 Some(_) => {
                     self.ensure_bos()?;
-                    self.last.clone().ok_or_else(|| ModelError::Backend("no logits".into()))
+                    self.last
+                        .clone()
+                        .ok_or_else(|| ModelError::Backend("no logits".into()))
                 }
                 None => Err(ModelError::Backend(
-                    "next_logits on an empty context: this model has no BOS token to condition on".into(),
+                    "next_logits on an empty context: this model has no BOS token to condition on"
+                        .into(),
                 )),
             };
         }
         // Re-run the last cached token to recover its logits.
         let n = self.cache.len();
-        let last_tok = if n == self.offset() { self.bos } else { self.context.get(n - self.offset() - 1).copied() };
+        let last_tok = if n == self.offset() {
+            self.bos
+        } else {
+            self.context.get(n - self.offset() - 1).copied()
+        };
         let t = last_tok.ok_or_else(|| ModelError::Backend("cache and context disagree".into()))?;
         self.cache.truncate(n - 1).map_err(crate::backend)?;
         self.run(&[t], LogitRows::Last)?;
-        self.last.clone().ok_or_else(|| ModelError::Backend("no logits".into()))
+        self.last
+            .clone()
+            .ok_or_else(|| ModelError::Backend("no logits".into()))
     }
 
     fn truncate(&mut self, len: usize) {
@@ -242,7 +290,11 @@ impl LanguageModel for CausalLm {
             return;
         }
         self.context.truncate(len);
-        let keep = if self.cache.is_empty() { 0 } else { len + self.offset() };
+        let keep = if self.cache.is_empty() {
+            0
+        } else {
+            len + self.offset()
+        };
         // Narrowing a tensor to a shorter length cannot fail; if it did the
         // cache is dropped and rebuilt lazily on the next call.
         if self.cache.truncate(keep).is_err() {
@@ -278,13 +330,22 @@ pub struct GenerateOptions {
 
 impl Default for GenerateOptions {
     fn default() -> Self {
-        GenerateOptions { max_new_tokens: 64, temperature: 0.0, seed: 0, stop: None }
+        GenerateOptions {
+            max_new_tokens: 64,
+            temperature: 0.0,
+            seed: 0,
+            stop: None,
+        }
     }
 }
 
 /// Plain autoregressive generation after `prompt` (one decode step per
 /// token); returns the new tokens.
-pub fn generate(lm: &mut CausalLm, prompt: &[TokenId], opts: &GenerateOptions) -> Result<Vec<TokenId>, ModelError> {
+pub fn generate(
+    lm: &mut CausalLm,
+    prompt: &[TokenId],
+    opts: &GenerateOptions,
+) -> Result<Vec<TokenId>, ModelError> {
     let mut rng = zapspec_core::prob::seeded_rng(opts.seed);
     let mut logits = match prompt.len() {
         0 => lm.next_logits()?,
@@ -303,9 +364,20 @@ pub fn generate(lm: &mut CausalLm, prompt: &[TokenId], opts: &GenerateOptions) -
 }
 
 /// Greedy (temperature 0) or tempered sampling from logits.
-pub fn sample_token<R: rand::Rng + ?Sized>(logits: &[f32], temperature: f32, rng: &mut R) -> Result<TokenId, ModelError> {
+pub fn sample_token<R: rand::Rng + ?Sized>(
+    logits: &[f32],
+    temperature: f32,
+    rng: &mut R,
+) -> Result<TokenId, ModelError> {
     let pick = if temperature <= 0.0 {
-        logits.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b }).0
+        logits
+            .iter()
+            .enumerate()
+            .fold(
+                (0, f32::NEG_INFINITY),
+                |b, (i, &v)| if v > b.1 { (i, v) } else { b },
+            )
+            .0
     } else {
         let scaled: Vec<f32> = logits.iter().map(|&v| v / temperature).collect();
         zapspec_core::prob::sample_log(rng, &zapspec_core::prob::log_softmax(&scaled))

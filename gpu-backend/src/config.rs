@@ -228,7 +228,8 @@ impl ModelConfig {
         self.num_key_value_heads.unwrap_or(self.num_attention_heads)
     }
     pub fn head_dim(&self) -> usize {
-        self.head_dim.unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
+        self.head_dim
+            .unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
     }
     /// Whether q/k/v projections carry a bias.
     pub fn qkv_bias(&self) -> bool {
@@ -250,12 +251,20 @@ impl ModelConfig {
 
     /// Number of parameters (tied head counted once).
     pub fn num_params(&self) -> usize {
-        crate::weights::expected_tensors(self).iter().map(|(_, s)| s.iter().product::<usize>()).sum()
+        crate::weights::expected_tensors(self)
+            .iter()
+            .map(|(_, s)| s.iter().product::<usize>())
+            .sum()
     }
 
     /// Checks the configuration; `path` names it in errors.
     pub fn validate(&self, path: &str) -> Result<(), ModelError> {
-        let bad = |reason: String| Err(ModelError::Checkpoint { path: path.to_string(), reason });
+        let bad = |reason: String| {
+            Err(ModelError::Checkpoint {
+                path: path.to_string(),
+                reason,
+            })
+        };
         for (name, v) in [
             ("vocab_size", self.vocab_size),
             ("hidden_size", self.hidden_size),
@@ -276,7 +285,10 @@ impl ModelConfig {
             ));
         }
         if self.head_dim() == 0 || self.head_dim() % 2 != 0 {
-            return bad(format!("config.json: head dimension {} must be even and positive (RoPE)", self.head_dim()));
+            return bad(format!(
+                "config.json: head dimension {} must be even and positive (RoPE)",
+                self.head_dim()
+            ));
         }
         if self.num_attention_heads % self.kv_heads() != 0 {
             return bad(format!(
@@ -286,7 +298,10 @@ impl ModelConfig {
             ));
         }
         if self.hidden_act != "silu" {
-            return bad(format!("config.json: hidden_act `{}` is not supported (only silu / SwiGLU)", self.hidden_act));
+            return bad(format!(
+                "config.json: hidden_act `{}` is not supported (only silu / SwiGLU)",
+                self.hidden_act
+            ));
         }
         if self.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
             return bad("config.json: `rope_scaling` is not supported".into());
@@ -294,10 +309,16 @@ impl ModelConfig {
         if !(self.rms_norm_eps > 0.0 && self.rope_theta > 0.0) {
             return bad("config.json: rms_norm_eps and rope_theta must be positive".into());
         }
-        for (name, t) in [("bos_token_id", self.bos()), ("mask_token_id", self.mask_token())] {
+        for (name, t) in [
+            ("bos_token_id", self.bos()),
+            ("mask_token_id", self.mask_token()),
+        ] {
             if let Some(t) = t {
                 if t as usize >= self.vocab_size {
-                    return bad(format!("config.json: {name} {t} is outside the vocabulary of {}", self.vocab_size));
+                    return bad(format!(
+                        "config.json: {name} {t} is outside the vocabulary of {}",
+                        self.vocab_size
+                    ));
                 }
             }
         }
@@ -361,7 +382,10 @@ mod tests {
         assert_eq!(c.kv_heads(), 2);
         assert_eq!(c.bos(), Some(151_643));
         let q = ModelConfig::qwen2_5_1_5b();
-        assert_eq!((q.hidden_size, q.num_hidden_layers, q.vocab_size), (c.hidden_size, 28, c.vocab_size));
+        assert_eq!(
+            (q.hidden_size, q.num_hidden_layers, q.vocab_size),
+            (c.hidden_size, 28, c.vocab_size)
+        );
         // ≈1.54 B parameters with the tied head.
         let p = q.num_params() as f64 / 1e9;
         assert!((1.50..1.60).contains(&p), "{p}");
@@ -369,17 +393,39 @@ mod tests {
 
     #[test]
     fn bad_configs_are_reported() {
-        let c = ModelConfig { num_key_value_heads: Some(3), ..ModelConfig::default() };
-        assert!(matches!(c.validate("x"), Err(ModelError::Checkpoint { .. })));
-        let e = ModelConfig::from_json("{\"vocab_size\": 3}", "dir").unwrap_err().to_string();
+        let c = ModelConfig {
+            num_key_value_heads: Some(3),
+            ..ModelConfig::default()
+        };
+        assert!(matches!(
+            c.validate("x"),
+            Err(ModelError::Checkpoint { .. })
+        ));
+        let e = ModelConfig::from_json("{\"vocab_size\": 3}", "dir")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("dir") && e.contains("hidden_size"), "{e}");
-        let e = ModelConfig::from_json("not json", "dir").unwrap_err().to_string();
+        let e = ModelConfig::from_json("not json", "dir")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a valid model config"), "{e}");
         let mut d = ModelConfig::tiny_diffusion(DiffusionAttention::Bidirectional, 4);
         d.zapspec.as_mut().unwrap().mask_token_id = Some(40);
-        assert!(d.validate("x").unwrap_err().to_string().contains("mask_token_id"));
-        let round = ModelConfig::from_json(&ModelConfig::byte_diffusion(64, 2, 4, 128, DiffusionAttention::BlockCausal, 8).to_json(), "r").unwrap();
+        assert!(d
+            .validate("x")
+            .unwrap_err()
+            .to_string()
+            .contains("mask_token_id"));
+        let round = ModelConfig::from_json(
+            &ModelConfig::byte_diffusion(64, 2, 4, 128, DiffusionAttention::BlockCausal, 8)
+                .to_json(),
+            "r",
+        )
+        .unwrap();
         assert_eq!(round.kind(), ModelKind::Diffusion);
-        assert_eq!(round.zapspec.unwrap().attention, DiffusionAttention::BlockCausal);
+        assert_eq!(
+            round.zapspec.unwrap().attention,
+            DiffusionAttention::BlockCausal
+        );
     }
 }

@@ -142,7 +142,10 @@ impl DiffusionLm {
         mask: &AttnMask,
         rows: LogitRows,
     ) -> Result<(Option<Logits>, KvCache), ModelError> {
-        let out = self.model.forward(tokens, positions, past, mask, rows).map_err(crate::backend)?;
+        let out = self
+            .model
+            .forward(tokens, positions, past, mask, rows)
+            .map_err(crate::backend)?;
         self.forwards += 1;
         let l = out.logits.as_ref().map(to_array).transpose()?;
         Ok((l, out.kv))
@@ -170,7 +173,10 @@ impl DiffusionLm {
             let mask = AttnMask::block_causal(past_tokens, past_tokens, new.len(), self.block_size);
             self.fwd(new, &positions, &past, &mask, LogitRows::None)?.1
         };
-        self.prefix = Some(PrefixKv { tokens: prefix.to_vec(), kv: kv.clone() });
+        self.prefix = Some(PrefixKv {
+            tokens: prefix.to_vec(),
+            kv: kv.clone(),
+        });
         Ok(kv)
     }
 
@@ -201,7 +207,13 @@ impl DiffusionLm {
         let (logits, kv) = self.fwd(&tokens, &positions, past, &mask, LogitRows::Rows(rows))?;
         let logits = logits.ok_or_else(|| ModelError::Backend("no logits".into()))?;
         let main = logits.slice(ndarray::s![0..l, ..]).to_owned();
-        let drafts = (0..drafts.len()).map(|d| logits.slice(ndarray::s![l * (d + 1)..l * (d + 2), ..]).to_owned()).collect();
+        let drafts = (0..drafts.len())
+            .map(|d| {
+                logits
+                    .slice(ndarray::s![l * (d + 1)..l * (d + 2), ..])
+                    .to_owned()
+            })
+            .collect();
         Ok((BlockMarginals { main, drafts }, kv))
     }
 }
@@ -224,7 +236,10 @@ impl DiffusionModel for DiffusionLm {
         check_denoise_args(seq, &block, drafts, self.vocab_size())?;
         let v = self.vocab_size();
         if block.is_empty() {
-            return Ok(BlockMarginals { main: Logits::zeros((0, v)), drafts: vec![Logits::zeros((0, v)); drafts.len()] });
+            return Ok(BlockMarginals {
+                main: Logits::zeros((0, v)),
+                drafts: vec![Logits::zeros((0, v)); drafts.len()],
+            });
         }
         self.model.check_input(&[], seq.len() - 1)?;
         self.nfe += 1;
@@ -238,36 +253,59 @@ impl DiffusionModel for DiffusionLm {
                     )));
                 }
                 // Later blocks are invisible to this one: drop them.
-                let aligned = if self.cache == DiffusionCache::None { 0 } else { start / bs * bs };
-                let past = if aligned == 0 { KvCache::default() } else { self.block_causal_prefix(&seq[..aligned])? };
+                let aligned = if self.cache == DiffusionCache::None {
+                    0
+                } else {
+                    start / bs * bs
+                };
+                let past = if aligned == 0 {
+                    KvCache::default()
+                } else {
+                    self.block_causal_prefix(&seq[..aligned])?
+                };
                 let true_mask = AttnMask::block_causal(aligned, aligned, end - aligned, bs);
-                Ok(self.run_spiffy(seq, aligned..end, &block, drafts, &past, true_mask)?.0)
+                Ok(self
+                    .run_spiffy(seq, aligned..end, &block, drafts, &past, true_mask)?
+                    .0)
             }
             DiffusionAttention::Bidirectional => {
                 let full = |s: &mut Self| {
-                    s.run_spiffy(seq, 0..n, &block, drafts, &KvCache::default(), AttnMask::full(n, n))
+                    s.run_spiffy(
+                        seq,
+                        0..n,
+                        &block,
+                        drafts,
+                        &KvCache::default(),
+                        AttnMask::full(n, n),
+                    )
                 };
                 match self.cache {
                     DiffusionCache::None => Ok(full(self)?.0),
                     DiffusionCache::Prefix => {
                         if let Some(p) = self.prefix.clone().filter(|p| p.tokens == seq[..start]) {
                             let mask = AttnMask::full(n - start, n);
-                            Ok(self.run_spiffy(seq, start..n, &block, drafts, &p.kv, mask)?.0)
+                            Ok(self
+                                .run_spiffy(seq, start..n, &block, drafts, &p.kv, mask)?
+                                .0)
                         } else {
                             let (m, kv) = full(self)?;
                             let kv = kv.narrow(0, start).map_err(crate::backend)?;
-                            self.prefix = Some(PrefixKv { tokens: seq[..start].to_vec(), kv });
+                            self.prefix = Some(PrefixKv {
+                                tokens: seq[..start].to_vec(),
+                                kv,
+                            });
                             Ok(m)
                         }
                     }
                     DiffusionCache::Dual => {
-                        let hit = self
-                            .dual
-                            .clone()
-                            .filter(|d| d.block == block && d.prefix == seq[..start] && d.suffix == seq[end..]);
+                        let hit = self.dual.clone().filter(|d| {
+                            d.block == block && d.prefix == seq[..start] && d.suffix == seq[end..]
+                        });
                         if let Some(d) = hit {
                             let mask = AttnMask::full(block.len(), d.kv.len() + block.len());
-                            Ok(self.run_spiffy(seq, block.clone(), &block, drafts, &d.kv, mask)?.0)
+                            Ok(self
+                                .run_spiffy(seq, block.clone(), &block, drafts, &d.kv, mask)?
+                                .0)
                         } else {
                             // The filling forward: its prefix/suffix keys and
                             // values are exactly those the cached calls use,
@@ -308,7 +346,11 @@ pub struct DiffusionGenerateOptions {
 
 impl Default for DiffusionGenerateOptions {
     fn default() -> Self {
-        DiffusionGenerateOptions { gen_len: 32, block_len: 16, tokens_per_step: 1 }
+        DiffusionGenerateOptions {
+            gen_len: 32,
+            block_len: 16,
+            tokens_per_step: 1,
+        }
     }
 }
 
@@ -340,7 +382,11 @@ pub fn generate_blockwise<M: DiffusionModel>(
                 let mut l = m.main.row(row).to_vec();
                 l[mask as usize] = f32::NEG_INFINITY;
                 let probs = zapspec_core::prob::softmax(&l);
-                let (best, pb) = probs.iter().enumerate().fold((0, -1.0), |b, (i, &q)| if q > b.1 { (i, q) } else { b });
+                let (best, pb) =
+                    probs
+                        .iter()
+                        .enumerate()
+                        .fold((0, -1.0), |b, (i, &q)| if q > b.1 { (i, q) } else { b });
                 cands.push((pb, p, best as TokenId));
             }
             cands.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));

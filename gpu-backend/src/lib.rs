@@ -69,7 +69,9 @@ impl std::str::FromStr for Backend {
             "cuda" => Ok(Backend::Cuda(0)),
             _ => match s.strip_prefix("cuda:").and_then(|n| n.parse().ok()) {
                 Some(n) => Ok(Backend::Cuda(n)),
-                None => Err(ModelError::Backend(format!("unknown device `{s}` (cpu, cuda, cuda:N)"))),
+                None => Err(ModelError::Backend(format!(
+                    "unknown device `{s}` (cpu, cuda, cuda:N)"
+                ))),
             },
         }
     }
@@ -112,7 +114,11 @@ impl Backend {
 
 /// Loads a causal LM from a checkpoint directory (f32 on the CPU).
 pub fn load_causal(dir: &Path, device: &Device) -> Result<CausalLm, ModelError> {
-    let dtype = if device.is_cpu() { DType::F32 } else { DType::BF16 };
+    let dtype = if device.is_cpu() {
+        DType::F32
+    } else {
+        DType::BF16
+    };
     let m = Transformer::load(dir, dtype, device)?;
     if m.config().kind() != ModelKind::Causal {
         return Err(ModelError::Checkpoint {
@@ -125,7 +131,11 @@ pub fn load_causal(dir: &Path, device: &Device) -> Result<CausalLm, ModelError> 
 
 /// Loads a masked diffusion LM from a checkpoint directory.
 pub fn load_diffusion(dir: &Path, device: &Device) -> Result<DiffusionLm, ModelError> {
-    let dtype = if device.is_cpu() { DType::F32 } else { DType::BF16 };
+    let dtype = if device.is_cpu() {
+        DType::F32
+    } else {
+        DType::BF16
+    };
     let m = Transformer::load(dir, dtype, device)?;
     if m.config().kind() != ModelKind::Diffusion {
         return Err(ModelError::Checkpoint {
@@ -138,5 +148,7 @@ pub fn load_diffusion(dir: &Path, device: &Device) -> Result<DiffusionLm, ModelE
 
 /// The `models/` directory shipped at the repository root.
 pub fn shipped_models_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("models")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("models")
 }

@@ -29,12 +29,20 @@ pub struct AttnMask {
 impl AttnMask {
     /// Nothing allowed.
     pub fn blocked(rows: usize, cols: usize) -> Self {
-        AttnMask { rows, cols, allowed: vec![false; rows * cols] }
+        AttnMask {
+            rows,
+            cols,
+            allowed: vec![false; rows * cols],
+        }
     }
 
     /// Everything allowed (full bidirectional attention).
     pub fn full(rows: usize, cols: usize) -> Self {
-        AttnMask { rows, cols, allowed: vec![true; rows * cols] }
+        AttnMask {
+            rows,
+            cols,
+            allowed: vec![true; rows * cols],
+        }
     }
 
     pub fn rows(&self) -> usize {
@@ -97,7 +105,12 @@ impl AttnMask {
     /// aligned blocks of `block_size`; a true row sees its own and earlier
     /// blocks; a draft row sees the true blocks before `block` and its own
     /// draft block.
-    pub fn spiffy_block_causal(n: usize, block: Range<usize>, drafts: usize, block_size: usize) -> Self {
+    pub fn spiffy_block_causal(
+        n: usize,
+        block: Range<usize>,
+        drafts: usize,
+        block_size: usize,
+    ) -> Self {
         Self::spiffy_over(Self::block_causal(0, 0, n, block_size), 0, block, drafts)
     }
 
@@ -107,7 +120,12 @@ impl AttnMask {
     /// True rows keep their pattern and never see drafts; draft `m` rows see
     /// what the true rows of `block` see — the cache and the true tokens —
     /// except the true block itself, plus draft `m`.
-    pub fn spiffy_over(true_rows: AttnMask, past: usize, block: Range<usize>, drafts: usize) -> Self {
+    pub fn spiffy_over(
+        true_rows: AttnMask,
+        past: usize,
+        block: Range<usize>,
+        drafts: usize,
+    ) -> Self {
         let n = true_rows.rows;
         let l = block.len();
         let cols = past + n + drafts * l;
@@ -170,7 +188,11 @@ impl AttnMask {
     /// The additive mask (0 where allowed, −∞ elsewhere), shape
     /// `(rows, cols)`.
     pub fn to_tensor(&self, dtype: DType, device: &Device) -> candle_core::Result<Tensor> {
-        let v: Vec<f32> = self.allowed.iter().map(|&a| if a { 0.0 } else { f32::NEG_INFINITY }).collect();
+        let v: Vec<f32> = self
+            .allowed
+            .iter()
+            .map(|&a| if a { 0.0 } else { f32::NEG_INFINITY })
+            .collect();
         Tensor::from_vec(v, (self.rows, self.cols), device)?.to_dtype(dtype)
     }
 
@@ -211,7 +233,10 @@ mod tests {
     #[test]
     fn tree_and_causal_masks() {
         // chain = causal
-        assert_eq!(AttnMask::tree(3, &[None, Some(0), Some(1)]), AttnMask::causal(3, 3));
+        assert_eq!(
+            AttnMask::tree(3, &[None, Some(0), Some(1)]),
+            AttnMask::causal(3, 3)
+        );
         // two branches from a root
         let m = AttnMask::tree(1, &[None, Some(0), Some(0), Some(2)]);
         assert_eq!(m.render(), "✓✓···\n✓✓✓··\n✓✓·✓·\n✓✓·✓✓\n");
@@ -226,6 +251,9 @@ mod tests {
         assert_eq!(c.render(), "✓✓✓✓·\n✓✓✓✓·\n✓✓✓✓✓\n");
         // draft block for block 1 (positions 2..4): sees block 0 and itself
         let s = AttnMask::spiffy_block_causal(4, 2..4, 1, 2);
-        assert_eq!(s.render(), "✓✓····\n✓✓····\n✓✓✓✓··\n✓✓✓✓··\n✓✓··✓✓\n✓✓··✓✓\n");
+        assert_eq!(
+            s.render(),
+            "✓✓····\n✓✓····\n✓✓✓✓··\n✓✓✓✓··\n✓✓··✓✓\n✓✓··✓✓\n"
+        );
     }
 }

@@ -24,7 +24,11 @@ pub struct TrainConfig {
 
 impl Default for TrainConfig {
     fn default() -> Self {
-        TrainConfig { lr: 3e-3, weight_decay: 0.0, seed: 0 }
+        TrainConfig {
+            lr: 3e-3,
+            weight_decay: 0.0,
+            seed: 0,
+        }
     }
 }
 
@@ -41,11 +45,14 @@ impl Trainer {
     pub fn new(cfg: ModelConfig, tc: &TrainConfig) -> Result<Self, ModelError> {
         cfg.validate("<train config>")?;
         let device = Device::Cpu;
-        let init = weights::random_weights(&cfg, tc.seed, DType::F32, &device).map_err(crate::backend)?;
+        let init =
+            weights::random_weights(&cfg, tc.seed, DType::F32, &device).map_err(crate::backend)?;
         let mut vars = Vec::new();
         let mut w = Weights::new();
         for (name, _) in weights::expected_tensors(&cfg) {
-            let t = init.get(&name).ok_or_else(|| ModelError::Backend(format!("init lacks {name}")))?;
+            let t = init
+                .get(&name)
+                .ok_or_else(|| ModelError::Backend(format!("init lacks {name}")))?;
             let v = Var::from_tensor(t).map_err(crate::backend)?;
             w.insert(name.clone(), v.as_tensor().clone());
             vars.push((name, v));
@@ -53,10 +60,20 @@ impl Trainer {
         let model = Transformer::from_weights(cfg.clone(), w, &device)?;
         let opt = AdamW::new(
             vars.iter().map(|(_, v)| v.clone()).collect(),
-            ParamsAdamW { lr: tc.lr, weight_decay: tc.weight_decay, ..Default::default() },
+            ParamsAdamW {
+                lr: tc.lr,
+                weight_decay: tc.weight_decay,
+                ..Default::default()
+            },
         )
         .map_err(crate::backend)?;
-        Ok(Trainer { cfg, vars, model, opt, device })
+        Ok(Trainer {
+            cfg,
+            vars,
+            model,
+            opt,
+            device,
+        })
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -74,7 +91,9 @@ impl Trainer {
                 let z = self.cfg.zapspec.clone().unwrap_or_default();
                 match z.attention {
                     DiffusionAttention::Bidirectional => AttnMask::full(t, t),
-                    DiffusionAttention::BlockCausal => AttnMask::block_causal(0, 0, t, z.block_size),
+                    DiffusionAttention::BlockCausal => {
+                        AttnMask::block_causal(0, 0, t, z.block_size)
+                    }
                 }
             }
         };
@@ -112,7 +131,10 @@ impl Trainer {
         rates: Option<&[f64]>,
         rng: &mut R,
     ) -> candle_core::Result<Tensor> {
-        let mask_tok = self.cfg.mask_token().ok_or_else(|| candle_core::Error::Msg("not a diffusion config".into()))?;
+        let mask_tok = self
+            .cfg
+            .mask_token()
+            .ok_or_else(|| candle_core::Error::Msg("not a diffusion config".into()))?;
         let mut noisy = Vec::with_capacity(windows.len());
         let mut weights = Vec::new();
         for (i, w) in windows.iter().enumerate() {
@@ -132,7 +154,8 @@ impl Trainer {
         let y = self.batch_tensor(windows)?.flatten_all()?;
         let (b, t) = x.dims2()?;
         let logits = self.model.forward_train(&x, &self.attention_mask(t)?)?;
-        let logp = candle_nn::ops::log_softmax(&logits.reshape(((), self.cfg.vocab_size))?, D::Minus1)?;
+        let logp =
+            candle_nn::ops::log_softmax(&logits.reshape(((), self.cfg.vocab_size))?, D::Minus1)?;
         let nll = logp.gather(&y.unsqueeze(1)?, 1)?.squeeze(1)?.neg()?;
         let w = Tensor::from_vec(weights, b * t, &self.device)?;
         (nll * w)?.sum_all()? / (b * t) as f64
@@ -147,7 +170,10 @@ impl Trainer {
     pub fn snapshot(&self) -> Result<Transformer, ModelError> {
         let mut w = Weights::new();
         for (name, v) in &self.vars {
-            w.insert(name.clone(), v.as_tensor().detach().copy().map_err(crate::backend)?);
+            w.insert(
+                name.clone(),
+                v.as_tensor().detach().copy().map_err(crate::backend)?,
+            );
         }
         Transformer::from_weights(self.cfg.clone(), w, &self.device)
     }
@@ -161,39 +187,84 @@ mod tests {
     /// A few AdamW steps on a fixed repeating pattern drive the loss down.
     #[test]
     fn training_reduces_loss() {
-        let cfg = ModelConfig { vocab_size: 12, max_position_embeddings: 32, ..ModelConfig::default() };
-        let mut tr = Trainer::new(cfg, &TrainConfig { lr: 1e-2, ..Default::default() }).unwrap();
-        let windows: Vec<Vec<TokenId>> = (0..4).map(|o| (0..17).map(|i| ((i + o) % 5) as TokenId).collect()).collect();
-        let first = tr.causal_loss(&windows).unwrap().to_scalar::<f32>().unwrap();
+        let cfg = ModelConfig {
+            vocab_size: 12,
+            max_position_embeddings: 32,
+            ..ModelConfig::default()
+        };
+        let mut tr = Trainer::new(
+            cfg,
+            &TrainConfig {
+                lr: 1e-2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let windows: Vec<Vec<TokenId>> = (0..4)
+            .map(|o| (0..17).map(|i| ((i + o) % 5) as TokenId).collect())
+            .collect();
+        let first = tr
+            .causal_loss(&windows)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
         for _ in 0..30 {
             let l = tr.causal_loss(&windows).unwrap();
             tr.step(&l).unwrap();
         }
-        let last = tr.causal_loss(&windows).unwrap().to_scalar::<f32>().unwrap();
-        assert!((first - (12f32).ln()).abs() < 0.3, "initial loss {first} ≈ ln 12");
+        let last = tr
+            .causal_loss(&windows)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(
+            (first - (12f32).ln()).abs() < 0.3,
+            "initial loss {first} ≈ ln 12"
+        );
         assert!(last < 0.5 * first, "{first} -> {last}");
         // the snapshot computes the same loss through the inference path
         let snap = tr.snapshot().unwrap();
         let mut lm = crate::CausalLm::new(std::sync::Arc::new(snap)).with_bos(None);
         let rows = zapspec_core::LanguageModel::prefill(&mut lm, &windows[0][..16]).unwrap();
         let lp: f64 = (0..16)
-            .map(|i| -zapspec_core::prob::log_softmax(&rows.row(i).to_vec())[windows[0][i + 1] as usize])
+            .map(|i| {
+                -zapspec_core::prob::log_softmax(&rows.row(i).to_vec())[windows[0][i + 1] as usize]
+            })
             .sum::<f64>()
             / 16.0;
-        let one = tr.causal_loss(&windows[..1]).unwrap().to_scalar::<f32>().unwrap() as f64;
+        let one = tr
+            .causal_loss(&windows[..1])
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap() as f64;
         assert!((lp - one).abs() < 1e-3, "{lp} vs {one}");
     }
 
     #[test]
     fn diffusion_loss_trains() {
-        let cfg = ModelConfig { max_position_embeddings: 32, ..ModelConfig::tiny_diffusion(DiffusionAttention::Bidirectional, 4) };
-        let mut tr = Trainer::new(cfg, &TrainConfig { lr: 1e-2, ..Default::default() }).unwrap();
+        let cfg = ModelConfig {
+            max_position_embeddings: 32,
+            ..ModelConfig::tiny_diffusion(DiffusionAttention::Bidirectional, 4)
+        };
+        let mut tr = Trainer::new(
+            cfg,
+            &TrainConfig {
+                lr: 1e-2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let mut rng = zapspec_core::prob::seeded_rng(3);
-        let windows: Vec<Vec<TokenId>> = (0..4).map(|o| (0..16).map(|i| ((i + o) % 6) as TokenId).collect()).collect();
+        let windows: Vec<Vec<TokenId>> = (0..4)
+            .map(|o| (0..16).map(|i| ((i + o) % 6) as TokenId).collect())
+            .collect();
         let rates = [0.5; 4];
         let eval = |tr: &Trainer| {
             let mut r = zapspec_core::prob::seeded_rng(9);
-            tr.diffusion_loss(&windows, Some(&rates), &mut r).unwrap().to_scalar::<f32>().unwrap()
+            tr.diffusion_loss(&windows, Some(&rates), &mut r)
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap()
         };
         let first = eval(&tr);
         for _ in 0..30 {

@@ -25,19 +25,32 @@ pub struct LayerKv {
 impl LayerKv {
     /// Positions `range` of the cache.
     pub fn narrow(&self, start: usize, len: usize) -> candle_core::Result<LayerKv> {
-        Ok(LayerKv { k: self.k.narrow(2, start, len)?, v: self.v.narrow(2, start, len)? })
+        Ok(LayerKv {
+            k: self.k.narrow(2, start, len)?,
+            v: self.v.narrow(2, start, len)?,
+        })
     }
     /// Concatenation along the position axis.
     pub fn cat(parts: &[&LayerKv]) -> candle_core::Result<LayerKv> {
         let ks: Vec<&Tensor> = parts.iter().map(|p| &p.k).collect();
         let vs: Vec<&Tensor> = parts.iter().map(|p| &p.v).collect();
-        Ok(LayerKv { k: Tensor::cat(&ks, 2)?, v: Tensor::cat(&vs, 2)? })
+        Ok(LayerKv {
+            k: Tensor::cat(&ks, 2)?,
+            v: Tensor::cat(&vs, 2)?,
+        })
     }
     /// The cache positions `idx`, in that order.
     pub fn select(&self, idx: &[usize]) -> candle_core::Result<LayerKv> {
         let dev = self.k.device();
-        let ix = Tensor::from_vec(idx.iter().map(|&i| i as u32).collect::<Vec<_>>(), idx.len(), dev)?;
-        Ok(LayerKv { k: self.k.contiguous()?.index_select(&ix, 2)?, v: self.v.contiguous()?.index_select(&ix, 2)? })
+        let ix = Tensor::from_vec(
+            idx.iter().map(|&i| i as u32).collect::<Vec<_>>(),
+            idx.len(),
+            dev,
+        )?;
+        Ok(LayerKv {
+            k: self.k.contiguous()?.index_select(&ix, 2)?,
+            v: self.v.contiguous()?.index_select(&ix, 2)?,
+        })
     }
     pub fn len(&self) -> usize {
         self.k.dim(2).unwrap_or(0)
@@ -78,7 +91,13 @@ impl KvCache {
         if len == 0 {
             return Ok(KvCache::default());
         }
-        Ok(KvCache { layers: self.layers.iter().map(|l| l.narrow(start, len)).collect::<candle_core::Result<_>>()? })
+        Ok(KvCache {
+            layers: self
+                .layers
+                .iter()
+                .map(|l| l.narrow(start, len))
+                .collect::<candle_core::Result<_>>()?,
+        })
     }
     /// `a ++ b`, layer by layer.
     pub fn cat(a: &KvCache, b: &KvCache) -> candle_core::Result<KvCache> {
@@ -89,7 +108,12 @@ impl KvCache {
             return Ok(a.clone());
         }
         Ok(KvCache {
-            layers: a.layers.iter().zip(&b.layers).map(|(x, y)| LayerKv::cat(&[x, y])).collect::<candle_core::Result<_>>()?,
+            layers: a
+                .layers
+                .iter()
+                .zip(&b.layers)
+                .map(|(x, y)| LayerKv::cat(&[x, y]))
+                .collect::<candle_core::Result<_>>()?,
         })
     }
     /// Positions `idx` of every layer.
@@ -97,7 +121,13 @@ impl KvCache {
         if idx.is_empty() {
             return Ok(KvCache::default());
         }
-        Ok(KvCache { layers: self.layers.iter().map(|l| l.select(idx)).collect::<candle_core::Result<_>>()? })
+        Ok(KvCache {
+            layers: self
+                .layers
+                .iter()
+                .map(|l| l.select(idx))
+                .collect::<candle_core::Result<_>>()?,
+        })
     }
 }
 
@@ -162,14 +192,23 @@ impl std::fmt::Debug for Transformer {
 
 impl Transformer {
     /// Builds a model from named weights (checked against `cfg` first).
-    pub fn from_weights(cfg: ModelConfig, weights: Weights, device: &Device) -> Result<Self, ModelError> {
+    pub fn from_weights(
+        cfg: ModelConfig,
+        weights: Weights,
+        device: &Device,
+    ) -> Result<Self, ModelError> {
         cfg.validate("<in-memory config>")?;
         weights::check_weights(&cfg, &weights, "<in-memory weights>")?;
         Self::build(cfg, weights, device).map_err(crate::backend)
     }
 
     /// A model with random weights (timings do not depend on weight values).
-    pub fn random(cfg: ModelConfig, seed: u64, dtype: DType, device: &Device) -> Result<Self, ModelError> {
+    pub fn random(
+        cfg: ModelConfig,
+        seed: u64,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Self, ModelError> {
         cfg.validate("<in-memory config>")?;
         let w = weights::random_weights(&cfg, seed, dtype, device).map_err(crate::backend)?;
         Self::build(cfg, w, device).map_err(crate::backend)
@@ -189,10 +228,16 @@ impl Transformer {
 
     fn build(cfg: ModelConfig, w: Weights, device: &Device) -> candle_core::Result<Self> {
         let get = |n: &str| -> candle_core::Result<Tensor> {
-            w.get(n).cloned().ok_or_else(|| candle_core::Error::Msg(format!("missing tensor {n}")))
+            w.get(n)
+                .cloned()
+                .ok_or_else(|| candle_core::Error::Msg(format!("missing tensor {n}")))
         };
         let lin = |p: &str, bias: bool| -> candle_core::Result<Linear> {
-            let b = if bias { Some(get(&format!("{p}.bias"))?) } else { None };
+            let b = if bias {
+                Some(get(&format!("{p}.bias"))?)
+            } else {
+                None
+            };
             Ok(Linear::new(get(&format!("{p}.weight"))?, b))
         };
         let embed = get("model.embed_tokens.weight")?;
@@ -212,10 +257,25 @@ impl Transformer {
                 down: lin(&format!("{p}.mlp.down_proj"), false)?,
             });
         }
-        let lm_head = if cfg.tie_word_embeddings { embed.clone() } else { get("lm_head.weight")? };
+        let lm_head = if cfg.tie_word_embeddings {
+            embed.clone()
+        } else {
+            get("lm_head.weight")?
+        };
         let norm = get("model.norm.weight")?;
         let (cos, sin) = rope_tables(&cfg, dtype, device)?;
-        Ok(Transformer { device: device.clone(), dtype, embed, blocks, norm, lm_head, cos, sin, weights: w, cfg })
+        Ok(Transformer {
+            device: device.clone(),
+            dtype,
+            embed,
+            blocks,
+            norm,
+            lm_head,
+            cos,
+            sin,
+            weights: w,
+            cfg,
+        })
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -238,10 +298,16 @@ impl Transformer {
     /// RoPE window.
     pub fn check_input(&self, tokens: &[TokenId], max_position: usize) -> Result<(), ModelError> {
         if let Some(&token) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
-            return Err(ModelError::TokenOutOfRange { token, vocab_size: self.cfg.vocab_size });
+            return Err(ModelError::TokenOutOfRange {
+                token,
+                vocab_size: self.cfg.vocab_size,
+            });
         }
         if max_position >= self.cfg.max_position_embeddings {
-            return Err(ModelError::ContextOverflow { len: max_position + 1, max: self.cfg.max_position_embeddings });
+            return Err(ModelError::ContextOverflow {
+                len: max_position + 1,
+                max: self.cfg.max_position_embeddings,
+            });
         }
         Ok(())
     }
@@ -268,14 +334,32 @@ impl Transformer {
             );
         }
         let ids = Tensor::from_vec(tokens.to_vec(), (1, n), &self.device)?;
-        let pos = Tensor::from_vec(positions.iter().map(|&p| p as u32).collect::<Vec<_>>(), n, &self.device)?;
+        let pos = Tensor::from_vec(
+            positions.iter().map(|&p| p as u32).collect::<Vec<_>>(),
+            n,
+            &self.device,
+        )?;
         let cos = self.cos.index_select(&pos, 0)?;
         let sin = self.sin.index_select(&pos, 0)?;
-        let mask_t = if mask.is_full() { None } else { Some(mask.to_tensor(self.dtype, &self.device)?) };
+        let mask_t = if mask.is_full() {
+            None
+        } else {
+            Some(mask.to_tensor(self.dtype, &self.device)?)
+        };
         let mut x = self.embed.embedding(&ids.flatten_all()?)?.unsqueeze(0)?;
-        let mut kv = KvCache { layers: Vec::with_capacity(self.blocks.len()) };
+        let mut kv = KvCache {
+            layers: Vec::with_capacity(self.blocks.len()),
+        };
         for (l, b) in self.blocks.iter().enumerate() {
-            let (y, lkv) = self.block(b, &x, &cos, &sin, past.layers.get(l), mask_t.as_ref(), false)?;
+            let (y, lkv) = self.block(
+                b,
+                &x,
+                &cos,
+                &sin,
+                past.layers.get(l),
+                mask_t.as_ref(),
+                false,
+            )?;
             x = y;
             kv.layers.push(lkv);
         }
@@ -289,13 +373,21 @@ impl Transformer {
         let h = match idx {
             None => h,
             Some(r) => {
-                let ix = Tensor::from_vec(r.iter().map(|&i| i as u32).collect::<Vec<_>>(), r.len(), &self.device)?;
+                let ix = Tensor::from_vec(
+                    r.iter().map(|&i| i as u32).collect::<Vec<_>>(),
+                    r.len(),
+                    &self.device,
+                )?;
                 h.index_select(&ix, 0)?
             }
         };
-        let h = candle_nn::ops::rms_norm(&h.contiguous()?, &self.norm, self.cfg.rms_norm_eps as f32)?;
+        let h =
+            candle_nn::ops::rms_norm(&h.contiguous()?, &self.norm, self.cfg.rms_norm_eps as f32)?;
         let logits = h.matmul(&self.lm_head.t()?)?.to_dtype(DType::F32)?;
-        Ok(ForwardOut { logits: Some(logits), kv })
+        Ok(ForwardOut {
+            logits: Some(logits),
+            kv,
+        })
     }
 
     /// Training forward: `tokens` `(B, T)` u32 at positions `0..T` under an
@@ -305,7 +397,10 @@ impl Transformer {
         let (b, t) = tokens.dims2()?;
         let cos = self.cos.narrow(0, 0, t)?;
         let sin = self.sin.narrow(0, 0, t)?;
-        let mut x = self.embed.embedding(&tokens.flatten_all()?)?.reshape((b, t, self.cfg.hidden_size))?;
+        let mut x =
+            self.embed
+                .embedding(&tokens.flatten_all()?)?
+                .reshape((b, t, self.cfg.hidden_size))?;
         for blk in &self.blocks {
             x = self.block(blk, &x, &cos, &sin, None, Some(mask), true)?.0;
         }
@@ -333,7 +428,11 @@ impl Transformer {
             }
         };
         let (bsz, n, _) = x.dims3()?;
-        let (hq, hkv, hd) = (self.cfg.num_attention_heads, self.cfg.kv_heads(), self.cfg.head_dim());
+        let (hq, hkv, hd) = (
+            self.cfg.num_attention_heads,
+            self.cfg.kv_heads(),
+            self.cfg.head_dim(),
+        );
         let rep = hq / hkv;
         let h = norm(x, &b.ln1)?;
         let rope = |t: Tensor| {
@@ -343,11 +442,23 @@ impl Transformer {
                 candle_nn::rotary_emb::rope(&t, cos, sin)
             }
         };
-        let q = b.q.forward(&h)?.reshape((bsz, n, hq, hd))?.transpose(1, 2)?.contiguous()?;
+        let q =
+            b.q.forward(&h)?
+                .reshape((bsz, n, hq, hd))?
+                .transpose(1, 2)?
+                .contiguous()?;
         let q = (rope(q)? * (1.0 / (hd as f64).sqrt()))?;
-        let k = b.k.forward(&h)?.reshape((bsz, n, hkv, hd))?.transpose(1, 2)?.contiguous()?;
+        let k =
+            b.k.forward(&h)?
+                .reshape((bsz, n, hkv, hd))?
+                .transpose(1, 2)?
+                .contiguous()?;
         let k = rope(k)?;
-        let v = b.v.forward(&h)?.reshape((bsz, n, hkv, hd))?.transpose(1, 2)?.contiguous()?;
+        let v =
+            b.v.forward(&h)?
+                .reshape((bsz, n, hkv, hd))?
+                .transpose(1, 2)?
+                .contiguous()?;
         let all = match past {
             Some(p) if !p.is_empty() => LayerKv::cat(&[p, &LayerKv { k, v }])?,
             _ => LayerKv { k, v },
@@ -358,7 +469,10 @@ impl Transformer {
         let q = q.reshape((bsz, hkv, rep * n, hd))?;
         let scores = q.matmul(&all.k.t()?)?;
         let scores = match mask {
-            Some(m) => scores.reshape((bsz, hkv, rep, n, tk))?.broadcast_add(m)?.reshape((bsz, hkv, rep * n, tk))?,
+            Some(m) => scores
+                .reshape((bsz, hkv, rep, n, tk))?
+                .broadcast_add(m)?
+                .reshape((bsz, hkv, rep * n, tk))?,
             None => scores,
         };
         let probs = if train {
@@ -366,18 +480,29 @@ impl Transformer {
         } else {
             candle_nn::ops::softmax_last_dim(&scores)?
         };
-        let att = probs.matmul(&all.v)?.reshape((bsz, hq, n, hd))?.transpose(1, 2)?.reshape((bsz, n, hq * hd))?;
+        let att = probs
+            .matmul(&all.v)?
+            .reshape((bsz, hq, n, hd))?
+            .transpose(1, 2)?
+            .reshape((bsz, n, hq * hd))?;
         let x = (x + b.o.forward(&att)?)?;
         let h = norm(&x, &b.ln2)?;
-        let mlp = b.down.forward(&(candle_nn::ops::silu(&b.gate.forward(&h)?)? * b.up.forward(&h)?)?)?;
+        let mlp = b
+            .down
+            .forward(&(candle_nn::ops::silu(&b.gate.forward(&h)?)? * b.up.forward(&h)?)?)?;
         Ok(((x + mlp)?, all))
     }
 }
 
-fn rope_tables(cfg: &ModelConfig, dtype: DType, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+fn rope_tables(
+    cfg: &ModelConfig,
+    dtype: DType,
+    device: &Device,
+) -> candle_core::Result<(Tensor, Tensor)> {
     let hd = cfg.head_dim();
-    let inv: Vec<f32> =
-        (0..hd / 2).map(|i| (1.0 / cfg.rope_theta.powf(2.0 * i as f64 / hd as f64)) as f32).collect();
+    let inv: Vec<f32> = (0..hd / 2)
+        .map(|i| (1.0 / cfg.rope_theta.powf(2.0 * i as f64 / hd as f64)) as f32)
+        .collect();
     let inv = Tensor::from_vec(inv, (1, hd / 2), device)?;
     let t = Tensor::arange(0u32, cfg.max_position_embeddings as u32, device)?
         .to_dtype(DType::F32)?
@@ -389,6 +514,9 @@ fn rope_tables(cfg: &ModelConfig, dtype: DType, device: &Device) -> candle_core:
 /// Logits tensor `(rows, vocab)` → ndarray.
 pub fn to_array(t: &Tensor) -> Result<ndarray::Array2<f32>, ModelError> {
     let (r, v) = t.dims2().map_err(crate::backend)?;
-    let data = t.to_dtype(DType::F32).and_then(|t| t.flatten_all()?.to_vec1::<f32>()).map_err(crate::backend)?;
+    let data = t
+        .to_dtype(DType::F32)
+        .and_then(|t| t.flatten_all()?.to_vec1::<f32>())
+        .map_err(crate::backend)?;
     ndarray::Array2::from_shape_vec((r, v), data).map_err(|e| ModelError::Backend(e.to_string()))
 }

@@ -23,7 +23,10 @@ pub type Weights = HashMap<String, Tensor>;
 /// Names and shapes of every tensor a config needs, in a fixed order.
 pub fn expected_tensors(cfg: &ModelConfig) -> Vec<(String, Vec<usize>)> {
     let (d, i, v) = (cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size);
-    let (hq, hkv) = (cfg.num_attention_heads * cfg.head_dim(), cfg.kv_heads() * cfg.head_dim());
+    let (hq, hkv) = (
+        cfg.num_attention_heads * cfg.head_dim(),
+        cfg.kv_heads() * cfg.head_dim(),
+    );
     let mut out = vec![("model.embed_tokens.weight".to_string(), vec![v, d])];
     for l in 0..cfg.num_hidden_layers {
         let p = format!("model.layers.{l}");
@@ -71,7 +74,12 @@ enum Init {
 
 /// Random weights: N(0, 0.02²) matrices (the Llama/Qwen initialiser), unit
 /// norms, zero biases; deterministic in `seed`.
-pub fn random_weights(cfg: &ModelConfig, seed: u64, dtype: DType, device: &Device) -> candle_core::Result<Weights> {
+pub fn random_weights(
+    cfg: &ModelConfig,
+    seed: u64,
+    dtype: DType,
+    device: &Device,
+) -> candle_core::Result<Weights> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let normal = Normal::new(0.0f32, 0.02).map_err(|e| candle_core::Error::Msg(e.to_string()))?;
     let mut out = Weights::new();
@@ -101,7 +109,10 @@ pub fn check_weights(cfg: &ModelConfig, weights: &Weights, path: &str) -> Result
             Some(t) if t.dims() != shape.as_slice() => {
                 return Err(ModelError::Checkpoint {
                     path: path.to_string(),
-                    reason: format!("tensor `{name}` has shape {:?}, config.json implies {shape:?}", t.dims()),
+                    reason: format!(
+                        "tensor `{name}` has shape {:?}, config.json implies {shape:?}",
+                        t.dims()
+                    ),
                 })
             }
             Some(_) => {}
@@ -123,13 +134,21 @@ pub fn read_config(dir: &Path) -> Result<ModelConfig, ModelError> {
 /// Reads the safetensors of `dir` (`model.safetensors`, or every
 /// `*.safetensors` shard) onto `device` as `dtype`, keeping only the tensors
 /// `cfg` needs (a tied checkpoint's stray `lm_head.weight` is ignored).
-pub fn read_weights(dir: &Path, cfg: &ModelConfig, dtype: DType, device: &Device) -> Result<Weights, ModelError> {
+pub fn read_weights(
+    dir: &Path,
+    cfg: &ModelConfig,
+    dtype: DType,
+    device: &Device,
+) -> Result<Weights, ModelError> {
     let single = dir.join("model.safetensors");
     let files: Vec<_> = if single.exists() {
         vec![single]
     } else {
         let mut v: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| ModelError::Checkpoint { path: dir.display().to_string(), reason: format!("cannot list: {e}") })?
+            .map_err(|e| ModelError::Checkpoint {
+                path: dir.display().to_string(),
+                reason: format!("cannot list: {e}"),
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
             .collect();
@@ -146,7 +165,10 @@ pub fn read_weights(dir: &Path, cfg: &ModelConfig, dtype: DType, device: &Device
     let mut out = Weights::new();
     for f in &files {
         let fname = f.display().to_string();
-        let ck = |reason: String| ModelError::Checkpoint { path: fname.clone(), reason };
+        let ck = |reason: String| ModelError::Checkpoint {
+            path: fname.clone(),
+            reason,
+        };
         let bytes = std::fs::read(f).map_err(|e| ck(format!("cannot read: {e}")))?;
         let st = safetensors::SafeTensors::deserialize(&bytes)
             .map_err(|e| ck(format!("not a valid safetensors file: {e}")))?;
@@ -164,7 +186,10 @@ pub fn read_weights(dir: &Path, cfg: &ModelConfig, dtype: DType, device: &Device
     Ok(out)
 }
 
-fn tensor_from_view(view: &safetensors::tensor::TensorView<'_>, device: &Device) -> candle_core::Result<Tensor> {
+fn tensor_from_view(
+    view: &safetensors::tensor::TensorView<'_>,
+    device: &Device,
+) -> candle_core::Result<Tensor> {
     use safetensors::Dtype as S;
     let shape = view.shape().to_vec();
     let data = view.data();
@@ -179,8 +204,15 @@ fn tensor_from_view(view: &safetensors::tensor::TensorView<'_>, device: &Device)
 }
 
 /// Writes `dir/config.json` and `dir/model.safetensors`.
-pub fn write_checkpoint(dir: &Path, cfg: &ModelConfig, weights: &Weights) -> Result<(), ModelError> {
-    let io = |e: std::io::Error| ModelError::Checkpoint { path: dir.display().to_string(), reason: e.to_string() };
+pub fn write_checkpoint(
+    dir: &Path,
+    cfg: &ModelConfig,
+    weights: &Weights,
+) -> Result<(), ModelError> {
+    let io = |e: std::io::Error| ModelError::Checkpoint {
+        path: dir.display().to_string(),
+        reason: e.to_string(),
+    };
     std::fs::create_dir_all(dir).map_err(io)?;
     std::fs::write(dir.join("config.json"), cfg.to_json()).map_err(io)?;
     let mut cpu = HashMap::new();
@@ -192,8 +224,10 @@ pub fn write_checkpoint(dir: &Path, cfg: &ModelConfig, weights: &Weights) -> Res
         let t = t.to_device(&Device::Cpu).map_err(crate::backend)?;
         cpu.insert(name, t);
     }
-    candle_core::safetensors::save(&cpu, dir.join("model.safetensors")).map_err(|e| ModelError::Checkpoint {
-        path: dir.join("model.safetensors").display().to_string(),
-        reason: e.to_string(),
+    candle_core::safetensors::save(&cpu, dir.join("model.safetensors")).map_err(|e| {
+        ModelError::Checkpoint {
+            path: dir.join("model.safetensors").display().to_string(),
+            reason: e.to_string(),
+        }
     })
 }

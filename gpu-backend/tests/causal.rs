@@ -12,16 +12,26 @@ use zapspec_core::{LanguageModel, Logits, ModelError, TokenId};
 /// A tiny Qwen2-shaped config: GQA (4 query heads, 2 KV heads), QKV bias,
 /// untied head.
 fn qwen_tiny() -> ModelConfig {
-    ModelConfig { model_type: "qwen2".into(), vocab_size: 50, max_position_embeddings: 128, ..ModelConfig::default() }
+    ModelConfig {
+        model_type: "qwen2".into(),
+        vocab_size: 50,
+        max_position_embeddings: 128,
+        ..ModelConfig::default()
+    }
 }
 
 fn lm(cfg: ModelConfig, seed: u64) -> CausalLm {
-    CausalLm::new(Arc::new(Transformer::random(cfg, seed, DType::F32, &Device::Cpu).unwrap()))
+    CausalLm::new(Arc::new(
+        Transformer::random(cfg, seed, DType::F32, &Device::Cpu).unwrap(),
+    ))
 }
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 fn rows_close(a: &Logits, b: &Logits, tol: f32) {
@@ -40,7 +50,14 @@ fn tmpdir(name: &str) -> PathBuf {
 
 #[test]
 fn prefill_equals_sequential_decoding() {
-    for cfg in [qwen_tiny(), ModelConfig { tie_word_embeddings: true, bos_token_id: Some(0.into()), ..ModelConfig::default() }] {
+    for cfg in [
+        qwen_tiny(),
+        ModelConfig {
+            tie_word_embeddings: true,
+            bos_token_id: Some(0.into()),
+            ..ModelConfig::default()
+        },
+    ] {
         let toks: Vec<TokenId> = (0..14).map(|i| (i * 7 + 3) % 40).collect();
         let mut a = lm(cfg.clone(), 1);
         let rows = a.prefill(&toks).unwrap();
@@ -72,7 +89,9 @@ fn truncate_then_refeed_gives_identical_logits() {
     a.truncate(3);
     let alt = a.prefill(&[9, 9, 9]).unwrap();
     let mut fresh = lm(qwen_tiny(), 2);
-    let f = fresh.prefill(&[toks[0], toks[1], toks[2], 9, 9, 9]).unwrap();
+    let f = fresh
+        .prefill(&[toks[0], toks[1], toks[2], 9, 9, 9])
+        .unwrap();
     rows_close(&alt, &f.slice(ndarray::s![3.., ..]).to_owned(), 1e-4);
     // truncate to zero and start over
     a.truncate(0);
@@ -105,7 +124,11 @@ fn tree_scoring_equals_separate_branches() {
     let mut base = lm(qwen_tiny(), 4);
     base.prefill(&[30, 31, 32, 33]).unwrap();
     let tree = base.score_tree(&parents, &tokens).unwrap();
-    assert_eq!(base.context(), &[30, 31, 32, 33], "scoring does not change the context");
+    assert_eq!(
+        base.context(),
+        &[30, 31, 32, 33],
+        "scoring does not change the context"
+    );
     for node in 0..parents.len() {
         let mut path = vec![node];
         while let Some(p) = parents[*path.last().unwrap()] {
@@ -115,7 +138,10 @@ fn tree_scoring_equals_separate_branches() {
         let mut fork = base.clone();
         let branch: Vec<TokenId> = path.iter().map(|&i| tokens[i]).collect();
         let rows = fork.prefill(&branch).unwrap();
-        let d = max_diff(&rows.row(rows.nrows() - 1).to_vec(), &tree.row(node).to_vec());
+        let d = max_diff(
+            &rows.row(rows.nrows() - 1).to_vec(),
+            &tree.row(node).to_vec(),
+        );
         assert!(d < 1e-4, "node {node}: {d}");
     }
     // committing an accepted path reuses the tree's keys and values
@@ -134,7 +160,11 @@ fn tree_scoring_equals_separate_branches() {
     assert!(base.score_tree(&[Some(1), None], &[1, 2]).is_err());
     // a linear draft block is a chain
     let blk = base.score_block(&[7, 8, 10]).unwrap();
-    rows_close(&blk.slice(ndarray::s![2..3, ..]).to_owned(), &tree.slice(ndarray::s![3..4, ..]).to_owned(), 1e-4);
+    rows_close(
+        &blk.slice(ndarray::s![2..3, ..]).to_owned(),
+        &tree.slice(ndarray::s![3..4, ..]).to_owned(),
+        1e-4,
+    );
 }
 
 proptest! {
@@ -158,7 +188,13 @@ proptest! {
 
 #[test]
 fn save_load_round_trip() {
-    for cfg in [qwen_tiny(), ModelConfig { tie_word_embeddings: true, ..ModelConfig::default() }] {
+    for cfg in [
+        qwen_tiny(),
+        ModelConfig {
+            tie_word_embeddings: true,
+            ..ModelConfig::default()
+        },
+    ] {
         let m = Transformer::random(cfg, 6, DType::F32, &Device::Cpu).unwrap();
         let dir = tmpdir(&format!("roundtrip-{}", m.config().tie_word_embeddings));
         m.save(&dir).unwrap();
@@ -196,7 +232,10 @@ fn broken_checkpoints_give_clear_errors() {
     w.remove("model.layers.1.mlp.up_proj.weight");
     candle_core::safetensors::save(&w, dir.join("model.safetensors")).unwrap();
     let e = checkpoint_reason(load(&dir));
-    assert!(e.contains("model.layers.1.mlp.up_proj.weight") && e.contains("missing"), "{e}");
+    assert!(
+        e.contains("model.layers.1.mlp.up_proj.weight") && e.contains("missing"),
+        "{e}"
+    );
 
     // a config that disagrees with the tensors
     m.save(&dir).unwrap();
@@ -222,7 +261,11 @@ fn broken_checkpoints_give_clear_errors() {
     for (text, want) in [
         ("{ nope", "not a valid model config"),
         ("{\"vocab_size\": 5}", "hidden_size"),
-        (&cfg.to_json().replace("\"num_attention_heads\": 4", "\"num_attention_heads\": 3"), "num_attention_heads"),
+        (
+            &cfg.to_json()
+                .replace("\"num_attention_heads\": 4", "\"num_attention_heads\": 3"),
+            "num_attention_heads",
+        ),
     ] {
         std::fs::write(dir.join("config.json"), text).unwrap();
         let e = checkpoint_reason(load(&dir));
@@ -251,23 +294,57 @@ fn broken_checkpoints_give_clear_errors() {
 #[test]
 fn bad_inputs_are_errors() {
     let mut a = lm(qwen_tiny(), 8);
-    assert!(matches!(a.prefill(&[50]), Err(ModelError::TokenOutOfRange { token: 50, .. })));
+    assert!(matches!(
+        a.prefill(&[50]),
+        Err(ModelError::TokenOutOfRange { token: 50, .. })
+    ));
     assert!(a.next_logits().is_err(), "no BOS: nothing to condition on");
     let long: Vec<TokenId> = vec![1; 129];
-    assert!(matches!(a.prefill(&long), Err(ModelError::ContextOverflow { .. })));
-    assert!(a.context().is_empty(), "failed calls leave the context alone");
+    assert!(matches!(
+        a.prefill(&long),
+        Err(ModelError::ContextOverflow { .. })
+    ));
+    assert!(
+        a.context().is_empty(),
+        "failed calls leave the context alone"
+    );
     assert_eq!(a.prefill(&[]).unwrap().nrows(), 0);
     assert_eq!(a.max_context(), 128);
     // with a BOS the empty context has logits
-    let mut b = lm(ModelConfig { bos_token_id: Some(1.into()), ..qwen_tiny() }, 8);
+    let mut b = lm(
+        ModelConfig {
+            bos_token_id: Some(1.into()),
+            ..qwen_tiny()
+        },
+        8,
+    );
     let first = b.next_logits().unwrap();
     let rows = b.prefill(&[4, 5]).unwrap();
-    let mut c = lm(ModelConfig { bos_token_id: Some(1.into()), ..qwen_tiny() }, 8);
+    let mut c = lm(
+        ModelConfig {
+            bos_token_id: Some(1.into()),
+            ..qwen_tiny()
+        },
+        8,
+    );
     let r = c.prefill(&[4]).unwrap();
     assert!(max_diff(&r.row(0).to_vec(), &rows.row(0).to_vec()) < 1e-5);
     let mut d = lm(qwen_tiny(), 8).with_bos(None);
     let e = d.prefill(&[1, 4, 5]).unwrap();
-    assert!(max_diff(&e.row(2).to_vec(), &rows.row(1).to_vec()) < 1e-4, "BOS is just a first token");
+    assert!(
+        max_diff(&e.row(2).to_vec(), &rows.row(1).to_vec()) < 1e-4,
+        "BOS is just a first token"
+    );
     assert_eq!(first.len(), 50);
-    assert!(max_diff(&first, &d.clone().with_bos(None).prefill(&[1]).unwrap().row(0).to_vec()) < 1e-4);
+    assert!(
+        max_diff(
+            &first,
+            &d.clone()
+                .with_bos(None)
+                .prefill(&[1])
+                .unwrap()
+                .row(0)
+                .to_vec()
+        ) < 1e-4
+    );
 }

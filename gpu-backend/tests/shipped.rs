@@ -20,7 +20,9 @@ fn present(name: &str) -> Option<std::path::PathBuf> {
 
 #[test]
 fn shipped_causal_model_loads_fast_and_generates() {
-    let Some(dir) = present("causal-bytes") else { return };
+    let Some(dir) = present("causal-bytes") else {
+        return;
+    };
     let t = Instant::now();
     let mut lm = gpu_backend::load_causal(&dir, &Device::Cpu).unwrap();
     let load = t.elapsed().as_secs_f64();
@@ -55,7 +57,9 @@ fn shipped_causal_model_loads_fast_and_generates() {
 
 #[test]
 fn shipped_diffusion_model_loads_fast_and_generates() {
-    let Some(dir) = present("diffusion-bytes") else { return };
+    let Some(dir) = present("diffusion-bytes") else {
+        return;
+    };
     let t = Instant::now();
     let lm = gpu_backend::load_diffusion(&dir, &Device::Cpu).unwrap();
     let load = t.elapsed().as_secs_f64();

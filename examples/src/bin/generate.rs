@@ -49,17 +49,33 @@ fn main() -> Result<()> {
     let t = std::time::Instant::now();
     let (out, calls) = match a.kind {
         Kind::Causal => {
-            let dir = a.model.clone().unwrap_or_else(|| "models/causal-bytes".into());
+            let dir = a
+                .model
+                .clone()
+                .unwrap_or_else(|| "models/causal-bytes".into());
             let mut lm = gpu_backend::load_causal(&dir, &device)?;
-            let opts = GenerateOptions { max_new_tokens: a.len, temperature: a.temperature, seed: a.seed, stop: Some(256) };
+            let opts = GenerateOptions {
+                max_new_tokens: a.len,
+                temperature: a.temperature,
+                seed: a.seed,
+                stop: Some(256),
+            };
             let out = generate(&mut lm, &prompt, &opts)?;
             let f = lm.forwards();
             (out, f)
         }
         Kind::Diffusion => {
-            let dir = a.model.clone().unwrap_or_else(|| "models/diffusion-bytes".into());
-            let mut lm = gpu_backend::load_diffusion(&dir, &device)?.with_cache(DiffusionCache::Dual);
-            let opts = DiffusionGenerateOptions { gen_len: a.len, block_len: lm.block_size(), tokens_per_step: a.per_step };
+            let dir = a
+                .model
+                .clone()
+                .unwrap_or_else(|| "models/diffusion-bytes".into());
+            let mut lm =
+                gpu_backend::load_diffusion(&dir, &device)?.with_cache(DiffusionCache::Dual);
+            let opts = DiffusionGenerateOptions {
+                gen_len: a.len,
+                block_len: lm.block_size(),
+                tokens_per_step: a.per_step,
+            };
             let (out, _) = generate_blockwise(&mut lm, &prompt, &opts)?;
             let f = lm.nfe();
             (out, f)
@@ -67,6 +83,10 @@ fn main() -> Result<()> {
     };
     let text: Vec<u8> = out.iter().filter(|&&t| t < 256).map(|&t| t as u8).collect();
     println!("{}{}", a.prompt, String::from_utf8_lossy(&text));
-    eprintln!("{} tokens, {calls} model calls, {:.2} s", out.len(), t.elapsed().as_secs_f64());
+    eprintln!(
+        "{} tokens, {calls} model calls, {:.2} s",
+        out.len(),
+        t.elapsed().as_secs_f64()
+    );
     Ok(())
 }

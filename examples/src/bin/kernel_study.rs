@@ -116,16 +116,24 @@ fn register_font() -> Result<()> {
 fn cpu_name() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into())
-        + &format!(", {} logical cores", std::thread::available_parallelism().map_or(0, |n| n.get()))
+        + &format!(
+            ", {} logical cores",
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        )
 }
 
 fn study(name: &str, model: Transformer, full_layers: usize, a: &Args) -> Result<Study> {
     let cfg = model.config().clone();
     let vocab = cfg.vocab_size as u32;
     let mut rng = zapspec_core::prob::seeded_rng(a.seed);
-    let mut toks = |n: usize| -> Vec<TokenId> { (0..n).map(|_| rng.random_range(0..vocab)).collect() };
+    let mut toks =
+        |n: usize| -> Vec<TokenId> { (0..n).map(|_| rng.random_range(0..vocab)).collect() };
     let mut base = CausalLm::new(Arc::new(model)).with_bos(None);
     let prefix = toks(a.prefix);
     for chunk in prefix.chunks(256) {
@@ -153,10 +161,20 @@ fn study(name: &str, model: Transformer, full_layers: usize, a: &Args) -> Result
                 f.prefill_last(&[x])?;
             }
             dec.push(t.elapsed().as_secs_f64() * 1e3);
-            eprintln!("  {name} N={n} trial {trial}: prefill {:.1} ms, decode {:.1} ms", pre[trial], dec[trial]);
+            eprintln!(
+                "  {name} N={n} trial {trial}: prefill {:.1} ms, decode {:.1} ms",
+                pre[trial], dec[trial]
+            );
         }
         let (pm, dm) = (median(&pre), median(&dec));
-        rows.push(Row { n, prefill_ms: pre, decode_ms: dec, prefill_median_ms: pm, decode_median_ms: dm, speedup: dm / pm });
+        rows.push(Row {
+            n,
+            prefill_ms: pre,
+            decode_ms: dec,
+            prefill_median_ms: pm,
+            decode_median_ms: dm,
+            speedup: dm / pm,
+        });
     }
     Ok(Study {
         model: name.into(),
@@ -183,7 +201,11 @@ fn main() -> Result<()> {
     let backend: Backend = a.device.parse()?;
     let device = backend.device()?;
     let dtype = backend.dtype();
-    let machine = if device.is_cpu() { cpu_name() } else { format!("{} (host CPU: {})", a.device, cpu_name()) };
+    let machine = if device.is_cpu() {
+        cpu_name()
+    } else {
+        format!("{} (host CPU: {})", a.device, cpu_name())
+    };
     eprintln!("machine: {machine}");
     let mut studies = Vec::new();
     let need = a.prefix + a.ns.iter().copied().max().unwrap_or(0) + 16;
@@ -192,7 +214,11 @@ fn main() -> Result<()> {
         let full = cfg.num_hidden_layers;
         cfg.num_hidden_layers = a.layers.unwrap_or(full).clamp(1, full);
         cfg.max_position_embeddings = need.max(2048);
-        eprintln!("building {} random weights ({} layers) …", cfg.num_params(), cfg.num_hidden_layers);
+        eprintln!(
+            "building {} random weights ({} layers) …",
+            cfg.num_params(),
+            cfg.num_hidden_layers
+        );
         let m = Transformer::random(cfg, a.seed, dtype, &device)?;
         studies.push(study("Qwen2.5-1.5B shape (random weights)", m, full, &a)?);
         write_outputs(&studies, &machine, &a)?;
@@ -229,7 +255,10 @@ fn write_outputs(studies: &[Study], machine: &str, a: &Args) -> Result<()> {
         "machine": machine, "device": a.device, "prefix_tokens": a.prefix, "trials": a.trials,
         "protocol": protocol(a), "studies": studies,
     });
-    std::fs::write(a.out.join("kernel_study.json"), serde_json::to_string_pretty(&json)?)?;
+    std::fs::write(
+        a.out.join("kernel_study.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
     match register_font() {
         Ok(()) => plot(&a.out.join("kernel_study.png"), studies, machine)?,
         Err(e) => eprintln!("no plot: {e}"),
@@ -253,7 +282,10 @@ fn protocol(a: &Args) -> String {
 fn markdown(studies: &[Study], machine: &str, a: &Args) -> String {
     let mut s = format!("## Kernel study: parallel prefill vs N decode steps\n\nMachine: {machine}\n\nProtocol: {}\n", protocol(a));
     for st in studies {
-        s += &format!("\n### {} — {} ({} params, {})\n\n", st.model, st.config, st.params, st.dtype);
+        s += &format!(
+            "\n### {} — {} ({} params, {})\n\n",
+            st.model, st.config, st.params, st.dtype
+        );
         s += "| N | T_prefill (ms) | T_decode (ms) | decode ms/token | s(N) |\n|---:|---:|---:|---:|---:|\n";
         for r in &st.rows {
             s += &format!(
@@ -282,45 +314,87 @@ fn plot(path: &Path, studies: &[Study], machine: &str) -> Result<()> {
     }
     let nmax = all.iter().map(|r| r.n).max().unwrap_or(512) as f64 * 1.2;
     let nmin = all.iter().map(|r| r.n).min().unwrap_or(8) as f64 / 1.2;
-    let tmin = all.iter().map(|r| r.prefill_median_ms.min(r.decode_median_ms)).fold(f64::MAX, f64::min) / 1.5;
-    let tmax = all.iter().map(|r| r.decode_median_ms.max(r.prefill_median_ms)).fold(0.0, f64::max) * 1.5;
+    let tmin = all
+        .iter()
+        .map(|r| r.prefill_median_ms.min(r.decode_median_ms))
+        .fold(f64::MAX, f64::min)
+        / 1.5;
+    let tmax = all
+        .iter()
+        .map(|r| r.decode_median_ms.max(r.prefill_median_ms))
+        .fold(0.0, f64::max)
+        * 1.5;
     let mut c = ChartBuilder::on(&l)
         .caption("(a) wall-clock per span", ("sans-serif", 20))
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d((nmin..nmax).log_scale(), (tmin..tmax).log_scale())?;
-    c.configure_mesh().x_desc("span N (tokens)").y_desc("ms").draw()?;
+    c.configure_mesh()
+        .x_desc("span N (tokens)")
+        .y_desc("ms")
+        .draw()?;
     for (i, st) in studies.iter().enumerate() {
         let col = colors[i % colors.len()];
-        c.draw_series(LineSeries::new(st.rows.iter().map(|r| (r.n as f64, r.decode_median_ms)), col.stroke_width(2)))?
-            .label(format!("{}: decode", short(&st.model)))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
-        c.draw_series(LineSeries::new(st.rows.iter().map(|r| (r.n as f64, r.prefill_median_ms)), col.stroke_width(1)))?
-            .label(format!("{}: prefill", short(&st.model)))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(1)));
+        c.draw_series(LineSeries::new(
+            st.rows.iter().map(|r| (r.n as f64, r.decode_median_ms)),
+            col.stroke_width(2),
+        ))?
+        .label(format!("{}: decode", short(&st.model)))
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
+        c.draw_series(LineSeries::new(
+            st.rows.iter().map(|r| (r.n as f64, r.prefill_median_ms)),
+            col.stroke_width(1),
+        ))?
+        .label(format!("{}: prefill", short(&st.model)))
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(1)));
     }
-    c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     let smax = all.iter().map(|r| r.speedup).fold(1.0, f64::max) * 1.5;
     let mut c = ChartBuilder::on(&r)
-        .caption(format!("(b) s(N) — {}", machine.chars().take(40).collect::<String>()), ("sans-serif", 16))
+        .caption(
+            format!(
+                "(b) s(N) — {}",
+                machine.chars().take(40).collect::<String>()
+            ),
+            ("sans-serif", 16),
+        )
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d((nmin..nmax).log_scale(), (0.5..smax).log_scale())?;
-    c.configure_mesh().x_desc("span N (tokens)").y_desc("T_decode / T_prefill").draw()?;
+    c.configure_mesh()
+        .x_desc("span N (tokens)")
+        .y_desc("T_decode / T_prefill")
+        .draw()?;
     for (i, st) in studies.iter().enumerate() {
         let col = colors[i % colors.len()];
-        c.draw_series(LineSeries::new(st.rows.iter().map(|r| (r.n as f64, r.speedup)), col.stroke_width(2)))?
-            .label(short(&st.model))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
-        c.draw_series(st.rows.iter().map(|r| Circle::new((r.n as f64, r.speedup), 3, col.filled())))?;
+        c.draw_series(LineSeries::new(
+            st.rows.iter().map(|r| (r.n as f64, r.speedup)),
+            col.stroke_width(2),
+        ))?
+        .label(short(&st.model))
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
+        c.draw_series(
+            st.rows
+                .iter()
+                .map(|r| Circle::new((r.n as f64, r.speedup), 3, col.filled())),
+        )?;
     }
     // the linear overhead-dominated regime s(N) = N
-    c.draw_series(LineSeries::new([(nmin, nmin), (nmax, nmax)], BLACK.mix(0.4)))?
-        .label("s(N) = N")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
-    c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    c.draw_series(LineSeries::new(
+        [(nmin, nmin), (nmax, nmax)],
+        BLACK.mix(0.4),
+    ))?
+    .label("s(N) = N")
+    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     root.present()?;
     Ok(())
 }
@@ -328,4 +402,3 @@ fn plot(path: &Path, studies: &[Study], machine: &str) -> Result<()> {
 fn short(s: &str) -> String {
     s.split(" (").next().unwrap_or(s).to_string()
 }
-

@@ -39,7 +39,9 @@ enum Attn {
 }
 
 #[derive(Parser, Debug)]
-#[command(about = "Train a small byte-level causal or masked-diffusion LM on MaskBench JSON instances")]
+#[command(
+    about = "Train a small byte-level causal or masked-diffusion LM on MaskBench JSON instances"
+)]
 struct Args {
     #[arg(long, value_enum)]
     kind: Kind,
@@ -90,7 +92,9 @@ const SEP: TokenId = 256;
 
 /// FNV-1a, for a stable train/held-out split by file name.
 fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 struct Corpus {
@@ -110,9 +114,18 @@ fn load_corpus(dir: &Path, heldout: f64) -> Result<Corpus> {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     names.sort();
-    let mut c = Corpus { train: vec![], heldout: vec![], files: (0, 0), instances: (0, 0), skipped_files: 0 };
+    let mut c = Corpus {
+        train: vec![],
+        heldout: vec![],
+        files: (0, 0),
+        instances: (0, 0),
+        skipped_files: 0,
+    };
     for p in &names {
-        let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         let Ok(text) = std::fs::read_to_string(p) else {
             c.skipped_files += 1;
             continue;
@@ -123,7 +136,12 @@ fn load_corpus(dir: &Path, heldout: f64) -> Result<Corpus> {
         };
         let held = (fnv(&name) % 10_000) as f64 / 10_000.0 < heldout;
         let mut n = 0;
-        for t in v.get("tests").and_then(|t| t.as_array()).into_iter().flatten() {
+        for t in v
+            .get("tests")
+            .and_then(|t| t.as_array())
+            .into_iter()
+            .flatten()
+        {
             if t.get("valid").and_then(|x| x.as_bool()) != Some(true) {
                 continue;
             }
@@ -143,7 +161,10 @@ fn load_corpus(dir: &Path, heldout: f64) -> Result<Corpus> {
         }
     }
     if c.train.is_empty() || c.heldout.is_empty() {
-        bail!("the corpus at {} gave no train or no held-out instances", dir.display());
+        bail!(
+            "the corpus at {} gave no train or no held-out instances",
+            dir.display()
+        );
     }
     Ok(c)
 }
@@ -156,7 +177,10 @@ fn unigram_bits(train: &[TokenId], eval: &[TokenId], vocab: usize) -> f64 {
         counts[t as usize] += 1.0;
     }
     let total: f64 = counts.iter().sum();
-    eval.iter().map(|&t| -(counts[t as usize] / total).log2()).sum::<f64>() / eval.len() as f64
+    eval.iter()
+        .map(|&t| -(counts[t as usize] / total).log2())
+        .sum::<f64>()
+        / eval.len() as f64
 }
 
 /// Linear warm-up over the first 5% of training, then cosine decay to 10%
@@ -173,7 +197,10 @@ fn lr_at(progress: f64, peak: f64) -> f64 {
 fn main() -> Result<()> {
     let a = Args::parse();
     if !a.data.is_dir() {
-        bail!("corpus directory {} not found (run from the repository root)", a.data.display());
+        bail!(
+            "corpus directory {} not found (run from the repository root)",
+            a.data.display()
+        );
     }
     let t0 = Instant::now();
     let corpus = load_corpus(&a.data, a.heldout)?;
@@ -211,14 +238,22 @@ fn main() -> Result<()> {
         corpus.instances.1,
         cfg.num_params()
     );
-    let mut trainer = Trainer::new(cfg.clone(), &TrainConfig { lr: a.lr, weight_decay: 0.0, seed: a.seed })?;
+    let mut trainer = Trainer::new(
+        cfg.clone(),
+        &TrainConfig {
+            lr: a.lr,
+            weight_decay: 0.0,
+            seed: a.seed,
+        },
+    )?;
     let mut rng = zapspec_core::prob::seeded_rng(a.seed);
 
     // Fixed held-out windows, evenly spaced.
     let n_eval = a.eval_windows.min(corpus.heldout.len() / win).max(1);
     let stride = (corpus.heldout.len() - win) / n_eval.max(1);
-    let eval_windows: Vec<Vec<TokenId>> =
-        (0..n_eval).map(|i| corpus.heldout[i * stride..i * stride + win].to_vec()).collect();
+    let eval_windows: Vec<Vec<TokenId>> = (0..n_eval)
+        .map(|i| corpus.heldout[i * stride..i * stride + win].to_vec())
+        .collect();
     let eval_tokens: Vec<TokenId> = match a.kind {
         Kind::Causal => eval_windows.iter().flat_map(|w| w[1..].to_vec()).collect(),
         Kind::Diffusion => eval_windows.concat(),
@@ -242,9 +277,16 @@ fn main() -> Result<()> {
                 let mut s = 0.0;
                 for rep in 0..k {
                     for c in eval_windows.chunks(16) {
-                        let rates: Vec<f64> =
-                            (0..c.len()).map(|i| ((i * k + rep) % (4 * k)) as f64 / (4 * k) as f64 + 0.5 / (4 * k) as f64).collect();
-                        s += tr.diffusion_loss(c, Some(&rates), &mut r)?.to_scalar::<f32>()? as f64 * c.len() as f64;
+                        let rates: Vec<f64> = (0..c.len())
+                            .map(|i| {
+                                ((i * k + rep) % (4 * k)) as f64 / (4 * k) as f64
+                                    + 0.5 / (4 * k) as f64
+                            })
+                            .collect();
+                        s += tr
+                            .diffusion_loss(c, Some(&rates), &mut r)?
+                            .to_scalar::<f32>()? as f64
+                            * c.len() as f64;
                     }
                 }
                 Ok(s / (k * eval_windows.len()) as f64 / ln2)
@@ -260,7 +302,10 @@ fn main() -> Result<()> {
     let mut train_curve: Vec<(usize, f64)> = Vec::new();
     let mut eval_curve: Vec<(usize, f64)> = vec![(0, initial)];
     let pb = ProgressBar::new(total as u64);
-    pb.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed_precise}]").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    pb.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed_precise}]")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     let mut step = 0;
     let mut ema = None::<f64>;
     while step < total {
@@ -272,7 +317,8 @@ fn main() -> Result<()> {
             .collect();
         // The schedule follows whichever budget (steps or wall clock) is
         // further along, so a slow, shared machine still anneals fully.
-        let progress = (step as f64 / total as f64).max(train_start.elapsed().as_secs_f64() / budget);
+        let progress =
+            (step as f64 / total as f64).max(train_start.elapsed().as_secs_f64() / budget);
         trainer.set_lr(lr_at(progress, a.lr));
         let loss = match a.kind {
             Kind::Causal => trainer.causal_loss(&batch)?,
@@ -286,7 +332,10 @@ fn main() -> Result<()> {
         if step % a.eval_every == 0 || step == total {
             let e = eval(&trainer)?;
             eval_curve.push((step, e));
-            pb.set_message(format!("train {:.3} held-out {e:.3} bits/byte", ema.unwrap_or(lv)));
+            pb.set_message(format!(
+                "train {:.3} held-out {e:.3} bits/byte",
+                ema.unwrap_or(lv)
+            ));
         }
         pb.inc(1);
         if train_start.elapsed().as_secs_f64() > budget {
@@ -342,9 +391,18 @@ fn main() -> Result<()> {
         },
         "curve": { "eval": eval_curve },
     });
-    std::fs::write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest)?)?;
+    std::fs::write(
+        out.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest)?,
+    )?;
     match register_font() {
-        Ok(()) => plot(&out.join("loss.png"), &a, &train_curve, &eval_curve, unigram)?,
+        Ok(()) => plot(
+            &out.join("loss.png"),
+            &a,
+            &train_curve,
+            &eval_curve,
+            unigram,
+        )?,
         Err(e) => eprintln!("no plot: {e}"),
     }
     println!("| model | params | steps | train s | held-out bits/byte | unigram bits/byte |");
@@ -382,23 +440,47 @@ fn register_font() -> Result<()> {
 fn cpu_name() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into())
-        + &format!(", {} logical cores", std::thread::available_parallelism().map_or(0, |n| n.get()))
+        + &format!(
+            ", {} logical cores",
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        )
 }
 
-fn plot(path: &Path, a: &Args, train: &[(usize, f64)], eval: &[(usize, f64)], unigram: f64) -> Result<()> {
+fn plot(
+    path: &Path,
+    a: &Args,
+    train: &[(usize, f64)],
+    eval: &[(usize, f64)],
+    unigram: f64,
+) -> Result<()> {
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let xmax = train.last().map_or(1, |t| t.0).max(1) as f64;
-    let ymax = train.iter().chain(eval).map(|p| p.1).fold(unigram, f64::max) * 1.05;
+    let ymax = train
+        .iter()
+        .chain(eval)
+        .map(|p| p.1)
+        .fold(unigram, f64::max)
+        * 1.05;
     let mut ch = ChartBuilder::on(&root)
-        .caption(format!("{:?} byte LM on MaskBench JSON: loss (bits/byte)", a.kind), ("sans-serif", 22))
+        .caption(
+            format!("{:?} byte LM on MaskBench JSON: loss (bits/byte)", a.kind),
+            ("sans-serif", 22),
+        )
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(50)
         .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
-    ch.configure_mesh().x_desc("step").y_desc("bits per byte").draw()?;
+    ch.configure_mesh()
+        .x_desc("step")
+        .y_desc("bits per byte")
+        .draw()?;
     // smoothed training loss
     let mut ema = None::<f64>;
     let sm: Vec<(f64, f64)> = train
@@ -409,14 +491,25 @@ fn plot(path: &Path, a: &Args, train: &[(usize, f64)], eval: &[(usize, f64)], un
             (s as f64, e)
         })
         .collect();
-    ch.draw_series(LineSeries::new(sm, &BLUE))?.label("train (EMA)").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE));
-    ch.draw_series(LineSeries::new(eval.iter().map(|&(s, l)| (s as f64, l)), RED.stroke_width(2)))?
-        .label("held-out")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED));
-    ch.draw_series(LineSeries::new(vec![(0.0, unigram), (xmax, unigram)], BLACK.stroke_width(1)))?
-        .label("unigram baseline")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
-    ch.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    ch.draw_series(LineSeries::new(sm, &BLUE))?
+        .label("train (EMA)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE));
+    ch.draw_series(LineSeries::new(
+        eval.iter().map(|&(s, l)| (s as f64, l)),
+        RED.stroke_width(2),
+    ))?
+    .label("held-out")
+    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED));
+    ch.draw_series(LineSeries::new(
+        vec![(0.0, unigram), (xmax, unigram)],
+        BLACK.stroke_width(1),
+    ))?
+    .label("unigram baseline")
+    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
+    ch.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     root.present()?;
     Ok(())
 }
