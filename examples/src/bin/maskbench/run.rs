@@ -31,6 +31,12 @@ pub enum InstanceOrder {
 pub struct Instance {
     pub valid: bool,
     pub tokens: Vec<TokenId>,
+    /// Other key orders the grammar may fix for this instance (when
+    /// `canonical_instances` finds several, e.g. `oneOf` branches that order
+    /// the same keys differently). Every engine gets the same rule: a valid
+    /// instance passes if one ordering is accepted; an invalid instance is
+    /// an invalidation error if any ordering is accepted whole.
+    pub alternatives: Vec<Vec<TokenId>>,
 }
 
 /// A schema file with its tokenized instances.
@@ -72,18 +78,20 @@ pub fn load_case(
         for t in tests {
             let valid = t.get("valid").and_then(Value::as_bool).unwrap_or(true);
             let data = t.get("data").cloned().unwrap_or(Value::Null);
-            let data = match order {
-                InstanceOrder::File => data,
-                InstanceOrder::Canonical => {
-                    canonical_instances(&schema, &data, &JsonSchemaOptions::default())
-                        .ok()
-                        .and_then(|c| c.into_iter().next())
-                        .unwrap_or(data)
-                }
+            let orderings = match order {
+                InstanceOrder::File => vec![data],
+                InstanceOrder::Canonical => canonical_instances(&schema, &data, &JsonSchemaOptions::default())
+                    .ok()
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(|| vec![data]),
             };
-            let s = serde_json::to_string(&data).map_err(|e| e.to_string())?;
-            let tokens = vocab.encode(&s).map_err(|e| e.to_string())?;
-            instances.push(Instance { valid, tokens });
+            let mut encoded = Vec::with_capacity(orderings.len());
+            for d in &orderings {
+                let s = serde_json::to_string(d).map_err(|e| e.to_string())?;
+                encoded.push(vocab.encode(&s).map_err(|e| e.to_string())?);
+            }
+            let tokens = encoded.remove(0);
+            instances.push(Instance { valid, tokens, alternatives: encoded });
         }
     }
     let file = path
@@ -210,36 +218,49 @@ fn run_schema_inner(
                 res.error = Some(e);
             }
         }
-        let mut refused_at = None;
         let timed_mask = |c: &mut Box<dyn crate::adapter::Compiled>, res: &mut SchemaResult| {
             let t = Instant::now();
             let r = c.compute_mask();
             res.tbm_ns.push(t.elapsed().as_nanos() as u64);
             r
         };
-        for (i, &tok) in inst.tokens.iter().enumerate() {
-            if !fresh && timed_mask(&mut c, res).is_err() {
-                refused_at = Some(i);
-                break;
+        let mut accepted = false;
+        let mut refused_at = None;
+        for (j, tokens) in std::iter::once(&inst.tokens).chain(&inst.alternatives).enumerate() {
+            if j > 0 {
+                if let Err(e) = c.start() {
+                    res.error = Some(e);
+                }
+                fresh = false;
             }
+            refused_at = None;
+            for (i, &tok) in tokens.iter().enumerate() {
+                if !fresh && timed_mask(&mut c, res).is_err() {
+                    refused_at = Some(i);
+                    break;
+                }
+                fresh = false;
+                res.tokens += 1;
+                if !c.allowed(tok) {
+                    refused_at = Some(i);
+                    break;
+                }
+                if c.advance(tok).is_err() {
+                    res.mask_advance_mismatch += 1;
+                    refused_at = Some(i);
+                    break;
+                }
+                if t0.elapsed() > timeout {
+                    res.status = Status::Timeout;
+                    return;
+                }
+            }
+            accepted = refused_at.is_none() && timed_mask(&mut c, res).is_ok() && c.eos_allowed();
             fresh = false;
-            res.tokens += 1;
-            if !c.allowed(tok) {
-                refused_at = Some(i);
+            if accepted {
                 break;
-            }
-            if c.advance(tok).is_err() {
-                res.mask_advance_mismatch += 1;
-                refused_at = Some(i);
-                break;
-            }
-            if t0.elapsed() > timeout {
-                res.status = Status::Timeout;
-                return;
             }
         }
-        let accepted = refused_at.is_none() && timed_mask(&mut c, res).is_ok() && c.eos_allowed();
-        fresh = false;
         if let Some(p) = c.peak_items() {
             res.peak_items = Some(res.peak_items.unwrap_or(0).max(p));
         }

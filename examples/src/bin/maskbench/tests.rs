@@ -72,6 +72,7 @@ fn case(v: &Arc<TokenVocab>, schema: Value, tests: &[(bool, Value)]) -> run::Sch
         .map(|(valid, d)| run::Instance {
             valid: *valid,
             tokens: v.encode(&serde_json::to_string(d).unwrap()).unwrap(),
+            alternatives: Vec::new(),
         })
         .collect();
     run::SchemaCase {
