@@ -115,6 +115,22 @@ pub enum UnknownKeywords {
     Reject,
 }
 
+/// How `oneOf` is compiled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OneOfMode {
+    /// As `anyOf` (the default): an instance valid for two branches is
+    /// accepted although `oneOf` makes it invalid.
+    #[default]
+    AsAnyOf,
+    /// Only when the branches are provably pairwise disjoint — different
+    /// JSON types, disjoint `const`/`enum` values, or a property required by
+    /// both branches whose `const`/`enum` values are disjoint (a
+    /// discriminated union) — so that `anyOf` is exact; otherwise the schema
+    /// is refused with [`SchemaError::Unsupported`] on `oneOf`. Sound: no
+    /// instance invalid for `oneOf` is accepted.
+    RequireDisjoint,
+}
+
 /// Options of [`compile_json_schema`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonSchemaOptions {
@@ -133,6 +149,8 @@ pub struct JsonSchemaOptions {
     /// larger ones become a logarithmic-size grammar of the character
     /// terminal (a DFA of `x{0,100000}` would be huge).
     pub max_regex_repeat: u64,
+    /// `oneOf` as `anyOf`, or only where that is exact.
+    pub one_of: OneOfMode,
 }
 
 impl Default for JsonSchemaOptions {
@@ -144,6 +162,7 @@ impl Default for JsonSchemaOptions {
             max_nonterminals: 200_000,
             max_counted_items: 2048,
             max_regex_repeat: 32,
+            one_of: OneOfMode::AsAnyOf,
         }
     }
 }

@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 
 use super::error::{push_ptr, SchemaError};
 use super::keywords::{classify, is_noop, KeywordClass};
-use super::{JsonSchemaOptions, UnknownKeywords};
+use super::{JsonSchemaOptions, OneOfMode, UnknownKeywords};
 
 /// Type bits of a type set.
 pub(crate) const T_NULL: u8 = 1;
@@ -373,8 +373,13 @@ impl<'a> Normalizer<'a> {
                 }
                 let aptr = push_ptr(ptr, kw);
                 let mut union = Vec::new();
+                let mut starts = Vec::with_capacity(a.len());
                 for (i, m) in a.iter().enumerate() {
+                    starts.push(union.len());
                     union.extend(self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?);
+                }
+                if kw == "oneOf" && self.opts.one_of == OneOfMode::RequireDisjoint {
+                    check_one_of_disjoint(&union, &starts, &aptr)?;
                 }
                 acc = self.product(acc, union, ptr)?;
             }
@@ -926,4 +931,115 @@ mod tests {
             Err(SchemaError::Unsupported { .. })
         ));
     }
+}
+
+/// `OneOfMode::RequireDisjoint`: refuses a `oneOf` unless every two of its
+/// branches (each a union of conjunctions, starting at `starts[i]` in
+/// `union`) are provably disjoint, so that compiling it as `anyOf` is exact.
+fn check_one_of_disjoint(union: &[Conj], starts: &[usize], ptr: &str) -> Result<(), SchemaError> {
+    let branch_of = |k: usize| starts.iter().rposition(|&s| s <= k).unwrap_or(0);
+    for i in 0..union.len() {
+        for j in i + 1..union.len() {
+            let (bi, bj) = (branch_of(i), branch_of(j));
+            if bi != bj && !conj_disjoint(&union[i], &union[j]) {
+                return Err(SchemaError::unsupported(
+                    "oneOf",
+                    ptr,
+                    format!(
+                        "branches {bi} and {bj} may overlap, and a grammar cannot express \"exactly one\" \
+                         (OneOfMode::AsAnyOf approximates it as anyOf)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Type bits with `integer` folded into `number`, so intersections stay
+/// conservative.
+fn fold_integer(t: u8) -> u8 {
+    if t & T_INTEGER != 0 {
+        (t & !T_INTEGER) | T_NUMBER
+    } else {
+        t
+    }
+}
+
+fn value_type(v: &Value) -> u8 {
+    match v {
+        Value::Null => T_NULL,
+        Value::Bool(_) => T_BOOL,
+        Value::Number(_) => T_NUMBER,
+        Value::String(_) => T_STRING,
+        Value::Array(_) => T_ARRAY,
+        Value::Object(_) => T_OBJECT,
+    }
+}
+
+/// The `const`/`enum` values a schema map allows, if it lists them.
+fn listed_values(m: &Map<String, Value>) -> Option<Vec<&Value>> {
+    if let Some(c) = m.get("const") {
+        return Some(vec![c]);
+    }
+    m.get("enum").and_then(Value::as_array).map(|e| e.iter().collect())
+}
+
+/// True when no value of `a` equals a value of `b` as JSON (numbers by
+/// value, so `1` and `1.0` meet; arrays and objects are conservatively
+/// assumed to meet anything of their type).
+fn values_disjoint(a: &[&Value], b: &[&Value]) -> bool {
+    let meet = |x: &Value, y: &Value| match (x, y) {
+        (Value::Number(m), Value::Number(n)) => m.as_f64() == n.as_f64(),
+        (Value::Array(_), Value::Array(_)) | (Value::Object(_), Value::Object(_)) => true,
+        _ => x == y,
+    };
+    a.iter().all(|x| b.iter().all(|y| !meet(x, y)))
+}
+
+/// An upper bound of the types a conjunction allows.
+fn conj_types(c: &Conj) -> u8 {
+    let mut t = T_ALL;
+    for (m, _) in c {
+        if let Some(ty) = m.get("type").and_then(parse_types) {
+            t &= fold_integer(ty);
+        }
+        if let Some(vals) = listed_values(m) {
+            t &= vals.iter().fold(0, |acc, v| acc | value_type(v));
+        }
+    }
+    fold_integer(t)
+}
+
+/// Values of property `p` listed by `const`/`enum` in some conjunct.
+fn property_values<'c>(c: &'c Conj, p: &str) -> Option<Vec<&'c Value>> {
+    c.iter().find_map(|(m, _)| {
+        m.get("properties").and_then(|ps| ps.get(p)).and_then(Value::as_object).and_then(listed_values)
+    })
+}
+
+fn required_names(c: &Conj) -> Vec<&str> {
+    c.iter()
+        .filter_map(|(m, _)| m.get("required").and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// True when no JSON value satisfies both conjunctions (a sound, incomplete
+/// test: `false` means "could not prove it").
+fn conj_disjoint(a: &Conj, b: &Conj) -> bool {
+    if conj_types(a) & conj_types(b) == 0 {
+        return true;
+    }
+    let la: Vec<&Value> = a.iter().filter_map(|(m, _)| listed_values(m)).flatten().collect();
+    let lb: Vec<&Value> = b.iter().filter_map(|(m, _)| listed_values(m)).flatten().collect();
+    // Every listed set bounds the conjunction's values, so their union does.
+    if !la.is_empty() && !lb.is_empty() && values_disjoint(&la, &lb) {
+        return true;
+    }
+    let rb = required_names(b);
+    required_names(a).into_iter().filter(|p| rb.contains(p)).any(|p| {
+        matches!((property_values(a, p), property_values(b, p)), (Some(x), Some(y)) if values_disjoint(&x, &y))
+    })
 }

@@ -956,3 +956,35 @@ proptest! {
         prop_assert!(accepts(&any, &v));
     }
 }
+
+#[test]
+fn one_of_require_disjoint_is_sound_and_keeps_discriminated_unions() {
+    use super::{compile_json_schema, JsonSchemaOptions, OneOfMode, SchemaError};
+    use serde_json::json;
+    let strict = JsonSchemaOptions { one_of: OneOfMode::RequireDisjoint, ..JsonSchemaOptions::default() };
+    // different types, disjoint enums, and a discriminator property: exact
+    for s in [
+        json!({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}),
+        json!({"oneOf": [{"enum": ["a", "b"]}, {"const": "c"}]}),
+        json!({"oneOf": [
+            {"type": "object", "properties": {"kind": {"const": "x"}, "v": {"type": "string"}}, "required": ["kind"]},
+            {"type": "object", "properties": {"kind": {"enum": ["y", "z"]}}, "required": ["kind"]}]}),
+    ] {
+        assert!(compile_json_schema(&s, &strict).is_ok(), "{s}");
+    }
+    // overlapping branches: refused in strict mode, compiled as anyOf by default
+    for s in [
+        json!({"oneOf": [{"type": "number"}, {"type": "integer"}]}),
+        json!({"oneOf": [{"enum": [1, "a"]}, {"enum": [1.0]}]}),
+        json!({"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]}),
+    ] {
+        match compile_json_schema(&s, &strict) {
+            Err(SchemaError::Unsupported { keyword, pointer, .. }) => {
+                assert_eq!(keyword, "oneOf");
+                assert_eq!(pointer, "/oneOf");
+            }
+            other => panic!("{s}: expected a oneOf refusal, got {other:?}"),
+        }
+        assert!(compile_json_schema(&s, &JsonSchemaOptions::default()).is_ok(), "{s}");
+    }
+}
