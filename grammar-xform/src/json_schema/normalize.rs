@@ -862,77 +862,6 @@ fn take_arr(m: &mut Map<String, Value>, k: &str, ptr: &str) -> Result<Vec<Value>
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn branches(s: Value) -> Vec<Value> {
-        let opts = JsonSchemaOptions::default();
-        let mut n = Normalizer::new(&s, &opts);
-        n.branches(&s, "")
-            .unwrap()
-            .into_iter()
-            .map(|b| Value::Object(b.map))
-            .collect()
-    }
-
-    #[test]
-    fn allof_merges_properties_per_key() {
-        let s = json!({"allOf": [
-            {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false, "required": ["a"]},
-            {"properties": {"a": {"maxLength": 3}, "b": {"type": "integer"}}, "required": ["b"]}
-        ]});
-        let b = branches(s);
-        assert_eq!(
-            b,
-            vec![json!({"type": ["object"], "properties": {
-                "a": {"allOf": [{"type": "string"}, {"maxLength": 3}]},
-                "b": false
-            }, "additionalProperties": false, "required": ["a", "b"]})]
-        );
-    }
-
-    #[test]
-    fn anyof_distributes_siblings_and_types_intersect() {
-        let s = json!({"type": ["number", "string"], "anyOf": [{"type": "integer"}, {"type": "null"}, {"minimum": 1}]});
-        let b = branches(s);
-        assert_eq!(b.len(), 2, "{b:?}"); // null branch contradicts
-        assert_eq!(b[0]["type"], json!(["integer"]));
-        assert_eq!(b[1]["minimum"], json!(1));
-    }
-
-    #[test]
-    fn refs_and_draft4_forms() {
-        let s = json!({
-            "definitions": {"n": {"type": "number", "minimum": 0, "exclusiveMinimum": true}},
-            "$ref": "#/definitions/n",
-            "nullable": true
-        });
-        let b = branches(s);
-        assert_eq!(
-            b,
-            vec![
-                json!({"type": ["number"], "exclusiveMinimum": 0}),
-                json!({"type": "null"})
-            ]
-        );
-        let bad = json!({"$ref": "#/definitions/missing"});
-        let opts = JsonSchemaOptions::default();
-        let mut n = Normalizer::new(&bad, &opts);
-        assert!(matches!(
-            n.branches(&bad, ""),
-            Err(SchemaError::BadRef { .. })
-        ));
-        let cyc = json!({"$ref": "#"});
-        let mut n = Normalizer::new(&cyc, &opts);
-        assert!(matches!(
-            n.branches(&cyc, ""),
-            Err(SchemaError::Unsupported { .. })
-        ));
-    }
-}
-
 /// `OneOfMode::RequireDisjoint`: refuses a `oneOf` unless every two of its
 /// branches (each a union of conjunctions, starting at `starts[i]` in
 /// `union`) are provably disjoint, so that compiling it as `anyOf` is exact.
@@ -1042,4 +971,75 @@ fn conj_disjoint(a: &Conj, b: &Conj) -> bool {
     required_names(a).into_iter().filter(|p| rb.contains(p)).any(|p| {
         matches!((property_values(a, p), property_values(b, p)), (Some(x), Some(y)) if values_disjoint(&x, &y))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn branches(s: Value) -> Vec<Value> {
+        let opts = JsonSchemaOptions::default();
+        let mut n = Normalizer::new(&s, &opts);
+        n.branches(&s, "")
+            .unwrap()
+            .into_iter()
+            .map(|b| Value::Object(b.map))
+            .collect()
+    }
+
+    #[test]
+    fn allof_merges_properties_per_key() {
+        let s = json!({"allOf": [
+            {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false, "required": ["a"]},
+            {"properties": {"a": {"maxLength": 3}, "b": {"type": "integer"}}, "required": ["b"]}
+        ]});
+        let b = branches(s);
+        assert_eq!(
+            b,
+            vec![json!({"type": ["object"], "properties": {
+                "a": {"allOf": [{"type": "string"}, {"maxLength": 3}]},
+                "b": false
+            }, "additionalProperties": false, "required": ["a", "b"]})]
+        );
+    }
+
+    #[test]
+    fn anyof_distributes_siblings_and_types_intersect() {
+        let s = json!({"type": ["number", "string"], "anyOf": [{"type": "integer"}, {"type": "null"}, {"minimum": 1}]});
+        let b = branches(s);
+        assert_eq!(b.len(), 2, "{b:?}"); // null branch contradicts
+        assert_eq!(b[0]["type"], json!(["integer"]));
+        assert_eq!(b[1]["minimum"], json!(1));
+    }
+
+    #[test]
+    fn refs_and_draft4_forms() {
+        let s = json!({
+            "definitions": {"n": {"type": "number", "minimum": 0, "exclusiveMinimum": true}},
+            "$ref": "#/definitions/n",
+            "nullable": true
+        });
+        let b = branches(s);
+        assert_eq!(
+            b,
+            vec![
+                json!({"type": ["number"], "exclusiveMinimum": 0}),
+                json!({"type": "null"})
+            ]
+        );
+        let bad = json!({"$ref": "#/definitions/missing"});
+        let opts = JsonSchemaOptions::default();
+        let mut n = Normalizer::new(&bad, &opts);
+        assert!(matches!(
+            n.branches(&bad, ""),
+            Err(SchemaError::BadRef { .. })
+        ));
+        let cyc = json!({"$ref": "#"});
+        let mut n = Normalizer::new(&cyc, &opts);
+        assert!(matches!(
+            n.branches(&cyc, ""),
+            Err(SchemaError::Unsupported { .. })
+        ));
+    }
 }
