@@ -47,21 +47,6 @@ fn mean(h: &[f64]) -> f64 {
     h.iter().enumerate().map(|(i, p)| i as f64 * p).sum()
 }
 
-fn find_font() -> Option<&'static [u8]> {
-    for p in [
-        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        "/usr/share/fonts/TTF/DejaVuSans.ttf",
-        "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-        "/System/Library/Fonts/Supplemental/Arial.ttf",
-        "C:\\Windows\\Fonts\\arial.ttf",
-    ] {
-        if let Ok(b) = std::fs::read(p) {
-            return Some(Box::leak(b.into_boxed_slice()));
-        }
-    }
-    None
-}
-
 fn plot(
     path: &std::path::Path,
     title: &str,
@@ -221,17 +206,15 @@ fn main() -> anyhow::Result<()> {
     println!("## E5: depth and length bias on Dyck D_(3,16) (toy bigram LM seed {lm_seed}, N = {n} for sampled rows)\n");
     println!("{}", t.render());
     std::fs::create_dir_all(&args.out)?;
-    match find_font() {
-        Some(font) => {
-            plotters::style::register_font("sans-serif", FontStyle::Normal, font)
-                .map_err(|_| anyhow::anyhow!("cannot load the font"))?;
+    match examples::host::register_font() {
+        Ok(()) => {
             let dp = args.out.join("fvo_e5_depth.png");
             let lp = args.out.join("fvo_e5_length.png");
             plot(&dp, "Max nesting depth on D(3,16)", "max depth", &dseries)?;
             plot(&lp, "String length on D(3,16)", "length (tokens)", &lseries)?;
             println!("wrote {} and {}", dp.display(), lp.display());
         }
-        None => println!("no TrueType font found in the usual places: PNG plots skipped (the JSON has the histograms)"),
+        Err(e) => println!("{e}: PNG plots skipped (the JSON has the histograms)"),
     }
     println!("total {:.1}s", t0.elapsed().as_secs_f64());
     let path = write_json(

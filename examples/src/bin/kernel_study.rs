@@ -96,38 +96,6 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// plotters' `ab_glyph` backend draws text only with a registered font.
-fn register_font() -> Result<()> {
-    for p in [
-        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        "/usr/share/fonts/TTF/DejaVuSans.ttf",
-        "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    ] {
-        if let Ok(bytes) = std::fs::read(p) {
-            let font: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            return plotters::style::register_font("sans-serif", FontStyle::Normal, font)
-                .map_err(|_| anyhow::anyhow!("cannot load the font {p}"));
-        }
-    }
-    anyhow::bail!("no TrueType font found in the usual places")
-}
-
-fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-        + &format!(
-            ", {} logical cores",
-            std::thread::available_parallelism().map_or(0, |n| n.get())
-        )
-}
-
 fn study(name: &str, model: Transformer, full_layers: usize, a: &Args) -> Result<Study> {
     let cfg = model.config().clone();
     let vocab = cfg.vocab_size as u32;
@@ -202,9 +170,9 @@ fn main() -> Result<()> {
     let device = backend.device()?;
     let dtype = backend.dtype();
     let machine = if device.is_cpu() {
-        cpu_name()
+        examples::host::cpu_name()
     } else {
-        format!("{} (host CPU: {})", a.device, cpu_name())
+        format!("{} (host CPU: {})", a.device, examples::host::cpu_name())
     };
     eprintln!("machine: {machine}");
     let mut studies = Vec::new();
@@ -259,7 +227,7 @@ fn write_outputs(studies: &[Study], machine: &str, a: &Args) -> Result<()> {
         a.out.join("kernel_study.json"),
         serde_json::to_string_pretty(&json)?,
     )?;
-    match register_font() {
+    match examples::host::register_font() {
         Ok(()) => plot(&a.out.join("kernel_study.png"), studies, machine)?,
         Err(e) => eprintln!("no plot: {e}"),
     }

@@ -377,7 +377,7 @@ fn main() -> Result<()> {
             "optimizer": "AdamW (candle-nn), no weight decay, 5% warm-up then cosine to 10% over max(step/steps, wall/budget)",
             "peak_lr": a.lr, "batch": a.batch, "steps": step, "max_steps": total, "budget_minutes": a.minutes, "seed": a.seed,
             "train_wall_seconds": train_secs, "total_wall_seconds": t0.elapsed().as_secs_f64(),
-            "machine": cpu_name(),
+            "machine": examples::host::cpu_name(),
         },
         "heldout": {
             "windows": eval_windows.len(), "window_tokens": win,
@@ -395,7 +395,7 @@ fn main() -> Result<()> {
         out.join("manifest.json"),
         serde_json::to_string_pretty(&manifest)?,
     )?;
-    match register_font() {
+    match examples::host::register_font() {
         Ok(()) => plot(
             &out.join("loss.png"),
             &a,
@@ -418,38 +418,6 @@ fn main() -> Result<()> {
     );
     println!("{}", serde_json::to_string(&manifest["heldout"])?);
     Ok(())
-}
-
-/// plotters' `ab_glyph` backend draws text only with a registered font.
-fn register_font() -> Result<()> {
-    for p in [
-        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        "/usr/share/fonts/TTF/DejaVuSans.ttf",
-        "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    ] {
-        if let Ok(bytes) = std::fs::read(p) {
-            let font: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            return plotters::style::register_font("sans-serif", FontStyle::Normal, font)
-                .map_err(|_| anyhow::anyhow!("cannot load the font {p}"));
-        }
-    }
-    bail!("no TrueType font found in the usual places")
-}
-
-fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-        + &format!(
-            ", {} logical cores",
-            std::thread::available_parallelism().map_or(0, |n| n.get())
-        )
 }
 
 fn plot(
