@@ -227,10 +227,34 @@ impl<'a> Work<'a> {
         }
     }
 
+    /// SCAN of one item by byte `b`: an item before a terminal moves its
+    /// DFA state; a terminal that is finished (accepting, no way on) is
+    /// replaced by its completion.
+    #[inline]
+    fn scan_item(&mut self, x: Item, b: u8) {
+        let g = self.g;
+        let s = g.sym[x.pos as usize];
+        if s != END && s & TERM != 0 {
+            let dfa = &g.terms[(s & !TERM) as usize].dfa;
+            let n = dfa.next(x.st, b);
+            if n != DEAD {
+                if dfa.can_continue(n) {
+                    self.add(Item {
+                        pos: x.pos,
+                        st: n,
+                        origin: x.origin,
+                    });
+                } else {
+                    let a = self.advanced(x);
+                    self.add(a);
+                }
+            }
+        }
+    }
+
     /// SCAN: pushes the set after byte `b`. Returns false (and pushes
     /// nothing) when no item survives.
     pub fn push_byte(&mut self, b: u8) -> bool {
-        let g = self.g;
         let start = self.items.len();
         self.starts.push(start as u32);
         self.dedup.active = false;
@@ -238,49 +262,13 @@ impl<'a> Work<'a> {
             Some((a, e)) => {
                 for i in a..e {
                     let x = self.items[i];
-                    let s = g.sym[x.pos as usize];
-                    if s != END && s & TERM != 0 {
-                        let dfa = &g.terms[(s & !TERM) as usize].dfa;
-                        let n = dfa.next(x.st, b);
-                        if n != DEAD {
-                            if dfa.can_continue(n) {
-                                self.add(Item {
-                                    pos: x.pos,
-                                    st: n,
-                                    origin: x.origin,
-                                });
-                            } else {
-                                // A finished terminal (accepting, no way on):
-                                // only its completion is kept.
-                                let a = self.advanced(x);
-                                self.add(a);
-                            }
-                        }
-                    }
+                    self.scan_item(x, b);
                 }
             }
             None => {
                 let last: &'a [Item] = self.base.last().map(|s| &*s.1).unwrap_or(&[]);
                 for &x in last {
-                    let s = g.sym[x.pos as usize];
-                    if s != END && s & TERM != 0 {
-                        let dfa = &g.terms[(s & !TERM) as usize].dfa;
-                        let n = dfa.next(x.st, b);
-                        if n != DEAD {
-                            if dfa.can_continue(n) {
-                                self.add(Item {
-                                    pos: x.pos,
-                                    st: n,
-                                    origin: x.origin,
-                                });
-                            } else {
-                                // A finished terminal (accepting, no way on):
-                                // only its completion is kept.
-                                let a = self.advanced(x);
-                                self.add(a);
-                            }
-                        }
-                    }
+                    self.scan_item(x, b);
                 }
             }
         }
