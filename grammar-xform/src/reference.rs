@@ -100,24 +100,7 @@ impl Recognizer {
 
         // Generating nonterminals: least fixpoint.
         let t_gen: Vec<bool> = dfas.iter().map(|d| d.start() != TerminalDfa::DEAD).collect();
-        let mut generating = vec![false; n];
-        loop {
-            let mut changed = false;
-            for (lhs, rhs) in &rules {
-                if !generating[*lhs as usize]
-                    && rhs.iter().all(|s| match *s {
-                        Sym::Nt(b) => generating[b as usize],
-                        Sym::T(t) => t_gen[t as usize],
-                    })
-                {
-                    generating[*lhs as usize] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        let generating = derives_all(&rules, n, &t_gen);
         rules.retain(|(_, rhs)| {
             rhs.iter().all(|s| match *s {
                 Sym::Nt(b) => generating[b as usize],
@@ -127,24 +110,7 @@ impl Recognizer {
 
         // Nullable nonterminals: least fixpoint (terminals may match ε too).
         let t_null: Vec<bool> = dfas.iter().map(|d| d.is_accepting(d.start())).collect();
-        let mut nullable = vec![false; n];
-        loop {
-            let mut changed = false;
-            for (lhs, rhs) in &rules {
-                if !nullable[*lhs as usize]
-                    && rhs.iter().all(|s| match *s {
-                        Sym::Nt(b) => nullable[b as usize],
-                        Sym::T(t) => t_null[t as usize],
-                    })
-                {
-                    nullable[*lhs as usize] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        let nullable = derives_all(&rules, n, &t_null);
 
         let mut by_lhs = vec![Vec::new(); n];
         for (i, (lhs, _)) in rules.iter().enumerate() {
@@ -321,6 +287,31 @@ pub fn recognizes(g: &Grammar, input: &[u8]) -> Result<bool, GrammarError> {
 /// `p + token` is a viable prefix).
 pub fn is_viable_prefix(g: &Grammar, prefix: &[u8]) -> Result<bool, GrammarError> {
     Ok(Recognizer::new(g)?.is_viable_prefix(prefix))
+}
+
+/// The least fixpoint "nonterminal `A` has a rule whose every symbol
+/// qualifies", where terminal `t` qualifies when `term[t]`: with
+/// `term` = "matches something" it is the generating set, with `term` =
+/// "matches ε" the nullable set.
+fn derives_all(rules: &[(u32, Vec<Sym>)], n: usize, term: &[bool]) -> Vec<bool> {
+    let mut ok = vec![false; n];
+    loop {
+        let mut changed = false;
+        for (lhs, rhs) in rules {
+            if !ok[*lhs as usize]
+                && rhs.iter().all(|s| match *s {
+                    Sym::Nt(b) => ok[b as usize],
+                    Sym::T(t) => term[t as usize],
+                })
+            {
+                ok[*lhs as usize] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return ok;
+        }
+    }
 }
 
 #[cfg(test)]
