@@ -34,6 +34,21 @@ pub struct RollbackError {
     pub available: usize,
 }
 
+/// The bookkeeping every [`Constraint::rollback`] shares: refuses rolling
+/// back more than `available` tokens, un-finishes a matcher whose last
+/// token was EOS (which counts as one token), and returns how many
+/// non-EOS tokens are left to undo.
+pub fn rollback_eos(n: usize, available: usize, finished: &mut bool) -> Result<usize, RollbackError> {
+    if n > available {
+        return Err(RollbackError { requested: n, available });
+    }
+    if n > 0 && *finished {
+        *finished = false;
+        return Ok(n - 1);
+    }
+    Ok(n)
+}
+
 /// One matcher state over a vocabulary: computes the allowed-token mask,
 /// advances by a token, forks (`Clone`) and rolls back for speculative
 /// decoding.
@@ -272,15 +287,7 @@ impl Constraint for TrieConstraint {
         }
     }
     fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
-        let available = self.num_tokens();
-        if n > available {
-            return Err(RollbackError { requested: n, available });
-        }
-        let mut n = n;
-        if n > 0 && self.finished {
-            self.finished = false;
-            n -= 1;
-        }
+        let n = rollback_eos(n, self.num_tokens(), &mut self.finished)?;
         self.path.truncate(self.path.len() - n);
         Ok(())
     }

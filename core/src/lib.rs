@@ -24,7 +24,7 @@ pub mod toy;
 pub mod vocab;
 
 pub use constraint::{
-    Constraint, DyckConstraint, DyckSpec, Rejected, RollbackError, TrieConstraint,
+    rollback_eos, Constraint, DyckConstraint, DyckSpec, Rejected, RollbackError, TrieConstraint,
 };
 pub use model::{BlockMarginals, DiffusionModel, LanguageModel, Logits, ModelError};
 pub use token_set::TokenSet;

@@ -237,18 +237,7 @@ impl Constraint for DfaConstraint {
         }
     }
     fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
-        let available = self.num_tokens();
-        if n > available {
-            return Err(RollbackError {
-                requested: n,
-                available,
-            });
-        }
-        let mut n = n;
-        if n > 0 && self.finished {
-            self.finished = false;
-            n -= 1;
-        }
+        let n = zapspec_core::constraint::rollback_eos(n, self.num_tokens(), &mut self.finished)?;
         self.states.truncate(self.states.len() - n);
         Ok(())
     }
