@@ -18,7 +18,7 @@ use super::error::{push_ptr, SchemaError};
 use super::normalize::{
     json_eq, Normalizer, Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
-use super::objects::{object_layout, Layout};
+use super::objects::object_layout;
 use super::JsonSchemaOptions;
 
 /// At most this many candidates per value.
@@ -95,17 +95,13 @@ impl Canon<'_> {
             }
             match inst {
                 Value::Object(m) if types & T_OBJECT != 0 => {
-                    let Ok(Layout {
-                        members,
-                        additional,
-                        ..
-                    }) = object_layout(&s)?
-                    else {
+                    let Ok(layout) = object_layout(&s)? else {
                         continue;
                     };
+                    let members = &layout.members;
                     // children candidates, key order: declared first, then the rest
                     let mut order: Vec<(String, Value)> = Vec::new();
-                    for (name, sch, _) in &members {
+                    for (name, sch, _) in members {
                         if let Some(v) = m.get(name) {
                             order.push((name.clone(), sch.clone()));
                             let _ = v;
@@ -113,7 +109,7 @@ impl Canon<'_> {
                     }
                     for k in m.keys() {
                         if !members.iter().any(|(n, _, _)| n == k) {
-                            order.push((k.clone(), additional.clone()));
+                            order.push((k.clone(), layout.extra_schema(k)));
                         }
                     }
                     let mut partial: Vec<Map<String, Value>> = vec![Map::new()];
@@ -210,10 +206,10 @@ impl Canon<'_> {
                 }
             }
         }
-        if layout.additional == Value::Bool(false)
-            && m.keys()
-                .any(|k| !layout.members.iter().any(|(n, _, _)| n == k))
-        {
+        if m.keys().any(|k| {
+            !layout.members.iter().any(|(n, _, _)| n == k)
+                && layout.extra_schema(k) == Value::Bool(false)
+        }) {
             return Ok(false);
         }
         Ok(true)

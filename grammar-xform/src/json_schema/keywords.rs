@@ -34,6 +34,7 @@ pub const SUPPORTED: &[&str] = &[
     "properties",
     "required",
     "additionalProperties",
+    "patternProperties",
     "minProperties",
     "maxProperties",
     "items",
@@ -89,7 +90,6 @@ pub const ANNOTATIONS: &[&str] = &[
 /// Keywords of some draft that affect validity but are not implemented.
 pub const UNSUPPORTED: &[&str] = &[
     "if",
-    "patternProperties",
     "propertyNames",
     "dependencies",
     "dependentRequired",

@@ -85,6 +85,7 @@ pub mod canonical;
 mod emit;
 mod error;
 mod formats;
+mod keys;
 pub mod keywords;
 mod literal;
 mod normalize;
@@ -194,3 +195,5 @@ pub fn compile_json_schema_report(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_keys;

@@ -699,9 +699,28 @@ fn merge2(
     ptr: &str,
 ) -> Result<Result<Map<String, Value>, String>, SchemaError> {
     // objects: properties/additionalProperties per key
+    let (a_pp, b_pp) = (
+        a.contains_key("patternProperties"),
+        b.contains_key("patternProperties"),
+    );
+    if b_pp && !a_pp {
+        // the conjunction is symmetric: keep the patterns on the left
+        std::mem::swap(&mut a, &mut b);
+    }
     let a_obj = a.contains_key("properties") || a.contains_key("additionalProperties");
     let b_obj = b.contains_key("properties") || b.contains_key("additionalProperties");
-    if a_obj && b_obj {
+    if a_pp || b_pp {
+        if a_pp && b_pp {
+            return Err(SchemaError::unsupported(
+                "patternProperties",
+                ptr,
+                "allOf of two schemas with patternProperties",
+            ));
+        }
+        if b_obj {
+            merge_into_patterns(&mut a, &mut b, ptr)?;
+        }
+    } else if a_obj && b_obj {
         let pa = take_map(&mut a, "properties", ptr)?;
         let pb = take_map(&mut b, "properties", ptr)?;
         let aa = a
@@ -842,6 +861,49 @@ fn merge2(
     Ok(Ok(a))
 }
 
+/// `a ∧ b` for the object keywords where `a` has `patternProperties` and
+/// `b` has `properties`/`additionalProperties` but no patterns. Exact when
+/// `b` allows every undeclared key (`additionalProperties` absent or
+/// `true`): a key `b` declares but `a` does not must also satisfy what `a`
+/// demands of it — the schemas of `a`'s patterns it matches (which the
+/// emitter applies to every declared key) or else `a`'s
+/// `additionalProperties`. Other cases are refused.
+fn merge_into_patterns(
+    a: &mut Map<String, Value>,
+    b: &mut Map<String, Value>,
+    ptr: &str,
+) -> Result<(), SchemaError> {
+    let ab = b
+        .remove("additionalProperties")
+        .unwrap_or(Value::Bool(true));
+    if ab != Value::Bool(true) && ab.as_object().is_none_or(|m| !m.is_empty()) {
+        return Err(SchemaError::unsupported(
+            "patternProperties",
+            ptr,
+            "allOf of patternProperties with another schema's additionalProperties",
+        ));
+    }
+    let aa = a
+        .get("additionalProperties")
+        .cloned()
+        .unwrap_or(Value::Bool(true));
+    let pats = super::objects::pattern_properties(a, ptr)?;
+    let mut pa = take_map(a, "properties", ptr)?;
+    let pb = take_map(b, "properties", ptr)?;
+    for (k, v) in pb {
+        let merged = match pa.get(&k) {
+            Some(x) => all_of(vec![x.clone(), v]),
+            None if pats.iter().any(|(p, _)| p.matches(&k)) => v,
+            None => all_of(vec![aa.clone(), v]),
+        };
+        pa.insert(k, merged);
+    }
+    if !pa.is_empty() {
+        a.insert("properties".into(), Value::Object(pa));
+    }
+    Ok(())
+}
+
 fn take_map(
     m: &mut Map<String, Value>,
     k: &str,
@@ -911,7 +973,9 @@ fn listed_values(m: &Map<String, Value>) -> Option<Vec<&Value>> {
     if let Some(c) = m.get("const") {
         return Some(vec![c]);
     }
-    m.get("enum").and_then(Value::as_array).map(|e| e.iter().collect())
+    m.get("enum")
+        .and_then(Value::as_array)
+        .map(|e| e.iter().collect())
 }
 
 /// True when no value of `a` equals a value of `b` as JSON (numbers by
@@ -943,7 +1007,10 @@ fn conj_types(c: &Conj) -> u8 {
 /// Values of property `p` listed by `const`/`enum` in some conjunct.
 fn property_values<'c>(c: &'c Conj, p: &str) -> Option<Vec<&'c Value>> {
     c.iter().find_map(|(m, _)| {
-        m.get("properties").and_then(|ps| ps.get(p)).and_then(Value::as_object).and_then(listed_values)
+        m.get("properties")
+            .and_then(|ps| ps.get(p))
+            .and_then(Value::as_object)
+            .and_then(listed_values)
     })
 }
 
@@ -961,8 +1028,16 @@ fn conj_disjoint(a: &Conj, b: &Conj) -> bool {
     if conj_types(a) & conj_types(b) == 0 {
         return true;
     }
-    let la: Vec<&Value> = a.iter().filter_map(|(m, _)| listed_values(m)).flatten().collect();
-    let lb: Vec<&Value> = b.iter().filter_map(|(m, _)| listed_values(m)).flatten().collect();
+    let la: Vec<&Value> = a
+        .iter()
+        .filter_map(|(m, _)| listed_values(m))
+        .flatten()
+        .collect();
+    let lb: Vec<&Value> = b
+        .iter()
+        .filter_map(|(m, _)| listed_values(m))
+        .flatten()
+        .collect();
     // Every listed set bounds the conjunction's values, so their union does.
     if !la.is_empty() && !lb.is_empty() && values_disjoint(&la, &lb) {
         return true;

@@ -22,8 +22,9 @@ use serde_json::Value;
 
 use super::emit::{get_u64, lit, re, Emitter};
 use super::error::{push_ptr, SchemaError};
-use super::normalize::Simple;
-use super::strings::{encode_str, key_regex_excluding};
+use super::keys::{KeyAutomaton, KeyPattern, RegionGrammar};
+use super::normalize::{all_of, Simple};
+use super::strings::{encode_class, encode_str, key_regex_excluding};
 use crate::ir::{NtId, Symbol, Terminal};
 
 /// One declared member: name, value schema, required.
@@ -41,6 +42,55 @@ pub(crate) struct Layout {
     pub names: Vec<String>,
     /// The `additionalProperties` schema (`true` when absent).
     pub additional: Value,
+    /// `patternProperties`: compiled patterns and their schemas.
+    pub patterns: Vec<(KeyPattern, Value)>,
+}
+
+impl Layout {
+    /// The schema the value of an *undeclared* key must satisfy: the
+    /// conjunction of the schemas of the patterns it matches, or
+    /// `additionalProperties` when it matches none.
+    pub fn extra_schema(&self, key: &str) -> Value {
+        let matched: Vec<Value> = self
+            .patterns
+            .iter()
+            .filter(|(p, _)| p.matches(key))
+            .map(|(_, v)| v.clone())
+            .collect();
+        if matched.is_empty() {
+            self.additional.clone()
+        } else {
+            all_of(matched)
+        }
+    }
+}
+
+/// Parses `patternProperties` of a simple schema.
+pub(crate) fn pattern_properties(
+    m: &serde_json::Map<String, Value>,
+    ptr: &str,
+) -> Result<Vec<(KeyPattern, Value)>, SchemaError> {
+    let Some(pp) = m.get("patternProperties") else {
+        return Ok(Vec::new());
+    };
+    let pp = pp
+        .as_object()
+        .ok_or_else(|| SchemaError::invalid("patternProperties", ptr, "must be an object"))?;
+    let mut out = Vec::new();
+    for (p, v) in pp {
+        if !v.is_object() && !v.is_boolean() {
+            return Err(SchemaError::invalid(
+                "patternProperties",
+                ptr,
+                format!("the value of pattern {p:?} must be a schema"),
+            ));
+        }
+        let kp = KeyPattern::new(p).map_err(|r| {
+            SchemaError::unsupported("patternProperties", ptr, format!("{r} (pattern {p:?})"))
+        })?;
+        out.push((kp, v.clone()));
+    }
+    Ok(out)
 }
 
 /// The layout of an object schema; `Ok(Err(reason))` when a required
@@ -87,11 +137,25 @@ pub(crate) fn object_layout(s: &Simple) -> Result<Result<Layout, String>, Schema
             "must be a schema",
         ));
     }
+    let patterns = pattern_properties(&s.map, ptr)?;
     let mut members = Vec::new();
     let mut names = Vec::new();
     for (k, v) in &props {
         names.push(k.clone());
         let req = required.contains(k);
+        // a declared key must also satisfy every pattern it matches
+        let mut parts = vec![v.clone()];
+        parts.extend(
+            patterns
+                .iter()
+                .filter(|(p, _)| p.matches(k))
+                .map(|(_, s)| s.clone()),
+        );
+        let v = &if parts.len() == 1 {
+            v.clone()
+        } else {
+            all_of(parts)
+        };
         if v == &Value::Bool(false) {
             if req {
                 return Ok(Err(format!("required property `{k}` has schema false")));
@@ -100,22 +164,87 @@ pub(crate) fn object_layout(s: &Simple) -> Result<Result<Layout, String>, Schema
         }
         members.push((k.clone(), v.clone(), req));
     }
-    for r in &required {
-        if !props.contains_key(r) {
-            if additional == Value::Bool(false) {
-                return Ok(Err(format!(
-                    "required property `{r}` is not allowed by additionalProperties: false"
-                )));
-            }
-            names.push(r.clone());
-            members.push((r.clone(), additional.clone(), true));
-        }
-    }
-    Ok(Ok(Layout {
+    let mut layout = Layout {
         members,
         names,
         additional,
-    }))
+        patterns,
+    };
+    for r in &required {
+        if !props.contains_key(r) {
+            let sch = layout.extra_schema(r);
+            if sch == Value::Bool(false) {
+                return Ok(Err(format!(
+                    "required property `{r}` is not allowed by patternProperties/additionalProperties"
+                )));
+            }
+            layout.names.push(r.clone());
+            layout.members.push((r.clone(), sch, true));
+        }
+    }
+    Ok(Ok(layout))
+}
+
+/// How the keys of one region are written.
+enum KeyPlan {
+    /// One regex terminal (quoted canonical encodings).
+    Regex(String),
+    /// A right-linear grammar of the region's automaton.
+    Region(RegionGrammar),
+}
+
+/// The regions of undeclared keys (keys other than `names`) with their
+/// value schemas and schema pointers: one region for `additionalProperties`
+/// without patterns, else the regions of `patternProperties` (see
+/// [`super::keys`]). Regions whose schema is `false` are left out, so the
+/// result is empty when no undeclared key is allowed.
+fn extra_regions(
+    ptr: &str,
+    names: &[&str],
+    additional: &Value,
+    patterns: &[(KeyPattern, Value)],
+) -> Result<Vec<(KeyPlan, Value, String)>, SchemaError> {
+    if patterns.is_empty() {
+        if additional == &Value::Bool(false) {
+            return Ok(vec![]);
+        }
+        return Ok(vec![(
+            KeyPlan::Regex(key_regex_excluding(names)),
+            additional.clone(),
+            push_ptr(ptr, "additionalProperties"),
+        )]);
+    }
+    let pats: Vec<&KeyPattern> = patterns.iter().map(|(p, _)| p).collect();
+    let ka = KeyAutomaton::new(&pats, names)
+        .map_err(|r| SchemaError::unsupported("patternProperties", ptr, r))?;
+    let pp_ptr = push_ptr(ptr, "patternProperties");
+    let mut out = Vec::new();
+    for set in ka.regions() {
+        let bits: Vec<usize> = (0..pats.len()).filter(|i| set >> i & 1 == 1).collect();
+        let (schema, sptr) = match bits.as_slice() {
+            [] => (additional.clone(), push_ptr(ptr, "additionalProperties")),
+            [i] => (patterns[*i].1.clone(), push_ptr(&pp_ptr, &pats[*i].source)),
+            _ => (
+                all_of(bits.iter().map(|&i| patterns[i].1.clone()).collect()),
+                pp_ptr.clone(),
+            ),
+        };
+        if schema == Value::Bool(false) {
+            continue;
+        }
+        let key = match bits.as_slice() {
+            [i] if ka.region_is_pattern(set, *i) => KeyPlan::Regex(pats[*i].key_regex.clone()),
+            _ => {
+                let r = ka.region(set);
+                if r.states.is_empty() {
+                    continue;
+                }
+                KeyPlan::Region(r)
+            }
+        };
+        out.push((key, schema, sptr));
+    }
+    Ok(out)
 }
 
 impl Emitter<'_> {
@@ -125,6 +254,7 @@ impl Emitter<'_> {
             members,
             names,
             additional,
+            patterns,
         } = match object_layout(s)? {
             Ok(x) => x,
             Err(reason) => {
@@ -143,7 +273,9 @@ impl Emitter<'_> {
         let n_req = members.iter().filter(|m| m.required).count() as u64;
         let min_p = get_u64(&s.map, "minProperties", &ptr)?.unwrap_or(0);
         let max_p = get_u64(&s.map, "maxProperties", &ptr)?;
-        let allow_extra = additional != Value::Bool(false);
+        let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let extra_plan = extra_regions(&ptr, &name_refs, &additional, &patterns)?;
+        let allow_extra = !extra_plan.is_empty();
         if max_p.is_some_and(|m| m < n_req || m < min_p) {
             self.norm.note_unsat(
                 &ptr,
@@ -177,12 +309,25 @@ impl Emitter<'_> {
             let key = format!("\"{}\"", encode_str(&m.name));
             member_syms.push(self.member(Symbol::T(Terminal::Literal(key.into_bytes())), child));
         }
-        let extra_syms = if allow_extra {
-            let child = self.node(&additional, &push_ptr(&ptr, "additionalProperties"))?;
-            let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            Some(self.member(re(key_regex_excluding(&name_refs)), child))
-        } else {
-            None
+        let mut extra_alts = Vec::new();
+        for (key, schema, sptr) in extra_plan {
+            let key = match key {
+                KeyPlan::Regex(r) => re(r),
+                KeyPlan::Region(r) => self.region_key(&r, &ptr)?,
+            };
+            let child = self.node(&schema, &sptr)?;
+            extra_alts.push(self.member(key, child));
+        }
+        let extra_syms = match extra_alts.len() {
+            0 => None,
+            1 => extra_alts.into_iter().next(),
+            _ => {
+                let x = self.fresh(&format!("{}-extra", self.g.name(nt)), &ptr)?;
+                for alt in extra_alts {
+                    self.g.add_rule(x, alt);
+                }
+                Some(vec![Symbol::Nt(x)])
+            }
         };
         let base = self.g.name(nt).to_string();
         let n = members.len();
@@ -249,6 +394,29 @@ impl Emitter<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A key nonterminal deriving the quoted canonical encodings of the
+    /// keys of a region: one nonterminal per automaton state
+    /// (right-linear), `None` for an empty region.
+    fn region_key(&mut self, r: &RegionGrammar, ptr: &str) -> Result<Symbol, SchemaError> {
+        let nts: Vec<NtId> = (0..r.states.len())
+            .map(|_| self.fresh("key-state", ptr))
+            .collect::<Result<_, _>>()?;
+        for (i, st) in r.states.iter().enumerate() {
+            if st.accepting {
+                self.g.add_rule(nts[i], vec![lit("\"")]);
+            }
+            for (t, cls) in &st.edges {
+                self.g.add_rule(
+                    nts[i],
+                    vec![re(encode_class(cls).to_string()), Symbol::Nt(nts[*t])],
+                );
+            }
+        }
+        let k = self.fresh("key", ptr)?;
+        self.g.add_rule(k, vec![lit("\""), Symbol::Nt(nts[0])]);
+        Ok(Symbol::Nt(k))
     }
 
     /// `key ws ":" ws value ws` (compact: `key ":" value`).

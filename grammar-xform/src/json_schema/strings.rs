@@ -72,7 +72,7 @@ fn special_class() -> ClassUnicode {
 }
 
 /// The canonical encodings of the characters of `c`, as a HIR.
-fn encode_class(c: &ClassUnicode) -> Hir {
+pub(crate) fn encode_class(c: &ClassUnicode) -> Hir {
     let specials = special_class();
     let mut safe = c.clone();
     safe.difference(&specials);

@@ -1,0 +1,434 @@
+//! Key languages of `patternProperties`: which object keys fall into which
+//! *region* (the set of patterns a key matches, and whether it is a
+//! declared name), computed exactly by a product automaton.
+//!
+//! JSON Schema (2020-12 Core §10.3.2.2–10.3.2.3): a member whose key is
+//! declared in `properties` must satisfy that schema *and* the schema of
+//! every pattern of `patternProperties` that the key matches; a member
+//! whose key is not declared but matches some patterns must satisfy all
+//! their schemas; `additionalProperties` applies to the keys that are
+//! neither declared nor matched. So the undeclared keys split into the
+//! regions `R_T = ⋂_{i∈T} L_i ∩ ⋂_{i∉T} ¬L_i ∖ names` for the sets `T` of
+//! patterns, each with the value schema `allOf(S_i, i ∈ T)` (or
+//! `additionalProperties` for `T = ∅`).
+//!
+//! Regexes have no intersection or complement, so the regions are computed
+//! on automata. Each pattern becomes a byte DFA ([`TerminalDfa`]) of the
+//! canonical encodings of its keys (the same language as the key terminal
+//! the grammar would use, see [`super::strings`]). The product runs over
+//! *atoms* of the decoded character alphabet: the coarsest partition of
+//! Unicode in which every character class and literal character of every
+//! pattern, and every character of a declared name, is a union of atoms.
+//! Characters of one atom are indistinguishable to every pattern (and to
+//! the names), and the encoding is a per-character prefix code, so stepping
+//! each pattern DFA over the encoding of one representative character per
+//! atom is exact. Product states are tuples (pattern DFA states, position
+//! in the trie of declared names); a state's region is read off the pattern
+//! DFAs after the closing quote and the trie node.
+//!
+//! A region is then written into the grammar as a right-linear grammar
+//! (one nonterminal per live product state, one rule per target with the
+//! canonical encodings of the atoms leading there), or, when it is exactly
+//! one pattern's language, as that pattern's regex terminal.
+
+use std::collections::{BTreeSet, HashMap};
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
+
+use super::strings::{constrained_string_regex, encode_str, translate_pattern};
+use crate::dfa::TerminalDfa;
+
+/// Most product states of one object's key automaton.
+pub(crate) const MAX_KEY_STATES: usize = 20_000;
+
+/// One pattern of `patternProperties`.
+pub(crate) struct KeyPattern {
+    /// The ECMA-262 pattern as written in the schema.
+    pub source: String,
+    /// Full-match HIR over decoded characters (search semantics applied).
+    pub hir: Hir,
+    /// The regex of the quoted canonical encodings of the matching keys.
+    pub key_regex: String,
+    dfa: TerminalDfa,
+}
+
+impl KeyPattern {
+    /// Compiles a pattern; `Err(reason)` when it cannot be translated
+    /// exactly.
+    pub fn new(source: &str) -> Result<KeyPattern, String> {
+        let hir = translate_pattern(source)?;
+        let key_regex = constrained_string_regex(&hir)?;
+        let dfa = TerminalDfa::regex(&key_regex).map_err(|e| e.to_string())?;
+        Ok(KeyPattern {
+            source: source.to_string(),
+            hir,
+            key_regex,
+            dfa,
+        })
+    }
+
+    /// Whether the key `name` (decoded) matches the pattern.
+    pub fn matches(&self, name: &str) -> bool {
+        self.dfa
+            .matches(format!("\"{}\"", encode_str(name)).as_bytes())
+    }
+}
+
+/// A trie of the declared names, over characters.
+struct Trie {
+    kids: Vec<HashMap<char, usize>>,
+    end: Vec<bool>,
+}
+
+impl Trie {
+    const OUT: usize = usize::MAX;
+
+    fn new(names: &[&str]) -> Trie {
+        let mut t = Trie {
+            kids: vec![HashMap::new()],
+            end: vec![false],
+        };
+        for n in names {
+            let mut cur = 0;
+            for c in n.chars() {
+                let next = t.kids.len();
+                let e = *t.kids[cur].entry(c).or_insert(next);
+                if e == next {
+                    t.kids.push(HashMap::new());
+                    t.end.push(false);
+                }
+                cur = e;
+            }
+            t.end[cur] = true;
+        }
+        t
+    }
+
+    fn step(&self, node: usize, c: char) -> usize {
+        if node == Self::OUT {
+            return Self::OUT;
+        }
+        self.kids[node].get(&c).copied().unwrap_or(Self::OUT)
+    }
+
+    fn is_end(&self, node: usize) -> bool {
+        node != Self::OUT && self.end[node]
+    }
+}
+
+/// Collects the boundaries of the character classes and literal
+/// characters of a HIR.
+fn boundaries(h: &Hir, out: &mut BTreeSet<u32>) {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => {}
+        HirKind::Literal(l) => {
+            for c in String::from_utf8_lossy(&l.0).chars() {
+                out.insert(c as u32);
+                out.insert(c as u32 + 1);
+            }
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            for r in c.iter() {
+                out.insert(r.start() as u32);
+                out.insert(r.end() as u32 + 1);
+            }
+        }
+        HirKind::Class(Class::Bytes(c)) => {
+            for r in c.iter() {
+                out.insert(r.start() as u32);
+                out.insert(r.end() as u32 + 1);
+            }
+        }
+        HirKind::Repetition(r) => boundaries(&r.sub, out),
+        HirKind::Capture(c) => boundaries(&c.sub, out),
+        HirKind::Concat(v) | HirKind::Alternation(v) => {
+            for x in v {
+                boundaries(x, out)
+            }
+        }
+    }
+}
+
+/// The product automaton of the key languages (see the module docs).
+pub(crate) struct KeyAutomaton {
+    /// Atoms: disjoint inclusive character ranges covering Unicode.
+    atoms: Vec<(char, char)>,
+    /// `trans[s][a]`: the state after atom `a` in state `s`.
+    trans: Vec<Vec<u32>>,
+    /// Bit `i` set: a key ending in this state matches pattern `i`.
+    mask: Vec<u64>,
+    /// A key ending in this state is a declared name.
+    name: Vec<bool>,
+}
+
+impl KeyAutomaton {
+    /// The product of the patterns (at most 64) and the trie of `names`.
+    pub fn new(pats: &[&KeyPattern], names: &[&str]) -> Result<KeyAutomaton, String> {
+        if pats.len() > 64 {
+            return Err("more than 64 patterns".into());
+        }
+        let mut bounds = BTreeSet::new();
+        bounds.insert(0u32);
+        bounds.insert(0xD800);
+        bounds.insert(0xE000);
+        bounds.insert(0x11_0000);
+        for p in pats {
+            boundaries(&p.hir, &mut bounds);
+        }
+        for n in names {
+            for c in n.chars() {
+                bounds.insert(c as u32);
+                bounds.insert(c as u32 + 1);
+            }
+        }
+        let b: Vec<u32> = bounds.into_iter().filter(|&x| x <= 0x11_0000).collect();
+        let mut atoms = Vec::new();
+        for w in b.windows(2) {
+            let (lo, hi) = (w[0], w[1] - 1);
+            if (0xD800..0xE000).contains(&lo) {
+                continue;
+            }
+            if let (Some(a), Some(z)) = (char::from_u32(lo), char::from_u32(hi)) {
+                atoms.push((a, z));
+            }
+        }
+        let reps: Vec<(char, Vec<u8>)> = atoms
+            .iter()
+            .map(|&(a, _)| (a, encode_str(&a.to_string()).into_bytes()))
+            .collect();
+        let trie = Trie::new(names);
+        type Key = (Vec<u32>, usize);
+        let mut ids: HashMap<Key, u32> = HashMap::new();
+        let mut states: Vec<Key> = Vec::new();
+        let start: Key = (
+            pats.iter()
+                .map(|p| p.dfa.run(p.dfa.start(), b"\""))
+                .collect(),
+            0,
+        );
+        ids.insert(start.clone(), 0);
+        states.push(start);
+        let mut trans: Vec<Vec<u32>> = Vec::new();
+        let mut i = 0;
+        while i < states.len() {
+            let (qs, node) = states[i].clone();
+            let mut row = Vec::with_capacity(reps.len());
+            for (c, enc) in &reps {
+                let key: Key = (
+                    pats.iter()
+                        .zip(&qs)
+                        .map(|(p, &q)| p.dfa.run(q, enc))
+                        .collect(),
+                    trie.step(node, *c),
+                );
+                let id = match ids.get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        if states.len() >= MAX_KEY_STATES {
+                            return Err(format!(
+                                "the key automaton of patternProperties exceeds {MAX_KEY_STATES} states"
+                            ));
+                        }
+                        let id = states.len() as u32;
+                        ids.insert(key.clone(), id);
+                        states.push(key);
+                        id
+                    }
+                };
+                row.push(id);
+            }
+            trans.push(row);
+            i += 1;
+        }
+        let mask = states
+            .iter()
+            .map(|(qs, _)| {
+                pats.iter()
+                    .zip(qs)
+                    .enumerate()
+                    .fold(0u64, |m, (i, (p, &q))| {
+                        if p.dfa.is_accepting(p.dfa.next(q, b'"')) {
+                            m | 1 << i
+                        } else {
+                            m
+                        }
+                    })
+            })
+            .collect();
+        let name = states.iter().map(|&(_, n)| trie.is_end(n)).collect();
+        Ok(KeyAutomaton {
+            atoms,
+            trans,
+            mask,
+            name,
+        })
+    }
+
+    /// The distinct pattern sets of undeclared keys (non-empty regions).
+    pub fn regions(&self) -> Vec<u64> {
+        let mut r: BTreeSet<u64> = BTreeSet::new();
+        for (s, &m) in self.mask.iter().enumerate() {
+            if !self.name[s] {
+                r.insert(m);
+            }
+        }
+        r.into_iter().collect()
+    }
+
+    /// Whether some declared name matches a pattern of `set`'s
+    /// complement or `set` differs... — i.e. whether the region `set` is
+    /// exactly the language of pattern `i` (no name in it, no other
+    /// pattern distinguishing keys): `L_i = R_{{i}}`.
+    pub fn region_is_pattern(&self, set: u64, i: usize) -> bool {
+        let bit = 1u64 << i;
+        (0..self.mask.len()).all(|s| {
+            let in_pattern = self.mask[s] & bit != 0;
+            let in_region = self.mask[s] == set && !self.name[s];
+            in_pattern == in_region
+        })
+    }
+
+    /// The region's right-linear form: `(live states, start live?)` with,
+    /// per live state, whether it accepts and its transitions grouped by
+    /// target as character classes. State 0 is the start.
+    pub fn region(&self, set: u64) -> RegionGrammar {
+        let n = self.mask.len();
+        let acc: Vec<bool> = (0..n)
+            .map(|s| self.mask[s] == set && !self.name[s])
+            .collect();
+        // live: can reach an accepting state (backward fixpoint)
+        let mut live = acc.clone();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for s in 0..n {
+                if !live[s] && self.trans[s].iter().any(|&t| live[t as usize]) {
+                    live[s] = true;
+                    changed = true;
+                }
+            }
+        }
+        let mut index = vec![usize::MAX; n];
+        let mut order = Vec::new();
+        // number live states reachable from the start, start first
+        let mut stack = vec![0usize];
+        if live[0] {
+            index[0] = 0;
+            order.push(0);
+        } else {
+            stack.clear();
+        }
+        while let Some(s) = stack.pop() {
+            for &t in &self.trans[s] {
+                let t = t as usize;
+                if live[t] && index[t] == usize::MAX {
+                    index[t] = order.len();
+                    order.push(t);
+                    stack.push(t);
+                }
+            }
+        }
+        let states = order
+            .iter()
+            .map(|&s| {
+                let mut by_target: Vec<(usize, Vec<ClassUnicodeRange>)> = Vec::new();
+                for (a, &t) in self.trans[s].iter().enumerate() {
+                    let t = t as usize;
+                    if !live[t] {
+                        continue;
+                    }
+                    let r = ClassUnicodeRange::new(self.atoms[a].0, self.atoms[a].1);
+                    match by_target.iter_mut().find(|(x, _)| *x == index[t]) {
+                        Some((_, v)) => v.push(r),
+                        None => by_target.push((index[t], vec![r])),
+                    }
+                }
+                RegionState {
+                    accepting: acc[s],
+                    edges: by_target
+                        .into_iter()
+                        .map(|(t, v)| (t, ClassUnicode::new(v)))
+                        .collect(),
+                }
+            })
+            .collect();
+        RegionGrammar { states }
+    }
+}
+
+/// One state of a region's automaton.
+pub(crate) struct RegionState {
+    pub accepting: bool,
+    /// (target state, decoded characters leading there).
+    pub edges: Vec<(usize, ClassUnicode)>,
+}
+
+/// A region as a trimmed automaton over decoded characters (empty `states`:
+/// the region is empty). State 0 is the start.
+pub(crate) struct RegionGrammar {
+    pub states: Vec<RegionState>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pats(ps: &[&str]) -> Vec<KeyPattern> {
+        ps.iter().map(|p| KeyPattern::new(p).unwrap()).collect()
+    }
+
+    fn refs(ps: &[KeyPattern]) -> Vec<&KeyPattern> {
+        ps.iter().collect()
+    }
+
+    /// Membership of a decoded key in a region automaton, by simulation.
+    fn in_region(r: &RegionGrammar, key: &str) -> bool {
+        if r.states.is_empty() {
+            return false;
+        }
+        let mut s = 0;
+        for c in key.chars() {
+            match r.states[s]
+                .edges
+                .iter()
+                .find(|(_, cls)| cls.iter().any(|x| x.start() <= c && c <= x.end()))
+            {
+                Some(&(t, _)) => s = t,
+                None => return false,
+            }
+        }
+        r.states[s].accepting
+    }
+
+    #[test]
+    fn regions_partition_keys() {
+        let ps = pats(&["^a", "b$", "^[0-9]{1,3}$"]);
+        let names = ["ab", "x"];
+        let k = KeyAutomaton::new(&refs(&ps), &names).unwrap();
+        let regions = k.regions();
+        let grammars: Vec<(u64, RegionGrammar)> =
+            regions.iter().map(|&m| (m, k.region(m))).collect();
+        for key in [
+            "", "a", "ab", "b", "x", "xb", "12", "1234", "a\"b", "é", "ab\n", "axb", "007",
+        ] {
+            let want: u64 = ps
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.matches(key))
+                .fold(0, |m, (i, _)| m | 1 << i);
+            let hits: Vec<u64> = grammars
+                .iter()
+                .filter(|(_, g)| in_region(g, key))
+                .map(|(m, _)| *m)
+                .collect();
+            if names.contains(&key) {
+                assert!(hits.is_empty(), "{key:?} is declared: {hits:?}");
+            } else {
+                assert_eq!(hits, vec![want], "{key:?}");
+            }
+        }
+        assert!(!k.region_is_pattern(1, 0), "the name `ab` matches ^a");
+        let k1 = KeyAutomaton::new(&refs(&pats(&["^[a-z]+$"])), &["B"]).unwrap();
+        assert!(k1.region_is_pattern(1, 0));
+    }
+}

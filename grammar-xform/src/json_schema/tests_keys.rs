@@ -1,0 +1,268 @@
+//! `patternProperties`: compiled grammars against a direct validator.
+//!
+//! The validator below is written from the JSON Schema text (2020-12 Core
+//! §10.3.2): every key is checked against `properties`, every matching
+//! pattern (searched with `regex-automata`'s own regex engine, not with our
+//! translation) and, when neither applies, `additionalProperties`. Random
+//! objects — keys from a pool that hits and misses the patterns and names,
+//! declared keys first in schema order as the grammar writes them — must be
+//! accepted by the grammar (judged by the reference recognizer) exactly
+//! when the validator says they are valid.
+
+use super::*;
+use crate::reference::Recognizer;
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+
+/// ASCII patterns that mean the same in ECMA-262 and in `regex-automata`.
+const PATTERNS: &[&str] = &[
+    "^a",
+    "b$",
+    "^[ab]+$",
+    "c",
+    "^[0-9]{1,2}$",
+    ".*",
+    "^$",
+    "^a.b$",
+    "^x|y$",
+];
+const NAMES: &[&str] = &["a", "ab", "b", "c1", "12", "zz"];
+const KEYS: &[&str] = &[
+    "", "a", "ab", "b", "abc", "c", "1", "12", "123", "xb", "a\nb", "é", "\"a", "zz", "x", "ya",
+    "aab", "c1",
+];
+
+/// Value schemas, with a direct check of each.
+fn value_schema(i: usize) -> Value {
+    [
+        json!(true),
+        json!(false),
+        json!({"type": "integer"}),
+        json!({"type": "string"}),
+        json!({"type": "null"}),
+    ][i]
+        .clone()
+}
+
+fn value_ok(schema: &Value, v: &Value) -> bool {
+    match schema {
+        Value::Bool(b) => *b,
+        s => match s["type"].as_str() {
+            Some("integer") => v.is_i64(),
+            Some("string") => v.is_string(),
+            Some("null") => v.is_null(),
+            _ => unreachable!("test schemas only"),
+        },
+    }
+}
+
+#[derive(Debug)]
+struct Case {
+    props: Vec<(String, Value)>,
+    required: Vec<String>,
+    patterns: Vec<(String, Value)>,
+    additional: Option<Value>,
+}
+
+impl Case {
+    fn schema(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("type".into(), json!("object"));
+        if !self.props.is_empty() {
+            let p: Map<String, Value> = self.props.iter().cloned().collect();
+            m.insert("properties".into(), Value::Object(p));
+        }
+        if !self.required.is_empty() {
+            m.insert("required".into(), json!(self.required));
+        }
+        let pp: Map<String, Value> = self.patterns.iter().cloned().collect();
+        m.insert("patternProperties".into(), Value::Object(pp));
+        if let Some(a) = &self.additional {
+            m.insert("additionalProperties".into(), a.clone());
+        }
+        Value::Object(m)
+    }
+
+    /// The direct validator.
+    fn valid(&self, members: &[(String, Value)]) -> bool {
+        if self
+            .required
+            .iter()
+            .any(|r| !members.iter().any(|(k, _)| k == r))
+        {
+            return false;
+        }
+        members.iter().all(|(k, v)| {
+            let mut applied = false;
+            let mut ok = true;
+            if let Some((_, s)) = self.props.iter().find(|(n, _)| n == k) {
+                applied = true;
+                ok &= value_ok(s, v);
+            }
+            for (p, s) in &self.patterns {
+                let re = regex_automata::meta::Regex::new(p).expect("test pattern");
+                if re.is_match(k.as_str()) {
+                    applied = true;
+                    ok &= value_ok(s, v);
+                }
+            }
+            if !applied {
+                ok &= value_ok(self.additional.as_ref().unwrap_or(&json!(true)), v);
+            }
+            ok
+        })
+    }
+
+    /// The object's text with declared keys first, in schema order.
+    fn text(&self, members: &[(String, Value)]) -> String {
+        let rank = |k: &str| {
+            let p = self.props.iter().position(|(n, _)| n == k);
+            let r = self.required.iter().position(|n| n == k);
+            match (p, r) {
+                (Some(i), _) => i,
+                (None, Some(j)) => self.props.len() + j,
+                _ => usize::MAX,
+            }
+        };
+        let mut ms: Vec<&(String, Value)> = members.iter().collect();
+        ms.sort_by_key(|(k, _)| rank(k));
+        let body: Vec<String> = ms
+            .iter()
+            .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), v))
+            .collect();
+        format!("{{{}}}", body.join(","))
+    }
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        proptest::collection::vec((0..NAMES.len(), 0..5usize), 0..3),
+        proptest::collection::vec(0..NAMES.len(), 0..2),
+        proptest::collection::vec((0..PATTERNS.len(), 0..5usize), 1..4),
+        proptest::option::of(0..5usize),
+    )
+        .prop_map(|(props, req, pats, add)| {
+            let mut c = Case {
+                props: Vec::new(),
+                required: Vec::new(),
+                patterns: Vec::new(),
+                additional: add.map(value_schema),
+            };
+            for (n, s) in props {
+                if !c.props.iter().any(|(x, _)| x == NAMES[n]) {
+                    c.props.push((NAMES[n].to_string(), value_schema(s)));
+                }
+            }
+            for n in req {
+                if !c.required.iter().any(|x| x == NAMES[n]) {
+                    c.required.push(NAMES[n].to_string());
+                }
+            }
+            for (p, s) in pats {
+                if !c.patterns.iter().any(|(x, _)| x == PATTERNS[p]) {
+                    c.patterns.push((PATTERNS[p].to_string(), value_schema(s)));
+                }
+            }
+            c
+        })
+}
+
+fn members() -> impl Strategy<Value = Vec<(String, Value)>> {
+    proptest::collection::vec((0..KEYS.len(), 0..3usize), 0..4).prop_map(|v| {
+        let mut out: Vec<(String, Value)> = Vec::new();
+        for (k, val) in v {
+            if !out.iter().any(|(x, _)| x == KEYS[k]) {
+                out.push((
+                    KEYS[k].to_string(),
+                    [json!(1), json!("s"), json!(null)][val].clone(),
+                ));
+            }
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Grammar membership equals validity for random objects.
+    #[test]
+    fn pattern_properties_match_the_validator(c in case(), objs in proptest::collection::vec(members(), 8)) {
+        let schema = c.schema();
+        let g = match compile_json_schema(&schema, &JsonSchemaOptions::default()) {
+            Ok(g) => Some(g),
+            Err(SchemaError::Unsatisfiable { .. }) => None,
+            Err(e) => panic!("{e}\n{schema}"),
+        };
+        let rec = g.as_ref().map(|g| Recognizer::new(g).unwrap());
+        for m in objs {
+            let text = c.text(&m);
+            let want = c.valid(&m);
+            let got = rec.as_ref().is_some_and(|r| r.recognizes(text.as_bytes()));
+            prop_assert_eq!(got, want, "{}\nschema {}", text, schema);
+        }
+    }
+}
+
+#[test]
+fn pattern_properties_examples() {
+    let s = json!({
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "patternProperties": {"^[a-z]+$": {"type": "string"}},
+        "additionalProperties": {"type": "null"}
+    });
+    let g = compile_json_schema(&s, &JsonSchemaOptions::default()).unwrap();
+    let r = Recognizer::new(&g).unwrap();
+    for (text, ok) in [
+        (r#"{"id":1}"#, false), // `id` matches the pattern too: must be a string and an integer
+        (r#"{"x":"a"}"#, true),
+        (r#"{"x":1}"#, false),
+        (r#"{"X":null}"#, true),
+        (r#"{"X":"a"}"#, false),
+        (r#"{"":null,"ab":"c"}"#, true),
+    ] {
+        assert_eq!(r.recognizes(text.as_bytes()), ok, "{text}");
+    }
+    // a required key that only a pattern allows
+    let s = json!({"required": ["k"], "patternProperties": {"^k$": {"type": "integer"}}, "additionalProperties": false});
+    let g = compile_json_schema(&s, &JsonSchemaOptions::default()).unwrap();
+    let r = Recognizer::new(&g).unwrap();
+    assert!(
+        r.recognizes(br#"{"k":1}"#) && !r.recognizes(br#"{}"#) && !r.recognizes(br#"{"k":"1"}"#)
+    );
+    // allOf: a declared key of the other conjunct meets the patterns
+    let s = json!({"allOf": [
+        {"patternProperties": {"^n": {"type": "integer"}}, "additionalProperties": false},
+        {"properties": {"name": {"type": ["integer", "string"]}}, "required": ["name"]}
+    ]});
+    let g = compile_json_schema(&s, &JsonSchemaOptions::default()).unwrap();
+    let r = Recognizer::new(&g).unwrap();
+    assert!(r.recognizes(br#"{"name":1}"#) && !r.recognizes(br#"{"name":"x"}"#));
+    assert!(r.recognizes(br#"{"name":1,"nn":2}"#) && !r.recognizes(br#"{"name":1,"m":2}"#));
+    // refused: a conjunct whose additionalProperties would constrain pattern keys
+    let s = json!({"allOf": [
+        {"patternProperties": {"^n": {"type": "integer"}}},
+        {"properties": {"a": true}, "additionalProperties": false}
+    ]});
+    assert!(matches!(
+        compile_json_schema(&s, &JsonSchemaOptions::default()),
+        Err(SchemaError::Unsupported { keyword, .. }) if keyword == "patternProperties"
+    ));
+}
+
+#[test]
+fn pattern_properties_snapshot() {
+    let s = json!({
+        "type": "object",
+        "properties": {"ab": {"type": "integer"}},
+        "patternProperties": {"^a": {"type": "string"}},
+        "additionalProperties": false
+    });
+    insta::assert_snapshot!(
+        "pattern_properties",
+        compile_json_schema(&s, &JsonSchemaOptions::default())
+            .unwrap()
+            .to_string()
+    );
+}
