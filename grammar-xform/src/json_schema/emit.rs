@@ -12,13 +12,13 @@ use super::error::{push_ptr, SchemaError};
 use super::normalize::{
     Normalizer, Simple, NOT_IN, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
-use super::numbers::{integer_regex, number_regex, Bounds, Num};
+use super::numbers::{integer_regex, number_regex_multiple, Bounds, Multiple, Num};
 use super::strings::{
     constrained_string_regex, free_string_regex, key_regex_excluding, translate_pattern,
     with_length, FREE_UNIT,
 };
 use super::{formats, CompileReport, JsonSchemaOptions, Whitespace};
-use crate::ir::{Grammar, NtId, Symbol, Terminal};
+use crate::ir::{CharClass, Grammar, NtId, Symbol, Terminal};
 
 pub(crate) struct Emitter<'a> {
     pub g: Grammar,
@@ -115,6 +115,20 @@ pub(crate) fn bounds(m: &Map<String, Value>, ptr: &str) -> Result<Bounds, Schema
         }
     }
     Ok(b)
+}
+
+/// The `multipleOf` of a simple schema.
+pub(crate) fn multiple_of(
+    m: &Map<String, Value>,
+    ptr: &str,
+) -> Result<Option<Multiple>, SchemaError> {
+    match m.get("multipleOf") {
+        None => Ok(None),
+        Some(Value::Number(n)) => Multiple::new(n)
+            .map(Some)
+            .map_err(|r| SchemaError::unsupported("multipleOf", ptr, r)),
+        Some(_) => Err(SchemaError::invalid("multipleOf", ptr, "must be a number")),
+    }
 }
 
 /// The full-match HIR (over decoded characters) of a string's
@@ -269,8 +283,26 @@ impl<'a> Emitter<'a> {
         }
         if types & (T_NUMBER | T_INTEGER) != 0 {
             let b = bounds(&s.map, &s.ptr)?;
-            let r = if types & T_NUMBER != 0 {
-                number_regex(&b).map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r))?
+            let mult = multiple_of(&s.map, &s.ptr)?;
+            let number = types & T_NUMBER != 0;
+            if let Some(Multiple::Int(k)) = mult {
+                if b.lo.is_some() || b.hi.is_some() {
+                    return Err(SchemaError::unsupported(
+                        "multipleOf",
+                        &s.ptr,
+                        "an integer multipleOf above 1 together with minimum/maximum",
+                    ));
+                }
+                self.multiples(nt, k, number, &s.ptr)?;
+                return self.simple_rest(nt, s, types);
+            }
+            let r = if number {
+                let grid = match mult {
+                    Some(Multiple::Grid(d)) => Some(d),
+                    _ => None,
+                };
+                number_regex_multiple(&b, grid)
+                    .map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r))?
             } else {
                 integer_regex(&b).map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r))?
             };
@@ -281,6 +313,11 @@ impl<'a> Emitter<'a> {
                     .note_unsat(&s.ptr, "numeric bounds contradict each other"),
             }
         }
+        self.simple_rest(nt, s, types)
+    }
+
+    /// The string, array and object alternatives of a simple schema.
+    fn simple_rest(&mut self, nt: NtId, s: &Simple, types: u8) -> Result<(), SchemaError> {
         if types & T_STRING != 0 {
             self.string(nt, s)?;
         }
@@ -339,6 +376,68 @@ impl<'a> Emitter<'a> {
                 Err(r) => return Err(SchemaError::unsupported(kw, &s.ptr, r)),
             },
         }
+        Ok(())
+    }
+
+    /// The canonical integers that are multiples of `k` (with `number`,
+    /// also written with a zero fraction `.0…`): a right-linear grammar
+    /// whose states are the residues mod `k` of the digits read so far.
+    fn multiples(&mut self, nt: NtId, k: u64, number: bool, ptr: &str) -> Result<(), SchemaError> {
+        let frac = if number {
+            let f = self.fresh("zero-frac", ptr)?;
+            self.g.add_rule(f, vec![]);
+            self.g.add_rule(f, vec![re(r"\.0+".to_string())]);
+            vec![Symbol::Nt(f)]
+        } else {
+            vec![]
+        };
+        let res: Vec<NtId> = (0..k)
+            .map(|r| self.fresh(&format!("mod{k}-{r}"), ptr))
+            .collect::<Result<_, _>>()?;
+        let digits = |from: u64| {
+            let mut by: Vec<(u64, Vec<char>)> = Vec::new();
+            for d in from..10 {
+                let c = char::from(b'0' + d as u8);
+                let t = d % k;
+                match by.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, v)) => v.push(c),
+                    None => by.push((t, vec![c])),
+                }
+            }
+            by
+        };
+        for r in 0..k {
+            if r == 0 {
+                self.g.add_rule(res[0], frac.clone());
+            }
+            for (t, cs) in digits(0) {
+                let to = (10 * r + t) % k;
+                let class = CharClass::new(cs.iter().map(|&c| (c, c)), false);
+                self.g.add_rule(
+                    res[r as usize],
+                    vec![
+                        Symbol::T(Terminal::Class(class)),
+                        Symbol::Nt(res[to as usize]),
+                    ],
+                );
+            }
+        }
+        let pos = self.fresh(&format!("mod{k}-pos"), ptr)?;
+        for (t, cs) in digits(1) {
+            let class = CharClass::new(cs.iter().map(|&c| (c, c)), false);
+            self.g.add_rule(
+                pos,
+                vec![
+                    Symbol::T(Terminal::Class(class)),
+                    Symbol::Nt(res[t as usize]),
+                ],
+            );
+        }
+        let mut zero = vec![lit("0")];
+        zero.extend(frac);
+        self.g.add_rule(nt, zero);
+        self.g.add_rule(nt, vec![Symbol::Nt(pos)]);
+        self.g.add_rule(nt, vec![lit("-"), Symbol::Nt(pos)]);
         Ok(())
     }
 

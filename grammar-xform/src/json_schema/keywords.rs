@@ -50,6 +50,7 @@ pub const SUPPORTED: &[&str] = &[
     "maximum",
     "exclusiveMinimum",
     "exclusiveMaximum",
+    "multipleOf",
     "nullable",
     "not",
     // containers of subschemas reached only through `$ref`
@@ -100,7 +101,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "minContains",
     "maxContains",
     "uniqueItems",
-    "multipleOf",
     "$dynamicRef",
     "$recursiveRef",
     "contentSchema",

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::emit::{bounds, get_u64, lit, string_hir, Emitter};
+use super::emit::{bounds, get_u64, lit, multiple_of, string_hir, Emitter};
 use super::error::SchemaError;
 use super::normalize::{Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING};
 use crate::dfa::TerminalDfa;
@@ -73,6 +73,7 @@ impl Emitter<'_> {
                     n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0);
                 let ty = types & T_NUMBER != 0 || (is_int && types & T_INTEGER != 0);
                 ty && bounds(&s.map, ptr)?.contains(n.as_f64().unwrap_or(f64::NAN))
+                    && multiple_of(&s.map, ptr)?.is_none_or(|m| m.contains(n))
             }
             Value::String(st) => {
                 if types & T_STRING == 0 {

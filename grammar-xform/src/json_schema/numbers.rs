@@ -262,124 +262,364 @@ pub(crate) fn integer_regex(b: &Bounds) -> Result<Option<String>, String> {
     })
 }
 
-/// Fraction classes for one integer part.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Frac {
-    Any,
-    NonZero,
-    Zero,
-    None,
+/// A non-negative decimal: integer part and fraction digits (ASCII, no
+/// trailing zeros), so the derived order is the numeric order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Dec {
+    pub int: u128,
+    pub frac: Vec<u8>,
 }
 
-impl Frac {
-    fn and(self, o: Frac) -> Frac {
-        use Frac::*;
-        match (self, o) {
-            (None, _) | (_, None) => None,
-            (Any, x) | (x, Any) => x,
-            (NonZero, Zero) | (Zero, NonZero) => None,
-            (x, _) => x,
+impl Dec {
+    /// Parses `d+(.d+)?` (the form `f64`'s `Display` writes: shortest
+    /// round-trip digits, never an exponent).
+    fn parse(s: &str) -> Option<Dec> {
+        let (i, f) = s.split_once('.').unwrap_or((s, ""));
+        if i.is_empty()
+            || !i.bytes().all(|b| b.is_ascii_digit())
+            || !f.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let mut frac = f.as_bytes().to_vec();
+        while frac.last() == Some(&b'0') {
+            frac.pop();
+        }
+        Some(Dec {
+            int: i.parse().ok()?,
+            frac,
+        })
+    }
+
+    fn zero() -> Dec {
+        Dec {
+            int: 0,
+            frac: Vec::new(),
         }
     }
-    fn regex(self) -> Option<&'static str> {
-        match self {
-            Frac::Any => Some(r"(?:\.[0-9]+)?"),
-            Frac::NonZero => Some(r"\.[0-9]*[1-9][0-9]*"),
-            Frac::Zero => Some(r"(?:\.0+)?"),
-            Frac::None => None,
+}
+
+/// A bound as (negative, magnitude): exact for integers; a non-integer
+/// `f64` is taken as the shortest decimal that round-trips to it (what
+/// serde_json wrote, e.g. `0.1` for `0.1`), so comparisons are exact on
+/// the decimal the schema author wrote.
+pub(crate) fn signed_dec(n: Num) -> Result<(bool, Dec), String> {
+    match n {
+        Num::Int(i) => Ok((
+            i < 0,
+            Dec {
+                int: i.unsigned_abs(),
+                frac: Vec::new(),
+            },
+        )),
+        Num::Float(f) if f.is_finite() => {
+            let d = Dec::parse(&format!("{}", f.abs()))
+                .ok_or_else(|| format!("bound {f} out of range"))?;
+            Ok((f < 0.0 && d != Dec::zero(), d))
         }
+        Num::Float(f) => Err(format!("bound {f} is not finite")),
+    }
+}
+
+/// What `multipleOf` allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Multiple {
+    /// Multiples of `10^-d` (`d = 0`: the integers).
+    Grid(usize),
+    /// Integer multiples of `k ≥ 2`.
+    Int(u64),
+}
+
+/// Most `k` of `multipleOf: k` (the grammar has `k` residue states).
+pub(crate) const MAX_MULTIPLE: u64 = 1000;
+
+impl Multiple {
+    /// Reads `multipleOf`; `Err(reason)` for values that are neither a
+    /// power of ten nor an integer up to [`MAX_MULTIPLE`].
+    pub fn new(n: &Number) -> Result<Multiple, String> {
+        let (neg, d) = signed_dec(Num::from_json(n))?;
+        if neg || d == Dec::zero() {
+            return Err("multipleOf must be positive".into());
+        }
+        if d.int == 0 {
+            let (last, rest) = d.frac.split_last().unwrap_or((&b'0', &[]));
+            if *last == b'1' && rest.iter().all(|&c| c == b'0') {
+                return Ok(Multiple::Grid(d.frac.len()));
+            }
+        } else if d.frac.is_empty() {
+            return Ok(match d.int {
+                1 => Multiple::Grid(0),
+                k if k <= MAX_MULTIPLE as u128 => Multiple::Int(k as u64),
+                _ => return Err(format!("multipleOf above {MAX_MULTIPLE}")),
+            });
+        }
+        Err(format!(
+            "multipleOf {n} is neither a power of ten at most 1 nor an integer"
+        ))
+    }
+
+    /// Whether a number (as serde_json holds it) is a multiple.
+    pub fn contains(self, n: &Number) -> bool {
+        let Ok((_, d)) = signed_dec(Num::from_json(n)) else {
+            return false;
+        };
+        match self {
+            Multiple::Grid(k) => d.frac.len() <= k,
+            Multiple::Int(k) => d.frac.is_empty() && d.int % k as u128 == 0,
+        }
+    }
+}
+
+/// A language of fraction digit strings `F` (`x = I.F`; the empty string
+/// stands for "no fraction part", i.e. all zeros): whether it contains the
+/// empty string, and regexes of its non-empty members.
+#[derive(Clone, Debug, Default)]
+struct Lang {
+    eps: bool,
+    ne: Vec<String>,
+}
+
+impl Lang {
+    fn is_empty(&self) -> bool {
+        !self.eps && self.ne.is_empty()
+    }
+    /// The regex of the whole language (`""` allowed), as a suffix.
+    fn suffix(&self) -> String {
+        match (self.eps, self.ne.len()) {
+            (true, 0) => String::new(),
+            (true, _) => format!("(?:{})?", self.ne.join("|")),
+            (false, 1) => self.ne[0].clone(),
+            (false, _) => format!("(?:{})", self.ne.join("|")),
+        }
+    }
+}
+
+/// Builds fraction languages, position by position. With `limit = Some(d)`
+/// every digit at position `≥ d` must be `0` (`x` a multiple of `10^-d`).
+#[derive(Clone, Copy)]
+struct Frac2 {
+    limit: Option<usize>,
+}
+
+impl Frac2 {
+    /// Highest digit allowed at position `p`.
+    fn top(self, p: usize) -> u8 {
+        match self.limit {
+            Some(d) if p >= d => b'0',
+            _ => b'9',
+        }
+    }
+
+    /// `d · L` as one alternative, if `d` is allowed at `p` and `L` is
+    /// non-empty.
+    fn prefixed(self, p: usize, d: u8, l: Lang, out: &mut Vec<String>) {
+        if d <= self.top(p) && !l.is_empty() {
+            out.push(format!("{}{}", d as char, l.suffix()));
+        }
+    }
+
+    /// Digits in `[a, b]` at position `p`, then anything allowed.
+    fn class_then_any(self, p: usize, a: u8, b: u8, out: &mut Vec<String>) {
+        let b = b.min(self.top(p));
+        if a <= b {
+            out.push(format!("{}{}", digit_class(a, b), self.any(p + 1).suffix()));
+        }
+    }
+
+    /// Every digit string allowed from position `p` on.
+    fn any(self, p: usize) -> Lang {
+        match self.limit {
+            None => Lang {
+                eps: true,
+                ne: vec!["[0-9]+".into()],
+            },
+            Some(d) if p >= d => Lang {
+                eps: true,
+                ne: vec!["0+".into()],
+            },
+            Some(d) => Lang {
+                eps: true,
+                ne: vec![format!("[0-9]{{1,{}}}0*", d - p)],
+            },
+        }
+    }
+
+    /// Strings from `p` on with some non-zero digit.
+    fn nonzero(self, p: usize) -> Lang {
+        let ne = match self.limit {
+            None => vec!["[0-9]*[1-9][0-9]*".to_string()],
+            Some(d) if p >= d => vec![],
+            Some(d) if d - p == 1 => vec!["[1-9]0*".to_string()],
+            Some(d) => vec![format!("[0-9]{{0,{}}}[1-9]0*", d - p - 1)],
+        };
+        Lang { eps: false, ne }
+    }
+
+    /// Only zeros from `p` on.
+    fn zeros(self) -> Lang {
+        Lang {
+            eps: true,
+            ne: vec!["0+".into()],
+        }
+    }
+
+    /// `0.F ≥ 0.s` (`strict`: `>`), `F` read from position `p`.
+    fn lower(self, s: &[u8], strict: bool, p: usize) -> Lang {
+        let Some((&d, rest)) = s.split_first() else {
+            return if strict { self.nonzero(p) } else { self.any(p) };
+        };
+        let mut ne = Vec::new();
+        if d < b'9' {
+            self.class_then_any(p, d + 1, b'9', &mut ne);
+        }
+        self.prefixed(p, d, self.lower(rest, strict, p + 1), &mut ne);
+        Lang { eps: false, ne }
+    }
+
+    /// `0.F ≤ 0.s` (`strict`: `<`).
+    fn upper(self, s: &[u8], strict: bool, p: usize) -> Lang {
+        let Some((&d, rest)) = s.split_first() else {
+            return if strict {
+                Lang::default()
+            } else {
+                self.zeros()
+            };
+        };
+        let mut ne = Vec::new();
+        if d > b'0' {
+            self.class_then_any(p, b'0', d - 1, &mut ne);
+        }
+        self.prefixed(p, d, self.upper(rest, strict, p + 1), &mut ne);
+        Lang { eps: true, ne }
+    }
+
+    /// `0.lo ⊲ 0.F ⊲ 0.hi`; needs `lo ≤ hi`.
+    fn range(self, lo: &[u8], ls: bool, hi: &[u8], hs: bool, p: usize) -> Lang {
+        if lo.is_empty() && !ls {
+            return self.upper(hi, hs, p);
+        }
+        let Some((&b, hrest)) = hi.split_first() else {
+            return Lang::default(); // 0.F ≤ 0 but 0.F > 0 or ≥ lo > 0
+        };
+        let (a, lrest) = lo.split_first().map_or((b'0', &[][..]), |(&a, r)| (a, r));
+        let mut ne = Vec::new();
+        if a == b {
+            self.prefixed(p, a, self.range(lrest, ls, hrest, hs, p + 1), &mut ne);
+        } else {
+            self.prefixed(p, a, self.lower(lrest, ls, p + 1), &mut ne);
+            if a + 1 < b {
+                self.class_then_any(p, a + 1, b - 1, &mut ne);
+            }
+            self.prefixed(p, b, self.upper(hrest, hs, p + 1), &mut ne);
+        }
+        Lang { eps: false, ne }
+    }
+}
+
+/// The fraction part's regex (`(\.F)?` for the language of `F`); `None`
+/// when no fraction (not even none) qualifies.
+fn frac_regex(l: &Lang) -> Option<String> {
+    match (l.eps, l.ne.len()) {
+        (false, 0) => None,
+        (true, 0) => Some(String::new()),
+        (true, _) => Some(format!("(?:\\.(?:{}))?", l.ne.join("|"))),
+        (false, _) => Some(format!("\\.(?:{})", l.ne.join("|"))),
     }
 }
 
 /// Plain decimals `I` / `I.F` (`I` canonical, ≥ 0) whose value `x`
-/// satisfies `lo ⊲ x ⊲ hi` for integer bounds.
-fn magnitude(lo: (u128, bool), hi: Option<(u128, bool)>) -> Vec<String> {
+/// satisfies `lo ⊲ x ⊲ hi` for decimal bounds: the integer part decides
+/// unless it equals a bound's, where the fraction is compared digit by
+/// digit ([`Frac2`]).
+fn magnitude_dec(lo: (&Dec, bool), hi: Option<(&Dec, bool)>, fr: Frac2) -> Vec<String> {
     let mut out = Vec::new();
     let (a, ainc) = lo;
-    if let Some((b, _)) = hi {
-        if b < a {
+    if let Some((b, binc)) = hi {
+        if b < a || (b == a && !(ainc && binc)) {
             return out;
         }
     }
-    let at_lo = if ainc { Frac::Any } else { Frac::NonZero };
-    let upper_of = |i: u128| match hi {
-        None => Frac::Any,
-        Some((b, binc)) => {
-            if i < b {
-                Frac::Any
-            } else if i == b {
-                if binc {
-                    Frac::Zero
-                } else {
-                    Frac::None
-                }
-            } else {
-                Frac::None
-            }
+    let mut push = |i_re: String, l: Lang| {
+        if let Some(f) = frac_regex(&l) {
+            out.push(format!("{i_re}{f}"));
         }
     };
-    let mut push = |i_re: String, f: Frac| {
-        if let Some(fr) = f.regex() {
-            out.push(format!("{i_re}{fr}"));
-        }
-    };
-    push(a.to_string(), at_lo.and(upper_of(a)));
     match hi {
-        None => {
-            let interior = uint_range(a + 1, None);
-            if !interior.is_empty() {
-                push(alt(&interior), Frac::Any);
+        Some((b, binc)) if b.int == a.int => {
+            push(
+                a.int.to_string(),
+                fr.range(&a.frac, !ainc, &b.frac, !binc, 0),
+            );
+        }
+        _ => {
+            push(a.int.to_string(), fr.lower(&a.frac, !ainc, 0));
+            match hi {
+                None => {
+                    let interior = uint_range(a.int + 1, None);
+                    push(alt(&interior), fr.any(0));
+                }
+                Some((b, binc)) => {
+                    if b.int > a.int + 1 {
+                        push(alt(&uint_range(a.int + 1, Some(b.int - 1))), fr.any(0));
+                    }
+                    push(b.int.to_string(), fr.upper(&b.frac, !binc, 0));
+                }
             }
         }
-        Some((b, _)) if b > a => {
-            if b > a + 1 {
-                push(alt(&uint_range(a + 1, Some(b - 1))), Frac::Any);
-            }
-            push(b.to_string(), upper_of(b));
-        }
-        _ => {}
     }
     out
 }
 
 /// The regex of the numbers in the bounds; `Ok(None)` if there are none;
-/// `Err` for non-integer bounds.
+/// `Err` for bounds out of range.
+#[cfg(test)]
 pub(crate) fn number_regex(b: &Bounds) -> Result<Option<String>, String> {
-    if b.lo.is_none() && b.hi.is_none() {
+    number_regex_multiple(b, None)
+}
+
+/// [`number_regex`] restricted to multiples of `10^-d` (`frac_digits =
+/// Some(d)`): at most `d` non-zero fraction digits.
+pub(crate) fn number_regex_multiple(
+    b: &Bounds,
+    frac_digits: Option<usize>,
+) -> Result<Option<String>, String> {
+    if b.lo.is_none() && b.hi.is_none() && frac_digits.is_none() {
         return Ok(Some(NUMBER.into()));
     }
-    let int = |x: Option<(Num, bool)>| -> Result<Option<(i128, bool)>, String> {
-        match x {
-            None => Ok(None),
-            Some((Num::Int(i), inc)) => Ok(Some((i, inc))),
-            Some((Num::Float(f), _)) => Err(format!("non-integer bound {f} on a number")),
-        }
-    };
-    let lo = int(b.lo)?;
-    let hi = int(b.hi)?;
+    let fr = Frac2 { limit: frac_digits };
+    let lo =
+        b.lo.map(|(v, inc)| signed_dec(v).map(|d| (d, inc)))
+            .transpose()?;
+    let hi =
+        b.hi.map(|(v, inc)| signed_dec(v).map(|d| (d, inc)))
+            .transpose()?;
+    let zero = Dec::zero();
     let mut alts = Vec::new();
     // x ≥ 0
-    let nonneg_possible = match hi {
+    let nonneg_possible = match &hi {
         None => true,
-        Some((h, inc)) => h > 0 || (h == 0 && inc),
+        Some(((neg, h), inc)) => !*neg && (*h != zero || *inc),
     };
     if nonneg_possible {
-        let l = match lo {
-            Some((l, inc)) if l >= 0 => (l as u128, inc),
-            _ => (0, true),
+        let l = match &lo {
+            Some(((false, l), inc)) => (l, *inc),
+            _ => (&zero, true),
         };
-        let h = hi.map(|(h, inc)| (h as u128, inc));
-        alts.extend(magnitude(l, h));
+        let h = hi.as_ref().map(|((_, h), inc)| (h, *inc));
+        alts.extend(magnitude_dec(l, h, fr));
     }
     // x = -m < 0, m > 0
-    let neg_possible = lo.is_none_or(|(l, _)| l < 0);
+    let neg_possible = match &lo {
+        None => true,
+        Some(((neg, _), _)) => *neg,
+    };
     if neg_possible {
-        let mlo = match hi {
-            Some((h, inc)) if h < 0 => ((-h) as u128, inc),
-            _ => (0, false),
+        let mlo = match &hi {
+            Some(((true, h), inc)) => (h, *inc),
+            _ => (&zero, false),
         };
-        let mhi = lo.map(|(l, inc)| ((-l) as u128, inc));
-        let m = magnitude(mlo, mhi);
+        let mhi = lo.as_ref().map(|((_, l), inc)| (l, *inc));
+        let m = magnitude_dec(mlo, mhi, fr);
         if !m.is_empty() {
             alts.push(format!("-{}", alt(&m)));
         }
@@ -444,6 +684,90 @@ mod tests {
         }
     }
 
+    /// `text` as a rational `n / 10^s`.
+    fn rational(text: &str) -> (i128, u32) {
+        let (i, f) = text.split_once('.').unwrap_or((text, ""));
+        let neg = i.starts_with('-');
+        let digits = format!("{}{f}", i.trim_start_matches('-'));
+        let n: i128 = digits.parse().unwrap();
+        (if neg { -n } else { n }, f.len() as u32)
+    }
+
+    /// `a ⋚ b` for rationals.
+    fn cmp(a: (i128, u32), b: (i128, u32)) -> std::cmp::Ordering {
+        let s = a.1.max(b.1);
+        (a.0 * 10i128.pow(s - a.1)).cmp(&(b.0 * 10i128.pow(s - b.1)))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Decimal bounds and `multipleOf: 10^-d`, against exact rational
+        /// arithmetic on every decimal `N / 10^s` with `|N| < 1500`,
+        /// `s ≤ 3`, written with exactly `s` fraction digits.
+        #[test]
+        fn decimal_bounds_and_grids_exact(
+            lo in proptest::option::of((-300i64..300, 0u32..3, any::<bool>())),
+            hi in proptest::option::of((-300i64..300, 0u32..3, any::<bool>())),
+            grid in proptest::option::of(0usize..4),
+        ) {
+            let num = |a: i64, s: u32| -> (Num, (i128, u32)) {
+                let f = a as f64 / 10f64.powi(s as i32);
+                let n = if f.fract() == 0.0 { Num::Int(f as i128) } else { Num::Float(f) };
+                (n, (a as i128, s))
+            };
+            let lo = lo.map(|(a, s, inc)| (num(a, s), inc));
+            let hi = hi.map(|(a, s, inc)| (num(a, s), inc));
+            let bounds = Bounds {
+                lo: lo.map(|((n, _), inc)| (n, inc)),
+                hi: hi.map(|((n, _), inc)| (n, inc)),
+            };
+            let re = number_regex_multiple(&bounds, grid).unwrap();
+            let d = re.as_ref().map(|r| TerminalDfa::regex(&format!("^(?:{r})$")).unwrap());
+            for n in -1500i128..1500 {
+                for s in 0u32..=3 {
+                    let text = if s == 0 {
+                        n.to_string()
+                    } else {
+                        let p = 10i128.pow(s);
+                        let sign = if n < 0 { "-" } else { "" };
+                        format!("{sign}{}.{:0w$}", n.abs() / p, n.abs() % p, w = s as usize)
+                    };
+                    if n == 0 && s > 0 { continue; }
+                    let x = rational(&text);
+                    let want = lo.is_none_or(|((_, b), inc)| {
+                        let c = cmp(x, b);
+                        c.is_gt() || (inc && c.is_eq())
+                    }) && hi.is_none_or(|((_, b), inc)| {
+                        let c = cmp(x, b);
+                        c.is_lt() || (inc && c.is_eq())
+                    }) && grid.is_none_or(|g| s as usize <= g || n % 10i128.pow(s - g as u32) == 0);
+                    let got = d.as_ref().is_some_and(|d| d.matches(text.as_bytes()));
+                    prop_assert_eq!(got, want, "{} re={:?} bounds={:?} grid={:?}", text, re, bounds, grid);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn multiple_of_values() {
+        let m = |v: serde_json::Value| Multiple::new(v.as_number().unwrap());
+        assert_eq!(m(serde_json::json!(0.01)), Ok(Multiple::Grid(2)));
+        assert_eq!(m(serde_json::json!(1.0)), Ok(Multiple::Grid(0)));
+        assert_eq!(m(serde_json::json!(1)), Ok(Multiple::Grid(0)));
+        assert_eq!(m(serde_json::json!(3)), Ok(Multiple::Int(3)));
+        assert!(m(serde_json::json!(0.5)).is_err());
+        assert!(m(serde_json::json!(2.5)).is_err());
+        assert!(m(serde_json::json!(0)).is_err());
+        assert!(m(serde_json::json!(-1)).is_err());
+        let n = |v: serde_json::Value| v.as_number().unwrap().clone();
+        assert!(Multiple::Grid(2).contains(&n(serde_json::json!(12.34))));
+        assert!(!Multiple::Grid(1).contains(&n(serde_json::json!(12.34))));
+        assert!(Multiple::Int(3).contains(&n(serde_json::json!(-6))));
+        assert!(Multiple::Int(3).contains(&n(serde_json::json!(6.0))));
+        assert!(!Multiple::Int(3).contains(&n(serde_json::json!(7))));
+    }
+
     #[test]
     fn big_and_float_bounds() {
         let bounds = Bounds {
@@ -457,7 +781,14 @@ mod tests {
                 && d.matches(b"9999999999")
                 && !d.matches(b"10000000000")
         );
-        assert!(number_regex(&bounds).is_err());
+        let r = number_regex(&bounds).unwrap().unwrap();
+        let d = TerminalDfa::regex(&r).unwrap();
+        assert!(
+            d.matches(b"0.5")
+                && !d.matches(b"0.49")
+                && d.matches(b"9999999999.99")
+                && !d.matches(b"10000000000")
+        );
         assert_eq!(
             integer_regex(&b(Some((5, true)), Some((4, true)))).unwrap(),
             None

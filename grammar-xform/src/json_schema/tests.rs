@@ -961,7 +961,10 @@ proptest! {
 fn one_of_require_disjoint_is_sound_and_keeps_discriminated_unions() {
     use super::{compile_json_schema, JsonSchemaOptions, OneOfMode, SchemaError};
     use serde_json::json;
-    let strict = JsonSchemaOptions { one_of: OneOfMode::RequireDisjoint, ..JsonSchemaOptions::default() };
+    let strict = JsonSchemaOptions {
+        one_of: OneOfMode::RequireDisjoint,
+        ..JsonSchemaOptions::default()
+    };
     // different types, disjoint enums, and a discriminator property: exact
     for s in [
         json!({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}),
@@ -979,12 +982,17 @@ fn one_of_require_disjoint_is_sound_and_keeps_discriminated_unions() {
         json!({"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]}),
     ] {
         match compile_json_schema(&s, &strict) {
-            Err(SchemaError::Unsupported { keyword, pointer, .. }) => {
+            Err(SchemaError::Unsupported {
+                keyword, pointer, ..
+            }) => {
                 assert_eq!(keyword, "oneOf");
                 assert_eq!(pointer, "/oneOf");
             }
             other => panic!("{s}: expected a oneOf refusal, got {other:?}"),
         }
-        assert!(compile_json_schema(&s, &JsonSchemaOptions::default()).is_ok(), "{s}");
+        assert!(
+            compile_json_schema(&s, &JsonSchemaOptions::default()).is_ok(),
+            "{s}"
+        );
     }
 }

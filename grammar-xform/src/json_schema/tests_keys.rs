@@ -266,3 +266,66 @@ fn pattern_properties_snapshot() {
             .to_string()
     );
 }
+
+#[test]
+fn multiple_of_in_grammars() {
+    let rec = |s: Value| {
+        Recognizer::new(&compile_json_schema(&s, &JsonSchemaOptions::default()).unwrap()).unwrap()
+    };
+    let r = rec(json!({"type": "integer", "multipleOf": 3}));
+    for n in -400i64..400 {
+        assert_eq!(r.recognizes(n.to_string().as_bytes()), n % 3 == 0, "{n}");
+    }
+    assert!(!r.recognizes(b"03") && !r.recognizes(b"-0") && !r.recognizes(b"3.0"));
+    let r = rec(json!({"type": "number", "multipleOf": 7}));
+    for (t, ok) in [
+        ("14", true),
+        ("14.0", true),
+        ("-21.00", true),
+        ("0", true),
+        ("0.0", true),
+        ("14.5", false),
+        ("15", false),
+    ] {
+        assert_eq!(r.recognizes(t.as_bytes()), ok, "{t}");
+    }
+    let r = rec(json!({"type": "number", "multipleOf": 0.01, "minimum": 0}));
+    for (t, ok) in [
+        ("12.34", true),
+        ("12.340", true),
+        ("12.345", false),
+        ("-1", false),
+        ("1000.0", true),
+        ("0", true),
+    ] {
+        assert_eq!(r.recognizes(t.as_bytes()), ok, "{t}");
+    }
+    let r = rec(json!({"type": "number", "minimum": -459.67}));
+    for (t, ok) in [
+        ("-459.67", true),
+        ("-459.671", false),
+        ("-460.0", false),
+        ("68.5", true),
+        ("-459.6", true),
+    ] {
+        assert_eq!(r.recognizes(t.as_bytes()), ok, "{t}");
+    }
+    // enum members are checked too
+    let r = rec(json!({"enum": [2, 3, 4.5, 6], "multipleOf": 2}));
+    assert!(
+        r.recognizes(b"2") && r.recognizes(b"6") && !r.recognizes(b"3") && !r.recognizes(b"4.5")
+    );
+    // what cannot be exact is refused
+    for s in [
+        json!({"type": "number", "multipleOf": 0.5}),
+        json!({"type": "integer", "multipleOf": 3, "minimum": 1}),
+    ] {
+        assert!(
+            matches!(
+                compile_json_schema(&s, &JsonSchemaOptions::default()),
+                Err(SchemaError::Unsupported { keyword, .. }) if keyword == "multipleOf"
+            ),
+            "{s}"
+        );
+    }
+}
