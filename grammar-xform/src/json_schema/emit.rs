@@ -9,6 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{Map, Value};
 
 use super::error::{push_ptr, SchemaError};
+use super::keys::{KeyAutomaton, KeyPattern};
 use super::normalize::{
     Normalizer, Simple, NOT_IN, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
@@ -137,37 +138,31 @@ pub(crate) fn string_hir(
     m: &Map<String, Value>,
     ptr: &str,
     notes: &mut Vec<(String, String)>,
-) -> Result<Option<(regex_syntax::hir::Hir, &'static str)>, SchemaError> {
-    let pattern = match m.get("pattern") {
-        None => None,
-        Some(Value::String(p)) => Some(p.as_str()),
+) -> Result<Vec<(regex_syntax::hir::Hir, &'static str)>, SchemaError> {
+    let mut out = Vec::new();
+    match m.get("pattern") {
+        None => {}
+        Some(Value::String(p)) => out.push((
+            translate_pattern(p).map_err(|r| {
+                SchemaError::unsupported("pattern", ptr, format!("{r} (pattern {p:?})"))
+            })?,
+            "pattern",
+        )),
         Some(_) => return Err(SchemaError::invalid("pattern", ptr, "must be a string")),
-    };
-    let format = match m.get("format") {
-        None => None,
+    }
+    match m.get("format") {
+        None => {}
         Some(Value::String(f)) => match formats::format_regex(f) {
-            Some(r) => Some(r),
-            None => {
-                notes.push((ptr.to_string(), format!("format: {f}")));
-                None
-            }
+            Some(r) => out.push((
+                super::strings::parse_hir(r)
+                    .map_err(|r| SchemaError::unsupported("format", ptr, r))?,
+                "format",
+            )),
+            None => notes.push((ptr.to_string(), format!("format: {f}"))),
         },
         Some(_) => return Err(SchemaError::invalid("format", ptr, "must be a string")),
-    };
-    match (pattern, format) {
-        (None, None) => Ok(None),
-        (Some(p), None) => translate_pattern(p)
-            .map(|h| Some((h, "pattern")))
-            .map_err(|r| SchemaError::unsupported("pattern", ptr, format!("{r} (pattern {p:?})"))),
-        (None, Some(f)) => super::strings::parse_hir(f)
-            .map(|h| Some((h, "format")))
-            .map_err(|r| SchemaError::unsupported("format", ptr, r)),
-        (Some(_), Some(_)) => Err(SchemaError::unsupported(
-            "format",
-            ptr,
-            "`format` together with `pattern`",
-        )),
     }
+    Ok(out)
 }
 
 impl<'a> Emitter<'a> {
@@ -352,8 +347,8 @@ impl<'a> Emitter<'a> {
             self.g.add_rule(nt, vec![re(key_regex_excluding(&names))]);
             return Ok(());
         }
-        match string_hir(&s.map, &s.ptr, &mut self.format_notes)? {
-            None => {
+        match string_hir(&s.map, &s.ptr, &mut self.format_notes)?.as_slice() {
+            [] => {
                 let lim = self.opts.max_regex_repeat;
                 if min <= lim && max.is_none_or(|m| m <= lim) {
                     self.g.add_rule(nt, vec![re(free_string_regex(min, max))]);
@@ -364,18 +359,60 @@ impl<'a> Emitter<'a> {
                     self.g.add_rule(nt, rhs);
                 }
             }
-            Some((h, kw)) => match with_length(h, min, max) {
-                Ok(Some(h)) => {
-                    let r = constrained_string_regex(&h)
-                        .map_err(|r| SchemaError::unsupported(kw, &s.ptr, r))?;
-                    self.g.add_rule(nt, vec![re(r)]);
+            [(h, kw)] if with_length(h.clone(), min, max).is_ok() => {
+                match with_length(h.clone(), min, max) {
+                    Ok(Some(h)) => {
+                        let r = constrained_string_regex(&h)
+                            .map_err(|r| SchemaError::unsupported(kw, &s.ptr, r))?;
+                        self.g.add_rule(nt, vec![re(r)]);
+                    }
+                    _ => self
+                        .norm
+                        .note_unsat(&s.ptr, format!("{kw} contradicts minLength/maxLength")),
                 }
-                Ok(None) => self
-                    .norm
-                    .note_unsat(&s.ptr, format!("{kw} contradicts minLength/maxLength")),
-                Err(r) => return Err(SchemaError::unsupported(kw, &s.ptr, r)),
-            },
+            }
+            hirs => self.string_automaton(nt, hirs, min, max, &s.ptr)?,
         }
+        Ok(())
+    }
+
+    /// A string whose content matches every HIR of `hirs` (`pattern`,
+    /// `format`) and has between `min` and `max` characters, where no
+    /// single regex says so: the product automaton of the HIRs and a
+    /// character counter ([`super::keys::KeyAutomaton::with_length`]),
+    /// written as a right-linear grammar.
+    fn string_automaton(
+        &mut self,
+        nt: NtId,
+        hirs: &[(regex_syntax::hir::Hir, &'static str)],
+        min: u64,
+        max: Option<u64>,
+        ptr: &str,
+    ) -> Result<(), SchemaError> {
+        let kw = if hirs.len() > 1 { "format" } else { hirs[0].1 };
+        let pats: Vec<KeyPattern> = hirs
+            .iter()
+            .map(|(h, k)| KeyPattern::from_hir(k, h.clone()))
+            .collect::<Result<_, _>>()
+            .map_err(|r| SchemaError::unsupported(kw, ptr, r))?;
+        let refs: Vec<&KeyPattern> = pats.iter().collect();
+        let ka = KeyAutomaton::with_length(&refs, min, max).map_err(|r| {
+            SchemaError::unsupported(
+                kw,
+                ptr,
+                format!("{kw} with minLength/maxLength or another pattern: {r}"),
+            )
+        })?;
+        let r = ka.region((1u64 << pats.len()) - 1);
+        if r.states.is_empty() {
+            self.norm.note_unsat(
+                ptr,
+                format!("{kw} contradicts minLength/maxLength or another pattern"),
+            );
+            return Ok(());
+        }
+        let sym = self.region_key(&r, ptr)?;
+        self.g.add_rule(nt, vec![sym]);
         Ok(())
     }
 

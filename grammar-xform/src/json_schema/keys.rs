@@ -56,7 +56,12 @@ impl KeyPattern {
     /// Compiles a pattern; `Err(reason)` when it cannot be translated
     /// exactly.
     pub fn new(source: &str) -> Result<KeyPattern, String> {
-        let hir = translate_pattern(source)?;
+        Self::from_hir(source, translate_pattern(source)?)
+    }
+
+    /// A pattern given as a full-match HIR over decoded characters
+    /// (e.g. a `format`); `source` names it in messages.
+    pub fn from_hir(source: &str, hir: Hir) -> Result<KeyPattern, String> {
         let key_regex = constrained_string_regex(&hir)?;
         let dfa = TerminalDfa::regex(&key_regex).map_err(|e| e.to_string())?;
         Ok(KeyPattern {
@@ -157,13 +162,51 @@ pub(crate) struct KeyAutomaton {
     trans: Vec<Vec<u32>>,
     /// Bit `i` set: a key ending in this state matches pattern `i`.
     mask: Vec<u64>,
-    /// A key ending in this state is a declared name.
+    /// A key ending in this state is a declared name, or has a length
+    /// outside the bounds given to [`KeyAutomaton::with_length`].
     name: Vec<bool>,
+}
+
+/// Length bounds `[min, max]` in characters, counted in the product state
+/// up to `cap` (saturating).
+#[derive(Clone, Copy)]
+struct LenBound {
+    min: u64,
+    max: Option<u64>,
+}
+
+impl LenBound {
+    fn cap(self) -> u64 {
+        self.max.map_or(self.min, |m| m + 1)
+    }
+    fn ok(self, n: u64) -> bool {
+        n >= self.min && self.max.is_none_or(|m| n <= m)
+    }
 }
 
 impl KeyAutomaton {
     /// The product of the patterns (at most 64) and the trie of `names`.
     pub fn new(pats: &[&KeyPattern], names: &[&str]) -> Result<KeyAutomaton, String> {
+        Self::build(pats, names, None)
+    }
+
+    /// The product of the patterns and a character counter: a string
+    /// whose length is outside `[min, max]` counts as "declared" (in no
+    /// region). Used for strings whose `pattern`/`format` meet length
+    /// bounds they do not imply.
+    pub fn with_length(
+        pats: &[&KeyPattern],
+        min: u64,
+        max: Option<u64>,
+    ) -> Result<KeyAutomaton, String> {
+        Self::build(pats, &[], Some(LenBound { min, max }))
+    }
+
+    fn build(
+        pats: &[&KeyPattern],
+        names: &[&str],
+        len: Option<LenBound>,
+    ) -> Result<KeyAutomaton, String> {
         if pats.len() > 64 {
             return Err("more than 64 patterns".into());
         }
@@ -197,7 +240,7 @@ impl KeyAutomaton {
             .map(|&(a, _)| (a, encode_str(&a.to_string()).into_bytes()))
             .collect();
         let trie = Trie::new(names);
-        type Key = (Vec<u32>, usize);
+        type Key = (Vec<u32>, usize, u64);
         let mut ids: HashMap<Key, u32> = HashMap::new();
         let mut states: Vec<Key> = Vec::new();
         let start: Key = (
@@ -205,13 +248,15 @@ impl KeyAutomaton {
                 .map(|p| p.dfa.run(p.dfa.start(), b"\""))
                 .collect(),
             0,
+            0,
         );
         ids.insert(start.clone(), 0);
         states.push(start);
         let mut trans: Vec<Vec<u32>> = Vec::new();
         let mut i = 0;
         while i < states.len() {
-            let (qs, node) = states[i].clone();
+            let (qs, node, n) = states[i].clone();
+            let n1 = len.map_or(0, |l| (n + 1).min(l.cap()));
             let mut row = Vec::with_capacity(reps.len());
             for (c, enc) in &reps {
                 let key: Key = (
@@ -220,6 +265,7 @@ impl KeyAutomaton {
                         .map(|(p, &q)| p.dfa.run(q, enc))
                         .collect(),
                     trie.step(node, *c),
+                    n1,
                 );
                 let id = match ids.get(&key) {
                     Some(&id) => id,
@@ -242,7 +288,7 @@ impl KeyAutomaton {
         }
         let mask = states
             .iter()
-            .map(|(qs, _)| {
+            .map(|(qs, _, _)| {
                 pats.iter()
                     .zip(qs)
                     .enumerate()
@@ -255,7 +301,10 @@ impl KeyAutomaton {
                     })
             })
             .collect();
-        let name = states.iter().map(|&(_, n)| trie.is_end(n)).collect();
+        let name = states
+            .iter()
+            .map(|(_, node, n)| trie.is_end(*node) || len.is_some_and(|l| !l.ok(*n)))
+            .collect();
         Ok(KeyAutomaton {
             atoms,
             trans,

@@ -90,14 +90,14 @@ impl Emitter<'_> {
                 if len < min || max.is_some_and(|m| len > m) {
                     return Ok(false);
                 }
-                match string_hir(&s.map, ptr, &mut self.format_notes)? {
-                    None => true,
-                    Some((h, kw)) => {
-                        let d = TerminalDfa::regex(&h.to_string())
-                            .map_err(|e| SchemaError::unsupported(kw, ptr, e.to_string()))?;
-                        d.matches(st.as_bytes())
+                for (h, kw) in string_hir(&s.map, ptr, &mut self.format_notes)? {
+                    let d = TerminalDfa::regex(&h.to_string())
+                        .map_err(|e| SchemaError::unsupported(kw, ptr, e.to_string()))?;
+                    if !d.matches(st.as_bytes()) {
+                        return Ok(false);
                     }
                 }
+                true
             }
             Value::Array(_) | Value::Object(_) => {
                 let bit = if v.is_array() { T_ARRAY } else { T_OBJECT };

@@ -399,7 +399,11 @@ impl Emitter<'_> {
     /// A key nonterminal deriving the quoted canonical encodings of the
     /// keys of a region: one nonterminal per automaton state
     /// (right-linear), `None` for an empty region.
-    fn region_key(&mut self, r: &RegionGrammar, ptr: &str) -> Result<Symbol, SchemaError> {
+    pub(crate) fn region_key(
+        &mut self,
+        r: &RegionGrammar,
+        ptr: &str,
+    ) -> Result<Symbol, SchemaError> {
         let nts: Vec<NtId> = (0..r.states.len())
             .map(|_| self.fresh("key-state", ptr))
             .collect::<Result<_, _>>()?;

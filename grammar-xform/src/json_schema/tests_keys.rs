@@ -329,3 +329,51 @@ fn multiple_of_in_grammars() {
         );
     }
 }
+
+/// Patterns for strings, meaning the same in ECMA-262 and `regex-automata`.
+const STRING_PATTERNS: &[&str] = &["^a+(-a+)*$", "[0-9]+", "^[ab]*c", "b$", "^(ab|c)*$", "."];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// `pattern` with `minLength`/`maxLength`, and with `format: email`
+    /// from another `allOf` member:
+    /// grammar membership equals the direct check (regex search of every
+    /// pattern and the length in characters).
+    #[test]
+    fn patterns_with_length_match_the_validator(
+        pat in 0..STRING_PATTERNS.len(),
+        with_email in any::<bool>(),
+        min in 0u64..5,
+        span in proptest::option::of(0u64..6),
+        words in proptest::collection::vec("[ab0c\\-é\"]{0,9}", 24),
+    ) {
+        let max = span.map(|s| min + s);
+        let mut base = json!({"type": "string", "minLength": min});
+        if let Some(m) = max {
+            base["maxLength"] = json!(m);
+        }
+        base["pattern"] = json!(STRING_PATTERNS[pat]);
+        let schema = if with_email {
+            json!({"allOf": [base, {"format": "email"}]})
+        } else {
+            base
+        };
+        let email = regex_automata::meta::Regex::new(&format!("^(?:{})$", formats::format_regex("email").unwrap())).unwrap();
+        let g = match compile_json_schema(&schema, &JsonSchemaOptions::default()) {
+            Ok(g) => Some(g),
+            Err(SchemaError::Unsatisfiable { .. }) => None,
+            Err(e) => panic!("{e}\n{schema}"),
+        };
+        let rec = g.as_ref().map(|g| Recognizer::new(g).unwrap());
+        for w in words.iter().map(String::as_str).chain(["a-a", "aa-a-a", "x@y.z", "ab@c", "12"]) {
+            let n = w.chars().count() as u64;
+            let want = n >= min && max.is_none_or(|m| n <= m)
+                && regex_automata::meta::Regex::new(STRING_PATTERNS[pat]).unwrap().is_match(w)
+                && (schema.get("allOf").is_none() || email.is_match(w));
+            let text = serde_json::to_string(w).unwrap();
+            let got = rec.as_ref().is_some_and(|r| r.recognizes(text.as_bytes()));
+            prop_assert_eq!(got, want, "{} schema {}", text, schema);
+        }
+    }
+}
