@@ -5,7 +5,8 @@
 //! ```text
 //! cargo run -p earley --profile release-fast --example tbm -- [N_SCHEMAS] [SEED] [CONFIGS]
 //! ```
-//! `CONFIGS` is a comma list of `full,nopruning,nocache,nostate,nofuse,baseline`
+//! `CONFIGS` is a comma list of `full,noslice,nopruning,nocache,nostate,nofuse,baseline`
+//! (`noslice`: the full engine over an index without vocabulary slices)
 //! (default `full,nopruning,nostate`). Schemas are a seeded sample of
 //! `../shared/data/maskbench` (relative to the workspace root); each valid
 //! test instance is written in the grammar's key order, tokenized with
@@ -36,9 +37,15 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 fn config(name: &str) -> EngineConfig {
     let d = EngineConfig::default();
     match name {
-        "full" => d,
-        "nopruning" => EngineConfig { pruning: false, ..d },
-        "nocache" => EngineConfig { ci_cache: false, ..d },
+        "full" | "noslice" => d,
+        "nopruning" => EngineConfig {
+            pruning: false,
+            ..d
+        },
+        "nocache" => EngineConfig {
+            ci_cache: false,
+            ..d
+        },
         "nostate" => EngineConfig {
             state_cache: false,
             ..d
@@ -70,7 +77,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| vec!["full".into(), "nopruning".into(), "nostate".into()]);
     let dir = std::env::var_os("MASKBENCH_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench"));
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench")
+        });
     let Ok(rd) = std::fs::read_dir(&dir) else {
         println!("maskbench data not found at {}; skipping", dir.display());
         return Ok(());
@@ -121,7 +130,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{} schemas, {} instances, {} tokens",
         work.len(),
         work.iter().map(|w| w.2.len()).sum::<usize>(),
-        work.iter().flat_map(|w| w.2.iter()).map(|s| s.len()).sum::<usize>()
+        work.iter()
+            .flat_map(|w| w.2.iter())
+            .map(|s| s.len())
+            .sum::<usize>()
     );
     println!();
     println!("| config | TBM p50 µs | p90 | p99 | max | mean | TTFM p50 ms | p90 | max | compile errors | rejected valid tokens | EOS errors | state-cache hits | peak items (mean) |");
@@ -129,7 +141,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut json = Vec::new();
     for cname in &configs {
         let cfg = config(cname);
-        let index = VocabIndex::new(vocab.clone());
+        let index = if cname == "noslice" {
+            VocabIndex::with_slices(vocab.clone(), &[])?
+        } else {
+            VocabIndex::new(vocab.clone())
+        };
         let engine = Engine::with_index(index);
         let mut tbm = Vec::new();
         let mut ttfm = Vec::new();
@@ -154,7 +170,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if std::env::var_os("DUMP_GRAMMAR").is_some() {
                 eprintln!(
                     "{name}:\n{g}\n--- fused:\n{}",
-                    compiled.fused_grammar().map(|f| f.to_string()).unwrap_or_default()
+                    compiled
+                        .fused_grammar()
+                        .map(|f| f.to_string())
+                        .unwrap_or_default()
                 );
             }
             let mut m = compiled.matcher();
@@ -216,7 +235,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             pct(&mut tbm, 0.99),
             pct(&mut tbm, 1.0),
         );
-        let (t50, t90, tmx) = (pct(&mut ttfm, 0.5), pct(&mut ttfm, 0.9), pct(&mut ttfm, 1.0));
+        let (t50, t90, tmx) = (
+            pct(&mut ttfm, 0.5),
+            pct(&mut ttfm, 0.9),
+            pct(&mut ttfm, 1.0),
+        );
         println!(
             "| {cname} | {p50:.1} | {p90:.1} | {p99:.1} | {mx:.0} | {mean:.1} | {t50:.2} | {t90:.2} | {tmx:.1} | {errs} | {bad} | {eos_bad} | {hits}/{masks} | {pk:.1} |"
         );

@@ -28,6 +28,8 @@ use std::sync::{Arc, OnceLock};
 
 use zapspec_core::{TokenId, TokenSet, Vocabulary};
 
+use crate::engine::VocabIndex;
+use crate::slicer::Slice;
 use crate::terminal::{ByteDfa, DEAD};
 use crate::toktrie::TokTrie;
 
@@ -40,26 +42,50 @@ pub struct TermEntry {
     ci: Vec<OnceLock<Arc<CiEntry>>>,
 }
 
-/// Bits of a token set, dense or as a list of non-zero words.
+/// Bits of a token set: dense, a list of non-zero words, or a shared
+/// slice set (see [`crate::slicer`]) plus a sparse remainder.
 #[derive(Debug)]
 pub(crate) enum Bits {
     Dense(TokenSet),
     Sparse(Vec<(u32, u64)>),
+    Sliced(Arc<TokenSet>, Vec<(u32, u64)>),
 }
 
 impl Bits {
     #[inline]
     pub(crate) fn or_into(&self, mask: &mut TokenSet) {
+        let sparse = |mask: &mut TokenSet, ws: &[(u32, u64)]| {
+            let w = mask.words_mut();
+            for &(i, b) in ws {
+                w[i as usize] |= b;
+            }
+        };
         match self {
             Bits::Dense(s) => mask.union_with(s),
-            Bits::Sparse(ws) => {
-                let w = mask.words_mut();
-                for &(i, b) in ws {
-                    w[i as usize] |= b;
-                }
+            Bits::Sparse(ws) => sparse(mask, ws),
+            Bits::Sliced(base, ws) => {
+                mask.union_with(base);
+                sparse(mask, ws);
             }
         }
     }
+
+    /// Own heap bytes (a shared slice set is not counted).
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Bits::Dense(s) => s.heap_bytes(),
+            Bits::Sparse(v) | Bits::Sliced(_, v) => v.capacity() * 16,
+        }
+    }
+}
+
+fn sparse_words(s: &TokenSet) -> Vec<(u32, u64)> {
+    s.words()
+        .iter()
+        .enumerate()
+        .filter(|(_, &w)| w != 0)
+        .map(|(i, &w)| (i as u32, w))
+        .collect()
 }
 
 /// What one (terminal, DFA state) contributes to a mask.
@@ -79,12 +105,26 @@ impl CiEntry {
         self.suffixes.num_tokens()
     }
 
+    /// Own heap bytes (a shared slice set is not counted).
     pub fn heap_bytes(&self) -> usize {
-        let a = match &self.allowed {
-            Bits::Dense(s) => s.heap_bytes(),
-            Bits::Sparse(v) => v.capacity() * 16,
-        };
-        a + self.suffixes.heap_bytes()
+        self.allowed.heap_bytes() + self.suffixes.heap_bytes()
+    }
+
+    /// The context-independent allowed tokens as a set over `vocab_len` tokens.
+    pub fn allowed_tokens(&self, vocab_len: usize) -> TokenSet {
+        let mut m = TokenSet::new(vocab_len);
+        self.allowed.or_into(&mut m);
+        m
+    }
+
+    /// The context-dependent `(remainder, token)` entries, sorted.
+    pub fn dependent(&self) -> Vec<(Vec<u8>, TokenId)> {
+        self.suffixes.entries()
+    }
+
+    /// True when the entry was computed through a vocabulary slice.
+    pub fn sliced(&self) -> bool {
+        matches!(self.allowed, Bits::Sliced(..))
     }
 }
 
@@ -94,9 +134,11 @@ impl TermEntry {
         TermEntry { regex, dfa, ci }
     }
 
-    /// The entry for DFA state `s` (computed on first use).
-    pub fn ci(&self, s: u32, trie: &TokTrie, vocab: &impl Vocabulary) -> &Arc<CiEntry> {
-        self.ci[s as usize].get_or_init(|| Arc::new(compute(&self.dfa, s, trie, vocab)))
+    /// The entry for DFA state `s` (computed on first use, over the index's
+    /// token trie and with its slices).
+    pub fn ci(&self, s: u32, index: &VocabIndex) -> &Arc<CiEntry> {
+        let (trie, slices, vocab) = (index.trie(), index.slices(), &**index.vocab());
+        self.ci[s as usize].get_or_init(|| Arc::new(compute(&self.dfa, s, trie, slices, vocab)))
     }
 
     /// Number of DFA states whose entry has been computed, and their bytes.
@@ -113,10 +155,47 @@ impl TermEntry {
     }
 }
 
-/// Classifies every token of `trie` for `dfa` in state `s` (module docs).
-fn compute(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab: &impl Vocabulary) -> CiEntry {
+/// Classifies every token for `dfa` in state `s` (module docs): through
+/// the first slice contained in the state when there is one (only the
+/// tokens outside the slice are walked), by a walk of the whole trie
+/// otherwise.
+fn compute(
+    dfa: &ByteDfa,
+    s: u32,
+    trie: &TokTrie,
+    slices: &[Slice],
+    vocab: &impl Vocabulary,
+) -> CiEntry {
+    if let Some(sl) = slices.iter().find(|sl| sl.contained_in(dfa, s)) {
+        let (extra, suffixes) = classify(dfa, s, sl.rest(), vocab);
+        let n_allowed = sl.num_tokens() + extra.count();
+        return CiEntry {
+            allowed: Bits::Sliced(sl.tokens().clone(), sparse_words(&extra)),
+            n_allowed,
+            suffixes,
+        };
+    }
+    let (allowed, suffixes) = classify(dfa, s, trie, vocab);
+    let n_allowed = allowed.count();
+    let nz = allowed.words().iter().filter(|&&w| w != 0).count();
+    let bits = if nz * 4 < allowed.words().len() {
+        Bits::Sparse(sparse_words(&allowed))
+    } else {
+        Bits::Dense(allowed)
+    };
+    CiEntry {
+        allowed: bits,
+        n_allowed,
+        suffixes,
+    }
+}
+
+/// Walks `trie` with `dfa` from `s`: the tokens that keep the DFA live, and
+/// the trie of the remainders of the context-dependent ones (merged from
+/// the subtrees below the nodes where the terminal can end).
+fn classify(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab: &impl Vocabulary) -> (TokenSet, TokTrie) {
     let mut allowed = TokenSet::new(vocab.len());
-    let mut dep: Vec<(TokenId, u16)> = Vec::new();
+    let mut ends: Vec<u32> = Vec::new();
     let nodes = &trie.nodes;
     let n = nodes.len() - 1;
     let mut states = vec![s; trie.max_depth() + 1];
@@ -137,38 +216,11 @@ fn compute(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab: &impl Vocabulary) -> Ci
                 words[(t >> 6) as usize] |= 1u64 << (t & 63);
             }
             if nd.subtree > 1 && dfa.is_accepting(st) {
-                let end = nodes[i + nd.subtree as usize].tok_start as usize;
-                dep.extend(trie.tokens[b..end].iter().map(|&t| (t, d as u16)));
+                ends.push(i as u32);
             }
             i += 1;
         }
     }
-    dep.retain(|&(t, _)| !allowed.contains(t));
-    let mut entries: Vec<(&[u8], TokenId)> = dep
-        .iter()
-        .map(|&(t, k)| (&vocab.token_bytes(t)[k as usize..], t))
-        .collect();
-    entries.sort_unstable();
-    entries.dedup();
-    let suffixes = TokTrie::from_sorted(&entries);
-    let n_allowed = allowed.count();
-    let nz = allowed.words().iter().filter(|&&w| w != 0).count();
-    let bits = if nz * 4 < allowed.words().len() {
-        Bits::Sparse(
-            allowed
-                .words()
-                .iter()
-                .enumerate()
-                .filter(|(_, &w)| w != 0)
-                .map(|(i, &w)| (i as u32, w))
-                .collect(),
-        )
-    } else {
-        Bits::Dense(allowed)
-    };
-    CiEntry {
-        allowed: bits,
-        n_allowed,
-        suffixes,
-    }
+    let suffixes = trie.merge_subtrees(&ends, |t| !allowed.contains(t));
+    (allowed, suffixes)
 }

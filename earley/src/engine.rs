@@ -25,6 +25,7 @@ use crate::error::EarleyError;
 use crate::grammar::Rules;
 use crate::matcher::EarleyMatcher;
 use crate::prune;
+use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
 use crate::toktrie::TokTrie;
 
@@ -35,6 +36,7 @@ use crate::toktrie::TokTrie;
 pub struct VocabIndex {
     vocab: Arc<TokenVocab>,
     trie: TokTrie,
+    slices: Vec<Slice>,
     terminals: Mutex<HashMap<String, Arc<TermEntry>>>,
 }
 
@@ -43,20 +45,39 @@ impl std::fmt::Debug for VocabIndex {
         f.debug_struct("VocabIndex")
             .field("vocab", &self.vocab.name())
             .field("trie_nodes", &self.trie.num_nodes())
+            .field("slices", &self.slices.len())
             .finish()
     }
 }
 
 impl VocabIndex {
     /// Builds the token trie of `vocab` (special tokens and empty tokens
-    /// excluded: they never spell grammar text).
+    /// excluded: they never spell grammar text) and the
+    /// [default slices](crate::slicer::DEFAULT_SLICES).
     pub fn new(vocab: Arc<TokenVocab>) -> Arc<Self> {
+        Self::with_slices(vocab, crate::slicer::DEFAULT_SLICES)
+            .expect("the default slices are valid regexes")
+    }
+
+    /// Like [`VocabIndex::new`] with the given slice regexes (none: every
+    /// cold context-independent entry walks the whole trie — the ablation).
+    pub fn with_slices(vocab: Arc<TokenVocab>, slices: &[&str]) -> Result<Arc<Self>, EarleyError> {
         let trie = TokTrie::from_vocab(&*vocab);
-        Arc::new(VocabIndex {
+        let slices = slices
+            .iter()
+            .map(|re| Slice::new(re, &trie, &*vocab))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Arc::new(VocabIndex {
             vocab,
             trie,
+            slices,
             terminals: Mutex::new(HashMap::new()),
-        })
+        }))
+    }
+
+    /// The vocabulary slices used by cold context-independent entries.
+    pub fn slices(&self) -> &[Slice] {
+        &self.slices
     }
 
     pub fn vocab(&self) -> &Arc<TokenVocab> {
@@ -143,7 +164,11 @@ impl Engine {
     }
 
     /// Compiles `grammar` for this vocabulary.
-    pub fn compile(&self, grammar: &Grammar, config: EngineConfig) -> Result<Arc<CompiledGrammar>, EarleyError> {
+    pub fn compile(
+        &self,
+        grammar: &Grammar,
+        config: EngineConfig,
+    ) -> Result<Arc<CompiledGrammar>, EarleyError> {
         CompiledGrammar::new(grammar, self.index.clone(), config)
     }
 }
@@ -186,7 +211,11 @@ impl std::fmt::Debug for CompiledGrammar {
 
 impl CompiledGrammar {
     /// Compiles `grammar` over `index`.
-    pub fn new(grammar: &Grammar, index: Arc<VocabIndex>, config: EngineConfig) -> Result<Arc<Self>, EarleyError> {
+    pub fn new(
+        grammar: &Grammar,
+        index: Arc<VocabIndex>,
+        config: EngineConfig,
+    ) -> Result<Arc<Self>, EarleyError> {
         let fused = if config.fuse_terminals {
             Some(crate::fuse::fuse(grammar))
         } else {
@@ -244,7 +273,10 @@ impl CompiledGrammar {
 
     /// Number of masks in the pruned-state cache.
     pub fn state_cache_len(&self) -> usize {
-        self.state_cache.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.state_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 
     pub(crate) fn vocab_len(&self) -> usize {

@@ -58,7 +58,11 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
     let sym_re = |s: &Symbol, re: &[Option<String>]| -> Option<String> {
         match s {
             Symbol::T(t) => Some(ByteDfa::regex_of(t)),
-            Symbol::Nt(m) => re.get(m.index()).cloned().flatten().map(|r| format!("(?:{r})")),
+            Symbol::Nt(m) => re
+                .get(m.index())
+                .cloned()
+                .flatten()
+                .map(|r| format!("(?:{r})")),
         }
     };
     let mut changed = true;
@@ -166,7 +170,9 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
                 };
                 match selfs.as_slice() {
                     [] => base.push(cat(&r.rhs)),
-                    [i] if *i + 1 == r.rhs.len() && r.rhs.len() > 1 => right.push(cat(&r.rhs[..*i])),
+                    [i] if *i + 1 == r.rhs.len() && r.rhs.len() > 1 => {
+                        right.push(cat(&r.rhs[..*i]))
+                    }
                     [0] if r.rhs.len() > 1 => left.push(cat(&r.rhs[1..])),
                     _ => ok = false,
                 }
@@ -210,7 +216,8 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
                 Some((r, w))
                     if w <= MAX_FUSED_WEIGHT
                         && (r.len() <= MAX_FUSED_REGEX
-                            || (terms.len() <= LEXEME_TERMINALS && r.len() <= MAX_LEXEME_REGEX)) =>
+                            || (terms.len() <= LEXEME_TERMINALS
+                                && r.len() <= MAX_LEXEME_REGEX)) =>
                 {
                     re[nt] = Some(r);
                     weight[nt] = w;

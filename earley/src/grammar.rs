@@ -52,7 +52,8 @@ impl Rules {
         }
         // Terminals.
         let mut terms: Vec<Arc<TermEntry>> = Vec::new();
-        let mut term_ids: std::collections::HashMap<&grammar_xform::Terminal, u32> = Default::default();
+        let mut term_ids: std::collections::HashMap<&grammar_xform::Terminal, u32> =
+            Default::default();
         let mut rules: Vec<(u32, Vec<u32>)> = Vec::with_capacity(g.rules.len() + 1);
         for r in &g.rules {
             if r.lhs.index() >= n_nt {
@@ -206,7 +207,8 @@ impl Rules {
     /// First positions of the rules of `nt`.
     #[inline]
     pub fn rules_of(&self, nt: u32) -> &[u32] {
-        &self.nt_rules[self.nt_rules_off[nt as usize] as usize..self.nt_rules_off[nt as usize + 1] as usize]
+        &self.nt_rules
+            [self.nt_rules_off[nt as usize] as usize..self.nt_rules_off[nt as usize + 1] as usize]
     }
 
     /// Number of dotted positions.

@@ -112,6 +112,7 @@ pub mod fuse;
 mod grammar;
 mod matcher;
 mod prune;
+pub mod slicer;
 pub mod terminal;
 mod toktrie;
 
@@ -120,5 +121,6 @@ pub use config::EngineConfig;
 pub use engine::{CacheStats, CompiledGrammar, Counters, Engine, VocabIndex};
 pub use error::EarleyError;
 pub use matcher::{EarleyMatcher, MemStats};
+pub use slicer::Slice;
 pub use terminal::{ByteDfa, DEAD};
 pub use toktrie::TokTrie;

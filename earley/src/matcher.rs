@@ -37,7 +37,8 @@ impl MemStats {
     fn observe(&mut self, c: &Chart) {
         self.live_items = c.num_items();
         self.live_sets = c.sets.len();
-        self.live_bytes = self.live_items * std::mem::size_of::<Item>() + self.live_sets * SET_HEADER_BYTES;
+        self.live_bytes =
+            self.live_items * std::mem::size_of::<Item>() + self.live_sets * SET_HEADER_BYTES;
         self.peak_items = self.peak_items.max(self.live_items);
         self.peak_sets = self.peak_sets.max(self.live_sets);
         self.peak_bytes = self.peak_bytes.max(self.live_bytes);
@@ -119,7 +120,10 @@ impl EarleyMatcher {
         for (p, items) in &self.chart().sets {
             out.push_str(&format!(
                 "{p}: {:?}\n",
-                items.iter().map(|i| (i.pos, i.st, i.origin)).collect::<Vec<_>>()
+                items
+                    .iter()
+                    .map(|i| (i.pos, i.st, i.origin))
+                    .collect::<Vec<_>>()
             ));
         }
         out
@@ -205,7 +209,7 @@ impl EarleyMatcher {
             groups.sort_unstable();
             groups.dedup();
             for (t, st) in groups {
-                let entry = rules.terms[t as usize].ci(st, index.trie(), vocab);
+                let entry = rules.terms[t as usize].ci(st, index);
                 entry.allowed.or_into(mask);
                 if entry.suffixes.num_tokens() == 0 {
                     continue;

@@ -57,7 +57,11 @@ pub(crate) fn compact(g: &Rules, chart: &mut Chart, scratch: &mut Scratch) {
         let last_pos = *last_pos;
         let keep_all = last.iter().all(|x| g.sym[x.pos as usize] != END);
         if !keep_all {
-            let v: Vec<Item> = last.iter().copied().filter(|x| g.sym[x.pos as usize] != END).collect();
+            let v: Vec<Item> = last
+                .iter()
+                .copied()
+                .filter(|x| g.sym[x.pos as usize] != END)
+                .collect();
             chart.sets[n - 1].1 = v.into();
         }
         for x in chart.sets[n - 1].1.iter() {

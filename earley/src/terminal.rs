@@ -207,6 +207,13 @@ impl ByteDfa {
         self.trans[s as usize * self.ncls + self.classes[b as usize] as usize]
     }
 
+    /// The byte class of `b` (bytes of one class have the same transitions
+    /// from every state).
+    #[inline]
+    pub fn class(&self, b: u8) -> u8 {
+        self.classes[b as usize]
+    }
+
     /// True when the bytes read so far are a complete match.
     #[inline]
     pub fn is_accepting(&self, s: u32) -> bool {
@@ -274,7 +281,11 @@ mod tests {
         assert!(!matches(&d, b"ab"));
         assert_ne!(d.run(d.start(), b"ab"), DEAD);
         assert_eq!(d.run(d.start(), b"b"), DEAD);
-        let c = ByteDfa::compile(&Terminal::Class(CharClass::new([('a', 'c'), ('é', 'é')], false))).unwrap();
+        let c = ByteDfa::compile(&Terminal::Class(CharClass::new(
+            [('a', 'c'), ('é', 'é')],
+            false,
+        )))
+        .unwrap();
         assert!(matches(&c, b"b") && matches(&c, "é".as_bytes()) && !matches(&c, b"d"));
         assert!(!matches(&c, b"ab"));
         let r = ByteDfa::compile(&Terminal::Regex("[0-9]*".into())).unwrap();

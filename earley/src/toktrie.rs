@@ -32,8 +32,14 @@ impl TokTrie {
         let mut ids: Vec<TokenId> = (0..vocab.len() as TokenId)
             .filter(|&t| !vocab.is_special(t) && !vocab.token_bytes(t).is_empty())
             .collect();
-        ids.sort_by(|&a, &b| vocab.token_bytes(a).cmp(vocab.token_bytes(b)).then(a.cmp(&b)));
-        let entries: Vec<(&[u8], TokenId)> = ids.iter().map(|&t| (vocab.token_bytes(t), t)).collect();
+        ids.sort_by(|&a, &b| {
+            vocab
+                .token_bytes(a)
+                .cmp(vocab.token_bytes(b))
+                .then(a.cmp(&b))
+        });
+        let entries: Vec<(&[u8], TokenId)> =
+            ids.iter().map(|&t| (vocab.token_bytes(t), t)).collect();
         Self::from_sorted(&entries)
     }
 
@@ -124,6 +130,133 @@ impl TokTrie {
     pub(crate) fn tokens_in_subtree(&self, i: usize) -> &[TokenId] {
         let end = i + self.nodes[i].subtree as usize;
         &self.tokens[self.nodes[i].tok_start as usize..self.nodes[end].tok_start as usize]
+    }
+
+    /// The trie of the *remainders* below the given nodes: the union, as
+    /// one trie, of the subtrees rooted at `roots` (each root's own tokens
+    /// excluded, their descendants' bytes taken relative to the root),
+    /// keeping only the tokens for which `keep` holds. Equal remainders
+    /// under different roots share a path. Built by merging the roots'
+    /// children byte by byte, in time linear in the subtrees' sizes (no
+    /// sorting of remainder strings).
+    pub(crate) fn merge_subtrees(&self, roots: &[u32], keep: impl Fn(TokenId) -> bool) -> TokTrie {
+        let mut out = TokTrie {
+            nodes: vec![Node {
+                byte: 0,
+                depth: 0,
+                subtree: 1,
+                tok_start: 0,
+            }],
+            tokens: Vec::new(),
+            max_depth: 0,
+        };
+        let mut scratch: Vec<(u8, u32)> = Vec::new();
+        let mut group: Vec<u32> = roots.to_vec();
+        group.sort_unstable();
+        group.dedup();
+        self.merge_rec(&group, 0, &mut out, &mut scratch, &keep);
+        out.nodes[0].subtree = out.nodes.len() as u32;
+        out.nodes.push(Node {
+            byte: 0,
+            depth: 0,
+            subtree: 0,
+            tok_start: out.tokens.len() as u32,
+        });
+        out
+    }
+
+    fn merge_rec(
+        &self,
+        group: &[u32],
+        depth: u16,
+        out: &mut TokTrie,
+        scratch: &mut Vec<(u8, u32)>,
+        keep: &impl Fn(TokenId) -> bool,
+    ) {
+        let s0 = scratch.len();
+        for &g in group {
+            let end = g + self.nodes[g as usize].subtree;
+            let mut c = g + 1;
+            while c < end {
+                scratch.push((self.nodes[c as usize].byte, c));
+                c += self.nodes[c as usize].subtree;
+            }
+        }
+        let s1 = scratch.len();
+        scratch[s0..s1].sort_unstable();
+        let mut r0 = s0;
+        let mut kids: Vec<u32> = Vec::new();
+        while r0 < s1 {
+            let byte = scratch[r0].0;
+            let mut r1 = r0;
+            while r1 < s1 && scratch[r1].0 == byte {
+                r1 += 1;
+            }
+            let idx = out.nodes.len();
+            let tok_start = out.tokens.len();
+            out.nodes.push(Node {
+                byte,
+                depth: depth + 1,
+                subtree: 1,
+                tok_start: tok_start as u32,
+            });
+            if r1 - r0 == 1 {
+                // One node: nothing to merge below it, copy its subtree.
+                let c = scratch[r0].1 as usize;
+                let (base, c_depth) = (depth as usize + 1, self.nodes[c].depth as usize);
+                out.tokens
+                    .extend(self.tokens_at(c).iter().copied().filter(|&t| keep(t)));
+                for j in c + 1..c + self.nodes[c].subtree as usize {
+                    let nd = self.nodes[j];
+                    let d = nd.depth as usize + base - c_depth;
+                    out.nodes.push(Node {
+                        byte: nd.byte,
+                        depth: d as u16,
+                        subtree: nd.subtree,
+                        tok_start: out.tokens.len() as u32,
+                    });
+                    out.tokens
+                        .extend(self.tokens_at(j).iter().copied().filter(|&t| keep(t)));
+                    out.max_depth = out.max_depth.max(d);
+                }
+            } else {
+                kids.clear();
+                for &(_, c) in &scratch[r0..r1] {
+                    out.tokens.extend(
+                        self.tokens_at(c as usize)
+                            .iter()
+                            .copied()
+                            .filter(|&t| keep(t)),
+                    );
+                    kids.push(c);
+                }
+                let kids_now = std::mem::take(&mut kids);
+                self.merge_rec(&kids_now, depth + 1, out, scratch, keep);
+                kids = kids_now;
+            }
+            if out.tokens.len() == tok_start {
+                // Nothing kept below: drop the path.
+                out.nodes.truncate(idx);
+            } else {
+                out.nodes[idx].subtree = (out.nodes.len() - idx) as u32;
+                out.max_depth = out.max_depth.max(depth as usize + 1);
+            }
+            r0 = r1;
+        }
+        scratch.truncate(s0);
+    }
+
+    /// Every `(bytes, token)` entry, in byte order.
+    pub fn entries(&self) -> Vec<(Vec<u8>, TokenId)> {
+        let mut out: Vec<(Vec<u8>, TokenId)> =
+            self.tokens_at(0).iter().map(|&t| (Vec::new(), t)).collect();
+        let mut path: Vec<u8> = Vec::new();
+        for i in 1..self.nodes.len() - 1 {
+            path.truncate(self.nodes[i].depth as usize - 1);
+            path.push(self.nodes[i].byte);
+            out.extend(self.tokens_at(i).iter().map(|&t| (path.clone(), t)));
+        }
+        out
     }
 
     /// Heap bytes.

@@ -1,0 +1,132 @@
+//! Context-independent cache entries against a naive per-token reference,
+//! with and without vocabulary slices (`earley::slicer`): the slices and
+//! the merged remainder trie change the cost of an entry, never its
+//! content.
+//!
+//! Reference: for each token, run the terminal's DFA over its bytes from
+//! the state; the token is context-independent allowed when the DFA is
+//! still live at the end, and each split `k` (1 ≤ k < len) after which the
+//! DFA accepts gives a context-dependent entry `(bytes[k..], token)` unless
+//! the token is allowed.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use earley::{ByteDfa, VocabIndex, DEAD};
+use proptest::prelude::*;
+use zapspec_core::vocab::TiktokenBpe;
+use zapspec_core::{TokenId, TokenVocab, Vocabulary};
+
+type Entry = (BTreeSet<TokenId>, BTreeSet<(Vec<u8>, TokenId)>);
+
+fn naive(dfa: &ByteDfa, s: u32, vocab: &TokenVocab) -> Entry {
+    let mut allowed = BTreeSet::new();
+    let mut dep = BTreeSet::new();
+    for t in 0..vocab.len() as TokenId {
+        let bytes = vocab.token_bytes(t);
+        if vocab.is_special(t) || bytes.is_empty() {
+            continue;
+        }
+        let mut st = s;
+        let mut splits = Vec::new();
+        for (i, &b) in bytes.iter().enumerate() {
+            st = if st == DEAD { DEAD } else { dfa.next(st, b) };
+            if st == DEAD {
+                break;
+            }
+            if i + 1 < bytes.len() && dfa.is_accepting(st) {
+                splits.push(i + 1);
+            }
+        }
+        if st != DEAD {
+            allowed.insert(t);
+        } else {
+            for k in splits {
+                dep.insert((bytes[k..].to_vec(), t));
+            }
+        }
+    }
+    (allowed, dep)
+}
+
+fn entry(index: &VocabIndex, re: &str, s: u32) -> (Entry, bool) {
+    let e = index.terminal_entry(re).expect("regex compiles");
+    let c = e.ci(s, index);
+    let allowed = c.allowed_tokens(index.vocab().len()).iter().collect();
+    let dep = c.dependent().into_iter().collect();
+    ((allowed, dep), c.sliced())
+}
+
+/// Every state of each terminal (up to `cap`), sliced = unsliced = naive.
+fn check_all_states(vocab: Arc<TokenVocab>, regexes: &[&str], cap: usize) -> usize {
+    let sliced = VocabIndex::new(vocab.clone());
+    let plain = VocabIndex::with_slices(vocab.clone(), &[]).expect("no slices");
+    let mut n_sliced = 0;
+    for re in regexes {
+        let dfa = ByteDfa::from_regex(re).expect("regex compiles");
+        for s in (1..dfa.num_states() as u32).take(cap) {
+            let reference = naive(&dfa, s, &vocab);
+            let (a, used) = entry(&sliced, re, s);
+            let (b, _) = entry(&plain, re, s);
+            assert_eq!(a.0, reference.0, "allowed, sliced, {re} state {s}");
+            assert_eq!(a.1, reference.1, "dependent, sliced, {re} state {s}");
+            assert_eq!(b, reference, "unsliced, {re} state {s}");
+            n_sliced += used as usize;
+        }
+    }
+    n_sliced
+}
+
+#[test]
+fn o200k_json_terminals_match_the_naive_reference() {
+    let vocab =
+        Arc::new(TokenVocab::tiktoken(TiktokenBpe::O200k).expect("o200k ships with tiktoken-rs"));
+    let n = check_all_states(
+        vocab,
+        &[
+            r#""(?:[^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*""#,
+            r#""(?:[^"\\\x00-\x1F]){2,12}""#,
+            // A key that is not one of the listed property names.
+            r#""(?:[^"\\\x00-\x1Fnb]|n(?:[^"\\\x00-\x1Fa]|a[^"\\\x00-\x1Fm])|b[^"\\\x00-\x1F])[^"\\\x00-\x1F]*""#,
+            r#""[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}""#,
+            r#"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"#,
+            r#"[ \t\n\r]*"#,
+            r#"true|false|null"#,
+        ],
+        40,
+    );
+    assert!(n >= 6, "the slices were used for {n} string states only");
+}
+
+fn small_vocab(tokens: Vec<Vec<u8>>) -> Arc<TokenVocab> {
+    let mut toks = tokens;
+    toks.push(Vec::new());
+    let eos = toks.len() as u32 - 1;
+    Arc::new(TokenVocab::from_tokens("random", toks, &[eos], eos).expect("valid vocabulary"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Random vocabularies over bytes that matter to JSON strings (quote,
+    /// backslash, a control, UTF-8 lead and continuation bytes, letters),
+    /// random string-like terminals.
+    #[test]
+    fn random_vocabularies_match_the_naive_reference(
+        tokens in prop::collection::vec(
+            prop::collection::vec(prop::sample::select(vec![b'a', b'b', b'"', b'\\', 0x01, 0xC3, 0xA9, b' ', b'n']), 1..7),
+            1..60),
+        lo in 0usize..4,
+        extra in 0usize..40,
+        which in 0usize..4,
+    ) {
+        let hi = lo + extra;
+        let re = match which {
+            0 => r#""[^"\\\x00-\x1F]*""#.to_string(),
+            1 => format!(r#""[^"\\\x00-\x1F]{{{lo},{hi}}}""#),
+            2 => format!(r#""(?:[^"\\\x00-\x1F]|\\n){{{lo},{hi}}}" ?"#),
+            _ => r#"(?:"[ab]*"|[^"\\\x00-\x1F]+)"#.to_string(),
+        };
+        check_all_states(small_vocab(tokens), &[re.as_str()], 200);
+    }
+}
