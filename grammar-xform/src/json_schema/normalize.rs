@@ -182,6 +182,11 @@ pub(crate) struct Normalizer<'a> {
     /// The first contradiction met (pointer, reason), for the error when
     /// the whole schema turns out unsatisfiable.
     pub first_unsat: Option<(String, String)>,
+    /// The plain keywords of the schema nodes being normalised around the
+    /// current one (all at the same instance location, so every one of
+    /// them holds for any instance that reaches a `oneOf` inside): the
+    /// context in which `oneOf` branches must be disjoint.
+    context: Vec<Map<String, Value>>,
 }
 
 /// Depth bound for inlining `$ref`/applicators at one node.
@@ -215,6 +220,7 @@ impl<'a> Normalizer<'a> {
             opts,
             ignored: Vec::new(),
             first_unsat: None,
+            context: Vec::new(),
         }
     }
 
@@ -343,6 +349,21 @@ impl<'a> Normalizer<'a> {
             }
         }
         normalize_plain(&mut plain, ptr)?;
+        self.context.push(plain.clone());
+        let r = self.dnf_applicators(obj, plain, ptr, depth);
+        self.context.pop();
+        r
+    }
+
+    /// The applicators of a schema object (`$ref`, `allOf`, `anyOf`,
+    /// `oneOf`, `not`, `nullable`) conjoined with its plain keywords.
+    fn dnf_applicators(
+        &mut self,
+        obj: &Map<String, Value>,
+        plain: Map<String, Value>,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Conj>, SchemaError> {
         let mut acc: Vec<Conj> = vec![vec![(plain, ptr.to_string())]];
         if let Some(r) = obj.get("$ref") {
             let rptr = push_ptr(ptr, "$ref");
@@ -379,7 +400,12 @@ impl<'a> Normalizer<'a> {
                     union.extend(self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?);
                 }
                 if kw == "oneOf" && self.opts.one_of == OneOfMode::RequireDisjoint {
-                    check_one_of_disjoint(&union, &starts, &aptr)?;
+                    let ctx: Conj = self
+                        .context
+                        .iter()
+                        .map(|m| (m.clone(), ptr.to_string()))
+                        .collect();
+                    check_one_of_disjoint(&union, &starts, &ctx, &aptr)?;
                 }
                 acc = self.product(acc, union, ptr)?;
             }
@@ -927,12 +953,18 @@ fn take_arr(m: &mut Map<String, Value>, k: &str, ptr: &str) -> Result<Vec<Value>
 /// `OneOfMode::RequireDisjoint`: refuses a `oneOf` unless every two of its
 /// branches (each a union of conjunctions, starting at `starts[i]` in
 /// `union`) are provably disjoint, so that compiling it as `anyOf` is exact.
-fn check_one_of_disjoint(union: &[Conj], starts: &[usize], ptr: &str) -> Result<(), SchemaError> {
+fn check_one_of_disjoint(
+    union: &[Conj],
+    starts: &[usize],
+    ctx: &Conj,
+    ptr: &str,
+) -> Result<(), SchemaError> {
     let branch_of = |k: usize| starts.iter().rposition(|&s| s <= k).unwrap_or(0);
+    let with_ctx = |c: &Conj| -> Conj { ctx.iter().chain(c.iter()).cloned().collect() };
     for i in 0..union.len() {
         for j in i + 1..union.len() {
             let (bi, bj) = (branch_of(i), branch_of(j));
-            if bi != bj && !conj_disjoint(&union[i], &union[j]) {
+            if bi != bj && !conj_disjoint(&with_ctx(&union[i]), &with_ctx(&union[j]), 0) {
                 return Err(SchemaError::unsupported(
                     "oneOf",
                     ptr,
@@ -968,14 +1000,30 @@ fn value_type(v: &Value) -> u8 {
     }
 }
 
-/// The `const`/`enum` values a schema map allows, if it lists them.
+/// The `const`/`enum` values a schema map allows, if it lists them; a map
+/// whose `anyOf`/`oneOf` branches all list values allows at most their
+/// union.
 fn listed_values(m: &Map<String, Value>) -> Option<Vec<&Value>> {
     if let Some(c) = m.get("const") {
         return Some(vec![c]);
     }
-    m.get("enum")
-        .and_then(Value::as_array)
-        .map(|e| e.iter().collect())
+    if let Some(e) = m.get("enum").and_then(Value::as_array) {
+        return Some(e.iter().collect());
+    }
+    for kw in ["anyOf", "oneOf"] {
+        if let Some(bs) = m.get(kw).and_then(Value::as_array) {
+            let mut out = Vec::new();
+            for b in bs {
+                match b {
+                    Value::Object(bm) if raw_ok(bm) => out.extend(listed_values(bm)?),
+                    Value::Bool(false) => {}
+                    _ => return None,
+                }
+            }
+            return Some(out);
+        }
+    }
+    None
 }
 
 /// True when no value of `a` equals a value of `b` as JSON (numbers by
@@ -990,28 +1038,50 @@ fn values_disjoint(a: &[&Value], b: &[&Value]) -> bool {
     a.iter().all(|x| b.iter().all(|y| !meet(x, y)))
 }
 
-/// An upper bound of the types a conjunction allows.
-fn conj_types(c: &Conj) -> u8 {
+/// An upper bound of the types one schema map allows (its `type`, its
+/// listed values, and the union over its `anyOf`/`oneOf` branches).
+fn map_types(m: &Map<String, Value>) -> u8 {
     let mut t = T_ALL;
-    for (m, _) in c {
-        if let Some(ty) = m.get("type").and_then(parse_types) {
-            t &= fold_integer(ty);
-        }
-        if let Some(vals) = listed_values(m) {
-            t &= vals.iter().fold(0, |acc, v| acc | value_type(v));
+    if let Some(ty) = m.get("type").and_then(parse_types) {
+        t &= fold_integer(ty);
+    }
+    if let Some(vals) = listed_values(m) {
+        t &= vals.iter().fold(0, |acc, v| acc | value_type(v));
+    }
+    for kw in ["anyOf", "oneOf"] {
+        if let Some(bs) = m.get(kw).and_then(Value::as_array) {
+            let mut u = 0;
+            for b in bs {
+                u |= match b {
+                    Value::Object(bm) if raw_ok(bm) => map_types(bm),
+                    Value::Bool(false) => 0,
+                    _ => T_ALL,
+                };
+            }
+            t &= u;
         }
     }
-    fold_integer(t)
+    t
 }
 
-/// Values of property `p` listed by `const`/`enum` in some conjunct.
-fn property_values<'c>(c: &'c Conj, p: &str) -> Option<Vec<&'c Value>> {
-    c.iter().find_map(|(m, _)| {
-        m.get("properties")
-            .and_then(|ps| ps.get(p))
-            .and_then(Value::as_object)
-            .and_then(listed_values)
-    })
+/// An upper bound of the types a conjunction allows.
+fn conj_types(c: &Conj) -> u8 {
+    fold_integer(c.iter().fold(T_ALL, |t, (m, _)| t & map_types(m)))
+}
+
+/// The schemas a conjunction imposes on the value of property `p` when
+/// present: `properties[p]`, or else `additionalProperties` of a map
+/// without `patternProperties`.
+fn key_schemas<'c>(c: &'c Conj, p: &str) -> Vec<&'c Value> {
+    c.iter()
+        .filter_map(
+            |(m, _)| match m.get("properties").and_then(|ps| ps.get(p)) {
+                Some(v) => Some(v),
+                None if !m.contains_key("patternProperties") => m.get("additionalProperties"),
+                None => None,
+            },
+        )
+        .collect()
 }
 
 fn required_names(c: &Conj) -> Vec<&str> {
@@ -1022,10 +1092,36 @@ fn required_names(c: &Conj) -> Vec<&str> {
         .collect()
 }
 
+/// Whether the keywords of a raw (not normalised) schema map bound it as
+/// [`map_types`]/[`listed_values`] read them: no `$ref` (whose siblings a
+/// draft may ignore) and no OpenAPI `nullable: true` (which adds `null`).
+fn raw_ok(m: &Map<String, Value>) -> bool {
+    !m.contains_key("$ref") && m.get("nullable") != Some(&Value::Bool(true))
+}
+
+/// True when no value satisfies both schemas (sound, incomplete); raw maps
+/// that fail [`raw_ok`] are not looked into.
+fn schema_disjoint(x: &Value, y: &Value, depth: usize) -> bool {
+    match (x, y) {
+        (Value::Bool(false), _) | (_, Value::Bool(false)) => true,
+        (Value::Object(a), Value::Object(b)) if raw_ok(a) && raw_ok(b) => conj_disjoint(
+            &vec![(a.clone(), String::new())],
+            &vec![(b.clone(), String::new())],
+            depth + 1,
+        ),
+        _ => false,
+    }
+}
+
 /// True when no JSON value satisfies both conjunctions (a sound, incomplete
-/// test: `false` means "could not prove it").
-fn conj_disjoint(a: &Conj, b: &Conj) -> bool {
-    if conj_types(a) & conj_types(b) == 0 {
+/// test: `false` means "could not prove it"): disjoint types, disjoint
+/// listed values, or — for the objects both allow, when neither allows a
+/// non-object in common — a property required by one of them on whose
+/// value they impose disjoint schemas (a discriminator, or a key the other
+/// side forbids).
+fn conj_disjoint(a: &Conj, b: &Conj, depth: usize) -> bool {
+    let common = conj_types(a) & conj_types(b);
+    if common == 0 {
         return true;
     }
     let la: Vec<&Value> = a
@@ -1042,9 +1138,17 @@ fn conj_disjoint(a: &Conj, b: &Conj) -> bool {
     if !la.is_empty() && !lb.is_empty() && values_disjoint(&la, &lb) {
         return true;
     }
-    let rb = required_names(b);
-    required_names(a).into_iter().filter(|p| rb.contains(p)).any(|p| {
-        matches!((property_values(a, p), property_values(b, p)), (Some(x), Some(y)) if values_disjoint(&x, &y))
+    if common != T_OBJECT || depth > 4 {
+        return false;
+    }
+    let mut req = required_names(a);
+    req.extend(required_names(b));
+    req.into_iter().any(|p| {
+        let (sa, sb) = (key_schemas(a, p), key_schemas(b, p));
+        sa.iter().chain(&sb).any(|s| **s == Value::Bool(false))
+            || sa
+                .iter()
+                .any(|x| sb.iter().any(|y| schema_disjoint(x, y, depth)))
     })
 }
 
