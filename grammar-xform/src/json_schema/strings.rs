@@ -338,55 +338,94 @@ fn any_star() -> Hir {
     })
 }
 
-/// The search semantics of a pattern as a full-match HIR over decoded
-/// characters: each top-level alternative is padded with `.*` (any
-/// character) on each end that is not anchored.
-pub(crate) fn search_to_full_match(h: &Hir) -> Result<Hir, String> {
+/// Most top-level alternatives [`search_to_full_match`] distributes a
+/// pattern into.
+const MAX_ANCHOR_ALTERNATIVES: usize = 256;
+
+/// The pattern as a union of concatenations (lists of items) in which no
+/// item is an alternation or concatenation containing an anchor: groups
+/// and alternations that contain `^`/`$` are distributed over (so that
+/// `^(?:$|a$)`, which `regex-syntax` makes of `^$|^a$`, becomes
+/// `^$ | ^a$`).
+fn anchor_alternatives(h: &Hir) -> Result<Vec<Vec<Hir>>, String> {
     let has_look = |h: &Hir| !h.properties().look_set().is_empty();
     if !has_look(h) {
-        return Ok(Hir::concat(vec![any_star(), h.clone(), any_star()]));
+        return Ok(vec![vec![h.clone()]]);
     }
     match h.kind() {
-        HirKind::Alternation(v) => Ok(Hir::alternation(
-            v.iter()
-                .map(search_to_full_match)
-                .collect::<Result<_, _>>()?,
-        )),
-        HirKind::Capture(c) => search_to_full_match(&c.sub),
-        HirKind::Look(Look::Start) | HirKind::Look(Look::End) => Ok(any_star()),
-        HirKind::Concat(items) => {
-            let mut items: Vec<Hir> = items.clone();
-            let left = matches!(
-                items.first().map(|x| x.kind()),
-                Some(HirKind::Look(Look::Start))
-            );
-            if left {
-                items.remove(0);
+        HirKind::Look(_) => Ok(vec![vec![h.clone()]]),
+        HirKind::Capture(c) => anchor_alternatives(&c.sub),
+        HirKind::Alternation(v) => {
+            let mut out = Vec::new();
+            for x in v {
+                out.extend(anchor_alternatives(x)?);
+                if out.len() > MAX_ANCHOR_ALTERNATIVES {
+                    return Err("too many alternatives around anchors".into());
+                }
             }
-            let right = matches!(
-                items.last().map(|x| x.kind()),
-                Some(HirKind::Look(Look::End))
-            );
-            if right {
-                items.pop();
-            }
-            if items.iter().any(has_look) {
-                return Err(
-                    "anchors or look-arounds in the middle of the pattern are not supported".into(),
-                );
-            }
-            let mut v = Vec::new();
-            if !left {
-                v.push(any_star());
-            }
-            v.extend(items);
-            if !right {
-                v.push(any_star());
-            }
-            Ok(Hir::concat(v))
+            Ok(out)
         }
-        _ => Err("anchors or look-arounds inside a group are not supported".into()),
+        HirKind::Concat(items) => {
+            let mut acc: Vec<Vec<Hir>> = vec![vec![]];
+            for it in items {
+                let alts = anchor_alternatives(it)?;
+                if acc.len() * alts.len() > MAX_ANCHOR_ALTERNATIVES {
+                    return Err("too many alternatives around anchors".into());
+                }
+                let mut next = Vec::with_capacity(acc.len() * alts.len());
+                for a in &acc {
+                    for b in &alts {
+                        let mut c = a.clone();
+                        c.extend(b.iter().cloned());
+                        next.push(c);
+                    }
+                }
+                acc = next;
+            }
+            Ok(acc)
+        }
+        _ => Err("anchors or look-arounds inside a repetition are not supported".into()),
     }
+}
+
+/// The search semantics of a pattern as a full-match HIR over decoded
+/// characters: the pattern is split into top-level alternatives
+/// ([`anchor_alternatives`]); each is padded with `.*` (any character) on
+/// each end that is not anchored by a leading `^` / trailing `$`. Anchors
+/// elsewhere, and other look-arounds, are refused.
+pub(crate) fn search_to_full_match(h: &Hir) -> Result<Hir, String> {
+    if h.properties().look_set().is_empty() {
+        return Ok(Hir::concat(vec![any_star(), h.clone(), any_star()]));
+    }
+    let mut alts = Vec::new();
+    for mut items in anchor_alternatives(h)? {
+        let is = |x: &Hir, l: Look| matches!(x.kind(), HirKind::Look(k) if *k == l);
+        let mut left = false;
+        while items.first().is_some_and(|x| is(x, Look::Start)) {
+            items.remove(0);
+            left = true;
+        }
+        let mut right = false;
+        while items.last().is_some_and(|x| is(x, Look::End)) {
+            items.pop();
+            right = true;
+        }
+        if items.iter().any(|x| !x.properties().look_set().is_empty()) {
+            return Err(
+                "anchors or look-arounds in the middle of the pattern are not supported".into(),
+            );
+        }
+        let mut v = Vec::new();
+        if !left {
+            v.push(any_star());
+        }
+        v.extend(items);
+        if !right {
+            v.push(any_star());
+        }
+        alts.push(Hir::concat(v));
+    }
+    Ok(Hir::alternation(alts))
 }
 
 /// Length of the strings of a HIR in characters: (min, max or unbounded).
@@ -635,6 +674,8 @@ mod tests {
         );
         let d = pat("^\"\\d\\\\$");
         assert!(d.matches(&js("\"5\\")) && !d.matches(&js("\"x\\")));
+        let d = pat("^$|^a(b|c)$");
+        assert!(d.matches(&js("")) && d.matches(&js("ac")) && !d.matches(&js("xac")) && !d.matches(&js("a")));
         let d = pat("^a|b$");
         assert!(d.matches(&js("ax")) && d.matches(&js("xb")) && !d.matches(&js("xa")));
         let d = pat("^a.c$");

@@ -331,7 +331,7 @@ fn multiple_of_in_grammars() {
 }
 
 /// Patterns for strings, meaning the same in ECMA-262 and `regex-automata`.
-const STRING_PATTERNS: &[&str] = &["^a+(-a+)*$", "[0-9]+", "^[ab]*c", "b$", "^(ab|c)*$", "."];
+const STRING_PATTERNS: &[&str] = &["^a+(-a+)*$", "[0-9]+", "^[ab]*c", "b$", "^(ab|c)*$", ".", "^$|^a(-|b)$"];
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
