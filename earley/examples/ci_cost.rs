@@ -8,14 +8,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use earley::VocabIndex;
+use earley::{IndexConfig, VocabIndex};
 use zapspec_core::vocab::TiktokenBpe;
 use zapspec_core::{TokenVocab, Vocabulary};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let vocab = Arc::new(TokenVocab::tiktoken(TiktokenBpe::O200k)?);
     let t0 = Instant::now();
-    let plain = VocabIndex::with_slices(vocab.clone(), &[])?;
+    let plain = VocabIndex::with_config(vocab.clone(), IndexConfig::plain())?;
     let t_plain = t0.elapsed();
     let t0 = Instant::now();
     let sliced = VocabIndex::new(vocab.clone());

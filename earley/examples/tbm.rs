@@ -5,8 +5,10 @@
 //! ```text
 //! cargo run -p earley --profile release-fast --example tbm -- [N_SCHEMAS] [SEED] [CONFIGS]
 //! ```
-//! `CONFIGS` is a comma list of `full,noslice,nopruning,nocache,nostate,nofuse,baseline`
-//! (`noslice`: the full engine over an index without vocabulary slices)
+//! `CONFIGS` is a comma list of
+//! `full,noslice,noshare,plainindex,nopruning,nocache,nostate,nofuse,baseline`
+//! (`noslice` / `noshare` / `plainindex`: the full engine over an index
+//! without vocabulary slices / without residual sharing / without both)
 //! (default `full,nopruning,nostate`). Schemas are a seeded sample of
 //! `../shared/data/maskbench` (relative to the workspace root); each valid
 //! test instance is written in the grammar's key order, tokenized with
@@ -18,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use earley::{Engine, EngineConfig, VocabIndex};
+use earley::{Engine, EngineConfig, IndexConfig, VocabIndex};
 use grammar_xform::json_schema::{canonical_instances, compile_json_schema, JsonSchemaOptions};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -37,7 +39,7 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 fn config(name: &str) -> EngineConfig {
     let d = EngineConfig::default();
     match name {
-        "full" | "noslice" => d,
+        "full" | "noslice" | "noshare" | "plainindex" => d,
         "nopruning" => EngineConfig {
             pruning: false,
             ..d
@@ -141,11 +143,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut json = Vec::new();
     for cname in &configs {
         let cfg = config(cname);
-        let index = if cname == "noslice" {
-            VocabIndex::with_slices(vocab.clone(), &[])?
-        } else {
-            VocabIndex::new(vocab.clone())
+        let icfg = match cname.as_str() {
+            "noslice" => IndexConfig {
+                slices: Vec::new(),
+                ..IndexConfig::default()
+            },
+            "noshare" => IndexConfig {
+                share_residuals: false,
+                ..IndexConfig::default()
+            },
+            "plainindex" => IndexConfig::plain(),
+            _ => IndexConfig::default(),
         };
+        let index = VocabIndex::with_config(vocab.clone(), icfg)?;
         let engine = Engine::with_index(index);
         let mut tbm = Vec::new();
         let mut ttfm = Vec::new();

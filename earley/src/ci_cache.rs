@@ -136,22 +136,36 @@ impl TermEntry {
 
     /// The entry for DFA state `s` (computed on first use, over the index's
     /// token trie and with its slices).
+    ///
+    /// With residual sharing on (the index's default), the entry is first
+    /// looked up by the canonical key of the automaton reachable from `s`
+    /// ([`ByteDfa::residual_key`]): the string-interior states of the many
+    /// different key and value terminals of JSON Schema grammars share one
+    /// entry per vocabulary.
     pub fn ci(&self, s: u32, index: &VocabIndex) -> &Arc<CiEntry> {
-        let (trie, slices, vocab) = (index.trie(), index.slices(), &**index.vocab());
-        self.ci[s as usize].get_or_init(|| Arc::new(compute(&self.dfa, s, trie, slices, vocab)))
+        self.ci[s as usize].get_or_init(|| {
+            let compute = || {
+                let (trie, slices, vocab) = (index.trie(), index.slices(), &**index.vocab());
+                Arc::new(compute(&self.dfa, s, trie, slices, vocab))
+            };
+            match index.residual_key(&self.dfa, s) {
+                Some(key) => index.shared_entry(key, compute),
+                None => compute(),
+            }
+        })
     }
 
-    /// Number of DFA states whose entry has been computed, and their bytes.
+    /// The computed entries (shared ones included).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &Arc<CiEntry>> {
+        self.ci.iter().filter_map(|c| c.get())
+    }
+
+    /// Number of DFA states whose entry has been computed, and their bytes
+    /// (an entry shared with other states or terminals is counted in full
+    /// here; [`crate::VocabIndex::cache_stats`] counts it once).
     pub fn computed(&self) -> (usize, usize) {
-        let mut n = 0;
-        let mut b = 0;
-        for c in &self.ci {
-            if let Some(e) = c.get() {
-                n += 1;
-                b += e.heap_bytes();
-            }
-        }
-        (n, b)
+        self.entries()
+            .fold((0, 0), |(n, b), e| (n + 1, b + e.heap_bytes()))
     }
 }
 

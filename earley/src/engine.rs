@@ -19,7 +19,7 @@ use grammar_xform::{Grammar, Terminal};
 use zapspec_core::{TokenSet, TokenVocab, Vocabulary};
 
 use crate::chart::{initial_chart, BuildFx, Chart};
-use crate::ci_cache::TermEntry;
+use crate::ci_cache::{CiEntry, TermEntry};
 use crate::config::EngineConfig;
 use crate::error::EarleyError;
 use crate::grammar::Rules;
@@ -37,7 +37,50 @@ pub struct VocabIndex {
     vocab: Arc<TokenVocab>,
     trie: TokTrie,
     slices: Vec<Slice>,
+    config: IndexConfig,
     terminals: Mutex<HashMap<String, Arc<TermEntry>>>,
+    /// Context-independent entries by canonical residual automaton.
+    residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, BuildFx>>,
+}
+
+/// How a [`VocabIndex`] computes and shares context-independent entries.
+/// `Default`: the [default slices](crate::slicer::DEFAULT_SLICES) and
+/// residual sharing on; each can be switched off for the ablation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexConfig {
+    /// Regexes of the vocabulary slices ([`crate::slicer`]); empty: every
+    /// cold entry walks the whole token trie.
+    pub slices: Vec<String>,
+    /// Share entries between terminal states with the same residual
+    /// automaton ([`ByteDfa::residual_key`]).
+    pub share_residuals: bool,
+    /// Residual automata with more states than this are not keyed (the key
+    /// would cost more than it saves).
+    pub residual_max_states: usize,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig {
+            slices: crate::slicer::DEFAULT_SLICES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            share_residuals: true,
+            residual_max_states: 64,
+        }
+    }
+}
+
+impl IndexConfig {
+    /// No slices, no sharing: every cold entry is a full trie walk.
+    pub fn plain() -> Self {
+        IndexConfig {
+            slices: Vec::new(),
+            share_residuals: false,
+            residual_max_states: 0,
+        }
+    }
 }
 
 impl std::fmt::Debug for VocabIndex {
@@ -55,15 +98,19 @@ impl VocabIndex {
     /// excluded: they never spell grammar text) and the
     /// [default slices](crate::slicer::DEFAULT_SLICES).
     pub fn new(vocab: Arc<TokenVocab>) -> Arc<Self> {
-        Self::with_slices(vocab, crate::slicer::DEFAULT_SLICES)
+        Self::with_config(vocab, IndexConfig::default())
             .expect("the default slices are valid regexes")
     }
 
-    /// Like [`VocabIndex::new`] with the given slice regexes (none: every
-    /// cold context-independent entry walks the whole trie — the ablation).
-    pub fn with_slices(vocab: Arc<TokenVocab>, slices: &[&str]) -> Result<Arc<Self>, EarleyError> {
+    /// Like [`VocabIndex::new`] with the given [`IndexConfig`] (an error
+    /// when a slice regex does not compile).
+    pub fn with_config(
+        vocab: Arc<TokenVocab>,
+        config: IndexConfig,
+    ) -> Result<Arc<Self>, EarleyError> {
         let trie = TokTrie::from_vocab(&*vocab);
-        let slices = slices
+        let slices = config
+            .slices
             .iter()
             .map(|re| Slice::new(re, &trie, &*vocab))
             .collect::<Result<Vec<_>, _>>()?;
@@ -71,8 +118,38 @@ impl VocabIndex {
             vocab,
             trie,
             slices,
+            config,
             terminals: Mutex::new(HashMap::new()),
+            residuals: Mutex::new(HashMap::default()),
         }))
+    }
+
+    pub fn config(&self) -> &IndexConfig {
+        &self.config
+    }
+
+    /// The residual key of `dfa` in state `s`, when sharing is on and the
+    /// residual automaton is small enough.
+    pub(crate) fn residual_key(&self, dfa: &ByteDfa, s: u32) -> Option<Vec<u32>> {
+        if !self.config.share_residuals {
+            return None;
+        }
+        dfa.residual_key(s, self.config.residual_max_states)
+    }
+
+    /// The shared entry of a residual key, computing it (outside the lock)
+    /// on first use.
+    pub(crate) fn shared_entry(
+        &self,
+        key: Vec<u32>,
+        compute: impl FnOnce() -> Arc<CiEntry>,
+    ) -> Arc<CiEntry> {
+        let lock = || self.residuals.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = lock().get(&key) {
+            return e.clone();
+        }
+        let e = compute();
+        lock().entry(key).or_insert(e).clone()
     }
 
     /// The vocabulary slices used by cold context-independent entries.
@@ -117,14 +194,24 @@ impl VocabIndex {
         let m = self.lock();
         let mut s = CacheStats {
             terminals: m.len(),
+            shared_entries: self
+                .residuals
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len(),
             ..Default::default()
         };
+        let mut seen = std::collections::HashSet::new();
         for e in m.values() {
-            let (n, b) = e.computed();
-            s.ci_entries += n;
-            s.ci_bytes += b;
+            for c in e.entries() {
+                s.ci_entries += 1;
+                if seen.insert(Arc::as_ptr(c)) {
+                    s.ci_bytes += c.heap_bytes();
+                }
+            }
             s.dfa_states += e.dfa.num_states();
         }
+        s.ci_bytes += self.slices.iter().map(Slice::heap_bytes).sum::<usize>();
         s
     }
 }
@@ -136,6 +223,9 @@ pub struct CacheStats {
     pub dfa_states: usize,
     /// (terminal, DFA state) entries computed so far.
     pub ci_entries: usize,
+    /// Distinct entries shared by residual key.
+    pub shared_entries: usize,
+    /// Heap bytes of the distinct entries and of the slices.
     pub ci_bytes: usize,
 }
 

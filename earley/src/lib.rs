@@ -118,7 +118,7 @@ mod toktrie;
 
 pub use ci_cache::{CiEntry, TermEntry};
 pub use config::EngineConfig;
-pub use engine::{CacheStats, CompiledGrammar, Counters, Engine, VocabIndex};
+pub use engine::{CacheStats, CompiledGrammar, Counters, Engine, IndexConfig, VocabIndex};
 pub use error::EarleyError;
 pub use matcher::{EarleyMatcher, MemStats};
 pub use slicer::Slice;

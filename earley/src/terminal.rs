@@ -236,6 +236,57 @@ impl ByteDfa {
         self.accepting.len()
     }
 
+    /// A canonical encoding of the automaton reachable from `s` (states
+    /// numbered in breadth-first order, transitions as runs over the 256
+    /// bytes, accepting flags), or `None` when more than `max_states` states
+    /// are reachable. Two states with equal keys accept the same byte
+    /// strings and die on the same ones, so everything computed from the
+    /// residual automaton — a context-independent cache entry — can be
+    /// shared between terminals (and grammars) whose states have equal keys.
+    pub fn residual_key(&self, s: u32, max_states: usize) -> Option<Vec<u32>> {
+        if s == DEAD {
+            return Some(Vec::new());
+        }
+        // Bytes where the class changes: transitions are constant between.
+        let mut bounds: Vec<u8> = vec![0];
+        for b in 1..=255u8 {
+            if self.classes[b as usize] != self.classes[b as usize - 1] {
+                bounds.push(b);
+            }
+        }
+        let mut order: Vec<u32> = vec![s];
+        let mut key = Vec::new();
+        let mut i = 0;
+        while i < order.len() {
+            let q = order[i];
+            i += 1;
+            key.push(u32::MAX - self.accepting[q as usize] as u32);
+            let mut prev = u32::MAX;
+            for &b in &bounds {
+                let t = self.next(q, b);
+                let c = if t == DEAD {
+                    0
+                } else {
+                    match order.iter().position(|&o| o == t) {
+                        Some(k) => k as u32 + 1,
+                        None => {
+                            if order.len() == max_states {
+                                return None;
+                            }
+                            order.push(t);
+                            order.len() as u32
+                        }
+                    }
+                };
+                if c != prev {
+                    key.push(((b as u32) << 16) | c);
+                    prev = c;
+                }
+            }
+        }
+        Some(key)
+    }
+
     /// Runs the DFA over `bytes` from `s`.
     pub fn run(&self, mut s: u32, bytes: &[u8]) -> u32 {
         for &b in bytes {

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use earley::{ByteDfa, VocabIndex, DEAD};
+use earley::{ByteDfa, IndexConfig, VocabIndex, DEAD};
 use proptest::prelude::*;
 use zapspec_core::vocab::TiktokenBpe;
 use zapspec_core::{TokenId, TokenVocab, Vocabulary};
@@ -60,7 +60,7 @@ fn entry(index: &VocabIndex, re: &str, s: u32) -> (Entry, bool) {
 /// Every state of each terminal (up to `cap`), sliced = unsliced = naive.
 fn check_all_states(vocab: Arc<TokenVocab>, regexes: &[&str], cap: usize) -> usize {
     let sliced = VocabIndex::new(vocab.clone());
-    let plain = VocabIndex::with_slices(vocab.clone(), &[]).expect("no slices");
+    let plain = VocabIndex::with_config(vocab.clone(), IndexConfig::plain()).expect("no slices");
     let mut n_sliced = 0;
     for re in regexes {
         let dfa = ByteDfa::from_regex(re).expect("regex compiles");
@@ -129,4 +129,48 @@ proptest! {
         };
         check_all_states(small_vocab(tokens), &[re.as_str()], 200);
     }
+}
+
+/// States of different terminals with the same residual automaton share
+/// one entry; different residual languages do not.
+#[test]
+fn equal_residuals_share_one_entry() {
+    let vocab = small_vocab(
+        ["a", "ab", "\"", "a\"", "\",", "b\"}", "é", "\\n"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect(),
+    );
+    let index = VocabIndex::new(vocab.clone());
+    let open = |re: &str, pre: &[u8]| {
+        let e = index.terminal_entry(re).expect("regex compiles");
+        let s = e.dfa.run(e.dfa.start(), pre);
+        assert_ne!(s, DEAD);
+        e.ci(s, &index).clone()
+    };
+    let a = open(r#""[^"\\\x00-\x1F]*""#, b"\"");
+    let b = open(r#""(?:x|yz)[^"\\\x00-\x1F]*""#, b"\"yz");
+    let c = open(r#""[^"\\\x00-\x1F]{0,5}""#, b"\"");
+    assert!(Arc::ptr_eq(&a, &b), "same residual language, same entry");
+    assert!(!Arc::ptr_eq(&a, &c), "bounded string is another language");
+    let stats = index.cache_stats();
+    assert_eq!(stats.shared_entries, 2);
+    assert_eq!(stats.ci_entries, 3);
+    // Sharing off: separate, equal entries.
+    let plain = VocabIndex::with_config(
+        vocab.clone(),
+        IndexConfig {
+            share_residuals: false,
+            ..IndexConfig::default()
+        },
+    )
+    .expect("index");
+    let e = plain
+        .terminal_entry(r#""(?:x|yz)[^"\\\x00-\x1F]*""#)
+        .expect("regex compiles");
+    let s = e.dfa.run(e.dfa.start(), b"\"yz");
+    let d = e.ci(s, &plain);
+    assert_eq!(d.allowed_tokens(vocab.len()), a.allowed_tokens(vocab.len()));
+    assert_eq!(d.dependent(), a.dependent());
+    assert_eq!(plain.cache_stats().shared_entries, 0);
 }
