@@ -87,6 +87,38 @@ pub trait Constraint: Clone {
         self.clone()
     }
 
+    /// Sparse mask: when the constraint can list its allowed next tokens
+    /// without a vocabulary-sized pass, clears `out`, pushes them (any
+    /// order, each once) and returns `true`; otherwise returns `false` and
+    /// leaves `out` unspecified. The listed set must equal
+    /// [`fill_mask`](Constraint::fill_mask)'s. One-step look-ahead (the
+    /// future-validity paper's OneStep-Cheap, Def. 9) scores every
+    /// candidate's successor set, so this turns `|A_t|` mask passes of
+    /// `|V|/64` words into `Σ |A_{t+1}|` work. Default: `false`.
+    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
+        let _ = out;
+        false
+    }
+
+    /// A key of the current mask: two states of the same matcher (same
+    /// shared tables) with equal `Some` keys have equal masks, so callers
+    /// may cache per-mask work by key (e.g. a DFA's state, a Dyck
+    /// automaton's stack top). Default: `None` (no such key).
+    fn mask_key(&self) -> Option<u64> {
+        None
+    }
+
+    /// One-step look-ahead without advancing: `Some(k)` when `t` (not EOS)
+    /// is allowed now and the state after `t` would report
+    /// [`mask_key`](Constraint::mask_key) `Some(k)`; `None` when `t` is not
+    /// allowed or the constraint cannot tell cheaply (callers then fork and
+    /// advance). Lets a look-ahead over a large `A_t` group candidates by
+    /// successor mask in O(1) each (a DFA: one table lookup). Default: `None`.
+    fn successor_mask_key(&self, t: TokenId) -> Option<u64> {
+        let _ = t;
+        None
+    }
+
     /// A fresh mask, filled.
     fn mask(&mut self) -> TokenSet {
         let mut m = TokenSet::new(self.vocab_size());
@@ -265,6 +297,22 @@ impl Constraint for TrieConstraint {
             mask.insert(self.eos);
         }
     }
+    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
+        out.clear();
+        if self.finished {
+            return true;
+        }
+        let n = self.node();
+        out.extend(self.trie.children(n).map(|(t, _)| t).filter(|&t| (t as usize) < self.vocab_size));
+        if self.trie.is_terminal(n) {
+            out.push(self.eos);
+        }
+        true
+    }
+    fn mask_key(&self) -> Option<u64> {
+        // the mask is a function of the trie node (and of being finished)
+        Some(if self.finished { u64::MAX } else { self.node() as u64 })
+    }
     fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
         let position = self.num_tokens();
         let reject = |reason: &str| Rejected { token: t, position, reason: reason.into() };
@@ -407,6 +455,28 @@ impl Constraint for DyckConstraint {
             Some(&k) => mask.insert(self.spec.close(k as usize)),
             None => mask.insert(self.spec.eos()),
         }
+    }
+    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
+        out.clear();
+        if self.finished {
+            return true;
+        }
+        if self.can_open() {
+            out.extend((0..self.spec.kinds).map(|k| self.spec.open(k)));
+        }
+        out.push(match self.stack.last() {
+            Some(&k) => self.spec.close(k as usize),
+            None => self.spec.eos(),
+        });
+        true
+    }
+    fn mask_key(&self) -> Option<u64> {
+        // the mask depends only on: finished, whether an opening fits, the stack top
+        if self.finished {
+            return Some(u64::MAX);
+        }
+        let top = self.stack.last().map_or(0, |&k| k as u64 + 1);
+        Some((top << 1) | u64::from(self.can_open()))
     }
     fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
         let position = self.num_tokens();
@@ -574,6 +644,32 @@ mod tests {
             c.rollback(n).unwrap();
             prop_assert_eq!(c.mask(), masks[masks.len() - 1 - n].clone());
             prop_assert!(c.rollback(c.num_tokens() + 1).is_err());
+        }
+    }
+
+    /// `allowed_sparse` lists `fill_mask`'s set, and equal `mask_key`s mean
+    /// equal masks, on every state reached by a walk.
+    fn check_sparse_and_keys<C: Constraint>(c: &mut C, ops: &[TokenId]) {
+        let mut by_key: std::collections::HashMap<u64, TokenSet> = Default::default();
+        let mut list = Vec::new();
+        for &t in ops.iter().chain(std::iter::once(&c.eos())) {
+            let m = c.mask();
+            assert!(c.allowed_sparse(&mut list));
+            assert_eq!(TokenSet::from_ids(c.vocab_size(), list.iter().copied()), m);
+            assert_eq!(list.len(), m.count(), "duplicates in the sparse list");
+            let k = c.mask_key().expect("key");
+            assert_eq!(by_key.entry(k).or_insert_with(|| m.clone()), &m, "key {k} with two masks");
+            let _ = c.advance(t);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn sparse_masks_and_keys_agree(ops in prop::collection::vec(0u32..6, 0..24), seqs in prop::collection::vec(prop::collection::vec(0u32..5, 0..5), 1..8)) {
+            let spec = DyckSpec { kinds: 2, max_depth: 3, max_len: 10 };
+            check_sparse_and_keys(&mut DyckConstraint::new(spec), &ops);
+            let trie = Arc::new(TokenTrie::new(&seqs));
+            check_sparse_and_keys(&mut TrieConstraint::new(trie, 6, 5), &ops);
         }
     }
 

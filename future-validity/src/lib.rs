@@ -104,5 +104,5 @@ pub use exact::{Exact, ExactConfig};
 pub use hybrid::{BudgetGatedHybrid, HybridConfig, HybridStats};
 pub use learned::{leave_one_schema_out, LearnedConfig, LearnedPhi};
 pub use montecarlo::{McCertificate, MonteCarlo, MonteCarloConfig, OnHorizon, RolloutLaw};
-pub use onestep::{OneStepCheap, OneStepTrue};
+pub use onestep::{onestep_cheap_reference, OneStepCheap, OneStepTrue};
 pub use uniform::Uniform;

@@ -20,19 +20,250 @@ use crate::error::PhiError;
 use crate::estimator::{check_vocab, log_mass, valid_set, PhiCost, PhiEstimator};
 
 /// Tier 1a: Def. 9 with the current logits (no extra forward).
+///
+/// Cost per scored position (what makes it "cheap", §6.5): one vectorised
+/// pass over the logits for the log-normaliser `log Σ_V exp l` (AVX2+FMA
+/// when the CPU has it), then for each candidate `y ∈ A_t` one `advance` /
+/// `rollback` of a single fork and the mass of the successor set, found —
+/// cheapest first — in a per-position cache keyed by
+/// [`Constraint::mask_key`] (a DFA state, a Dyck stack top), from a sparse
+/// successor list ([`Constraint::allowed_sparse`]: tries, Dyck), or from a
+/// full mask. No `|V|`-sized allocation; [`OneStepCheap::log_phi_sparse`]
+/// returns the values on `A_t` only.
 #[derive(Debug, Clone, Default)]
 pub struct OneStepCheap {
     cost: PhiCost,
+    scratch: Scratch,
 }
+
+/// Reused buffers of [`OneStepCheap`] (no allocation per call once warm).
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    list: Vec<zapspec_core::TokenId>,
+    next: Option<TokenSet>,
+    ids: Vec<zapspec_core::TokenId>,
+    vals: Vec<f64>,
+    /// Direct-mapped cache `(generation, key, log mass)` of successor-set
+    /// masses at the current position.
+    cache: Vec<(u64, u64, f64)>,
+    generation: u64,
+}
+
+const CACHE_SLOTS: usize = 256;
 
 impl OneStepCheap {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Def. 9 on the valid set only: `out[i] = log Φ̂¹ˢ_t(ids[i])`, where
+    /// `ids` is the constraint's current valid set `A_t` (any order; the
+    /// decoder passes it in token order) and `logits` the model's
+    /// next-token logits `p_t` at that prefix. EOS gets `0` (Φ(EOS) = 1); a
+    /// candidate with an empty successor set gets `-inf`. `out` is cleared
+    /// first. Errors: `logits` not of the constraint's vocabulary size; a
+    /// candidate the constraint refuses.
+    pub fn log_phi_sparse<C: Constraint>(
+        &mut self,
+        constraint: &C,
+        ids: &[zapspec_core::TokenId],
+        logits: &[f32],
+        out: &mut Vec<f64>,
+    ) -> Result<(), PhiError> {
+        out.clear();
+        out.reserve(ids.len());
+        self.score(constraint, ids.iter().copied(), logits, |_, l| out.push(l))
+    }
+
+    /// The same values written by token: `out[y] = log Φ̂¹ˢ_t(y)` for every
+    /// `y ∈ mask` (the constraint's `A_t`); other entries are untouched.
+    /// `out` must have the vocabulary's length. This is what the verifier's
+    /// adapter calls: no candidate list is materialised.
+    pub fn log_phi_into<C: Constraint>(
+        &mut self,
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        out: &mut [f64],
+    ) -> Result<(), PhiError> {
+        if out.len() != constraint.vocab_size() {
+            return Err(PhiError::VocabMismatch {
+                what: "output buffer",
+                got: out.len(),
+                want: constraint.vocab_size(),
+            });
+        }
+        self.score(constraint, mask.iter(), logits, |y, l| out[y as usize] = l)
+    }
+
+    /// The loop behind both entry points; `emit(y, log Φ̂(y))` per
+    /// candidate, in the order of `ids`.
+    fn score<C: Constraint>(
+        &mut self,
+        constraint: &C,
+        ids: impl Iterator<Item = zapspec_core::TokenId>,
+        logits: &[f32],
+        mut emit: impl FnMut(zapspec_core::TokenId, f64),
+    ) -> Result<(), PhiError> {
+        let v = constraint.vocab_size();
+        if logits.len() != v {
+            return Err(PhiError::VocabMismatch {
+                what: "logits",
+                got: logits.len(),
+                want: v,
+            });
+        }
+        self.cost.calls += 1;
+        let eos = constraint.eos();
+        // The log-normaliser of p_t (and its max), once per position.
+        let (lse, lmax) = log_sum_exp_max(logits);
+        let sc = &mut self.scratch;
+        if sc.cache.len() != CACHE_SLOTS {
+            sc.cache = vec![(0, 0, 0.0); CACHE_SLOTS];
+        }
+        sc.generation += 1;
+        let generation = sc.generation;
+        let mut fork: Option<C> = None;
+        let mut ops = 0u64;
+        // the last successor key and its value (runs of equal keys are common)
+        let mut last: Option<(u64, f64)> = None;
+        for y in ids {
+            if y == eos {
+                emit(y, 0.0);
+                continue;
+            }
+            // Fast path: the successor's mask key without advancing.
+            let pre_key = constraint.successor_mask_key(y);
+            if let (Some(k), Some((lk, lv))) = (pre_key, last) {
+                if k == lk {
+                    emit(y, lv);
+                    continue;
+                }
+            }
+            if let Some(k) = pre_key {
+                let slot = sc.cache[slot_of(k)];
+                if slot.0 == generation && slot.1 == k {
+                    last = Some((k, slot.2));
+                    emit(y, slot.2);
+                    continue;
+                }
+            }
+            let f = fork.get_or_insert_with(|| constraint.fork());
+            f.advance(y)?;
+            ops += 1;
+            let key = f.mask_key();
+            let cached = key.and_then(|k| {
+                let slot = sc.cache[slot_of(k)];
+                (slot.0 == generation && slot.1 == k).then_some(slot.2)
+            });
+            let lm = match cached {
+                Some(lm) => lm,
+                None => {
+                    ops += 1;
+                    let lm = if f.allowed_sparse(&mut sc.list) {
+                        log_mass_of(logits, lse, lmax, || sc.list.iter().copied())
+                    } else {
+                        let next = sc.next.get_or_insert_with(|| TokenSet::new(v));
+                        if next.universe() != v {
+                            *next = TokenSet::new(v);
+                        }
+                        f.fill_mask(next);
+                        log_mass_of(logits, lse, lmax, || next.iter())
+                    };
+                    if let Some(k) = key {
+                        sc.cache[slot_of(k)] = (generation, k, lm);
+                    }
+                    lm
+                }
+            };
+            if let Some(k) = key {
+                last = Some((k, lm));
+            }
+            // Rollback cannot fail: we just advanced one token.
+            let _ = f.rollback(1);
+            emit(y, lm);
+        }
+        self.cost.constraint_ops += ops;
+        Ok(())
+    }
 }
 
-/// Shared loop: for every candidate `y ∈ A_t`, fork the constraint, advance
-/// by `y`, and score the next valid set with `score(y, next_mask)`.
+#[inline]
+fn slot_of(k: u64) -> usize {
+    (zapspec_core::toy::splitmix64(k) as usize) & (CACHE_SLOTS - 1)
+}
+
+/// `log Σ_{u∈set} softmax(logits)_u` given `lse = log Σ_V exp(logits)` and
+/// the logits' maximum `lmax`: one pass of [`exp2_f64`] relative to `lmax`
+/// (f64 range reduction and polynomial: relative error < 10⁻⁸ per term,
+/// no underflow above e^-708); a set below that falls back to a shift by
+/// its own maximum, so a set of mass 1e-300 stays finite.
+fn log_mass_of<I: Iterator<Item = zapspec_core::TokenId>>(
+    logits: &[f32],
+    lse: f64,
+    lmax: f32,
+    set: impl Fn() -> I,
+) -> f64 {
+    const LOG2E: f64 = std::f64::consts::LOG2_E;
+    let mut s = 0.0f64;
+    for u in set() {
+        if let Some(&l) = logits.get(u as usize) {
+            s += exp2_f64((l as f64 - lmax as f64) * LOG2E);
+        }
+    }
+    if s > 0.0 {
+        return crate::estimator::clamp_log(lmax as f64 + s.ln() - lse);
+    }
+    let mut m = f32::NEG_INFINITY;
+    for u in set() {
+        if let Some(&l) = logits.get(u as usize) {
+            if l > m {
+                m = l;
+            }
+        }
+    }
+    if m == f32::NEG_INFINITY || m.is_nan() {
+        return f64::NEG_INFINITY;
+    }
+    let mut s = 0.0f64;
+    for u in set() {
+        if let Some(&l) = logits.get(u as usize) {
+            s += exp2_f64((l as f64 - m as f64) * LOG2E);
+        }
+    }
+    crate::estimator::clamp_log(m as f64 + s.ln() - lse)
+}
+
+/// `2^y` for `y ≤ 0` in f64 without a libm call: `y = n + f` by the
+/// 1.5·2⁵² rounding trick, a degree-8 Taylor polynomial for `2^f`
+/// (`|f| ≤ ½`, truncation error < 10⁻⁹), the exponent bits for `2^n`.
+/// 0 below −1022 and for NaN; positive inputs are clamped to 0.
+#[inline(always)]
+pub(crate) fn exp2_f64(y: f64) -> f64 {
+    const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
+    if y.is_nan() || y <= -1022.0 {
+        return 0.0;
+    }
+    let y = if y < 0.0 { y } else { 0.0 };
+    let t = y + MAGIC;
+    let nf = t - MAGIC;
+    let x = (y - nf) * std::f64::consts::LN_2; // |x| ≤ 0.347
+    let n = t.to_bits().wrapping_sub(MAGIC.to_bits()) as i64; // round(y)
+    let mut p = 1.0 / 40320.0;
+    p = p * x + 1.0 / 5040.0;
+    p = p * x + 1.0 / 720.0;
+    p = p * x + 1.0 / 120.0;
+    p = p * x + 1.0 / 24.0;
+    p = p * x + 1.0 / 6.0;
+    p = p * x + 0.5;
+    p = p * x + 1.0;
+    p = p * x + 1.0;
+    p * f64::from_bits(((n + 1023) as u64) << 52)
+}
+
+/// Shared loop of the reference evaluation and of [`OneStepTrue`]: for
+/// every candidate `y ∈ A_t`, fork the constraint, advance by `y`, and
+/// score the next valid set with `score(y, next_mask)`.
 fn for_each_candidate<C: Constraint>(
     constraint: &C,
     cost: &mut PhiCost,
@@ -60,6 +291,28 @@ fn for_each_candidate<C: Constraint>(
     Ok(out)
 }
 
+/// The straightforward evaluation of Def. 9, eq. (1), kept as the
+/// reference for tests and as the "before" baseline of the overhead
+/// measurement: a fresh `|V|`-bit mask per candidate (fork, advance,
+/// `fill_mask`), the mass in f64 with libm `exp`, the log-normaliser in f64,
+/// and a `|V|`-sized result (`-inf` outside `A_t`).
+pub fn onestep_cheap_reference<C: Constraint>(
+    constraint: &C,
+    logits: &[f32],
+) -> Result<Vec<f64>, PhiError> {
+    let v = constraint.vocab_size();
+    if logits.len() != v {
+        return Err(PhiError::VocabMismatch {
+            what: "logits",
+            got: logits.len(),
+            want: v,
+        });
+    }
+    let lp = prob::log_softmax(logits);
+    let mut cost = PhiCost::default();
+    for_each_candidate(constraint, &mut cost, |_, next| Ok(log_mass(&lp, next)))
+}
+
 impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
     fn log_phi(
         &mut self,
@@ -67,14 +320,19 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
         model: &mut M,
         logits: &[f32],
     ) -> Result<Vec<f64>, PhiError> {
-        check_vocab(constraint, model, logits)?;
-        self.cost.calls += 1;
-        // log Z of the logits once; per candidate only the members of the
-        // look-ahead set are touched (no |V|-sized allocation).
-        let lse = log_sum_exp_f32(logits);
-        for_each_candidate(constraint, &mut self.cost, |_, next| {
-            Ok(log_mass_logits(logits, lse, next))
-        })
+        let v = check_vocab(constraint, model, logits)?;
+        let mut ids = std::mem::take(&mut self.scratch.ids);
+        let mut vals = std::mem::take(&mut self.scratch.vals);
+        ids.clear();
+        ids.extend(valid_set(constraint).iter());
+        let r = self.log_phi_sparse(constraint, &ids, logits, &mut vals);
+        let mut out = vec![f64::NEG_INFINITY; v];
+        for (&y, &l) in ids.iter().zip(&vals) {
+            out[y as usize] = l;
+        }
+        self.scratch.ids = ids;
+        self.scratch.vals = vals;
+        r.map(|()| out)
     }
     fn name(&self) -> String {
         "OneStep-Cheap".into()
@@ -94,11 +352,123 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
 /// vectorisable f32 arithmetic) and are accumulated in f64 blocks, so the
 /// returned log-normaliser is within ~5·10⁻⁷ (absolute) of the exact one —
 /// far below OneStep's own approximation error — at a fraction of the
-/// cost of |V| libm `exp` calls.
-fn log_sum_exp_f32(logits: &[f32]) -> f64 {
-    let m = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+/// cost of |V| libm `exp` calls. On x86-64 CPUs with AVX2 and FMA (checked
+/// at run time) the same code is compiled for 8-lane vectors.
+#[cfg(test)]
+pub(crate) fn log_sum_exp_f32(logits: &[f32]) -> f64 {
+    log_sum_exp_max(logits).0
+}
+
+/// `(log Σ exp(l_i), max_i l_i)`; see [`log_sum_exp_f32`].
+pub(crate) fn log_sum_exp_max(logits: &[f32]) -> (f64, f32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU supports the features the function is compiled for.
+            return unsafe { log_sum_exp_avx2(logits) };
+        }
+    }
+    log_sum_exp_body::<false>(logits)
+}
+
+/// The AVX2+FMA version of [`log_sum_exp_body`] with explicit 8-lane
+/// intrinsics (the same clamp, rounding trick and degree-7 polynomial as
+/// [`fast_exp2_f32`]; lanes are widened to f64 every 64 elements).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn log_sum_exp_avx2(logits: &[f32]) -> (f64, f32) {
+    use std::arch::x86_64::*;
+    let n = logits.len();
+    let ptr = logits.as_ptr();
+    let full = n / 8 * 8;
+    // max (max_ps(x, acc) returns acc when x is NaN: NaN is skipped)
+    let mut vmax = _mm256_set1_ps(f32::NEG_INFINITY);
+    let mut i = 0;
+    while i < full {
+        vmax = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i)), vmax);
+        i += 8;
+    }
+    let mut lanes = [0.0f32; 8];
+    _mm256_storeu_ps(lanes.as_mut_ptr(), vmax);
+    let mut m = f32::NEG_INFINITY;
+    for &x in lanes.iter().chain(&logits[full..]) {
+        if x > m {
+            m = x;
+        }
+    }
     if !m.is_finite() {
-        return m as f64;
+        return (m as f64, m);
+    }
+    let vm = _mm256_set1_ps(m);
+    let log2e = _mm256_set1_ps(std::f32::consts::LOG2_E);
+    let ln2 = _mm256_set1_ps(std::f32::consts::LN_2);
+    let lo = _mm256_set1_ps(-126.0);
+    let magic = _mm256_set1_ps(12_582_912.0);
+    let magic_bits = _mm256_set1_epi32(12_582_912.0f32.to_bits() as i32);
+    let bias = _mm256_set1_epi32(127);
+    let c: [__m256; 8] = [
+        _mm256_set1_ps(1.0 / 5040.0),
+        _mm256_set1_ps(1.0 / 720.0),
+        _mm256_set1_ps(1.0 / 120.0),
+        _mm256_set1_ps(1.0 / 24.0),
+        _mm256_set1_ps(1.0 / 6.0),
+        _mm256_set1_ps(0.5),
+        _mm256_set1_ps(1.0),
+        _mm256_set1_ps(1.0),
+    ];
+    let mut acc_lo = _mm256_setzero_pd();
+    let mut acc_hi = _mm256_setzero_pd();
+    let mut i = 0;
+    while i < full {
+        let end = (i + 64).min(full);
+        let mut acc = _mm256_setzero_ps();
+        while i < end {
+            let y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(ptr.add(i)), vm), log2e);
+            let keep = _mm256_cmp_ps::<_CMP_GT_OQ>(y, lo); // false for NaN and y ≤ −126
+            let yc = _mm256_min_ps(_mm256_max_ps(y, lo), _mm256_setzero_ps());
+            let t = _mm256_add_ps(yc, magic);
+            let f = _mm256_sub_ps(yc, _mm256_sub_ps(t, magic));
+            let x = _mm256_mul_ps(f, ln2);
+            let mut p = c[0];
+            for &ck in &c[1..] {
+                p = _mm256_fmadd_ps(p, x, ck);
+            }
+            let nexp = _mm256_sub_epi32(_mm256_castps_si256(t), magic_bits);
+            let scale = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(nexp, bias)));
+            acc = _mm256_add_ps(acc, _mm256_and_ps(_mm256_mul_ps(p, scale), keep));
+            i += 8;
+        }
+        acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(acc)));
+        acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(acc)));
+    }
+    let mut sums = [0.0f64; 4];
+    _mm256_storeu_pd(sums.as_mut_ptr(), _mm256_add_pd(acc_lo, acc_hi));
+    let mut total: f64 = sums.iter().sum();
+    for &l in &logits[full..] {
+        total += fast_exp2_f32::<false>((l - m) * std::f32::consts::LOG2_E) as f64;
+    }
+    (m as f64 + total.ln(), m)
+}
+
+#[inline(always)]
+fn log_sum_exp_body<const FMA: bool>(logits: &[f32]) -> (f64, f32) {
+    // max in 8 lanes (a branch-free select, so it vectorises; NaN is skipped)
+    let mut mx = [f32::NEG_INFINITY; 8];
+    let mut lanes = logits.chunks_exact(8);
+    for c8 in &mut lanes {
+        for i in 0..8 {
+            mx[i] = if c8[i] > mx[i] { c8[i] } else { mx[i] };
+        }
+    }
+    for &l in lanes.remainder() {
+        mx[0] = if l > mx[0] { l } else { mx[0] };
+    }
+    let m = mx
+        .iter()
+        .fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+    if !m.is_finite() {
+        return (m as f64, m);
     }
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     let mut total = 0.0f64;
@@ -107,61 +477,55 @@ fn log_sum_exp_f32(logits: &[f32]) -> f64 {
         let mut lanes = chunk.chunks_exact(8);
         for c8 in &mut lanes {
             for i in 0..8 {
-                acc[i] += fast_exp2_f32((c8[i] - m) * LOG2E);
+                acc[i] += fast_exp2_f32::<FMA>((c8[i] - m) * LOG2E);
             }
         }
         for &l in lanes.remainder() {
-            acc[0] += fast_exp2_f32((l - m) * LOG2E);
+            acc[0] += fast_exp2_f32::<FMA>((l - m) * LOG2E);
         }
         total += acc.iter().map(|&x| x as f64).sum::<f64>();
     }
-    m as f64 + total.ln()
+    (m as f64 + total.ln(), m)
 }
 
-/// `2^y` for `y ≤ 0` in f32 (0 below −126, `NaN`/`-inf` inputs give 0):
-/// split `y = n + f` with `n` the nearest integer, `f ∈ (−½, ½]`, a
+/// `2^y` for `y ≤ 0` in f32 (0 below −126, `NaN`/`-inf` inputs give 0,
+/// positive inputs are clamped to 0): split `y = n + f` with `n` the
+/// nearest integer, `f ∈ [−½, ½]`, a
 /// degree-7 polynomial for `2^f` (relative error < 5·10⁻⁷), and the exponent bits
-/// for `2^n`. Branch-free so LLVM vectorises the loop above.
+/// for `2^n`. Branch-free so LLVM vectorises the loops above; `FMA` uses
+/// fused multiply-adds (only inside a function compiled with the `fma`
+/// target feature — elsewhere `mul_add` is a slow library call).
 #[inline(always)]
-pub(crate) fn fast_exp2_f32(y: f32) -> f32 {
-    let y = if y > -126.0 { y } else { -126.0 }; // also maps NaN/-inf to -126
-    let n = (y - 0.5) as i32; // round-half-down for y ≤ 0: n ∈ [-126, 0]
-    let f = y - n as f32; // (-0.5, 0.5]
-                          // 2^f = e^(f ln 2), Taylor to degree 7 on |f ln 2| ≤ 0.35: truncation
-                          // error < 3e-9, f32 rounding a few ulp.
+pub(crate) fn fast_exp2_f32<const FMA: bool>(y: f32) -> f32 {
+    // clamp (maps NaN and -inf to -126 too), then round to the nearest
+    // integer with the 1.5·2²³ trick: pure float/bit arithmetic, so the
+    // loop vectorises (an `as i32` cast saturates and does not).
+    const MAGIC: f32 = 12_582_912.0; // 1.5 · 2^23
+    let yc = if y > -126.0 { y } else { -126.0 };
+    let yc = if yc < 0.0 { yc } else { 0.0 };
+    let t = yc + MAGIC;
+    let nf = t - MAGIC; // round(yc) ∈ [-126, 0]
+    let f = yc - nf; // [-0.5, 0.5]
+    let n = t.to_bits().wrapping_sub(MAGIC.to_bits()) as i32; // round(yc) as i32
+                                                              // 2^f = e^(f ln 2), Taylor to degree 7 on |f ln 2| ≤ 0.35: truncation
+                                                              // error < 3e-9, f32 rounding a few ulp.
     let x = f * std::f32::consts::LN_2;
-    let p = 1.0
-        + x * (1.0
-            + x * (0.5
-                + x * (1.0 / 6.0
-                    + x * (1.0 / 24.0
-                        + x * (1.0 / 120.0 + x * (1.0 / 720.0 + x * (1.0 / 5040.0)))))));
+    let ma = |a: f32, b: f32, c: f32| if FMA { a.mul_add(b, c) } else { a * b + c };
+    let mut p = 1.0 / 5040.0;
+    p = ma(p, x, 1.0 / 720.0);
+    p = ma(p, x, 1.0 / 120.0);
+    p = ma(p, x, 1.0 / 24.0);
+    p = ma(p, x, 1.0 / 6.0);
+    p = ma(p, x, 0.5);
+    p = ma(p, x, 1.0);
+    p = ma(p, x, 1.0);
     let scale = f32::from_bits(((n + 127) as u32) << 23);
     let r = p * scale;
-    if y <= -126.0 {
-        0.0
-    } else {
+    if y > -126.0 {
         r
+    } else {
+        0.0
     }
-}
-
-/// `log Σ_{u∈set} softmax(logits)_u` given `lse = log Σ exp(logits)`.
-fn log_mass_logits(logits: &[f32], lse: f64, set: &TokenSet) -> f64 {
-    let mut m = f64::NEG_INFINITY;
-    for u in set.iter() {
-        if let Some(&l) = logits.get(u as usize) {
-            m = m.max(l as f64);
-        }
-    }
-    if m == f64::NEG_INFINITY {
-        return m;
-    }
-    let s: f64 = set
-        .iter()
-        .filter_map(|u| logits.get(u as usize))
-        .map(|&l| (l as f64 - m).exp())
-        .sum();
-    crate::estimator::clamp_log(m + s.ln() - lse)
 }
 
 /// Tier 1b: the true one-step estimator (Prop. 10), one forward per
@@ -237,14 +601,60 @@ mod tests {
         let mut worst = 0.0f64;
         for i in 0..=200_000 {
             let y = -(i as f32) * 125.0 / 200_000.0;
-            let got = fast_exp2_f32(y) as f64;
+            let got = fast_exp2_f32::<false>(y) as f64;
             let want = (y as f64).exp2();
             worst = worst.max((got / want - 1.0).abs());
         }
         assert!(worst < 5e-7, "worst relative error {worst}");
-        assert_eq!(fast_exp2_f32(-200.0), 0.0);
-        assert_eq!(fast_exp2_f32(f32::NEG_INFINITY), 0.0);
-        assert_eq!(fast_exp2_f32(0.0), 1.0);
+        assert_eq!(fast_exp2_f32::<false>(-200.0), 0.0);
+        assert_eq!(fast_exp2_f32::<false>(f32::NEG_INFINITY), 0.0);
+        assert_eq!(fast_exp2_f32::<false>(0.0), 1.0);
+    }
+
+    #[test]
+    fn exp2_f64_is_accurate() {
+        let mut worst = 0.0f64;
+        for i in 0..=400_000 {
+            let y = -(i as f64) * 1021.0 / 400_000.0;
+            worst = worst.max((exp2_f64(y) / y.exp2() - 1.0).abs());
+        }
+        assert!(worst < 1e-8, "worst relative error {worst}");
+        assert_eq!(exp2_f64(-1100.0), 0.0);
+        assert_eq!(exp2_f64(f64::NAN), 0.0);
+        assert_eq!(exp2_f64(f64::NEG_INFINITY), 0.0);
+        assert_eq!(exp2_f64(0.0), 1.0);
+    }
+
+    #[test]
+    fn fused_exp2_is_accurate() {
+        for i in 0..=20_000 {
+            let y = -(i as f32) * 125.0 / 20_000.0;
+            let (a, b) = (
+                fast_exp2_f32::<true>(y) as f64,
+                fast_exp2_f32::<false>(y) as f64,
+            );
+            let want = (y as f64).exp2();
+            assert!(
+                (a / want - 1.0).abs() < 5e-7 && (b / want - 1.0).abs() < 5e-7,
+                "{y}"
+            );
+        }
+    }
+
+    #[test]
+    fn generic_and_dispatched_normalisers_agree() {
+        let v: Vec<f32> = (0..10_007u64)
+            .map(|i| {
+                ((zapspec_core::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 30.0
+                    - 20.0
+            })
+            .collect();
+        let want = prob::logsumexp(&v.iter().map(|&x| x as f64).collect::<Vec<_>>());
+        assert!((log_sum_exp_body::<false>(&v).0 - want).abs() < 1e-6);
+        assert!((log_sum_exp_f32(&v) - want).abs() < 1e-6);
+        let mut w = v.clone();
+        w[17] = f32::NAN; // skipped by the max, exp2 maps it to 0
+        assert!(log_sum_exp_f32(&w).is_finite());
     }
 
     #[test]
@@ -263,5 +673,55 @@ mod tests {
         }
         assert_eq!(log_sum_exp_f32(&[f32::NEG_INFINITY; 3]), f64::NEG_INFINITY);
         assert!((log_sum_exp_f32(&[0.0, f32::NEG_INFINITY]) - 0.0).abs() < 1e-7);
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    /// `cargo test --profile release-fast -p future-validity --lib -- --ignored --nocapture normaliser_timing`
+    #[test]
+    #[ignore]
+    fn normaliser_timing() {
+        let nn: u64 = std::env::var("NORM_N")
+            .ok()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(200_000);
+        let v: Vec<f32> = (0..nn)
+            .map(|i| {
+                ((zapspec_core::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 8.0 - 4.0
+            })
+            .collect();
+        let (a, b) = (log_sum_exp_max(&v), log_sum_exp_body::<false>(&v));
+        assert!((a.0 - b.0).abs() < 1e-6 && a.1 == b.1);
+        for (name, f) in [
+            ("dispatch", log_sum_exp_max as fn(&[f32]) -> (f64, f32)),
+            ("generic", log_sum_exp_body::<false>),
+        ] {
+            let t = std::time::Instant::now();
+            let mut s = 0.0;
+            for _ in 0..200 {
+                s += f(std::hint::black_box(&v)).0;
+            }
+            println!(
+                "{name}: {:.3} ns/elem ({s})",
+                t.elapsed().as_secs_f64() / 200.0 / nn as f64 * 1e9
+            );
+        }
+        let t = std::time::Instant::now();
+        let mut s = 0.0f32;
+        for _ in 0..200 {
+            s += std::hint::black_box(&v)
+                .iter()
+                .map(|x| x * 1.0001)
+                .sum::<f32>();
+        }
+        println!(
+            "plain sum: {:.3} ns/elem ({s}); avx2 {} fma {}",
+            t.elapsed().as_secs_f64() / 200.0 / nn as f64 * 1e9,
+            std::arch::is_x86_feature_detected!("avx2"),
+            std::arch::is_x86_feature_detected!("fma")
+        );
     }
 }

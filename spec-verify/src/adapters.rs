@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use future_validity::{PhiCost, PhiEstimator};
+use future_validity::{OneStepCheap, PhiCost, PhiEstimator};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
 
 use crate::phi::PhiSource;
@@ -42,7 +42,7 @@ where
         prefix: &[TokenId],
         constraint: &C,
         mask: &TokenSet,
-        _target_logp: &[f64],
+        _logits: &[f32],
         out: &mut [f64],
     ) -> Result<(), String> {
         let logits = self.model.logits_for(prefix).map_err(|e| e.to_string())?;
@@ -65,6 +65,56 @@ impl<E, M> EstimatorPhi<E, M> {
         E: PhiEstimator<C, M>,
     {
         self.estimator.cost()
+    }
+}
+
+/// OneStep-Cheap (Def. 9) on the verifier's own logits: the decoder's
+/// target row `p_t` is exactly the `p_t` that eq. (1) sums, so no model
+/// copy, no extra forward and no `|V|`-sized result — the values are
+/// computed on `A_t` ([`OneStepCheap::log_phi_sparse`]) and written into
+/// the mask's entries of the decoder's buffer. [`EstimatorPhi`] with a
+/// [`OneStepCheap`] gives the same numbers but re-runs its model to get
+/// `p_t` (one forward per scored position).
+#[derive(Debug, Clone, Default)]
+pub struct OneStepCheapPhi {
+    pub estimator: OneStepCheap,
+    ids: Vec<TokenId>,
+    vals: Vec<f64>,
+}
+
+impl OneStepCheapPhi {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The estimator's accumulated cost (calls, constraint operations).
+    pub fn cost(&self) -> PhiCost {
+        self.estimator.cost()
+    }
+}
+
+impl<C: Constraint> PhiSource<C> for OneStepCheapPhi {
+    fn name(&self) -> String {
+        "OneStep-Cheap".into()
+    }
+    fn log_phi(
+        &mut self,
+        _prefix: &[TokenId],
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        out: &mut [f64],
+    ) -> Result<(), String> {
+        self.ids.clear();
+        self.ids.extend(mask.iter());
+        self.estimator
+            .log_phi_sparse(constraint, &self.ids, logits, &mut self.vals)
+            .map_err(|e| e.to_string())?;
+        for (&y, &l) in self.ids.iter().zip(&self.vals) {
+            if let Some(o) = out.get_mut(y as usize) {
+                *o = l;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -107,7 +157,7 @@ impl<C: Constraint, F: PhiSource<C>> PhiSource<C> for FrozenPhi<F> {
         prefix: &[TokenId],
         constraint: &C,
         mask: &TokenSet,
-        target_logp: &[f64],
+        logits: &[f32],
         out: &mut [f64],
     ) -> Result<(), String> {
         if let Some(v) = self.table.get(prefix) {
@@ -116,8 +166,7 @@ impl<C: Constraint, F: PhiSource<C>> PhiSource<C> for FrozenPhi<F> {
             }
             return Ok(());
         }
-        self.inner
-            .log_phi(prefix, constraint, mask, target_logp, out)?;
+        self.inner.log_phi(prefix, constraint, mask, logits, out)?;
         let v: Vec<(TokenId, f64)> = mask.iter().map(|y| (y, out[y as usize])).collect();
         self.table.insert(prefix.to_vec(), v);
         Ok(())

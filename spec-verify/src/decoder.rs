@@ -122,6 +122,9 @@ pub struct SpeculativeDecoder<P, Q, F> {
     pub phi: F,
     config: SpecConfig,
     stats: RoundStats,
+    /// `log Φ̂` by token, reused across rounds; only entries on the current
+    /// `A_t` are touched, so a round costs `O(|A_t|)` here, not `O(|V|)`.
+    phi_buf: Vec<f64>,
 }
 
 impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
@@ -141,6 +144,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
             phi,
             config,
             stats: RoundStats::default(),
+            phi_buf: Vec::new(),
         })
     }
 
@@ -318,8 +322,11 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         let rows = self.target_rows(&state.committed, &drafts[..n_rows - 1], vocab)?;
         let use_phi = self.config.verifier.uses_phi();
         let mut laws: Vec<(Vec<TokenId>, Vec<f64>)> = Vec::with_capacity(n_rows);
-        let mut phi_buf = vec![f64::NAN; vocab];
-        let mut logp_buf: Vec<f64> = Vec::new();
+        // (an early error return drops the buffer; the next round reallocates)
+        let mut phi_buf = std::mem::take(&mut self.phi_buf);
+        if use_phi && phi_buf.len() != vocab {
+            phi_buf = vec![f64::NAN; vocab];
+        }
         for (i, row) in rows.iter().enumerate() {
             let position = pos0 + i;
             state.constraint.fill_mask(&mut mask);
@@ -332,13 +339,11 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 for &y in &ids {
                     phi_buf[y as usize] = f64::NAN;
                 }
-                logp_buf.clear();
-                logp_buf.extend(row.iter().map(|&v| v as f64));
                 ctx.truncate(pos0);
                 ctx.extend_from_slice(&drafts[..i]);
                 let r = self
                     .phi
-                    .log_phi(&ctx, &state.constraint, &mask, &logp_buf, &mut phi_buf);
+                    .log_phi(&ctx, &state.constraint, &mask, row, &mut phi_buf);
                 if let Err(reason) = r {
                     state.constraint.rollback(i)?;
                     return Err(VerifyError::Phi { position, reason });
@@ -366,6 +371,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 state.constraint.advance(drafts[i])?;
             }
         }
+        self.phi_buf = phi_buf;
 
         // 3. Accept/reject walk (indices into A_t).
         let mut accepted = 0;

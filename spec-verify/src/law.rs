@@ -34,6 +34,9 @@ pub struct Node {
     pub mask: TokenSet,
     /// Unmasked `log p_t(·)` of the target after this prefix.
     pub logp: Vec<f64>,
+    /// The target's raw next-token logits after this prefix (what the
+    /// decoder hands a [`PhiSource`]).
+    pub logits: Vec<f32>,
     /// `log p(prefix)` (unmasked chain rule).
     pub log_prefix: f64,
     /// `log Σ_{y∈A_t} p_t(y)` (the local normaliser `Z_p`).
@@ -133,6 +136,7 @@ impl<C: Constraint> PrefixTree<C> {
                 accepting,
                 mask,
                 logp,
+                logits,
                 log_prefix,
                 log_zp,
                 log_phi: f64::NEG_INFINITY,
@@ -259,7 +263,7 @@ impl<C: Constraint> PrefixTree<C> {
             let n = &self.nodes[id];
             buf.iter_mut().for_each(|v| *v = f64::NAN);
             let prefix = self.tokens(id);
-            phi.log_phi(&prefix, &self.states[id], &n.mask, &n.logp, &mut buf)
+            phi.log_phi(&prefix, &self.states[id], &n.mask, &n.logits, &mut buf)
                 .map_err(|reason| VerifyError::Phi {
                     position: n.depth,
                     reason,
@@ -369,7 +373,7 @@ impl<C: Constraint> PhiSource<C> for ExactPhi {
         prefix: &[TokenId],
         _: &C,
         mask: &TokenSet,
-        _: &[f64],
+        _: &[f32],
         out: &mut [f64],
     ) -> Result<(), String> {
         let cands = self

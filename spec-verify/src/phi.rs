@@ -16,14 +16,18 @@ pub trait PhiSource<C: Constraint> {
     /// Writes `log Φ̂_t(y)` into `out[y]` for every `y ∈ mask` (other entries
     /// are ignored; `-inf` marks a candidate estimated to be a dead end).
     /// `prefix` is every token before position `t`, `constraint` the matcher
-    /// state after it, `target_logp` the target's unmasked `log p_t(·)` up to
-    /// an additive constant (the decoder passes the raw logits).
+    /// state after it, `logits` the target's raw next-token logits `p_t`
+    /// there (the row of the verification forward, shared so a source that
+    /// needs `p_t` — OneStep-Cheap, Def. 9 — runs no model of its own).
+    /// Only the entries of `out` on `mask` may be read or written: a call
+    /// costs `O(|A_t|)` plus the source's own work, never a `|V|` pass
+    /// imposed by the interface.
     fn log_phi(
         &mut self,
         prefix: &[TokenId],
         constraint: &C,
         mask: &TokenSet,
-        target_logp: &[f64],
+        logits: &[f32],
         out: &mut [f64],
     ) -> Result<(), String>;
 }
@@ -42,7 +46,7 @@ impl<C: Constraint> PhiSource<C> for UniformPhi {
         _: &[TokenId],
         _: &C,
         mask: &TokenSet,
-        _: &[f64],
+        _: &[f32],
         out: &mut [f64],
     ) -> Result<(), String> {
         for y in mask.iter() {
@@ -61,10 +65,10 @@ impl<C: Constraint, F: PhiSource<C> + ?Sized> PhiSource<C> for &mut F {
         prefix: &[TokenId],
         constraint: &C,
         mask: &TokenSet,
-        target_logp: &[f64],
+        logits: &[f32],
         out: &mut [f64],
     ) -> Result<(), String> {
-        (**self).log_phi(prefix, constraint, mask, target_logp, out)
+        (**self).log_phi(prefix, constraint, mask, logits, out)
     }
 }
 

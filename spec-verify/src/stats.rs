@@ -102,6 +102,30 @@ pub struct ChiSquare {
 /// count below 5 are pooled (in order) so the asymptotic law applies; a
 /// count on a cell of probability zero gives `p = 0`.
 pub fn chi_square(counts: &[usize], law: &[f64]) -> ChiSquare {
+    goodness_of_fit(
+        counts,
+        law,
+        |o, e| if e > 0.0 { (o - e).powi(2) / e } else { 0.0 },
+    )
+}
+
+/// The likelihood-ratio (G) test of `counts` against `law`:
+/// `G = 2 Σ O ln(O/E)` over the same pooled cells as [`chi_square`],
+/// referred to χ² with `cells − 1` degrees of freedom. Less sensitive than
+/// Pearson's statistic to a few rare cells with small expected counts.
+pub fn g_test(counts: &[usize], law: &[f64]) -> ChiSquare {
+    goodness_of_fit(counts, law, |o, e| {
+        if o > 0.0 && e > 0.0 {
+            2.0 * o * (o / e).ln()
+        } else {
+            0.0
+        }
+    })
+}
+
+/// Pools cells in order until each has expected count ≥ 5, sums
+/// `term(observed, expected)` and refers it to χ²(cells − 1).
+fn goodness_of_fit(counts: &[usize], law: &[f64], term: impl Fn(f64, f64) -> f64) -> ChiSquare {
     let n: usize = counts.iter().sum();
     let nf = n as f64;
     let mut cells: Vec<(f64, f64)> = Vec::new(); // (observed, expected)
@@ -128,10 +152,7 @@ pub fn chi_square(counts: &[usize], law: &[f64]) -> ChiSquare {
             None => cells.push((po, pe)),
         }
     }
-    let statistic: f64 = cells
-        .iter()
-        .map(|&(o, e)| if e > 0.0 { (o - e).powi(2) / e } else { 0.0 })
-        .sum();
+    let statistic: f64 = cells.iter().map(|&(o, e)| term(o, e)).sum::<f64>().max(0.0);
     let dof = cells.len().saturating_sub(1);
     let p_value = if impossible {
         0.0
@@ -169,5 +190,21 @@ mod tests {
         assert!(lo <= tv_counts(&c, &law) && tv_counts(&c, &law) <= hi);
         // a count on an impossible cell is an outright failure
         assert_eq!(chi_square(&[1, 10], &[0.0, 1.0]).p_value, 0.0);
+        // the G test agrees: exact samples pass, the biased law fails
+        assert!(g_test(&c, &law).p_value > 1e-3);
+        assert!(g_test(&c, &biased).p_value < 1e-6);
+        assert_eq!(g_test(&[1, 10], &[0.0, 1.0]).p_value, 0.0);
+    }
+
+    #[test]
+    fn g_statistic_matches_a_hand_computation() {
+        // two cells, expected 50/50, observed 60/40: G = 2(60 ln 1.2 + 40 ln 0.8)
+        let g = g_test(&[60, 40], &[0.5, 0.5]);
+        let want = 2.0 * (60.0 * 1.2f64.ln() + 40.0 * 0.8f64.ln());
+        assert!((g.statistic - want).abs() < 1e-12 && g.dof == 1);
+        let x = chi_square(&[60, 40], &[0.5, 0.5]);
+        assert!((x.statistic - 4.0).abs() < 1e-12);
+        // p of χ²(1) at 4.0 is 0.0455
+        assert!((x.p_value - 0.0455).abs() < 1e-3);
     }
 }

@@ -257,10 +257,11 @@ fn greedy_mode_is_greedy_decoding_of_the_target() {
         let mut want = Vec::new();
         loop {
             let mask = state.mask();
-            let logp = log_softmax(&lm.logits_for(&want).unwrap());
+            let logits = lm.logits_for(&want).unwrap();
+            let logp = log_softmax(&logits);
             let mut buf = vec![0.0; 6];
             if phi_on {
-                spec_verify::PhiSource::log_phi(&mut phi, &want, &state, &mask, &logp, &mut buf)
+                spec_verify::PhiSource::log_phi(&mut phi, &want, &state, &mask, &logits, &mut buf)
                     .unwrap();
             }
             let law = spec_verify::target_log_law(&logp, &mask, Some(&buf)).unwrap();

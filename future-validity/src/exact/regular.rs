@@ -65,6 +65,10 @@ pub struct Dfa {
     pub trans: Vec<u32>,
     /// `live[q]`: some accepting state is reachable from `q`.
     live: Vec<bool>,
+    /// `masks[q]`: the tokens with a transition from `q` to a live state,
+    /// plus EOS when `q` accepts — the constraint's mask in state `q`,
+    /// precomputed so `fill_mask` is a word copy, not a `|V|` scan.
+    masks: Vec<TokenSet>,
 }
 
 impl Dfa {
@@ -138,6 +142,22 @@ impl Dfa {
                 }
             }
         }
+        let masks = (0..num_states)
+            .map(|q| {
+                let row = &trans[q * vocab_size..(q + 1) * vocab_size];
+                let mut m = TokenSet::from_ids(
+                    vocab_size,
+                    row.iter()
+                        .enumerate()
+                        .filter(|&(_, &r)| r != DEAD && live[r as usize])
+                        .map(|(t, _)| t as TokenId),
+                );
+                if accepting[q] {
+                    m.insert(eos);
+                }
+                m
+            })
+            .collect();
         Ok(Dfa {
             num_states,
             vocab_size,
@@ -146,6 +166,7 @@ impl Dfa {
             accepting,
             trans,
             live,
+            masks,
         })
     }
 
@@ -197,19 +218,30 @@ impl Constraint for DfaConstraint {
         self.dfa.eos
     }
     fn fill_mask(&mut self, mask: &mut TokenSet) {
-        mask.clear();
         if self.finished {
+            mask.clear();
             return;
         }
-        let q = self.state();
-        for t in 0..self.dfa.vocab_size as TokenId {
-            if self.dfa.step(q, t).is_some() {
-                mask.insert(t);
-            }
+        let m = &self.dfa.masks[self.state() as usize];
+        if mask.universe() == m.universe() {
+            mask.words_mut().copy_from_slice(m.words());
+        } else {
+            *mask = m.clone();
         }
-        if self.dfa.accepting[q as usize] {
-            mask.insert(self.dfa.eos);
+    }
+    fn mask_key(&self) -> Option<u64> {
+        // the mask is a function of the DFA state
+        Some(if self.finished {
+            u64::MAX
+        } else {
+            self.state() as u64
+        })
+    }
+    fn successor_mask_key(&self, t: TokenId) -> Option<u64> {
+        if self.finished || t == self.dfa.eos {
+            return None;
         }
+        self.dfa.step(self.state(), t).map(u64::from)
     }
     fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
         let position = self.num_tokens();

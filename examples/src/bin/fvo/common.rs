@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use spec_verify::stats::{bootstrap_tv_ci, chi_square, noise_floor, tv_counts};
+use spec_verify::stats::{bootstrap_tv_ci, chi_square, g_test, noise_floor, tv_counts};
 use zapspec_core::prob::SeededRng;
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).
@@ -32,7 +32,12 @@ pub struct Comparison {
     /// Mean and sd of the TV of an exact iid sampler at the same N.
     pub noise_floor: f64,
     pub noise_floor_sd: f64,
+    /// `tv − noise_floor`: what the sampler adds beyond sampling noise.
+    pub excess: f64,
+    /// Pearson χ² and likelihood-ratio G goodness-of-fit p-values (cells
+    /// with expected count < 5 pooled).
     pub chi2_p: f64,
+    pub g_p: f64,
 }
 
 pub fn compare(
@@ -45,14 +50,17 @@ pub fn compare(
     let n = counts.iter().sum();
     let (ci_lo, ci_hi) = bootstrap_tv_ci(rng, counts, law, bootstrap);
     let (noise_floor, noise_floor_sd) = noise_floor(rng, law, n, floor_reps);
+    let tv = tv_counts(counts, law);
     Comparison {
         n,
-        tv: tv_counts(counts, law),
+        tv,
         ci_lo,
         ci_hi,
         noise_floor,
         noise_floor_sd,
+        excess: tv - noise_floor,
         chi2_p: chi_square(counts, law).p_value,
+        g_p: g_test(counts, law).p_value,
     }
 }
 

@@ -1,0 +1,620 @@
+//! Table 11 / §6.5 cost claim: OneStep-Cheap (Def. 9) adds under 1% to a
+//! speculative round. Measured on the real loop of `spec-verify`
+//! ([`SpeculativeDecoder::round`]: draft γ = 4 tokens from the locally
+//! masked draft on a fork of the matcher, one target forward over the
+//! block, FVO-Spec verification against `p_t·Φ̂_t`, rollback), side by side
+//! in one run with the same seeds:
+//!
+//! - **Uniform**: FVO-Spec with `Φ̂ ≡ 1` (the baseline round; its law is
+//!   the LMS/Leviathan one, Prop. 3);
+//! - **OneStep-Cheap**: FVO-Spec with [`OneStepCheapPhi`] (the estimator
+//!   fed the verifier's own target row `p_t`);
+//! - **naive Def. 9 (before)**: FVO-Spec with the pre-fix pipeline — the
+//!   generic [`EstimatorPhi`] adapter, which re-runs its own copy of the
+//!   target to get `p_t` (one extra forward per scored position), around
+//!   the straightforward evaluation of eq. (1) (a fresh `|V|`-bit mask per
+//!   candidate, f64 log-softmax over `V`, a `|V|`-sized result:
+//!   [`onestep_cheap_reference`]).
+//!
+//! The models are the workspace's seeded toy LMs at real vocabulary sizes:
+//! target `BigramLm(V)`, draft the same bigram at a flatter logit scale
+//! (same cost per forward as the target). A `BigramLm` row costs a few ns
+//! per vocabulary entry (three hashes and a Box–Muller per logit), i.e.
+//! well *below* a real model's LM head alone (`d·|V|` multiply-adds per
+//! row, d ≥ 512), so the measured percentages are upper bounds for a real
+//! model. Blocks of R rounds from a fresh sequence are timed for each
+//! variant in rotating order; the overhead is the median over blocks of
+//! the paired per-block ratio, and the Φ̂ share is the time spent inside
+//! the Φ̂ source over the round time (timed around each call).
+//!
+//! `cargo run --release -p examples --bin fvo_overhead -- [--out DIR] [--quick]`
+
+#[path = "fvo/common.rs"]
+mod common;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use future_validity::{
+    onestep_cheap_reference, Dfa, DfaConstraint, PhiCost, PhiError, PhiEstimator,
+};
+use serde::Serialize;
+use spec_verify::adapters::{EstimatorPhi, OneStepCheapPhi};
+use spec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use spec_verify::{
+    DecodeState, PhiSource, SpecConfig, SpeculativeDecoder, UniformPhi, VerifierKind,
+};
+use zapspec_core::constraint::TokenTrie;
+use zapspec_core::prob::seeded_rng;
+use zapspec_core::toy::{splitmix64, BigramLm};
+use zapspec_core::vocab::TiktokenBpe;
+use zapspec_core::{
+    Constraint, DyckConstraint, DyckSpec, LanguageModel, Rejected, RollbackError, TokenId,
+    TokenSet, TokenVocab, TrieConstraint, Vocabulary,
+};
+
+const GAMMA: usize = 4;
+/// A sequence is restarted after this many committed tokens (the regular
+/// language is unbounded; the toy LM rarely picks EOS among many tokens).
+const MAX_COMMITTED: usize = 48;
+
+/// CPU time of this thread in seconds (Linux; NaN elsewhere), so figures
+/// depend less on how loaded the shared machine is.
+fn thread_cpu_seconds() -> f64 {
+    let parse = || -> Option<f64> {
+        let s = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+        let rest = &s[s.rfind(')')? + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ut: f64 = f.get(11)?.parse().ok()?;
+        let st: f64 = f.get(12)?.parse().ok()?;
+        Some((ut + st) / 100.0)
+    };
+    parse().unwrap_or(f64::NAN)
+}
+
+/// A Φ̂ source that accumulates the wall time spent inside it.
+struct Timed<F> {
+    inner: F,
+    seconds: f64,
+    calls: u64,
+}
+
+impl<F> Timed<F> {
+    fn new(inner: F) -> Self {
+        Timed {
+            inner,
+            seconds: 0.0,
+            calls: 0,
+        }
+    }
+}
+
+impl<C: Constraint, F: PhiSource<C>> PhiSource<C> for Timed<F> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn log_phi(
+        &mut self,
+        prefix: &[TokenId],
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        out: &mut [f64],
+    ) -> Result<(), String> {
+        let t = Instant::now();
+        let r = self.inner.log_phi(prefix, constraint, mask, logits, out);
+        self.seconds += t.elapsed().as_secs_f64();
+        self.calls += 1;
+        r
+    }
+}
+
+/// The pre-fix evaluation of Def. 9 as a `PhiEstimator` (for the
+/// "before" column through the generic adapter).
+#[derive(Default)]
+struct NaiveOneStep {
+    cost: PhiCost,
+}
+
+impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for NaiveOneStep {
+    fn log_phi(&mut self, c: &C, _m: &mut M, logits: &[f32]) -> Result<Vec<f64>, PhiError> {
+        self.cost.calls += 1;
+        onestep_cheap_reference(c, logits)
+    }
+    fn name(&self) -> String {
+        "naive Def. 9".into()
+    }
+    fn cost(&self) -> PhiCost {
+        self.cost
+    }
+    fn reset_cost(&mut self) {
+        self.cost = PhiCost::default();
+    }
+}
+
+/// A constraint over a small vocabulary (ids `0..k`, EOS `k`) embedded in
+/// a large one: inner token `i` is outer token `map[i]`, inner EOS the
+/// outer EOS; every other outer token is refused. (Dyck over the bracket
+/// tokens of a real tokenizer.)
+#[derive(Clone)]
+struct Embed<C> {
+    inner: C,
+    map: Arc<Vec<TokenId>>,
+    vocab_size: usize,
+    eos: TokenId,
+    scratch: Vec<TokenId>,
+}
+
+impl<C: Constraint> Embed<C> {
+    fn to_inner(&self, t: TokenId) -> Option<TokenId> {
+        if t == self.eos {
+            return Some(self.inner.eos());
+        }
+        self.map.iter().position(|&m| m == t).map(|i| i as TokenId)
+    }
+    fn to_outer(&self, i: TokenId) -> TokenId {
+        if i == self.inner.eos() {
+            self.eos
+        } else {
+            self.map[i as usize]
+        }
+    }
+}
+
+impl<C: Constraint> Constraint for Embed<C> {
+    fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+    fn eos(&self) -> TokenId {
+        self.eos
+    }
+    fn fill_mask(&mut self, mask: &mut TokenSet) {
+        mask.clear();
+        let mut l = std::mem::take(&mut self.scratch);
+        if !self.inner.allowed_sparse(&mut l) {
+            l = self.inner.mask().iter().collect();
+        }
+        for &i in &l {
+            mask.insert(self.to_outer(i));
+        }
+        self.scratch = l;
+    }
+    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
+        if !self.inner.allowed_sparse(out) {
+            *out = self.inner.mask().iter().collect();
+        }
+        for t in out.iter_mut() {
+            *t = self.to_outer(*t);
+        }
+        true
+    }
+    fn mask_key(&self) -> Option<u64> {
+        self.inner.mask_key()
+    }
+    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
+        match self.to_inner(t) {
+            Some(i) => self
+                .inner
+                .advance(i)
+                .map_err(|e| Rejected { token: t, ..e }),
+            None => Err(Rejected {
+                token: t,
+                position: self.inner.num_tokens(),
+                reason: "not a token of the embedded language".into(),
+            }),
+        }
+    }
+    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
+        self.inner.rollback(n)
+    }
+    fn is_accepting(&self) -> bool {
+        self.inner.is_accepting()
+    }
+    fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+    fn num_tokens(&self) -> usize {
+        self.inner.num_tokens()
+    }
+}
+
+/// The token DFA of the byte regex
+/// `\{"[a-z_]+":[0-9]+(,"[a-z_]+":[0-9]+)*\}` (a flat JSON object of
+/// integer fields) over a real vocabulary: state × token → state by
+/// running the token's bytes through the byte DFA.
+fn json_object_dfa(vocab: &TokenVocab) -> anyhow::Result<Dfa> {
+    // byte states: 0 '{' | 1 '"' | 2 key start | 3 key | 4 ':' | 5 digit start | 6 digits | 7 done
+    fn step(q: u32, b: u8) -> Option<u32> {
+        match (q, b) {
+            (0, b'{') => Some(1),
+            (1, b'"') => Some(2),
+            (2, b'a'..=b'z' | b'_') => Some(3),
+            (3, b'a'..=b'z' | b'_') => Some(3),
+            (3, b'"') => Some(4),
+            (4, b':') => Some(5),
+            (5 | 6, b'0'..=b'9') => Some(6),
+            (6, b',') => Some(1),
+            (6, b'}') => Some(7),
+            _ => None,
+        }
+    }
+    let n = 8usize;
+    let v = vocab.len();
+    let mut trans = vec![future_validity::exact::regular::DEAD; n * v];
+    for q in 0..n as u32 {
+        for t in 0..v as TokenId {
+            let bytes = vocab.token_bytes(t);
+            if bytes.is_empty() || vocab.is_special(t) {
+                continue;
+            }
+            let mut s = Some(q);
+            for &b in bytes {
+                s = s.and_then(|s| step(s, b));
+            }
+            if let Some(r) = s {
+                trans[q as usize * v + t as usize] = r;
+            }
+        }
+    }
+    let mut accepting = vec![false; n];
+    accepting[7] = true;
+    Ok(Dfa::new(n, v, vocab.eos(), 0, accepting, trans)?)
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Variant {
+    name: String,
+    /// Median over blocks of the mean time per round (µs).
+    round_us: f64,
+    /// Same, thread CPU time (10 ms ticks, summed over the block).
+    round_cpu_us: f64,
+    /// Target rows scored per round (γ + 1 unless EOS was drafted).
+    rows_per_round: f64,
+    tokens_per_round: f64,
+    /// Time inside the Φ̂ source per round (µs) and its share of the round.
+    phi_us: f64,
+    phi_share: f64,
+    /// Median over blocks of this variant's round time / Uniform's.
+    overhead_vs_uniform: f64,
+    overhead_cpu_vs_uniform: f64,
+    rounds: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Setting {
+    setting: String,
+    vocab: usize,
+    /// Mean |A_t| over the scored positions of the OneStep-Cheap run.
+    mean_valid_set: f64,
+    /// One target row (`next_logits`) of the toy LM, µs.
+    lm_row_us: f64,
+    variants: Vec<Variant>,
+}
+
+struct Acc {
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+    rounds: usize,
+    rows: usize,
+    tokens: usize,
+    phi: f64,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+type Dec<F> = SpeculativeDecoder<BigramLm, BigramLm, Timed<F>>;
+
+/// Runs `rounds` rounds from a fresh sequence (restarting it when finished
+/// or long), returns (wall s, cpu s, rows, tokens).
+fn block<C: Constraint, F: PhiSource<C>>(
+    dec: &mut Dec<F>,
+    c: &C,
+    seed: u64,
+    rounds: usize,
+) -> anyhow::Result<(f64, f64, usize, usize)> {
+    let mut rng = seeded_rng(seed);
+    let mut state = DecodeState::new(c.clone());
+    dec.target.truncate(0);
+    dec.draft.truncate(0);
+    let (mut rows, mut tokens) = (0, 0);
+    let c0 = thread_cpu_seconds();
+    let t0 = Instant::now();
+    for _ in 0..rounds {
+        if state.is_finished() || state.committed.len() >= MAX_COMMITTED {
+            state = DecodeState::new(c.clone());
+            dec.target.truncate(0);
+            dec.draft.truncate(0);
+        }
+        let before = state.committed.len();
+        let r = dec.round(&mut state, &mut rng)?;
+        let ends_eos = r.drafted.last() == Some(&c.eos());
+        rows += r.drafted.len() + usize::from(!ends_eos);
+        tokens += state.committed.len() - before;
+    }
+    Ok((
+        t0.elapsed().as_secs_f64(),
+        thread_cpu_seconds() - c0,
+        rows,
+        tokens,
+    ))
+}
+
+fn measure<C: Constraint>(
+    name: &str,
+    c: &C,
+    vocab: usize,
+    blocks: usize,
+    rounds: usize,
+    with_naive: bool,
+) -> anyhow::Result<Setting> {
+    let cfg = SpecConfig {
+        gamma: GAMMA,
+        verifier: VerifierKind::FvoSpec,
+        max_tokens: usize::MAX,
+        ..SpecConfig::default()
+    };
+    let target = || BigramLm::new(vocab, 1);
+    let draft = || BigramLm::new(vocab, 1).with_scale(1.6);
+    let mut du: Dec<UniformPhi> =
+        SpeculativeDecoder::new(target(), draft(), Timed::new(UniformPhi), cfg.clone())?;
+    let mut dof: Dec<OneStepCheapPhi> = SpeculativeDecoder::new(
+        target(),
+        draft(),
+        Timed::new(OneStepCheapPhi::new()),
+        cfg.clone(),
+    )?;
+    let mut dn: Dec<EstimatorPhi<NaiveOneStep, BigramLm>> = SpeculativeDecoder::new(
+        target(),
+        draft(),
+        Timed::new(EstimatorPhi::new(NaiveOneStep::default(), target())),
+        cfg,
+    )?;
+    let nv = if with_naive { 3 } else { 2 };
+    let mut acc: Vec<Acc> = (0..nv)
+        .map(|_| Acc {
+            wall: Vec::new(),
+            cpu: Vec::new(),
+            rounds: 0,
+            rows: 0,
+            tokens: 0,
+            phi: 0.0,
+        })
+        .collect();
+    let pb = common::progress(blocks, name.to_string());
+    for b in 0..blocks {
+        let seed = 1000 + b as u64;
+        for j in 0..nv {
+            let v = (j + b) % nv; // rotate the order
+            let (w, cpu, rows, tokens) = match v {
+                0 => block(&mut du, c, seed, rounds)?,
+                1 => block(&mut dof, c, seed, rounds)?,
+                _ => block(&mut dn, c, seed, rounds)?,
+            };
+            let a = &mut acc[v];
+            a.wall.push(w / rounds as f64);
+            a.cpu.push(cpu / rounds as f64);
+            a.rounds += rounds;
+            a.rows += rows;
+            a.tokens += tokens;
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    acc[0].phi = du.phi.seconds;
+    acc[1].phi = dof.phi.seconds;
+    if with_naive {
+        acc[2].phi = dn.phi.seconds;
+    }
+    // mean |A_t| over a few sequences of the OneStep run's law
+    let mut valid_sum = 0.0;
+    let mut valid_n = 0.0;
+    {
+        let mut st = DecodeState::new(c.clone());
+        let mut rng = seeded_rng(7);
+        dof.target.truncate(0);
+        dof.draft.truncate(0);
+        let mut m = TokenSet::new(vocab);
+        for _ in 0..40 {
+            if st.is_finished() || st.committed.len() >= MAX_COMMITTED {
+                st = DecodeState::new(c.clone());
+                dof.target.truncate(0);
+                dof.draft.truncate(0);
+            }
+            st.constraint.fill_mask(&mut m);
+            valid_sum += m.count() as f64;
+            valid_n += 1.0;
+            dof.round(&mut st, &mut rng)?;
+        }
+    }
+    let mut lm = target();
+    let t = Instant::now();
+    let reps = 20;
+    for i in 0..reps {
+        lm.truncate(0);
+        lm.prefill(&[(i % vocab) as TokenId])?;
+        std::hint::black_box(lm.next_logits()?);
+    }
+    let lm_row_us = t.elapsed().as_secs_f64() / (2 * reps) as f64 * 1e6;
+    let names = ["Uniform", "OneStep-Cheap", "naive Def. 9 (before)"];
+    let base_w = acc[0].wall.clone();
+    let base_c = acc[0].cpu.clone();
+    let variants = acc
+        .iter_mut()
+        .enumerate()
+        .map(|(v, a)| {
+            let mut rw: Vec<f64> = a.wall.iter().zip(&base_w).map(|(x, y)| x / y).collect();
+            let mut rc: Vec<f64> = a
+                .cpu
+                .iter()
+                .zip(&base_c)
+                .filter(|(_, y)| **y > 0.0)
+                .map(|(x, y)| x / y)
+                .collect();
+            let total_wall: f64 = a.wall.iter().sum::<f64>() * rounds as f64;
+            Variant {
+                name: names[v].into(),
+                round_us: median(&mut a.wall.clone()) * 1e6,
+                round_cpu_us: median(&mut a.cpu.clone()) * 1e6,
+                rows_per_round: a.rows as f64 / a.rounds as f64,
+                tokens_per_round: a.tokens as f64 / a.rounds as f64,
+                phi_us: a.phi / a.rounds as f64 * 1e6,
+                phi_share: a.phi / total_wall,
+                overhead_vs_uniform: median(&mut rw) - 1.0,
+                overhead_cpu_vs_uniform: median(&mut rc) - 1.0,
+                rounds: a.rounds,
+            }
+        })
+        .collect();
+    Ok(Setting {
+        setting: name.into(),
+        vocab,
+        mean_valid_set: valid_sum / valid_n,
+        lm_row_us,
+        variants,
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = CommonArgs::from_env().map_err(anyhow::Error::msg)?;
+    let scale = if args.quick { 1 } else { 3 };
+    let t0 = Instant::now();
+    let mut out: Vec<Setting> = Vec::new();
+
+    let spec = DyckSpec {
+        kinds: 1,
+        max_depth: 3,
+        max_len: 16,
+    };
+    let dyck = DyckConstraint::new(spec);
+    out.push(measure(
+        "Dyck D_{3,16}, V = 3 (App. G toy)",
+        &dyck,
+        3,
+        40 * scale,
+        500,
+        true,
+    )?);
+
+    let r50k = TokenVocab::tiktoken(TiktokenBpe::R50k)?;
+    let find = |s: &str| {
+        r50k.find(s.as_bytes())
+            .ok_or_else(|| anyhow::anyhow!("{s:?} not in r50k"))
+    };
+    let embed = Embed {
+        inner: dyck.clone(),
+        map: Arc::new(vec![find("(")?, find(")")?]),
+        vocab_size: r50k.len(),
+        eos: r50k.eos(),
+        scratch: Vec::new(),
+    };
+    out.push(measure(
+        "Dyck D_{3,16} over r50k (V = 50,257)",
+        &embed,
+        r50k.len(),
+        10 * scale,
+        4,
+        true,
+    )?);
+
+    // worst case for a trie: ~2,000 distinct first tokens
+    let v = r50k.len();
+    let seqs: Vec<Vec<TokenId>> = (0..2000u64)
+        .map(|i| {
+            let len = 4 + (splitmix64(i) % 5) as usize;
+            (0..len)
+                .map(|j| {
+                    (splitmix64(i * 31 + j as u64 % 3 + (i % 50) * 7) % (v as u64 - 1)) as TokenId
+                })
+                .filter(|&t| t != r50k.eos())
+                .collect()
+        })
+        .collect();
+    let wide = TrieConstraint::new(Arc::new(TokenTrie::new(&seqs)), v, r50k.eos());
+    out.push(measure(
+        "trie, 2,000 strings, root fan-out ≈ 2,000, r50k",
+        &wide,
+        v,
+        10 * scale,
+        4,
+        true,
+    )?);
+
+    let o200k = TokenVocab::tiktoken(TiktokenBpe::O200k)?;
+    let texts: Vec<String> = spec_verify::toys::json_schemas(true)
+        .into_iter()
+        .find(|s| s.name.starts_with("flag-code"))
+        .map(|s| s.strings)
+        .unwrap_or_default();
+    let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
+    let schema = TrieConstraint::from_texts(&o200k, &refs)?;
+    out.push(measure(
+        "JSON schema E (2,000 strings) tokenized by o200k",
+        &schema,
+        o200k.len(),
+        10 * scale,
+        4,
+        true,
+    )?);
+
+    let dfa = Arc::new(json_object_dfa(&o200k)?);
+    let regex = DfaConstraint::new(dfa);
+    out.push(measure(
+        "regex {\"[a-z_]+\":[0-9]+(,…)*} as a token DFA over o200k",
+        &regex,
+        o200k.len(),
+        10 * scale,
+        4,
+        !args.quick,
+    )?);
+
+    let mut t = MarkdownTable::new(&[
+        "setting",
+        "mean |A_t|",
+        "LM row (µs)",
+        "variant",
+        "round (µs, wall / CPU)",
+        "rows/round",
+        "Φ̂ time/round (µs)",
+        "Φ̂ share of round",
+        "overhead vs Uniform (wall / CPU)",
+    ]);
+    for s in &out {
+        for v in &s.variants {
+            t.row(&[
+                s.setting.clone(),
+                format!("{:.1}", s.mean_valid_set),
+                format!("{:.1}", s.lm_row_us),
+                v.name.clone(),
+                format!("{:.1} / {:.1}", v.round_us, v.round_cpu_us),
+                format!("{:.2}", v.rows_per_round),
+                format!("{:.2}", v.phi_us),
+                format!("{:.2}%", v.phi_share * 100.0),
+                format!(
+                    "{:+.2}% / {:+.2}%",
+                    v.overhead_vs_uniform * 100.0,
+                    v.overhead_cpu_vs_uniform * 100.0
+                ),
+            ]);
+        }
+    }
+    println!(
+        "## OneStep-Cheap overhead on the FVO-Spec loop (γ = {GAMMA}; target BigramLm(V), draft BigramLm(V) at scale 1.6; medians over blocks)\n"
+    );
+    println!("{}", t.render());
+    println!("total {:.1}s", t0.elapsed().as_secs_f64());
+    let path = write_json(
+        &args.out,
+        "fvo_overhead",
+        &serde_json::json!({ "experiment": "OneStep-Cheap overhead per speculative round", "gamma": GAMMA,
+            "settings": out, "seconds": t0.elapsed().as_secs_f64() }),
+    )?;
+    println!("wrote {}", path.display());
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! OneStep-Cheap's fast paths (per-position successor-mass cache keyed by
+//! `mask_key` / `successor_mask_key`, sparse successor lists, the
+//! vectorised normaliser) against the straightforward evaluation of
+//! Def. 9, eq. (1) ([`onestep_cheap_reference`]: a fresh mask per
+//! candidate, f64 log-softmax) on random DFAs, Dyck languages and tries,
+//! including masses far below f32 range.
+
+use std::sync::Arc;
+
+use future_validity::exact::regular::DEAD;
+use future_validity::{
+    onestep_cheap_reference, valid_set, Dfa, DfaConstraint, OneStepCheap, PhiEstimator,
+};
+use proptest::prelude::*;
+use zapspec_core::constraint::TokenTrie;
+use zapspec_core::toy::{splitmix64, BigramLm};
+use zapspec_core::{
+    Constraint, DyckConstraint, DyckSpec, Rejected, RollbackError, TokenId, TokenSet,
+    TrieConstraint,
+};
+
+/// Hides a constraint's look-ahead hooks (sparse lists, mask keys), so
+/// OneStep-Cheap takes its generic `fill_mask` path.
+#[derive(Clone)]
+struct Opaque<C>(C);
+
+impl<C: Constraint> Constraint for Opaque<C> {
+    fn vocab_size(&self) -> usize {
+        self.0.vocab_size()
+    }
+    fn eos(&self) -> TokenId {
+        self.0.eos()
+    }
+    fn fill_mask(&mut self, mask: &mut TokenSet) {
+        self.0.fill_mask(mask)
+    }
+    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
+        self.0.advance(t)
+    }
+    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
+        self.0.rollback(n)
+    }
+    fn is_accepting(&self) -> bool {
+        self.0.is_accepting()
+    }
+    fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+    fn num_tokens(&self) -> usize {
+        self.0.num_tokens()
+    }
+}
+
+/// Logits: Gaussian-ish values times `scale`, plus `junk` subtracted from
+/// every third token (masses down to e^-junk).
+fn logits(v: usize, seed: u64, scale: f32, junk: f32) -> Vec<f32> {
+    (0..v)
+        .map(|i| {
+            let h = splitmix64(seed ^ splitmix64(i as u64));
+            let u = (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+            u * scale - if i % 3 == 1 { junk } else { 0.0 }
+        })
+        .collect()
+}
+
+/// Compares in probability space: |Φ̂ − Φ_ref| ≤ 1e-6·Φ_ref, and equal
+/// supports (`-inf` exactly where the reference is 0).
+fn check<C: Constraint>(c: &C, lg: &[f32]) -> Result<(), TestCaseError> {
+    let want = onestep_cheap_reference(c, lg).unwrap();
+    let mut lm = BigramLm::new(c.vocab_size(), 0);
+    let mut one = OneStepCheap::new();
+    let got = one.log_phi(c, &mut lm, lg).unwrap();
+    let opaque = one.log_phi(&Opaque(c.clone()), &mut lm, lg).unwrap();
+    let mask = valid_set(c);
+    let mut into = vec![f64::NAN; c.vocab_size()];
+    one.log_phi_into(c, &mask, lg, &mut into).unwrap();
+    for y in 0..c.vocab_size() {
+        let (w, g, o) = (want[y], got[y], opaque[y]);
+        prop_assert!(!g.is_nan() && !o.is_nan());
+        if w == f64::NEG_INFINITY {
+            prop_assert_eq!(g, f64::NEG_INFINITY, "token {}", y);
+            prop_assert_eq!(o, f64::NEG_INFINITY, "token {}", y);
+        } else {
+            // relative error in Φ, computed in log space (Φ may be 1e-200)
+            prop_assert!((g - w).abs() <= 1e-6, "token {y}: {g} vs {w}");
+            prop_assert!((o - w).abs() <= 1e-6, "token {y}: opaque {o} vs {w}");
+        }
+        if mask.contains(y as TokenId) {
+            prop_assert_eq!(into[y].to_bits(), g.to_bits());
+        } else {
+            prop_assert!(into[y].is_nan(), "log_phi_into wrote outside the mask");
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn dfa_matches_reference(
+        n in 1usize..6, v in 2usize..40, seed in any::<u64>(), walk in prop::collection::vec(0u32..40, 0..6),
+        scale in 0.1f32..30.0, junk in prop_oneof![Just(0.0f32), 50.0f32..700.0],
+    ) {
+        let eos = (v - 1) as TokenId;
+        let trans: Vec<u32> = (0..n * v)
+            .map(|i| {
+                let h = splitmix64(seed ^ i as u64);
+                if i % v == eos as usize || h.is_multiple_of(3) { DEAD } else { ((h >> 8) % n as u64) as u32 }
+            })
+            .collect();
+        let accepting: Vec<bool> = (0..n).map(|q| splitmix64(seed ^ (1000 + q as u64)).is_multiple_of(2)).collect();
+        let Ok(dfa) = Dfa::new(n, v, eos, 0, accepting, trans) else { return Ok(()) };
+        let mut c = DfaConstraint::new(Arc::new(dfa));
+        for t in walk {
+            let _ = c.advance(t % v as u32);
+        }
+        check(&c, &logits(v, seed, scale, junk))?;
+    }
+
+    #[test]
+    fn dyck_and_trie_match_reference(
+        kinds in 1usize..3, walk in prop::collection::vec(0u32..5, 0..8), seed in any::<u64>(),
+        seqs in prop::collection::vec(prop::collection::vec(0u32..30, 0..5), 1..12),
+        scale in 0.1f32..30.0, junk in prop_oneof![Just(0.0f32), 50.0f32..700.0],
+    ) {
+        let spec = DyckSpec { kinds, max_depth: 3, max_len: 10 };
+        let mut d = DyckConstraint::new(spec);
+        for &t in &walk {
+            let _ = d.advance(t % spec.vocab_size() as u32);
+        }
+        if !d.is_finished() {
+            check(&d, &logits(spec.vocab_size(), seed, scale, junk))?;
+        }
+        let mut t = TrieConstraint::new(Arc::new(TokenTrie::new(&seqs)), 31, 30);
+        for &x in &walk {
+            let _ = t.advance(x);
+        }
+        if !t.is_finished() {
+            check(&t, &logits(31, seed, scale, junk))?;
+        }
+    }
+}
+
+#[test]
+fn bad_buffers_are_errors() {
+    let c = DyckConstraint::new(DyckSpec {
+        kinds: 1,
+        max_depth: 2,
+        max_len: 4,
+    });
+    let mut one = OneStepCheap::new();
+    let mask = valid_set(&c);
+    assert!(one
+        .log_phi_into(&c, &mask, &[0.0; 3], &mut [0.0; 2])
+        .is_err());
+    assert!(one
+        .log_phi_into(&c, &mask, &[0.0; 2], &mut [0.0; 3])
+        .is_err());
+    let mut out = Vec::new();
+    assert!(
+        one.log_phi_sparse(&c, &[0, 1], &[0.0; 3], &mut out)
+            .is_err(),
+        "1 = ')' is refused at the start"
+    );
+}
