@@ -306,13 +306,21 @@ impl CompiledGrammar {
         index: Arc<VocabIndex>,
         config: EngineConfig,
     ) -> Result<Arc<Self>, EarleyError> {
-        let fused = if config.fuse_terminals {
+        let mut fused = if config.fuse_terminals {
             Some(crate::fuse::fuse(grammar))
         } else {
             None
         };
-        let g = fused.as_ref().unwrap_or(grammar);
-        let rules = Rules::new(g, |t| index.terminal(t))?;
+        let rules = match fused.as_ref().map(|g| Rules::new(g, |t| index.terminal(t))) {
+            Some(Ok(r)) => r,
+            // A fused terminal the regex compiler refuses (fusion bounds its
+            // size and nesting, but a DFA can still blow up): fusion is only
+            // an optimisation, so parse the rules as written.
+            Some(Err(_)) | None => {
+                fused = None;
+                Rules::new(grammar, |t| index.terminal(t))?
+            }
+        };
         let mut chart = initial_chart(&rules);
         if config.pruning {
             prune::compact(&rules, &mut chart, &mut prune::Scratch::default());

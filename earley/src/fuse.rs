@@ -39,6 +39,31 @@ pub const MAX_LEXEME_REGEX: usize = 20_000;
 /// multiplied out; roughly NFA states) exceeds this are not used.
 pub const MAX_FUSED_WEIGHT: usize = 400_000;
 
+/// Fused regexes nested deeper than this (groups within groups) are not
+/// used: `regex-syntax` refuses nesting beyond 250, and a chain of
+/// right-linear rules (a bounded repetition written out rule by rule)
+/// nests one group per rule.
+pub const MAX_FUSED_NESTING: usize = 200;
+
+/// Maximum depth of unescaped parentheses in a regex (an upper bound on
+/// its group nesting: brackets inside classes are counted too).
+fn nesting(re: &str) -> usize {
+    let (mut depth, mut max, mut escaped) = (0usize, 0usize, false);
+    for c in re.bytes() {
+        match c {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'(' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 /// The regex of each nonterminal that can be fused (None: cannot).
 pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
     let n = g.num_nonterminals();
@@ -215,6 +240,7 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
             match r {
                 Some((r, w))
                     if w <= MAX_FUSED_WEIGHT
+                        && nesting(&r) <= MAX_FUSED_NESTING
                         && (r.len() <= MAX_FUSED_REGEX
                             || (terms.len() <= LEXEME_TERMINALS
                                 && r.len() <= MAX_LEXEME_REGEX)) =>

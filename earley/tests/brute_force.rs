@@ -88,8 +88,14 @@ fn configs() -> Vec<EngineConfig> {
     vec![
         d,
         EngineConfig::baseline(),
-        EngineConfig { pruning: false, ..d },
-        EngineConfig { ci_cache: false, ..d },
+        EngineConfig {
+            pruning: false,
+            ..d
+        },
+        EngineConfig {
+            ci_cache: false,
+            ..d
+        },
         EngineConfig {
             state_cache: false,
             ..d
@@ -176,7 +182,13 @@ fn seed_example_prunes() {
     };
     let mut pruned = engine.compile(&g, cfg).unwrap().matcher();
     let mut full = engine
-        .compile(&g, EngineConfig { pruning: false, ..cfg })
+        .compile(
+            &g,
+            EngineConfig {
+                pruning: false,
+                ..cfg
+            },
+        )
         .unwrap()
         .matcher();
     for m in [&mut pruned, &mut full] {
@@ -212,7 +224,11 @@ fn generator_is_not_vacuous() {
         let rec = Recognizer::new(&g).unwrap();
         if rec.is_viable_prefix(b"") {
             nonempty += 1;
-            let m = engine.compile(&g, EngineConfig::default()).unwrap().matcher().mask();
+            let m = engine
+                .compile(&g, EngineConfig::default())
+                .unwrap()
+                .matcher()
+                .mask();
             if m.count() >= 2 {
                 rich += 1;
             }
@@ -233,7 +249,10 @@ fn fused_counted_string_matches_rules() {
     let unit = g.add_nonterminal("unit");
     g.add_rule(
         unit,
-        vec![Symbol::T(Terminal::Class(CharClass::new([('a', 'b')], false)))],
+        vec![Symbol::T(Terminal::Class(CharClass::new(
+            [('a', 'b')],
+            false,
+        )))],
     );
     g.add_rule(unit, vec![Symbol::T(Terminal::Literal(b"cc".to_vec()))]);
     // P_0 = unit, P_1 = P_0 P_0, P_2 = P_1 P_1; Q_1 = ε | P_0, Q_2 = Q_1 | P_1 Q_1 (suffix Q_1), Q_3 = Q_2 | P_2 Q_2.
@@ -261,13 +280,18 @@ fn fused_counted_string_matches_rules() {
     );
     g.add_rule(
         root,
-        vec![Symbol::T(Terminal::Literal(b"b".to_vec())), Symbol::Nt(root)],
+        vec![
+            Symbol::T(Terminal::Literal(b"b".to_vec())),
+            Symbol::Nt(root),
+        ],
     );
     g.start = root;
     let fused = earley::fuse::fuse(&g);
     // q3 became one regex terminal inside root's rule.
     assert!(fused.rules.iter().all(|r| r.lhs == root), "{fused}");
-    let toks = ["a", "b", "c", "x", "ab", "cc", "xa", "ax", "bcc", "ccx", "x", "xab", ""];
+    let toks = [
+        "a", "b", "c", "x", "ab", "cc", "xa", "ax", "bcc", "ccx", "x", "xab", "",
+    ];
     let v: Vec<Vec<u8>> = toks.iter().map(|s| s.as_bytes().to_vec()).collect();
     let vocab = Arc::new(TokenVocab::from_tokens("t", v, &[], 12).unwrap());
     let engine = Engine::new(vocab.clone());
@@ -294,8 +318,18 @@ fn fused_counted_string_matches_rules() {
         depth: usize,
     ) {
         let want = brute_mask(rec, vocab, prefix);
-        assert_eq!(on.mask(), want, "fused, after {:?}", String::from_utf8_lossy(prefix));
-        assert_eq!(off.mask(), want, "rules, after {:?}", String::from_utf8_lossy(prefix));
+        assert_eq!(
+            on.mask(),
+            want,
+            "fused, after {:?}",
+            String::from_utf8_lossy(prefix)
+        );
+        assert_eq!(
+            off.mask(),
+            want,
+            "rules, after {:?}",
+            String::from_utf8_lossy(prefix)
+        );
         if depth == 0 {
             return;
         }
@@ -311,4 +345,64 @@ fn fused_counted_string_matches_rules() {
         }
     }
     dfs(&mut on, &mut off, &rec, &vocab, &mut Vec::new(), 4);
+}
+
+/// A chain of 300 right-linear rules (`N_i → [ab] N_{i+1} | 'c'`, a
+/// bounded repetition written out rule by rule, as the JSON Schema
+/// compiler's product automata are) nests one regex group per rule: fusion
+/// must not produce a terminal the regex compiler refuses; the engine
+/// compiles and agrees with brute force.
+#[test]
+fn deep_right_linear_chain_compiles_and_matches_brute_force() {
+    let mut g = Grammar::new();
+    let root = g.add_nonterminal("root");
+    let n = 300;
+    let chain: Vec<NtId> = (0..n)
+        .map(|i| g.add_nonterminal(&format!("n{i}")))
+        .collect();
+    g.add_rule(
+        root,
+        vec![
+            Symbol::T(Terminal::Literal(b"c".to_vec())),
+            Symbol::Nt(chain[0]),
+        ],
+    );
+    for i in 0..n {
+        g.add_rule(chain[i], vec![Symbol::T(Terminal::Literal(b"c".to_vec()))]);
+        if i + 1 < n {
+            g.add_rule(
+                chain[i],
+                vec![
+                    Symbol::T(Terminal::Class(CharClass::new([('a', 'b')], false))),
+                    Symbol::Nt(chain[i + 1]),
+                ],
+            );
+        }
+    }
+    g.start = root;
+    let vocab = small_vocab();
+    let rec = Recognizer::new(&g).unwrap();
+    for cfg in [
+        EngineConfig::default(),
+        EngineConfig {
+            fuse_terminals: false,
+            ..EngineConfig::default()
+        },
+    ] {
+        let cg = Engine::new(vocab.clone())
+            .compile(&g, cfg)
+            .expect("the chain compiles");
+        let mut m = cg.matcher();
+        let mut prefix = Vec::new();
+        for step in 0..6 {
+            assert_eq!(m.mask(), brute_mask(&rec, &vocab, &prefix), "step {step}");
+            let t = m
+                .mask()
+                .iter()
+                .find(|&t| t != vocab.eos())
+                .expect("a continuation");
+            prefix.extend_from_slice(vocab.token_bytes(t));
+            m.advance(t).expect("allowed");
+        }
+    }
 }

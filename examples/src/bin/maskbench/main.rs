@@ -184,7 +184,12 @@ pub fn make_adapter(
             let variant = name.strip_prefix("zapspec:").unwrap_or("full");
             let cfg = zapspec::variant_config(variant)
                 .with_context(|| format!("unknown engine {name}"))?;
-            Box::new(zapspec::ZapAdapter::new(vocab.clone(), cfg, cold_index))
+            Box::new(zapspec::ZapAdapter::new(
+                vocab.clone(),
+                cfg,
+                zapspec::variant_index(variant),
+                cold_index,
+            ))
         }
     })
 }

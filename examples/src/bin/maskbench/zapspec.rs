@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use earley::{CompiledGrammar, EarleyMatcher, Engine, EngineConfig};
+use earley::{CompiledGrammar, EarleyMatcher, Engine, EngineConfig, IndexConfig, VocabIndex};
 use grammar_xform::json_schema::{compile_json_schema_report, JsonSchemaOptions, OneOfMode};
 use grammar_xform::Grammar;
 use serde_json::Value;
@@ -20,10 +20,17 @@ use crate::adapter::{Adapter, CompileFailure, Compiled};
 /// `format` the compiler cannot enforce is a refusal rather than an
 /// annotation.
 pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
-    let opts = JsonSchemaOptions { one_of: OneOfMode::RequireDisjoint, ..JsonSchemaOptions::default() };
+    let opts = JsonSchemaOptions {
+        one_of: OneOfMode::RequireDisjoint,
+        ..JsonSchemaOptions::default()
+    };
     let (g, report) = compile_json_schema_report(schema, &opts)
         .map_err(|e| CompileFailure::new(format!("schema: {}", e.category()), e.to_string()))?;
-    if let Some((ptr, what)) = report.ignored.iter().find(|(_, w)| w.starts_with("format: ")) {
+    if let Some((ptr, what)) = report
+        .ignored
+        .iter()
+        .find(|(_, w)| w.starts_with("format: "))
+    {
         return Err(CompileFailure::new(
             "schema: unsupported `format`".to_string(),
             format!("{what} at {ptr} is not enforced by the compiler"),
@@ -52,9 +59,27 @@ pub fn variant_config(name: &str) -> Option<EngineConfig> {
         "no-reject" => c.rejected_prefixes = false,
         "no-fuse" => c.fuse_terminals = false,
         "baseline" => c = EngineConfig::baseline(),
+        "no-slice" | "no-share" | "plain-index" => {}
         _ => return None,
     }
     Some(c)
+}
+
+/// The vocabulary-index ablations of `--ablation` (cold context-independent
+/// entries: vocabulary slices, residual sharing; `earley::IndexConfig`).
+pub fn variant_index(name: &str) -> IndexConfig {
+    match name {
+        "no-slice" => IndexConfig {
+            slices: Vec::new(),
+            ..IndexConfig::default()
+        },
+        "no-share" => IndexConfig {
+            share_residuals: false,
+            ..IndexConfig::default()
+        },
+        "plain-index" | "baseline" => IndexConfig::plain(),
+        _ => IndexConfig::default(),
+    }
 }
 
 pub const VARIANTS: &[&str] = &[
@@ -66,6 +91,9 @@ pub const VARIANTS: &[&str] = &[
     "no-ci-cache",
     "no-reject",
     "no-fuse",
+    "no-slice",
+    "no-share",
+    "plain-index",
     "baseline",
 ];
 
@@ -73,25 +101,40 @@ pub struct ZapAdapter {
     vocab: Arc<TokenVocab>,
     engine: Engine,
     config: EngineConfig,
+    index: IndexConfig,
     /// A fresh vocabulary index per schema (cold context-independent cache).
     cold: bool,
 }
 
 impl ZapAdapter {
-    pub fn new(vocab: Arc<TokenVocab>, config: EngineConfig, cold: bool) -> Self {
+    pub fn new(
+        vocab: Arc<TokenVocab>,
+        config: EngineConfig,
+        index: IndexConfig,
+        cold: bool,
+    ) -> Self {
         ZapAdapter {
-            engine: Engine::new(vocab.clone()),
+            engine: Self::engine(&vocab, &index),
             vocab,
             config,
+            index,
             cold,
         }
+    }
+
+    fn engine(vocab: &Arc<TokenVocab>, index: &IndexConfig) -> Engine {
+        // The index configurations come from `variant_index`: fixed, valid
+        // slice regexes.
+        Engine::with_index(
+            VocabIndex::with_config(vocab.clone(), index.clone()).expect("valid slice regexes"),
+        )
     }
 }
 
 impl Adapter for ZapAdapter {
     fn prepare(&mut self) {
         if self.cold {
-            self.engine = Engine::new(self.vocab.clone());
+            self.engine = Self::engine(&self.vocab, &self.index);
         }
     }
 
