@@ -411,7 +411,10 @@ impl<'a> Emitter<'a> {
             );
             return Ok(());
         }
-        let sym = self.region_key(&r, ptr)?;
+        let sym = match r.to_regex() {
+            Some(x) => re(x),
+            None => self.region_key(&r, ptr)?,
+        };
         self.g.add_rule(nt, vec![sym]);
         Ok(())
     }

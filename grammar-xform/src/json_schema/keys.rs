@@ -35,7 +35,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
-use super::strings::{constrained_string_regex, encode_str, translate_pattern};
+use super::strings::{constrained_string_regex, encode_class, encode_str, translate_pattern};
 use crate::dfa::TerminalDfa;
 
 /// Most product states of one object's key automaton.
@@ -418,6 +418,176 @@ pub(crate) struct RegionGrammar {
     pub states: Vec<RegionState>,
 }
 
+/// Memo of [`RegionGrammar::to_regex`]: the regex of each state, the
+/// states on the current path (a repeat is a cycle), and the text budget.
+struct Memo {
+    memo: Vec<Option<String>>,
+    on_path: Vec<bool>,
+    budget: usize,
+}
+
+/// Longest regex [`RegionGrammar::to_regex`] writes.
+const MAX_REGION_REGEX: usize = 16_000;
+/// Deepest nesting of uncompressed states in [`RegionGrammar::to_regex`]
+/// (each level opens about three groups; `regex-syntax` allows 250).
+const MAX_REGION_DEPTH: usize = 40;
+
+impl RegionGrammar {
+    /// The region as one regex of quoted canonical encodings, when its
+    /// automaton is acyclic up to self-loops and the regex stays small and
+    /// shallow; `None` otherwise (write the right-linear grammar).
+    ///
+    /// `L(s) = S*·(acc ? "\"" : ∅ | ⋃ C·L(t))` for a state with self-loop
+    /// class `S`; a *uniform chain* `s₀ →C s₁ →C … →C s_m` whose states
+    /// have no self-loop and the same other edges and acceptance `R` (what
+    /// a counted repetition such as `[a-z]{1,255}` becomes) is written
+    /// `C{0,m-1}·R | C{m}·L(s_m)` instead of `m` nested levels.
+    pub fn to_regex(&self) -> Option<String> {
+        if self.states.is_empty() {
+            return None;
+        }
+        let enc: Vec<Vec<(usize, String)>> = self
+            .states
+            .iter()
+            .map(|st| {
+                st.edges
+                    .iter()
+                    .map(|(t, c)| (*t, encode_class(c).to_string()))
+                    .collect()
+            })
+            .collect();
+        let mut m = Memo {
+            memo: vec![None; self.states.len()],
+            on_path: vec![false; self.states.len()],
+            // the memoised strings together (each at most MAX_REGION_REGEX)
+            budget: 64 * MAX_REGION_REGEX,
+        };
+        let body = self.regex_of(0, &enc, &mut m, 0)?;
+        (body.len() <= MAX_REGION_REGEX).then(|| format!("\"(?:{body})"))
+    }
+
+    /// Acceptance and the edges of `s` other than the self-loop and the
+    /// chain edge `skip`, as comparable data.
+    fn rest(&self, s: usize, skip: Option<usize>) -> (bool, Vec<(usize, &ClassUnicode)>) {
+        let st = &self.states[s];
+        let mut e: Vec<(usize, &ClassUnicode)> = st
+            .edges
+            .iter()
+            .enumerate()
+            .filter(|(i, (t, _))| *t != s && Some(*i) != skip)
+            .map(|(_, (t, c))| (*t, c))
+            .collect();
+        e.sort_by_key(|x| x.0);
+        (st.accepting, e)
+    }
+
+    fn self_loop(&self, s: usize) -> Option<usize> {
+        self.states[s].edges.iter().position(|(t, _)| *t == s)
+    }
+
+    fn regex_of(
+        &self,
+        s: usize,
+        enc: &[Vec<(usize, String)>],
+        m: &mut Memo,
+        depth: usize,
+    ) -> Option<String> {
+        if let Some(r) = &m.memo[s] {
+            return Some(r.clone());
+        }
+        if m.on_path[s] || depth > MAX_REGION_DEPTH {
+            return None; // a cycle through several states, or too deep
+        }
+        m.on_path[s] = true;
+        let r = self.regex_uncached(s, enc, m, depth);
+        m.on_path[s] = false;
+        let r = r?;
+        if r.len() > MAX_REGION_REGEX {
+            return None;
+        }
+        m.budget = m.budget.checked_sub(r.len())?;
+        m.memo[s] = Some(r.clone());
+        Some(r)
+    }
+
+    /// The alternatives `"` (if accepting) and `C·L(t)` of `s`, except the
+    /// self-loop and the edge `skip`.
+    fn alternatives(
+        &self,
+        s: usize,
+        skip: Option<usize>,
+        enc: &[Vec<(usize, String)>],
+        m: &mut Memo,
+        depth: usize,
+    ) -> Option<Vec<String>> {
+        let mut alts = Vec::new();
+        if self.states[s].accepting {
+            alts.push("\"".to_string());
+        }
+        for (i, (t, c)) in enc[s].iter().enumerate() {
+            if *t == s || Some(i) == skip {
+                continue;
+            }
+            let sub = self.regex_of(*t, enc, m, depth + 1)?;
+            alts.push(format!("(?:{c})(?:{sub})"));
+        }
+        Some(alts)
+    }
+
+    fn regex_uncached(
+        &self,
+        s: usize,
+        enc: &[Vec<(usize, String)>],
+        m: &mut Memo,
+        depth: usize,
+    ) -> Option<String> {
+        let join = |alts: Vec<String>| match alts.len() {
+            0 => "[^\\x00-\\x{10FFFF}]".to_string(), // matches nothing
+            1 => alts.into_iter().next().unwrap_or_default(),
+            _ => alts.join("|"),
+        };
+        if let Some(l) = self.self_loop(s) {
+            let alts = self.alternatives(s, None, enc, m, depth)?;
+            return Some(format!("(?:{})*(?:{})", enc[s][l].1, join(alts)));
+        }
+        // a uniform chain starting at s
+        for (i, (t, c)) in self.states[s].edges.iter().enumerate() {
+            let mut run = vec![s];
+            let mut next = *t;
+            let base = self.rest(s, Some(i));
+            loop {
+                if run.contains(&next) || self.self_loop(next).is_some() {
+                    break;
+                }
+                let Some(j) = self.states[next].edges.iter().position(|(_, d)| d == c) else {
+                    break;
+                };
+                if self.rest(next, Some(j)) != base {
+                    break;
+                }
+                run.push(next);
+                next = self.states[next].edges[j].0;
+            }
+            let len = run.len();
+            if len < 3 {
+                continue;
+            }
+            // run = s₀ … s_{len-1}, all with rest `base`; s_len = next
+            let tail = self.regex_of(next, enc, m, depth + 1)?;
+            let cls = &enc[s][i].1;
+            let rest = self.alternatives(s, Some(i), enc, m, depth)?;
+            let mut out = Vec::new();
+            if !rest.is_empty() {
+                out.push(format!("(?:{cls}){{0,{}}}(?:{})", len - 1, join(rest)));
+            }
+            out.push(format!("(?:{cls}){{{len}}}(?:{tail})"));
+            return Some(join(out));
+        }
+        let alts = self.alternatives(s, None, enc, m, depth)?;
+        Some(join(alts))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,6 +617,71 @@ mod tests {
             }
         }
         r.states[s].accepting
+    }
+
+    /// `to_regex` (chain compression included) has the language of the
+    /// region automaton, or declines (multi-state cycles).
+    #[test]
+    fn region_regexes_match_their_automata() {
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["^[0-9a-z_-]{1,40}$"], &["id", "createdAt", "x"]),
+            (&["^(ab)+$"], &[]),
+            (&["^a", "[0-9]{2,5}$"], &["a1"]),
+            (&[".*"], &["basic"]),
+        ];
+        let mut keys: Vec<String> = [
+            "",
+            "a",
+            "ab",
+            "abab",
+            "aba",
+            "id",
+            "createdAt",
+            "x",
+            "a1",
+            "a12",
+            "12345",
+            "123456",
+            "basic",
+            "b\"c",
+            "é",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        keys.push("z".repeat(40));
+        keys.push("z".repeat(41));
+        keys.push(format!("a{}", "9".repeat(39)));
+        let mut declined = 0;
+        for (ps, names) in cases {
+            let ps = pats(ps);
+            let ka = KeyAutomaton::new(&refs(&ps), names).unwrap();
+            for set in ka.regions() {
+                let g = ka.region(set);
+                let Some(r) = g.to_regex() else {
+                    assert!(
+                        !ps[0].source.contains("{1,40}"),
+                        "a counted chain is compressed: region {set}, {} states",
+                        g.states.len()
+                    );
+                    declined += 1;
+                    continue;
+                };
+                if ps[0].source.contains("{1,40}") {
+                    assert!(r.contains("{0,"), "chain compression: {r}");
+                }
+                let d = TerminalDfa::regex(&r).unwrap_or_else(|e| panic!("{r}: {e}"));
+                for k in &keys {
+                    let text = format!("\"{}\"", encode_str(k));
+                    assert_eq!(
+                        d.matches(text.as_bytes()),
+                        in_region(&g, k),
+                        "{k:?} in region {set}: {r}"
+                    );
+                }
+            }
+        }
+        assert!(declined >= 1, "the (ab)+ complement has a two-state cycle");
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //!   merged simple schemas.
 //! - `emit`, `objects`, `arrays`, `literal`: the BNF of each JSON type.
 //! - `strings`, `formats`, `numbers`: the regex terminals.
+//! - `keys`: product automata of patterns, declared names and lengths
+//!   (`patternProperties`; `pattern`/`format` with length bounds).
 //! - [`canonical`]: the key order the grammar produces, for testing.
 //!
 //! ## The language, precisely
@@ -54,7 +56,26 @@
 //!   those drafts say; otherwise they are intersected with the target.
 //! * **`oneOf`** is compiled as `anyOf` (the grammar cannot express "exactly
 //!   one"); an instance valid for two branches is accepted although
-//!   invalid. This is the one known source of unsound acceptance.
+//!   invalid. This is the one known source of unsound acceptance, and
+//!   [`OneOfMode::RequireDisjoint`] removes it: `oneOf` is then compiled
+//!   only where its branches are provably disjoint *in the context of the
+//!   keywords around it* (different types, disjoint `const`/`enum` values,
+//!   also through `anyOf`/`oneOf` of listed values, or — for objects — a
+//!   property required by one branch on whose value the two impose
+//!   disjoint schemas, including a key the other branch closes out with
+//!   `additionalProperties: false`).
+//! * **`patternProperties`** ([`keys`](self::keys)): exact. A declared
+//!   property also satisfies the schemas of the patterns its name matches;
+//!   undeclared keys split into regions by the set of patterns they match
+//!   (computed on a product automaton of the patterns and the trie of
+//!   declared names), each with the conjunction of those schemas, or
+//!   `additionalProperties` for keys no pattern matches. A region is one
+//!   regex terminal when it is exactly one pattern's language, else a
+//!   right-linear grammar of its automaton.
+//! * **`pattern`/`format` with length bounds they do not imply**, and
+//!   `pattern` together with `format`: the product automaton of the
+//!   patterns and a character counter, as a right-linear grammar (refused
+//!   above 20,000 states).
 //! * **`format`**: `date-time`, `date`, `time`, `uuid`, `email`, `hostname`,
 //!   `ipv4`, `ipv6`, `uri`, `uri-reference` are enforced; unknown formats
 //!   are annotations (as JSON Schema 2019+ says) and listed in the
@@ -63,13 +84,13 @@
 //!   validator ignores them, and listed in the [`CompileReport`]; set
 //!   [`UnknownKeywords::Reject`] to refuse them.
 //! * **Not implemented** (refused with [`SchemaError::Unsupported`]):
-//!   `patternProperties`, `dependencies`/`dependent*`, `propertyNames`,
-//!   `if`, `contains`, `uniqueItems: true`, `multipleOf`, `unevaluated*`,
-//!   number bounds that are not integers (integer-typed bounds of any value
-//!   are exact), `pattern`/`format` combined with length bounds they do not
-//!   imply (except a single repeated class), two different patterns in one
-//!   `allOf`, `enum`/`const` of objects or arrays next to object/array
-//!   keywords, `$ref` outside the document.
+//!   `dependencies`/`dependent*`, `propertyNames`, `if`, `contains`,
+//!   `uniqueItems: true`, `unevaluated*`, `multipleOf` other than powers of
+//!   ten and integers (integers only without bounds), number bounds beyond
+//!   `u128`, two different patterns in one `allOf`, `patternProperties` in
+//!   both members of an `allOf` (or next to another member's
+//!   `additionalProperties`), `enum`/`const` of objects or arrays next to
+//!   object/array keywords, `$ref` outside the document.
 //! * **MaskBench census** (`cargo test -p tests --test maskbench_census --
 //!   --nocapture`): 5,900 of 6,730 schemas compile (87.7%); all 7,335
 //!   valid test instances of compiled schemas are accepted, 129 of them

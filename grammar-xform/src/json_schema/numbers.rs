@@ -6,15 +6,28 @@
 //!   [`uint_range`] splits `[lo, hi]` by digit count and then by common
 //!   prefix, the classic range-to-regex construction.
 //! * Numbers without bounds: the full JSON number syntax (RFC 8259 §6).
-//! * Numbers with *integer* bounds: exact, over plain decimals
-//!   `-?int(.frac)?` (no exponent). For an integer part `I` and fraction
-//!   `F`, `I.F ≥ a ⇔ I ≥ a`, `I.F > a ⇔ I > a ∨ (I = a ∧ F ≠ 0)`,
-//!   `I.F ≤ b ⇔ I < b ∨ (I = b ∧ F = 0)`, `I.F < b ⇔ I < b`; negative
-//!   numbers mirror this on the magnitude. Exponent forms are not generated
-//!   for bounded numbers (a documented incompleteness: `1e2` is not
-//!   accepted for `maximum: 1000`, `100` is).
-//! * Numbers with non-integer bounds are refused
-//!   ([`SchemaError::Unsupported`](super::SchemaError)).
+//! * Numbers with bounds: exact, over plain decimals `-?int(.frac)?` (no
+//!   exponent). A bound is a decimal `a = A.D` (an integer, or the shortest
+//!   decimal that round-trips to the schema's `f64`, i.e. what the schema
+//!   says: `0.01`, `-459.67`). For `x = I.F`: `I` decides when it differs
+//!   from `A`; when `I = A` the fraction digits are compared with `D` digit
+//!   by digit, as zero-padded strings ([`Frac2`]: `F ≥ D` is "the first
+//!   differing digit is larger", written as alternatives per position, so
+//!   the regex has `O(|D|)` alternatives). Both bounds on one integer part
+//!   give a two-sided comparison. Negative numbers mirror this on the
+//!   magnitude. Exponent forms are not generated for bounded numbers (a
+//!   documented incompleteness: `1e2` is not accepted for `maximum: 1000`,
+//!   `100` is).
+//! * `multipleOf` ([`Multiple`]): `10^-d` (`0.01`, `1`) restricts the
+//!   fraction to `d` significant digits (digits past `d` must be `0`),
+//!   combined exactly with any bounds; an integer `k ≥ 2` (without bounds)
+//!   is a residue automaton over the decimal digits, emitted as a
+//!   right-linear grammar (`emit`). Other values (`0.5`, `2.5`), and an
+//!   integer `k ≥ 2` together with bounds, are refused
+//!   ([`SchemaError::Unsupported`](super::SchemaError)). Numbers are
+//!   compared as exact decimals, not as `f64` quotients (Python's
+//!   `jsonschema` finds `0.07` no multiple of `0.01` because
+//!   `0.07 / 0.01 = 7.000000000000001`; we accept it).
 
 use serde_json::Number;
 

@@ -239,7 +239,10 @@ fn extra_regions(
                 if r.states.is_empty() {
                     continue;
                 }
-                KeyPlan::Region(r)
+                match r.to_regex() {
+                    Some(re) => KeyPlan::Regex(re),
+                    None => KeyPlan::Region(r),
+                }
             }
         };
         out.push((key, schema, sptr));

@@ -675,7 +675,12 @@ mod tests {
         let d = pat("^\"\\d\\\\$");
         assert!(d.matches(&js("\"5\\")) && !d.matches(&js("\"x\\")));
         let d = pat("^$|^a(b|c)$");
-        assert!(d.matches(&js("")) && d.matches(&js("ac")) && !d.matches(&js("xac")) && !d.matches(&js("a")));
+        assert!(
+            d.matches(&js(""))
+                && d.matches(&js("ac"))
+                && !d.matches(&js("xac"))
+                && !d.matches(&js("a"))
+        );
         let d = pat("^a|b$");
         assert!(d.matches(&js("ax")) && d.matches(&js("xb")) && !d.matches(&js("xa")));
         let d = pat("^a.c$");

@@ -25,6 +25,8 @@ const PATTERNS: &[&str] = &[
     "^$",
     "^a.b$",
     "^x|y$",
+    "^(ab)+$",
+    "^[a-c]{2,6}$",
 ];
 const NAMES: &[&str] = &["a", "ab", "b", "c1", "12", "zz"];
 const KEYS: &[&str] = &[
@@ -331,7 +333,15 @@ fn multiple_of_in_grammars() {
 }
 
 /// Patterns for strings, meaning the same in ECMA-262 and `regex-automata`.
-const STRING_PATTERNS: &[&str] = &["^a+(-a+)*$", "[0-9]+", "^[ab]*c", "b$", "^(ab|c)*$", ".", "^$|^a(-|b)$"];
+const STRING_PATTERNS: &[&str] = &[
+    "^a+(-a+)*$",
+    "[0-9]+",
+    "^[ab]*c",
+    "b$",
+    "^(ab|c)*$",
+    ".",
+    "^$|^a(-|b)$",
+];
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
