@@ -53,6 +53,9 @@ pub const SUPPORTED: &[&str] = &[
     "multipleOf",
     "nullable",
     "not",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
     // containers of subschemas reached only through `$ref`
     "$defs",
     "definitions",
@@ -92,9 +95,6 @@ pub const ANNOTATIONS: &[&str] = &[
 pub const UNSUPPORTED: &[&str] = &[
     "if",
     "propertyNames",
-    "dependencies",
-    "dependentRequired",
-    "dependentSchemas",
     "unevaluatedProperties",
     "unevaluatedItems",
     "contains",

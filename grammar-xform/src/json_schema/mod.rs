@@ -72,6 +72,10 @@
 //!   `additionalProperties` for keys no pattern matches. A region is one
 //!   regex terminal when it is exactly one pattern's language, else a
 //!   right-linear grammar of its automaton.
+//! * **`dependencies`/`dependentRequired`/`dependentSchemas`**: each entry
+//!   `k: d` is the exact union "`k` absent, or `k` present and `d` holds"
+//!   (`normalize`), so `n` entries multiply the branches by up to `2^n`
+//!   (bounded by [`JsonSchemaOptions::max_branches`]).
 //! * **`pattern`/`format` with length bounds they do not imply**, and
 //!   `pattern` together with `format`: the product automaton of the
 //!   patterns and a character counter, as a right-linear grammar (refused
@@ -84,7 +88,7 @@
 //!   validator ignores them, and listed in the [`CompileReport`]; set
 //!   [`UnknownKeywords::Reject`] to refuse them.
 //! * **Not implemented** (refused with [`SchemaError::Unsupported`]):
-//!   `dependencies`/`dependent*`, `propertyNames`, `if`, `contains`,
+//!   `propertyNames`, `if`, `contains`,
 //!   `uniqueItems: true`, `unevaluated*`, `multipleOf` other than powers of
 //!   ten and integers (integers only without bounds), number bounds beyond
 //!   `u128`, two different patterns in one `allOf`, `patternProperties` in

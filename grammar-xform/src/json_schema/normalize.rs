@@ -326,7 +326,16 @@ impl<'a> Normalizer<'a> {
                 KeywordClass::Supported => {
                     if !matches!(
                         k.as_str(),
-                        "$ref" | "allOf" | "anyOf" | "oneOf" | "nullable" | "$defs" | "definitions"
+                        "$ref"
+                            | "allOf"
+                            | "anyOf"
+                            | "oneOf"
+                            | "nullable"
+                            | "$defs"
+                            | "definitions"
+                            | "dependencies"
+                            | "dependentRequired"
+                            | "dependentSchemas"
                     ) {
                         plain.insert(k.clone(), val.clone());
                     }
@@ -384,6 +393,17 @@ impl<'a> Normalizer<'a> {
                 acc = self.product(acc, sub, ptr)?;
             }
         }
+        for kw in ["dependencies", "dependentRequired", "dependentSchemas"] {
+            let Some(deps) = obj.get(kw) else { continue };
+            let deps = deps
+                .as_object()
+                .ok_or_else(|| SchemaError::invalid(kw, ptr, "must be an object"))?;
+            let dptr = push_ptr(ptr, kw);
+            for (k, d) in deps {
+                let union = self.dependency(k, d, kw, &push_ptr(&dptr, k), depth)?;
+                acc = self.product(acc, union, ptr)?;
+            }
+        }
         for kw in ["anyOf", "oneOf"] {
             if let Some(a) = obj.get(kw) {
                 let a = a
@@ -424,6 +444,67 @@ impl<'a> Normalizer<'a> {
             Some(_) => return Err(SchemaError::invalid("nullable", ptr, "must be a boolean")),
         }
         Ok(acc)
+    }
+
+    /// One entry `k: d` of `dependencies` (draft 4–7, and draft 3's
+    /// string form), `dependentRequired` or `dependentSchemas` (2019-09
+    /// Core §10.2.2.4, Validation §6.5.4) as the exact union "`k` absent, or
+    /// `k` present and `d` holds": `{properties: {k: false}}` ∪
+    /// `{required: [k, …names]}` (or `{required: [k]} ∧ d` for a schema).
+    /// Both members say nothing about non-objects, which satisfy the union.
+    fn dependency(
+        &mut self,
+        k: &str,
+        d: &Value,
+        kw: &str,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Conj>, SchemaError> {
+        let mut absent = Map::new();
+        let mut p = Map::new();
+        p.insert(k.to_string(), Value::Bool(false));
+        absent.insert("properties".into(), Value::Object(p));
+        let names = |a: &[Value]| -> Result<Vec<Value>, SchemaError> {
+            let mut r = vec![Value::String(k.to_string())];
+            for x in a {
+                let x = x
+                    .as_str()
+                    .ok_or_else(|| SchemaError::invalid(kw, ptr, "must list property names"))?;
+                r.push(Value::String(x.to_string()));
+            }
+            Ok(r)
+        };
+        let present: Vec<Conj> = match d {
+            Value::Array(a) if kw != "dependentSchemas" => {
+                let mut m = Map::new();
+                m.insert("required".into(), Value::Array(names(a)?));
+                vec![vec![(m, ptr.to_string())]]
+            }
+            Value::String(s) if kw == "dependencies" => {
+                let mut m = Map::new();
+                m.insert(
+                    "required".into(),
+                    Value::Array(names(&[Value::String(s.clone())])?),
+                );
+                vec![vec![(m, ptr.to_string())]]
+            }
+            Value::Object(_) | Value::Bool(_) if kw != "dependentRequired" => {
+                let mut m = Map::new();
+                m.insert("required".into(), Value::Array(names(&[])?));
+                let sub = self.dnf(d, ptr, depth + 1)?;
+                self.product(vec![vec![(m, ptr.to_string())]], sub, ptr)?
+            }
+            _ => {
+                return Err(SchemaError::invalid(
+                    kw,
+                    ptr,
+                    "each value must be an array of names or a schema",
+                ))
+            }
+        };
+        let mut out = vec![vec![(absent, ptr.to_string())]];
+        out.extend(present);
+        Ok(out)
     }
 
     /// The complement of a schema, for the forms whose complement is a

@@ -547,3 +547,75 @@ proptest! {
         }
     }
 }
+
+/// A direct check of one dependency on an object.
+type ObjCheck = Box<dyn Fn(&Map<String, Value>) -> bool>;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// `dependencies`/`dependentRequired`/`dependentSchemas`: grammar
+    /// membership equals the direct check ("if `k` is present, the listed
+    /// names are present / the instance satisfies the schema").
+    #[test]
+    fn dependencies_match_the_validator(
+        deps in proptest::collection::vec((0..4usize, proptest::option::of(proptest::collection::vec(0..4usize, 0..3)), 0..3usize), 0..3),
+        closed in any::<bool>(),
+        insts in proptest::collection::vec(proptest::collection::vec((0..4usize, 0..2usize), 0..4), 16),
+    ) {
+        const K: [&str; 4] = ["a", "b", "c", "d"];
+        let mut props = Map::new();
+        for k in &K[..3] {
+            props.insert(k.to_string(), json!({"type": "integer"}));
+        }
+        // (k, names) → array form; (k, None) → a schema: required d, or d an integer, or false
+        let mut dep = Map::new();
+        let mut checks: Vec<(usize, ObjCheck)> = vec![];
+        for (k, names, form) in deps {
+            if dep.contains_key(K[k]) {
+                continue;
+            }
+            match names {
+                Some(ns) => {
+                    dep.insert(K[k].into(), json!(ns.iter().map(|&n| K[n]).collect::<Vec<_>>()));
+                    checks.push((k, Box::new(move |o: &Map<String, Value>| ns.iter().all(|&n| o.contains_key(K[n])))));
+                }
+                None => {
+                    let (s, f): (Value, ObjCheck) = match form {
+                        0 => (json!({"required": ["d"]}), Box::new(|o: &Map<String, Value>| o.contains_key("d"))),
+                        1 => (json!({"properties": {"d": {"type": "string"}}}), Box::new(|o: &Map<String, Value>| o.get("d").is_none_or(Value::is_string))),
+                        _ => (json!(false), Box::new(|_: &Map<String, Value>| false)),
+                    };
+                    dep.insert(K[k].into(), s);
+                    checks.push((k, f));
+                }
+            }
+        }
+        let mut schema = json!({"type": "object", "properties": props, "dependencies": dep});
+        if closed {
+            schema["additionalProperties"] = json!(false);
+        }
+        let g = match compile_json_schema(&schema, &JsonSchemaOptions::default()) {
+            Ok(g) => Some(g),
+            Err(SchemaError::Unsatisfiable { .. }) => None,
+            Err(e) => panic!("{e}\n{schema}"),
+        };
+        let rec = g.as_ref().map(|g| Recognizer::new(g).unwrap());
+        for kv in insts {
+            let mut o = Map::new();
+            for (k, v) in kv {
+                o.insert(K[k].to_string(), [json!(1), json!("s")][v].clone());
+            }
+            let valid = o.iter().all(|(k, v)| if k == "d" { !closed } else { v.is_i64() })
+                && checks.iter().all(|(k, f)| !o.contains_key(K[*k]) || f(&o));
+            let v = Value::Object(o);
+            let accepted = rec.as_ref().is_some_and(|r| {
+                canonical_instances(&schema, &v, &JsonSchemaOptions::default())
+                    .unwrap()
+                    .iter()
+                    .any(|c| r.recognizes(c.to_string().as_bytes()))
+            });
+            prop_assert_eq!(accepted, valid, "{} for {}", v, schema);
+        }
+    }
+}
