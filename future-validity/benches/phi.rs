@@ -17,7 +17,11 @@
 //!
 //! `cargo bench -p future-validity --bench phi` runs both; before the
 //! criterion groups it prints a Markdown table of the overhead ratios
-//! measured with plain `Instant` loops.
+//! measured with plain `Instant` loops. This round is a stripped-down
+//! stand-in (no draft model, one estimator call per position); the
+//! measurement on the real speculative loop of `spec-verify`, with
+//! realistic vocabularies and the before/after comparison, is the
+//! `fvo_overhead` example binary.
 
 use std::hint::black_box;
 use std::sync::Arc;

@@ -3,7 +3,13 @@
 //! * [`OneStepCheap`] — Def. 9, eq. (1): `Φ̂¹ˢ_t(y) = Σ_{u∈A_{t+1}(x<t y)} p_t(u)`,
 //!   using the *current* logits `p_t` as a proxy for `p(· | x<t y)` (the
 //!   context-independence approximation) and a forked constraint for the
-//!   valid set after `y`. Zero neural forwards.
+//!   valid set after `y`. Zero neural forwards; the log-normaliser of `p_t`
+//!   once per position, successor masses cached per mask key
+//!   ([`Constraint::mask_key`], [`Constraint::successor_mask_key`]) or summed
+//!   over sparse lists ([`Constraint::allowed_sparse`]); values on `A_t` only
+//!   ([`OneStepCheap::log_phi_sparse`], [`OneStepCheap::log_phi_into`]).
+//!   [`onestep_cheap_reference`] is the straightforward evaluation (a fresh
+//!   mask per candidate) used as the tests' reference.
 //! * [`OneStepTrue`] — the idealised estimator of Prop. 10:
 //!   `Φ̂ᵗʳᵘᵉ_t(y) = Σ_{u∈A_{t+1}(x<t y)} p(u | x<t y)`, one extra forward per
 //!   non-EOS candidate. It always over-estimates Φ (eq. (2), App. E).
@@ -151,6 +157,15 @@ impl OneStepCheap {
             let f = fork.get_or_insert_with(|| constraint.fork());
             f.advance(y)?;
             ops += 1;
+            // A sparse successor list (tries, Dyck) is cheaper than any
+            // cache look-up: successors of distinct trie nodes never repeat.
+            if f.allowed_sparse(&mut sc.list) {
+                ops += 1;
+                let lm = log_mass_of(logits, lse, lmax, || sc.list.iter().copied());
+                let _ = f.rollback(1);
+                emit(y, lm);
+                continue;
+            }
             let key = f.mask_key();
             let cached = key.and_then(|k| {
                 let slot = sc.cache[slot_of(k)];
@@ -160,16 +175,12 @@ impl OneStepCheap {
                 Some(lm) => lm,
                 None => {
                     ops += 1;
-                    let lm = if f.allowed_sparse(&mut sc.list) {
-                        log_mass_of(logits, lse, lmax, || sc.list.iter().copied())
-                    } else {
-                        let next = sc.next.get_or_insert_with(|| TokenSet::new(v));
-                        if next.universe() != v {
-                            *next = TokenSet::new(v);
-                        }
-                        f.fill_mask(next);
-                        log_mass_of(logits, lse, lmax, || next.iter())
-                    };
+                    let next = sc.next.get_or_insert_with(|| TokenSet::new(v));
+                    if next.universe() != v {
+                        *next = TokenSet::new(v);
+                    }
+                    f.fill_mask(next);
+                    let lm = log_mass_of(logits, lse, lmax, || next.iter());
                     if let Some(k) = key {
                         sc.cache[slot_of(k)] = (generation, k, lm);
                     }
@@ -359,6 +370,13 @@ pub(crate) fn log_sum_exp_f32(logits: &[f32]) -> f64 {
     log_sum_exp_max(logits).0
 }
 
+/// The log-normaliser `log Σ_V exp(l)` of a logits row as OneStep-Cheap
+/// computes it once per position (vectorised fast `exp2`, absolute error
+/// ~5·10⁻⁷). Public so callers can time or share it.
+pub fn log_normaliser(logits: &[f32]) -> f64 {
+    log_sum_exp_max(logits).0
+}
+
 /// `(log Σ exp(l_i), max_i l_i)`; see [`log_sum_exp_f32`].
 pub(crate) fn log_sum_exp_max(logits: &[f32]) -> (f64, f32) {
     #[cfg(target_arch = "x86_64")]
@@ -383,12 +401,21 @@ unsafe fn log_sum_exp_avx2(logits: &[f32]) -> (f64, f32) {
     let ptr = logits.as_ptr();
     let full = n / 8 * 8;
     // max (max_ps(x, acc) returns acc when x is NaN: NaN is skipped)
-    let mut vmax = _mm256_set1_ps(f32::NEG_INFINITY);
+    // four independent chains hide the max's latency
+    let mut vm4 = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
+    let full32 = n / 32 * 32;
     let mut i = 0;
+    while i < full32 {
+        for (k, v) in vm4.iter_mut().enumerate() {
+            *v = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i + 8 * k)), *v);
+        }
+        i += 32;
+    }
     while i < full {
-        vmax = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i)), vmax);
+        vm4[0] = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i)), vm4[0]);
         i += 8;
     }
+    let vmax = _mm256_max_ps(_mm256_max_ps(vm4[0], vm4[1]), _mm256_max_ps(vm4[2], vm4[3]));
     let mut lanes = [0.0f32; 8];
     _mm256_storeu_ps(lanes.as_mut_ptr(), vmax);
     let mut m = f32::NEG_INFINITY;
@@ -422,8 +449,8 @@ unsafe fn log_sum_exp_avx2(logits: &[f32]) -> (f64, f32) {
     let mut i = 0;
     while i < full {
         let end = (i + 64).min(full);
-        let mut acc = _mm256_setzero_ps();
-        while i < end {
+        // two accumulators: independent add chains
+        let exp8 = |i: usize| {
             let y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(ptr.add(i)), vm), log2e);
             let keep = _mm256_cmp_ps::<_CMP_GT_OQ>(y, lo); // false for NaN and y ≤ −126
             let yc = _mm256_min_ps(_mm256_max_ps(y, lo), _mm256_setzero_ps());
@@ -436,9 +463,20 @@ unsafe fn log_sum_exp_avx2(logits: &[f32]) -> (f64, f32) {
             }
             let nexp = _mm256_sub_epi32(_mm256_castps_si256(t), magic_bits);
             let scale = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(nexp, bias)));
-            acc = _mm256_add_ps(acc, _mm256_and_ps(_mm256_mul_ps(p, scale), keep));
+            _mm256_and_ps(_mm256_mul_ps(p, scale), keep)
+        };
+        let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        while i + 16 <= end {
+            a0 = _mm256_add_ps(a0, exp8(i));
+            a1 = _mm256_add_ps(a1, exp8(i + 8));
+            i += 16;
+        }
+        while i < end {
+            a0 = _mm256_add_ps(a0, exp8(i));
             i += 8;
         }
+        let acc2 = [a0, a1];
+        let acc = _mm256_add_ps(acc2[0], acc2[1]);
         acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(acc)));
         acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(acc)));
     }

@@ -164,3 +164,52 @@ fn bad_buffers_are_errors() {
         "1 = ')' is refused at the start"
     );
 }
+
+/// `cargo test --profile release-fast -p future-validity --test onestep_fast -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn wide_trie_root_timing() {
+    let v = 50_257usize;
+    let seqs: Vec<Vec<TokenId>> = (0..2000u64)
+        .map(|i| {
+            let len = 4 + (splitmix64(i) % 5) as usize;
+            (0..len)
+                .map(|j| {
+                    (splitmix64(i * 31 + j as u64 % 3 + (i % 50) * 7) % (v as u64 - 1)) as TokenId
+                })
+                .collect()
+        })
+        .collect();
+    let c = TrieConstraint::new(Arc::new(TokenTrie::new(&seqs)), v, (v - 1) as TokenId);
+    let lg = logits(v, 1, 4.0, 0.0);
+    let mask = valid_set(&c);
+    let ids: Vec<TokenId> = mask.iter().collect();
+    let mut one = OneStepCheap::new();
+    let mut out = Vec::new();
+    let reps = 200;
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        one.log_phi_sparse(&c, &ids, &lg, &mut out).unwrap();
+    }
+    let full = t.elapsed().as_secs_f64() / reps as f64 * 1e6;
+    let mut f = c.clone();
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        for &y in &ids {
+            f.advance(y).unwrap();
+            f.rollback(1).unwrap();
+        }
+    }
+    let adv = t.elapsed().as_secs_f64() / reps as f64 * 1e6;
+    let mut list = Vec::new();
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        for &y in &ids {
+            f.advance(y).unwrap();
+            f.allowed_sparse(&mut list);
+            f.rollback(1).unwrap();
+        }
+    }
+    let sp = t.elapsed().as_secs_f64() / reps as f64 * 1e6;
+    println!("|A| = {}: log_phi_sparse {full:.1} µs, advance+rollback {adv:.1} µs, +allowed_sparse {sp:.1} µs", ids.len());
+}

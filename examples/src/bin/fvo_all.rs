@@ -1,11 +1,12 @@
 //! Runs every future-validity experiment binary (`fvo_e1`, `fvo_e2`,
-//! `fvo_e3`, `fvo_e5`, `fvo_table8`, `fvo_table16`) one after the other,
+//! `fvo_e3`, `fvo_e5`, `fvo_table8`, `fvo_table16`, `fvo_overhead`) one
+//! after the other,
 //! passing `--out`/`--quick` through, and prints each one's wall time and
 //! the total. The binaries must be built first (same profile):
 //!
 //! ```sh
 //! cargo build --release -p examples --bin fvo_all --bin fvo_e1 --bin fvo_e2 \
-//!     --bin fvo_e3 --bin fvo_e5 --bin fvo_table8 --bin fvo_table16
+//!     --bin fvo_e3 --bin fvo_e5 --bin fvo_table8 --bin fvo_table16 --bin fvo_overhead
 //! target/release/fvo_all [--out DIR] [--quick]
 //! ```
 
@@ -30,6 +31,7 @@ fn main() -> anyhow::Result<()> {
         "fvo_e3",
         "fvo_e5",
         "fvo_table16",
+        "fvo_overhead",
     ] {
         let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
         if !bin.exists() {

@@ -36,7 +36,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use future_validity::{
-    onestep_cheap_reference, Dfa, DfaConstraint, PhiCost, PhiError, PhiEstimator,
+    log_normaliser, onestep_cheap_reference, Dfa, DfaConstraint, OneStepCheap, PhiCost, PhiError,
+    PhiEstimator,
 };
 use serde::Serialize;
 use spec_verify::adapters::{EstimatorPhi, OneStepCheapPhi};
@@ -58,18 +59,14 @@ const GAMMA: usize = 4;
 /// language is unbounded; the toy LM rarely picks EOS among many tokens).
 const MAX_COMMITTED: usize = 48;
 
-/// CPU time of this thread in seconds (Linux; NaN elsewhere), so figures
-/// depend less on how loaded the shared machine is.
+/// CPU time of this thread in seconds, with nanosecond resolution (Linux
+/// `/proc/thread-self/schedstat`: time spent on the CPU), so block timings
+/// depend less on how loaded the shared machine is; NaN elsewhere.
 fn thread_cpu_seconds() -> f64 {
-    let parse = || -> Option<f64> {
-        let s = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-        let rest = &s[s.rfind(')')? + 2..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ut: f64 = f.get(11)?.parse().ok()?;
-        let st: f64 = f.get(12)?.parse().ok()?;
-        Some((ut + st) / 100.0)
-    };
-    parse().unwrap_or(f64::NAN)
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(f64::NAN, |ns| ns * 1e-9)
 }
 
 /// A Φ̂ source that accumulates the wall time spent inside it.
@@ -266,7 +263,7 @@ struct Variant {
     name: String,
     /// Median over blocks of the mean time per round (µs).
     round_us: f64,
-    /// Same, thread CPU time (10 ms ticks, summed over the block).
+    /// Same, thread CPU time (schedstat, ns resolution).
     round_cpu_us: f64,
     /// Target rows scored per round (γ + 1 unless EOS was drafted).
     rows_per_round: f64,
@@ -288,7 +285,19 @@ struct Setting {
     mean_valid_set: f64,
     /// One target row (`next_logits`) of the toy LM, µs.
     lm_row_us: f64,
+    /// Per-call costs of the estimator alone (µs), at 40 positions of a run.
+    per_call: serde_json::Value,
     variants: Vec<Variant>,
+}
+
+#[derive(Default)]
+struct PerCall {
+    positions: usize,
+    valid: f64,
+    fast_us: f64,
+    normaliser_us: f64,
+    naive_us: f64,
+    naive_positions: usize,
 }
 
 struct Acc {
@@ -353,6 +362,7 @@ fn measure<C: Constraint>(
     blocks: usize,
     rounds: usize,
     with_naive: bool,
+    naive_calls: usize,
 ) -> anyhow::Result<Setting> {
     let cfg = SpecConfig {
         gamma: GAMMA,
@@ -412,15 +422,20 @@ fn measure<C: Constraint>(
     if with_naive {
         acc[2].phi = dn.phi.seconds;
     }
-    // mean |A_t| over a few sequences of the OneStep run's law
-    let mut valid_sum = 0.0;
-    let mut valid_n = 0.0;
+    // Per-call costs at the positions of a OneStep run (40 rounds): |A_t|,
+    // the OneStep-Cheap call, its |V| normaliser alone, and the naive
+    // evaluation (at most `naive_calls` positions: it can take seconds; when
+    // fewer than 40 are allowed, only at positions with |A_t| > 1,000).
+    let mut per = PerCall::default();
     {
         let mut st = DecodeState::new(c.clone());
         let mut rng = seeded_rng(7);
         dof.target.truncate(0);
         dof.draft.truncate(0);
         let mut m = TokenSet::new(vocab);
+        let mut lm = target();
+        let mut one = OneStepCheap::new();
+        let mut out = vec![0.0; vocab];
         for _ in 0..40 {
             if st.is_finished() || st.committed.len() >= MAX_COMMITTED {
                 st = DecodeState::new(c.clone());
@@ -428,11 +443,35 @@ fn measure<C: Constraint>(
                 dof.draft.truncate(0);
             }
             st.constraint.fill_mask(&mut m);
-            valid_sum += m.count() as f64;
-            valid_n += 1.0;
+            let logits = lm.logits_for(&st.committed)?;
+            per.positions += 1;
+            per.valid += m.count() as f64;
+            let t = Instant::now();
+            one.log_phi_into(&st.constraint, &m, &logits, &mut out)?;
+            per.fast_us += t.elapsed().as_secs_f64() * 1e6;
+            let t = Instant::now();
+            std::hint::black_box(log_normaliser(std::hint::black_box(&logits)));
+            per.normaliser_us += t.elapsed().as_secs_f64() * 1e6;
+            // with few naive calls allowed, spend them on large valid sets
+            if per.naive_positions < naive_calls && (naive_calls >= 40 || m.count() > 1000) {
+                let t = Instant::now();
+                std::hint::black_box(onestep_cheap_reference(&st.constraint, &logits)?);
+                per.naive_us += t.elapsed().as_secs_f64() * 1e6;
+                per.naive_positions += 1;
+            }
             dof.round(&mut st, &mut rng)?;
         }
     }
+    let valid_sum = per.valid;
+    let valid_n = per.positions as f64;
+    let per_call = serde_json::json!({
+        "positions": per.positions,
+        "mean_valid_set": per.valid / per.positions as f64,
+        "onestep_cheap_us": per.fast_us / per.positions as f64,
+        "normaliser_us": per.normaliser_us / per.positions as f64,
+        "naive_us": if per.naive_positions > 0 { per.naive_us / per.naive_positions as f64 } else { f64::NAN },
+        "naive_positions": per.naive_positions,
+    });
     let mut lm = target();
     let t = Instant::now();
     let reps = 20;
@@ -477,6 +516,7 @@ fn measure<C: Constraint>(
         vocab,
         mean_valid_set: valid_sum / valid_n,
         lm_row_us,
+        per_call,
         variants,
     })
 }
@@ -500,6 +540,7 @@ fn main() -> anyhow::Result<()> {
         40 * scale,
         500,
         true,
+        40,
     )?);
 
     let r50k = TokenVocab::tiktoken(TiktokenBpe::R50k)?;
@@ -521,6 +562,7 @@ fn main() -> anyhow::Result<()> {
         10 * scale,
         4,
         true,
+        40,
     )?);
 
     // worst case for a trie: ~2,000 distinct first tokens
@@ -544,6 +586,7 @@ fn main() -> anyhow::Result<()> {
         10 * scale,
         4,
         true,
+        40,
     )?);
 
     let o200k = TokenVocab::tiktoken(TiktokenBpe::O200k)?;
@@ -561,6 +604,7 @@ fn main() -> anyhow::Result<()> {
         10 * scale,
         4,
         true,
+        40,
     )?);
 
     let dfa = Arc::new(json_object_dfa(&o200k)?);
@@ -571,7 +615,9 @@ fn main() -> anyhow::Result<()> {
         o200k.len(),
         10 * scale,
         4,
-        !args.quick,
+        // in the loop the naive evaluation takes seconds per position here
+        false,
+        if args.quick { 0 } else { 2 },
     )?);
 
     let mut t = MarkdownTable::new(&[
@@ -604,10 +650,39 @@ fn main() -> anyhow::Result<()> {
             ]);
         }
     }
+    let mut pc = MarkdownTable::new(&[
+        "setting",
+        "mean |A_t|",
+        "LM row (µs)",
+        "OneStep-Cheap call (µs)",
+        "of which |V| normaliser (µs)",
+        "naive Def. 9 call (µs)",
+        "speed-up",
+    ]);
+    for s in &out {
+        let g = |k: &str| s.per_call[k].as_f64().unwrap_or(f64::NAN);
+        pc.row(&[
+            s.setting.clone(),
+            format!("{:.1}", g("mean_valid_set")),
+            format!("{:.1}", s.lm_row_us),
+            format!("{:.2}", g("onestep_cheap_us")),
+            format!("{:.2}", g("normaliser_us")),
+            format!(
+                "{:.1} ({} positions)",
+                g("naive_us"),
+                s.per_call["naive_positions"]
+            ),
+            format!("{:.0}×", g("naive_us") / g("onestep_cheap_us")),
+        ]);
+    }
     println!(
         "## OneStep-Cheap overhead on the FVO-Spec loop (γ = {GAMMA}; target BigramLm(V), draft BigramLm(V) at scale 1.6; medians over blocks)\n"
     );
     println!("{}", t.render());
+    println!(
+        "### Per call of the estimator alone (40 positions of a run; naive = before)\n\n{}",
+        pc.render()
+    );
     println!("total {:.1}s", t0.elapsed().as_secs_f64());
     let path = write_json(
         &args.out,
