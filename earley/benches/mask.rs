@@ -1,4 +1,4 @@
-//! Mask computation on a JSON grammar over o200k: pruned vs unpruned and
+//! Mask computation on `grammar-xform/grammars/json.gbnf` over o200k: pruned vs unpruned and
 //! the caches on/off, side by side (criterion). Each benchmark replays the
 //! same tokenized document: per iteration, one `fill_mask` at every step
 //! (the engine advances outside the timer via a precomputed matcher list).
@@ -13,18 +13,8 @@ use grammar_xform::Grammar;
 use zapspec_core::vocab::TiktokenBpe;
 use zapspec_core::{Constraint, TokenSet, TokenVocab, Vocabulary};
 
-const JSON_GBNF: &str = r#"
-root   ::= ws ( object | array ) ws
-value  ::= object | array | string | number | "true" | "false" | "null"
-object ::= "{" ws ( member ( ws "," ws member )* )? ws "}"
-member ::= string ws ":" ws value
-array  ::= "[" ws ( value ( ws "," ws value )* )? ws "]"
-string ::= "\"" char* "\""
-char   ::= [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" hex hex hex hex )
-hex    ::= [0-9a-fA-F]
-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
-ws     ::= [ \t\n\r]*
-"#;
+/// The project's JSON grammar (RFC 8259, llama.cpp style).
+const JSON_GBNF: &str = include_str!("../../grammar-xform/grammars/json.gbnf");
 
 const DOC: &str = r#"{"name": "Formatron", "version": [1, 2, 3], "pruning": true, "nested": {"a": {"b": {"c": "deep \"quoted\" text"}}}, "score": -12.5e3, "tags": ["x", "y", "z"]}"#;
 
@@ -35,7 +25,13 @@ fn bench(c: &mut Criterion) {
     let d = EngineConfig::default();
     let configs = [
         ("full", d),
-        ("no_pruning", EngineConfig { pruning: false, ..d }),
+        (
+            "no_pruning",
+            EngineConfig {
+                pruning: false,
+                ..d
+            },
+        ),
         (
             "no_state_cache",
             EngineConfig {

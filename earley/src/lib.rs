@@ -10,7 +10,8 @@
 //! |---|---|---|
 //! | [`chart`](crate) | §3.2, §4.2.1 | extended Earley items `(A → α • β, i, j)` with the DFA state of a terminal in progress; SCAN / COMPLETE / PREDICT with the Aycock–Horspool nullable fix |
 //! | [`prune`](crate) | §4.2.2–4.2.3 | the *compact* step: keep only items from which an item of the last set is reachable in the dependency graph, drop completed items once their set is processed, drop unreferenced sets |
-//! | [`ci_cache`](crate) | §4.3 | context-independent token mask cache per (terminal, DFA state), shared across matchers and grammars |
+//! | [`ci_cache`](crate) | §4.3 | context-independent token mask cache per (terminal, DFA state), shared across matchers and grammars, and between terminal states with the same residual automaton |
+//! | [`slicer`] | — (llguidance's slicer) | vocabulary slices: precomputed token sets that make a cold cache entry for a JSON-string state a walk of ~5k tokens instead of 200k |
 //! | [`matcher`](crate) | §4.4, §5.2 | the [`EarleyMatcher`] `Constraint`; rejected-prefix set; pruned-state mask cache |
 //! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals become one DFA terminal |
 //! | [`toktrie`](crate) | — | the vocabulary as a preorder byte trie with subtree skips |
@@ -82,10 +83,22 @@
 //! | no state cache | 1.8 | 12.8 | 7346 | 14517 | 0.93 | 0 | 12.8 |
 //! | no fusion | 1.5 | 13.4 | 6724 | 197444 | 0.81 | 0 | 15.0 |
 //!
-//! The tail is the first use of a (terminal, DFA state) pair: one walk of
-//! the 421k-node o200k trie with the terminal's DFA (a few ms here). The
-//! entries are shared across grammars, so a long-running process pays it
-//! once per distinct terminal state.
+//! (That table predates the slices.) The tail was the first use of a
+//! (terminal, DFA state) pair: one walk of the 421k-node o200k trie with the
+//! terminal's DFA, ≈3 ms, and on JSON Schema grammars almost always for a
+//! state inside a string. Three changes cut it (measured side by side with
+//! `--example tbm -- 100 1 full,noslice,noshare,plainindex` and
+//! `--example ci_cost`):
+//!
+//! - [`slicer`]: for a state that contains the JSON string body, the
+//!   ~195k tokens of the slice are taken from a precomputed set and only the
+//!   ~5k others are walked (2.6–7.4 ms → 0.13–0.26 ms per cold entry);
+//! - residual sharing ([`ByteDfa::residual_key`]): the string-interior
+//!   states of the many key/value terminals of different schemas have the
+//!   same residual automaton and share one entry;
+//! - the remainder trie of context-dependent tokens is merged from the
+//!   token trie's subtrees instead of sorting remainder strings (17 → 4 ms
+//!   for `[ \t\n\r]*`, whose 107k dependent tokens start with a space).
 //!
 //! ## Not done / limits
 //!
@@ -100,8 +113,14 @@
 //!   already rejects every extension of a failing prefix.
 //! - Rollback and fork keep one chart snapshot per token (sharing sets by
 //!   `Arc`), not an undo log.
-//! - The context-independent walk is not SIMD/bit-parallel; cold entries
-//!   dominate p99.
+//! - The context-independent walk is not SIMD/bit-parallel. Cold entries
+//!   that no slice covers (restricted character classes such as formats and
+//!   patterns, single-character terminals followed by anything) still walk
+//!   the whole trie (1–5 ms), and a single-character terminal whose every
+//!   continuation is context-dependent builds a remainder trie of ~190k
+//!   tokens (≈20 ms once per process).
+//! - Huge fused terminals (tens of thousands of DFA states, from bounded
+//!   repetitions) make TTFM's tail: DFA construction is in TTFM.
 
 mod chart;
 mod ci_cache;

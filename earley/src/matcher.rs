@@ -136,6 +136,37 @@ impl EarleyMatcher {
         self.try_bytes(bytes).is_ok()
     }
 
+    /// Bytes the grammar forces from the current state: while exactly one
+    /// byte continues a viable prefix and the grammar does not accept, that
+    /// byte (at most `limit`). This is the byte-level fast-forward of
+    /// jump-forward decoding: the forced bytes can be tokenized and fed to
+    /// the model as one prefill. [`Constraint::forced_tokens`] is the
+    /// token-level notion (a mask with one member), which on a 200k
+    /// vocabulary rarely holds even when the bytes are forced (`{`, `{"`,
+    /// `{"na` are all allowed before a forced `{"name":`).
+    pub fn forced_bytes(&self, limit: usize) -> Vec<u8> {
+        let chart = self.chart().clone();
+        let mut w = Work::new(&self.g.rules, &chart);
+        let mut out = Vec::new();
+        let mut accepting = chart.accepting;
+        while out.len() < limit && !accepting && !self.finished {
+            let mut viable = (0..=255u8).filter(|&b| {
+                let ok = w.push_byte(b);
+                if ok {
+                    w.pop();
+                }
+                ok
+            });
+            let (Some(b), None) = (viable.next(), viable.next()) else {
+                break;
+            };
+            w.push_byte(b);
+            out.push(b);
+            accepting = w.top_accepting(0);
+        }
+        out
+    }
+
     fn fingerprint(&mut self) -> u64 {
         let c = self.history[self.history.len() - 1].clone();
         c.key(&mut self.key);

@@ -112,6 +112,51 @@ fn configs() -> Vec<EngineConfig> {
     ]
 }
 
+/// The bytes the reference recognizer forces after `prefix`: while exactly
+/// one byte keeps a viable prefix and the prefix is not a sentence.
+fn brute_forced(rec: &Recognizer, prefix: &[u8], limit: usize) -> Vec<u8> {
+    let mut p = prefix.to_vec();
+    let mut out = Vec::new();
+    while out.len() < limit && !rec.recognizes(&p) {
+        let viable: Vec<u8> = (0..=255u8)
+            .filter(|&b| {
+                p.push(b);
+                let ok = rec.is_viable_prefix(&p);
+                p.pop();
+                ok
+            })
+            .collect();
+        let [b] = viable[..] else { break };
+        p.push(b);
+        out.push(b);
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// `EarleyMatcher::forced_bytes` (jump-forward) against the reference.
+    #[test]
+    fn forced_bytes_match_brute_force(g in grammar(), picks in prop::collection::vec(0usize..64, 0..4)) {
+        let vocab = small_vocab();
+        let rec = Recognizer::new(&g).unwrap();
+        prop_assume!(rec.is_viable_prefix(b""));
+        let mut m = Engine::new(vocab.clone()).compile(&g, EngineConfig::default()).unwrap().matcher();
+        let mut prefix = Vec::new();
+        for pick in picks {
+            prop_assert_eq!(m.forced_bytes(6), brute_forced(&rec, &prefix, 6), "after {:?}\n{}", String::from_utf8_lossy(&prefix), g);
+            let allowed: Vec<TokenId> = m.mask().iter().filter(|&t| t != vocab.eos()).collect();
+            if allowed.is_empty() {
+                break;
+            }
+            let t = allowed[pick % allowed.len()];
+            prefix.extend_from_slice(vocab.token_bytes(t));
+            m.advance(t).unwrap();
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 

@@ -30,7 +30,11 @@ ws     ::= [ \t\n\r]*
 
 fn engine() -> &'static Engine {
     static E: OnceLock<Engine> = OnceLock::new();
-    E.get_or_init(|| Engine::new(Arc::new(TokenVocab::tiktoken(TiktokenBpe::O200k).expect("o200k"))))
+    E.get_or_init(|| {
+        Engine::new(Arc::new(
+            TokenVocab::tiktoken(TiktokenBpe::O200k).expect("o200k"),
+        ))
+    })
 }
 
 fn json_grammar() -> Grammar {
@@ -101,7 +105,10 @@ fn run_doc(text: &str, ms: &mut [earley::EarleyMatcher]) {
                 "token {i} {:?} of {text:?} not allowed",
                 String::from_utf8_lossy(vocab.token_bytes(t))
             );
-            assert!(!mask.contains(eos), "EOS allowed inside {text:?} at token {i}");
+            assert!(
+                !mask.contains(eos),
+                "EOS allowed inside {text:?} at token {i}"
+            );
             // Special tokens are never allowed.
             assert!(mask.iter().all(|x| !vocab.is_special(x)));
             match &first {
@@ -130,7 +137,10 @@ fn random_json_documents_over_o200k() {
     let d = EngineConfig::default();
     let cfgs = [
         d,
-        EngineConfig { pruning: false, ..d },
+        EngineConfig {
+            pruning: false,
+            ..d
+        },
         EngineConfig {
             state_cache: false,
             fuse_terminals: false,
@@ -229,4 +239,8 @@ fn json_schema_grammar_over_o200k() {
     let bad = vocab.encode("x").unwrap()[0];
     assert!(!m.mask().contains(bad));
     assert!(m.advance(bad).is_err());
+    // Jump-forward: after `{"nam` the grammar forces `e":"` (the key, then
+    // a string value); from the start it forces `{"name":"`.
+    assert_eq!(m.forced_bytes(64), br#"e":""#.to_vec());
+    assert_eq!(c.matcher().forced_bytes(64), br#"{"name":""#.to_vec());
 }
