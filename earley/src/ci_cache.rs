@@ -146,7 +146,9 @@ impl TermEntry {
         self.ci[s as usize].get_or_init(|| {
             let compute = || {
                 let (trie, slices, vocab) = (index.trie(), index.slices(), &**index.vocab());
-                Arc::new(compute(&self.dfa, s, trie, slices, vocab))
+                let e = Arc::new(compute(&self.dfa, s, trie, slices, vocab));
+                index.note_bytes(e.heap_bytes());
+                e
             };
             match index.residual_key(&self.dfa, s) {
                 Some(key) => index.shared_entry(key, compute),

@@ -13,6 +13,7 @@
 //! that met the same pairs).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use grammar_xform::{Grammar, Terminal};
@@ -41,6 +42,11 @@ pub struct VocabIndex {
     terminals: Mutex<HashMap<String, Arc<TermEntry>>>,
     /// Context-independent entries by canonical residual automaton.
     residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, BuildFx>>,
+    /// Approximate heap bytes added to the shared cache since it was last
+    /// cleared (DFA tables and computed entries).
+    cache_bytes: AtomicUsize,
+    /// Times the shared cache was cleared for exceeding its bound.
+    evictions: AtomicUsize,
 }
 
 /// How a [`VocabIndex`] computes and shares context-independent entries.
@@ -57,6 +63,12 @@ pub struct IndexConfig {
     /// Residual automata with more states than this are not keyed (the key
     /// would cost more than it saves).
     pub residual_max_states: usize,
+    /// Bound on the shared cache (terminal DFAs and context-independent
+    /// entries, approximate heap bytes). When a grammar is compiled while
+    /// the cache is above it, the index forgets every terminal; grammars
+    /// compiled earlier keep theirs (by `Arc`) until they are dropped.
+    /// `usize::MAX`: unbounded.
+    pub max_cache_bytes: usize,
 }
 
 impl Default for IndexConfig {
@@ -68,6 +80,7 @@ impl Default for IndexConfig {
                 .collect(),
             share_residuals: true,
             residual_max_states: 64,
+            max_cache_bytes: 128 << 20,
         }
     }
 }
@@ -79,6 +92,7 @@ impl IndexConfig {
             slices: Vec::new(),
             share_residuals: false,
             residual_max_states: 0,
+            max_cache_bytes: usize::MAX,
         }
     }
 }
@@ -121,6 +135,8 @@ impl VocabIndex {
             config,
             terminals: Mutex::new(HashMap::new()),
             residuals: Mutex::new(HashMap::default()),
+            cache_bytes: AtomicUsize::new(0),
+            evictions: AtomicUsize::new(0),
         }))
     }
 
@@ -171,8 +187,28 @@ impl VocabIndex {
             return Ok(e.clone());
         }
         let dfa = ByteDfa::from_regex(&regex)?;
+        self.note_bytes(dfa.heap_bytes() + regex.len());
         let e = Arc::new(TermEntry::new(regex.clone(), dfa));
         Ok(self.lock().entry(regex).or_insert(e).clone())
+    }
+
+    /// Counts bytes added to the shared cache.
+    pub(crate) fn note_bytes(&self, n: usize) {
+        self.cache_bytes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Clears the shared cache when it is above its bound (called before a
+    /// grammar is compiled, never while one is being compiled).
+    fn enforce_bound(&self) {
+        if self.cache_bytes.load(Ordering::Relaxed) > self.config.max_cache_bytes {
+            self.lock().clear();
+            self.residuals
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+            self.cache_bytes.store(0, Ordering::Relaxed);
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The shared entry (DFA and context-independent cache) of a terminal
@@ -194,6 +230,7 @@ impl VocabIndex {
         let m = self.lock();
         let mut s = CacheStats {
             terminals: m.len(),
+            evictions: self.evictions.load(Ordering::Relaxed),
             shared_entries: self
                 .residuals
                 .lock()
@@ -227,6 +264,8 @@ pub struct CacheStats {
     pub shared_entries: usize,
     /// Heap bytes of the distinct entries and of the slices.
     pub ci_bytes: usize,
+    /// Times the cache was cleared for exceeding `IndexConfig::max_cache_bytes`.
+    pub evictions: usize,
 }
 
 /// The engine for one vocabulary: compiles grammars against a shared
@@ -306,6 +345,7 @@ impl CompiledGrammar {
         index: Arc<VocabIndex>,
         config: EngineConfig,
     ) -> Result<Arc<Self>, EarleyError> {
+        index.enforce_bound();
         let mut fused = if config.fuse_terminals {
             Some(crate::fuse::fuse(grammar))
         } else {

@@ -174,3 +174,58 @@ fn equal_residuals_share_one_entry() {
     assert_eq!(d.dependent(), a.dependent());
     assert_eq!(plain.cache_stats().shared_entries, 0);
 }
+
+/// The shared cache is bounded: above `max_cache_bytes`, compiling a
+/// grammar clears it; masks stay correct and grammars compiled before keep
+/// their terminals.
+#[test]
+fn cache_bound_clears_and_masks_stay_correct() {
+    use earley::{Engine, EngineConfig};
+    use grammar_xform::{Grammar, Symbol, Terminal};
+    use zapspec_core::Constraint;
+    let vocab = small_vocab(
+        ["a", "ab", "\"", "a\"", "\",", "b\"}", "é", "\\n"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect(),
+    );
+    let index = VocabIndex::with_config(
+        vocab.clone(),
+        IndexConfig {
+            max_cache_bytes: 1,
+            ..IndexConfig::default()
+        },
+    )
+    .expect("index");
+    let engine = Engine::with_index(index.clone());
+    let grammar = |re: &str| {
+        let mut g = Grammar::new();
+        let root = g.add_nonterminal("root");
+        g.add_rule(root, vec![Symbol::T(Terminal::Regex(re.to_string()))]);
+        g.start = root;
+        g
+    };
+    let g1 = grammar(r#""[^"\\\x00-\x1F]*""#);
+    let g2 = grammar(r#""a*""#);
+    let c1 = engine
+        .compile(&g1, EngineConfig::default())
+        .expect("compiles");
+    let m1 = c1.matcher().mask();
+    assert_eq!(index.cache_stats().evictions, 0);
+    let c2 = engine
+        .compile(&g2, EngineConfig::default())
+        .expect("compiles");
+    assert_eq!(
+        index.cache_stats().evictions,
+        1,
+        "over the bound: cleared before compiling g2"
+    );
+    let _ = c2.matcher().mask();
+    // The first grammar still works, and a recompiled copy agrees.
+    let again = engine
+        .compile(&g1, EngineConfig::default())
+        .expect("compiles");
+    assert_eq!(again.matcher().mask(), m1);
+    assert_eq!(c1.matcher().mask(), m1);
+    assert!(index.cache_stats().evictions >= 2);
+}
