@@ -56,6 +56,7 @@ pub const SUPPORTED: &[&str] = &[
     "dependencies",
     "dependentRequired",
     "dependentSchemas",
+    "if",
     // containers of subschemas reached only through `$ref`
     "$defs",
     "definitions",
@@ -86,14 +87,13 @@ pub const ANNOTATIONS: &[&str] = &[
     "xml",
     "externalDocs",
     // `then`/`else` without `if` have no effect (2020-12 Core §10.2.2);
-    // with `if` present, `if` itself is refused.
+    // with `if` present, the normaliser reads them.
     "then",
     "else",
 ];
 
 /// Keywords of some draft that affect validity but are not implemented.
 pub const UNSUPPORTED: &[&str] = &[
-    "if",
     "propertyNames",
     "unevaluatedProperties",
     "unevaluatedItems",

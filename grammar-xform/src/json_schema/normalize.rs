@@ -336,6 +336,7 @@ impl<'a> Normalizer<'a> {
                             | "dependencies"
                             | "dependentRequired"
                             | "dependentSchemas"
+                            | "if"
                     ) {
                         plain.insert(k.clone(), val.clone());
                     }
@@ -392,6 +393,33 @@ impl<'a> Normalizer<'a> {
                 let sub = self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?;
                 acc = self.product(acc, sub, ptr)?;
             }
+        }
+        if let Some(i) = obj.get("if") {
+            // if I then T else E  =  (I ∧ T) ∨ (¬I ∧ E)  (2020-12 Core §10.2.2);
+            // exact where `not` of I is (see `negate`)
+            let iptr = push_ptr(ptr, "if");
+            let yes = self.dnf(i, &iptr, depth + 1)?;
+            let then = match obj.get("then") {
+                Some(t) => self.dnf(t, &push_ptr(ptr, "then"), depth + 1)?,
+                None => vec![vec![(Map::new(), ptr.to_string())]],
+            };
+            let mut union = self.product(yes, then, ptr)?;
+            let no = self.negate(i, &iptr, depth + 1).map_err(|e| match e {
+                SchemaError::Unsupported {
+                    pointer, reason, ..
+                } => SchemaError::Unsupported {
+                    keyword: "if".into(),
+                    pointer,
+                    reason: format!("its negation: {reason}"),
+                },
+                e => e,
+            })?;
+            let els = match obj.get("else") {
+                Some(e) => self.dnf(e, &push_ptr(ptr, "else"), depth + 1)?,
+                None => vec![vec![(Map::new(), ptr.to_string())]],
+            };
+            union.extend(self.product(no, els, ptr)?);
+            acc = self.product(acc, union, ptr)?;
         }
         for kw in ["dependencies", "dependentRequired", "dependentSchemas"] {
             let Some(deps) = obj.get(kw) else { continue };
@@ -532,9 +560,136 @@ impl<'a> Normalizer<'a> {
             SchemaError::unsupported(
                 "not",
                 ptr,
-                "only `not` of true/false/{}, `type`, scalar `enum`/`const`, `required` or `not` is implemented",
+                "only `not` of true/false/{}, `type`, scalar `enum`/`const`, `required`, `not`, \
+                 `properties`, numeric bounds, length/item/property counts, or a conjunction of \
+                 these is implemented",
             )
         };
+        // ¬(A ∧ B ∧ …) = ¬A ∨ ¬B ∨ … for keywords that act independently
+        if keys.len() > 1 {
+            const INDEPENDENT: &[&str] = &[
+                "type",
+                "enum",
+                "const",
+                "required",
+                "not",
+                "properties",
+                "minimum",
+                "maximum",
+                "minItems",
+                "maxItems",
+                "minLength",
+                "maxLength",
+                "minProperties",
+                "maxProperties",
+                "exclusiveMinimum",
+                "exclusiveMaximum",
+            ];
+            let draft4_exclusive = ["exclusiveMinimum", "exclusiveMaximum"]
+                .iter()
+                .any(|k| obj.get(*k).is_some_and(Value::is_boolean));
+            if draft4_exclusive || keys.iter().any(|k| !INDEPENDENT.contains(&k.as_str())) {
+                return Err(refuse());
+            }
+            let mut out = Vec::new();
+            for k in keys {
+                let mut m = Map::new();
+                m.insert(k.clone(), obj[k.as_str()].clone());
+                out.extend(self.negate(&Value::Object(m), ptr, depth + 1)?);
+                if out.len() > self.opts.max_branches {
+                    return Err(SchemaError::TooLarge {
+                        pointer: ptr.to_string(),
+                        reason: format!(
+                            "`not` gives more than {} branches",
+                            self.opts.max_branches
+                        ),
+                    });
+                }
+            }
+            return Ok(out);
+        }
+        // ¬(a bound on one type): values of that type beyond the bound
+        // (values of other types satisfy the bound vacuously)
+        let typed = |t: &str, k: &str, v: Value| -> Vec<Conj> {
+            let mut m = Map::new();
+            m.insert("type".into(), Value::String(t.into()));
+            m.insert(k.into(), v);
+            vec![one(m)]
+        };
+        let count = |k: &str| -> Result<u64, SchemaError> {
+            obj[k]
+                .as_u64()
+                .or_else(|| {
+                    obj[k]
+                        .as_f64()
+                        .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                        .map(|f| f as u64)
+                })
+                .ok_or_else(|| SchemaError::invalid(k, ptr, "must be a non-negative integer"))
+        };
+        if let [k] = keys.as_slice() {
+            let k = k.as_str();
+            let num = || obj[k].clone();
+            match k {
+                "minimum" => return Ok(typed("number", "exclusiveMaximum", num())),
+                "exclusiveMinimum" if obj[k].is_number() => {
+                    return Ok(typed("number", "maximum", num()))
+                }
+                "maximum" => return Ok(typed("number", "exclusiveMinimum", num())),
+                "exclusiveMaximum" if obj[k].is_number() => {
+                    return Ok(typed("number", "minimum", num()))
+                }
+                "minItems" | "minLength" | "minProperties" => {
+                    let n = count(k)?;
+                    if n == 0 {
+                        return Ok(vec![]);
+                    }
+                    let (t, other) = match k {
+                        "minItems" => ("array", "maxItems"),
+                        "minLength" => ("string", "maxLength"),
+                        _ => ("object", "maxProperties"),
+                    };
+                    return Ok(typed(t, other, Value::from(n - 1)));
+                }
+                "maxItems" | "maxLength" | "maxProperties" => {
+                    let n = count(k)?;
+                    let (t, other) = match k {
+                        "maxItems" => ("array", "minItems"),
+                        "maxLength" => ("string", "minLength"),
+                        _ => ("object", "minProperties"),
+                    };
+                    return Ok(typed(t, other, Value::from(n + 1)));
+                }
+                "properties" => {
+                    // ¬(every present xᵢ satisfies Sᵢ) = an object with some xᵢ
+                    // present and violating Sᵢ
+                    let props = obj[k].as_object().ok_or_else(|| {
+                        SchemaError::invalid("properties", ptr, "must be an object")
+                    })?;
+                    let mut out = Vec::new();
+                    for (x, sx) in props {
+                        if sx == &Value::Bool(true) || sx.as_object().is_some_and(|m| m.is_empty())
+                        {
+                            continue;
+                        }
+                        let mut p = Map::new();
+                        let mut n = Map::new();
+                        n.insert("not".into(), sx.clone());
+                        p.insert(x.clone(), Value::Object(n));
+                        let mut m = Map::new();
+                        m.insert("type".into(), Value::String("object".into()));
+                        m.insert(
+                            "required".into(),
+                            Value::Array(vec![Value::String(x.clone())]),
+                        );
+                        m.insert("properties".into(), Value::Object(p));
+                        out.push(one(m));
+                    }
+                    return Ok(out);
+                }
+                _ => {}
+            }
+        }
         match keys.as_slice() {
             [] => {
                 self.note_unsat(ptr, "`not` of a schema that accepts everything");
@@ -613,7 +768,9 @@ impl<'a> Normalizer<'a> {
                     })?;
                     let mut props = Map::new();
                     props.insert(name.to_string(), Value::Bool(false));
+                    // an object without the name (non-objects satisfy `required`)
                     let mut m = Map::new();
+                    m.insert("type".into(), Value::String("object".into()));
                     m.insert("properties".into(), Value::Object(props));
                     out.push(one(m));
                 }

@@ -619,3 +619,148 @@ proptest! {
         }
     }
 }
+
+/// A conjunction of independent keywords (for `not` and `if`), with a
+/// direct check.
+fn simple_kw() -> impl Strategy<Value = Value> {
+    let kw = prop_oneof![
+        Just(("type", json!("string"))),
+        Just(("type", json!(["number", "null"]))),
+        (-3i64..4).prop_map(|v| ("minimum", json!(v))),
+        (-3i64..4).prop_map(|v| ("maximum", json!(v as f64 + 0.5))),
+        (-3i64..4).prop_map(|v| ("exclusiveMinimum", json!(v))),
+        (0u64..3).prop_map(|v| ("minLength", json!(v))),
+        (0u64..3).prop_map(|v| ("maxItems", json!(v))),
+        (0u64..3).prop_map(|v| ("minProperties", json!(v))),
+        Just(("required", json!(["x"]))),
+        Just(("properties", json!({"x": {"const": "a"}}))),
+        Just(("properties", json!({"x": {"type": "string"}, "y": false}))),
+        Just(("enum", json!(["a", null, true]))),
+    ];
+    proptest::collection::vec(kw, 0..3).prop_map(|kws| {
+        let mut m = Map::new();
+        for (k, v) in kws {
+            m.insert(k.to_string(), v);
+        }
+        Value::Object(m)
+    })
+}
+
+/// The direct validator of [`simple_kw`] schemas.
+fn kw_ok(s: &Value, v: &Value) -> bool {
+    let Value::Object(m) = s else {
+        return s == &json!(true);
+    };
+    let num = v.as_f64();
+    m.iter().all(|(k, x)| match k.as_str() {
+        "type" => {
+            let ts: Vec<&str> = match x {
+                Value::String(t) => vec![t.as_str()],
+                Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                _ => unreachable!(),
+            };
+            ts.iter().any(|t| match *t {
+                "string" => v.is_string(),
+                "number" => v.is_number(),
+                "integer" => v.is_i64(),
+                "null" => v.is_null(),
+                _ => unreachable!(),
+            })
+        }
+        "minimum" => num.is_none_or(|n| n >= x.as_f64().unwrap()),
+        "maximum" => num.is_none_or(|n| n <= x.as_f64().unwrap()),
+        "exclusiveMinimum" => num.is_none_or(|n| n > x.as_f64().unwrap()),
+        "minLength" => v
+            .as_str()
+            .is_none_or(|t| t.chars().count() as u64 >= x.as_u64().unwrap()),
+        "maxItems" => v
+            .as_array()
+            .is_none_or(|a| a.len() as u64 <= x.as_u64().unwrap()),
+        "minProperties" => v
+            .as_object()
+            .is_none_or(|o| o.len() as u64 >= x.as_u64().unwrap()),
+        "required" => v.as_object().is_none_or(|o| o.contains_key("x")),
+        "properties" => v.as_object().is_none_or(|o| {
+            o.iter().all(|(pk, pv)| match x.get(pk) {
+                None => true,
+                Some(Value::Bool(b)) => *b,
+                Some(ps) => match (ps.get("const"), ps.get("type")) {
+                    (Some(c), _) => c == pv,
+                    (_, Some(_)) => pv.is_string(),
+                    _ => unreachable!(),
+                },
+            })
+        }),
+        "enum" => x.as_array().unwrap().contains(v),
+        _ => unreachable!(),
+    })
+}
+
+fn mixed_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!(null)),
+        Just(json!(true)),
+        (-40i64..40).prop_map(|n| json!(n as f64 / 8.0)),
+        (-5i64..6).prop_map(|n| json!(n)),
+        "[a-c]{0,3}".prop_map(Value::String),
+        proptest::collection::vec(Just(json!(1)), 0..4).prop_map(Value::Array),
+        proptest::collection::vec((0..3usize, 0..3usize), 0..3).prop_map(|kv| {
+            let mut o = Map::new();
+            for (k, v) in kv {
+                o.insert(
+                    ["x", "y", "z"][k].into(),
+                    [json!("a"), json!(1), json!("b")][v].clone(),
+                );
+            }
+            Value::Object(o)
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// `not` of a conjunction of independent keywords, and `if`/`then`/
+    /// `else`: grammar membership equals the direct check.
+    #[test]
+    fn not_and_if_match_the_validator(
+        i in simple_kw(),
+        t in proptest::option::of(simple_kw()),
+        e in proptest::option::of(simple_kw()),
+        use_if in any::<bool>(),
+        vals in proptest::collection::vec(mixed_value(), 24),
+    ) {
+        let schema = if use_if {
+            let mut m = json!({"if": i});
+            if let Some(t) = &t { m["then"] = t.clone(); }
+            if let Some(e) = &e { m["else"] = e.clone(); }
+            m
+        } else {
+            json!({"not": i})
+        };
+        let g = match compile_json_schema(&schema, &JsonSchemaOptions::default()) {
+            Ok(g) => Some(g),
+            Err(SchemaError::Unsatisfiable { .. }) => None,
+            Err(err) => panic!("{err}\n{schema}"),
+        };
+        let rec = g.as_ref().map(|g| Recognizer::new(g).unwrap());
+        for v in vals {
+            let valid = if use_if {
+                if kw_ok(&i, &v) {
+                    t.as_ref().is_none_or(|t| kw_ok(t, &v))
+                } else {
+                    e.as_ref().is_none_or(|e| kw_ok(e, &v))
+                }
+            } else {
+                !kw_ok(&i, &v)
+            };
+            let accepted = rec.as_ref().is_some_and(|r| {
+                canonical_instances(&schema, &v, &JsonSchemaOptions::default())
+                    .unwrap()
+                    .iter()
+                    .any(|c| r.recognizes(c.to_string().as_bytes()))
+            });
+            prop_assert_eq!(accepted, valid, "{} for {}", v, schema);
+        }
+    }
+}
