@@ -392,42 +392,15 @@ pub(crate) fn log_sum_exp_max(logits: &[f32]) -> (f64, f32) {
 
 /// The AVX2+FMA version of [`log_sum_exp_body`] with explicit 8-lane
 /// intrinsics (the same clamp, rounding trick and degree-7 polynomial as
-/// [`fast_exp2_f32`]; lanes are widened to f64 every 64 elements).
+/// [`fast_exp2_f32`]). One pass over memory: blocks of 512 logits (2 KiB,
+/// L1-resident) get their max first, the running sum (f64) is rescaled
+/// when the running max grows, then the block's exponentials are summed
+/// relative to it.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn log_sum_exp_avx2(logits: &[f32]) -> (f64, f32) {
     use std::arch::x86_64::*;
-    let n = logits.len();
-    let ptr = logits.as_ptr();
-    let full = n / 8 * 8;
-    // max (max_ps(x, acc) returns acc when x is NaN: NaN is skipped)
-    // four independent chains hide the max's latency
-    let mut vm4 = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
-    let full32 = n / 32 * 32;
-    let mut i = 0;
-    while i < full32 {
-        for (k, v) in vm4.iter_mut().enumerate() {
-            *v = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i + 8 * k)), *v);
-        }
-        i += 32;
-    }
-    while i < full {
-        vm4[0] = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i)), vm4[0]);
-        i += 8;
-    }
-    let vmax = _mm256_max_ps(_mm256_max_ps(vm4[0], vm4[1]), _mm256_max_ps(vm4[2], vm4[3]));
-    let mut lanes = [0.0f32; 8];
-    _mm256_storeu_ps(lanes.as_mut_ptr(), vmax);
-    let mut m = f32::NEG_INFINITY;
-    for &x in lanes.iter().chain(&logits[full..]) {
-        if x > m {
-            m = x;
-        }
-    }
-    if !m.is_finite() {
-        return (m as f64, m);
-    }
-    let vm = _mm256_set1_ps(m);
+    const BLOCK: usize = 512;
     let log2e = _mm256_set1_ps(std::f32::consts::LOG2_E);
     let ln2 = _mm256_set1_ps(std::f32::consts::LN_2);
     let lo = _mm256_set1_ps(-126.0);
@@ -444,12 +417,44 @@ unsafe fn log_sum_exp_avx2(logits: &[f32]) -> (f64, f32) {
         _mm256_set1_ps(1.0),
         _mm256_set1_ps(1.0),
     ];
-    let mut acc_lo = _mm256_setzero_pd();
-    let mut acc_hi = _mm256_setzero_pd();
-    let mut i = 0;
-    while i < full {
-        let end = (i + 64).min(full);
-        // two accumulators: independent add chains
+    let mut run_m = f32::NEG_INFINITY;
+    let mut total = 0.0f64; // Σ exp(l − run_m) so far
+    for block in logits.chunks(BLOCK) {
+        let n = block.len();
+        let ptr = block.as_ptr();
+        let full = n / 8 * 8;
+        // block max, four chains (max_ps(x, acc) returns acc for NaN x)
+        let mut vm4 = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
+        let mut i = 0;
+        while i + 32 <= full {
+            for (k, v) in vm4.iter_mut().enumerate() {
+                *v = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i + 8 * k)), *v);
+            }
+            i += 32;
+        }
+        while i < full {
+            vm4[0] = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i)), vm4[0]);
+            i += 8;
+        }
+        let vmax = _mm256_max_ps(_mm256_max_ps(vm4[0], vm4[1]), _mm256_max_ps(vm4[2], vm4[3]));
+        let mut lanes = [0.0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), vmax);
+        let mut bm = f32::NEG_INFINITY;
+        for &x in lanes.iter().chain(&block[full..]) {
+            if x > bm {
+                bm = x;
+            }
+        }
+        if bm > run_m {
+            if run_m.is_finite() {
+                total *= ((run_m as f64 - bm as f64) * std::f64::consts::LOG2_E).exp2();
+            }
+            run_m = bm;
+        }
+        if !run_m.is_finite() {
+            continue; // nothing but -inf / NaN so far (or +inf: handled below)
+        }
+        let vm = _mm256_set1_ps(run_m);
         let exp8 = |i: usize| {
             let y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(ptr.add(i)), vm), log2e);
             let keep = _mm256_cmp_ps::<_CMP_GT_OQ>(y, lo); // false for NaN and y ≤ −126
@@ -465,28 +470,37 @@ unsafe fn log_sum_exp_avx2(logits: &[f32]) -> (f64, f32) {
             let scale = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(nexp, bias)));
             _mm256_and_ps(_mm256_mul_ps(p, scale), keep)
         };
-        let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        while i + 16 <= end {
-            a0 = _mm256_add_ps(a0, exp8(i));
-            a1 = _mm256_add_ps(a1, exp8(i + 8));
-            i += 16;
+        // f32 partial sums over at most 64 elements per lane, then f64
+        let mut i = 0;
+        while i < full {
+            let end = (i + 128).min(full);
+            let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+            while i + 16 <= end {
+                a0 = _mm256_add_ps(a0, exp8(i));
+                a1 = _mm256_add_ps(a1, exp8(i + 8));
+                i += 16;
+            }
+            while i < end {
+                a0 = _mm256_add_ps(a0, exp8(i));
+                i += 8;
+            }
+            let acc = _mm256_add_ps(a0, a1);
+            let s4 = _mm256_add_pd(
+                _mm256_cvtps_pd(_mm256_castps256_ps128(acc)),
+                _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(acc)),
+            );
+            let mut sums = [0.0f64; 4];
+            _mm256_storeu_pd(sums.as_mut_ptr(), s4);
+            total += sums.iter().sum::<f64>();
         }
-        while i < end {
-            a0 = _mm256_add_ps(a0, exp8(i));
-            i += 8;
+        for &l in &block[full..] {
+            total += fast_exp2_f32::<false>((l - run_m) * std::f32::consts::LOG2_E) as f64;
         }
-        let acc2 = [a0, a1];
-        let acc = _mm256_add_ps(acc2[0], acc2[1]);
-        acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(acc)));
-        acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(acc)));
     }
-    let mut sums = [0.0f64; 4];
-    _mm256_storeu_pd(sums.as_mut_ptr(), _mm256_add_pd(acc_lo, acc_hi));
-    let mut total: f64 = sums.iter().sum();
-    for &l in &logits[full..] {
-        total += fast_exp2_f32::<false>((l - m) * std::f32::consts::LOG2_E) as f64;
+    if !run_m.is_finite() {
+        return (run_m as f64, run_m);
     }
-    (m as f64 + total.ln(), m)
+    (run_m as f64 + total.ln(), run_m)
 }
 
 #[inline(always)]
@@ -693,6 +707,18 @@ mod tests {
         let mut w = v.clone();
         w[17] = f32::NAN; // skipped by the max, exp2 maps it to 0
         assert!(log_sum_exp_f32(&w).is_finite());
+        // a rising ramp: the running max grows in every block (rescaling)
+        let ramp: Vec<f32> = (0..5_003).map(|i| i as f32 * 0.01 - 20.0).collect();
+        let want = prob::logsumexp(&ramp.iter().map(|&x| x as f64).collect::<Vec<_>>());
+        assert!((log_sum_exp_f32(&ramp) - want).abs() < 1e-6);
+        assert_eq!(log_sum_exp_max(&ramp).1, ramp[5_002]);
+        assert_eq!(
+            log_sum_exp_f32(&[f32::NEG_INFINITY; 1000]),
+            f64::NEG_INFINITY
+        );
+        let mut inf = vec![0.0f32; 1000];
+        inf[700] = f32::INFINITY;
+        assert_eq!(log_sum_exp_f32(&inf), f64::INFINITY);
     }
 
     #[test]
