@@ -22,6 +22,10 @@ pub struct EngineConfig {
     /// are compiled into single regex terminals before parsing, so lexemes
     /// such as JSON strings are one DFA (see `fuse`). Language-preserving.
     pub fuse_terminals: bool,
+    /// Bound on the estimated size of a fused terminal (see
+    /// [`crate::fuse::MAX_FUSED_WEIGHT`]); larger regular sub-grammars stay
+    /// rules.
+    pub fuse_max_weight: usize,
     /// Maximum number of masks kept by the pruned-state cache (per compiled
     /// grammar); the cache is cleared when it is full.
     pub state_cache_capacity: usize,
@@ -35,6 +39,7 @@ impl Default for EngineConfig {
             state_cache: true,
             rejected_prefixes: true,
             fuse_terminals: true,
+            fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
             state_cache_capacity: 4096,
         }
     }
@@ -50,6 +55,7 @@ impl EngineConfig {
             state_cache: false,
             rejected_prefixes: false,
             fuse_terminals: false,
+            fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
             state_cache_capacity: 0,
         }
     }

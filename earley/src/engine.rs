@@ -347,7 +347,7 @@ impl CompiledGrammar {
     ) -> Result<Arc<Self>, EarleyError> {
         index.enforce_bound();
         let mut fused = if config.fuse_terminals {
-            Some(crate::fuse::fuse(grammar))
+            Some(crate::fuse::fuse_within(grammar, config.fuse_max_weight))
         } else {
             None
         };

@@ -58,6 +58,7 @@ pub fn variant_config(name: &str) -> Option<EngineConfig> {
         "no-ci-cache" => c.ci_cache = false,
         "no-reject" => c.rejected_prefixes = false,
         "no-fuse" => c.fuse_terminals = false,
+        "fuse-400k" => c.fuse_max_weight = 400_000,
         "baseline" => c = EngineConfig::baseline(),
         "no-slice" | "no-share" | "plain-index" => {}
         _ => return None,
@@ -91,6 +92,7 @@ pub const VARIANTS: &[&str] = &[
     "no-ci-cache",
     "no-reject",
     "no-fuse",
+    "fuse-400k",
     "no-slice",
     "no-share",
     "plain-index",
