@@ -453,7 +453,11 @@ impl<'a> Normalizer<'a> {
                         .iter()
                         .map(|m| (m.clone(), ptr.to_string()))
                         .collect();
-                    check_one_of_disjoint(&union, &starts, &ctx, &aptr)?;
+                    if let Err(e) = check_one_of_disjoint(&union, &starts, &ctx, &aptr) {
+                        // not provably disjoint: exact where every branch
+                        // can be negated
+                        union = self.one_of_exact(a, &aptr, depth).map_err(|_| e)?;
+                    }
                 }
                 acc = self.product(acc, union, ptr)?;
             }
@@ -472,6 +476,38 @@ impl<'a> Normalizer<'a> {
             Some(_) => return Err(SchemaError::invalid("nullable", ptr, "must be a boolean")),
         }
         Ok(acc)
+    }
+
+    /// `oneOf: [B₁, …, Bₙ]` exactly, as `⋃ᵢ (Bᵢ ∧ ⋀_{j≠i} ¬Bⱼ)` ("exactly
+    /// one holds"); an error where some `Bⱼ` cannot be negated
+    /// ([`Self::negate`]) or the branches exceed the limit.
+    fn one_of_exact(
+        &mut self,
+        a: &[Value],
+        aptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Conj>, SchemaError> {
+        let mut negs = Vec::with_capacity(a.len());
+        for (j, b) in a.iter().enumerate() {
+            negs.push(self.negate(b, &push_ptr(aptr, &j.to_string()), depth + 1)?);
+        }
+        let mut out = Vec::new();
+        for (i, b) in a.iter().enumerate() {
+            let mut part = self.dnf(b, &push_ptr(aptr, &i.to_string()), depth + 1)?;
+            for (j, n) in negs.iter().enumerate() {
+                if j != i {
+                    part = self.product(part, n.clone(), aptr)?;
+                }
+            }
+            out.extend(part);
+            if out.len() > self.opts.max_branches {
+                return Err(SchemaError::TooLarge {
+                    pointer: aptr.to_string(),
+                    reason: format!("oneOf gives more than {} branches", self.opts.max_branches),
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// One entry `k: d` of `dependencies` (draft 4–7, and draft 3's
@@ -553,9 +589,27 @@ impl<'a> Normalizer<'a> {
                 matches!(
                     classify(k),
                     KeywordClass::Supported | KeywordClass::Unsupported
-                )
+                ) && !matches!(k.as_str(), "$defs" | "definitions")
             })
             .collect();
+        // `not` of a reference: of its target (drafts 3–7 ignore the
+        // siblings of `$ref`)
+        if let Some(r) = obj.get("$ref") {
+            if self.ref_siblings_ignored || keys.len() == 1 {
+                let r = r
+                    .as_str()
+                    .ok_or_else(|| SchemaError::invalid("$ref", ptr, "must be a string"))?;
+                if depth > MAX_INLINE_DEPTH {
+                    return Err(SchemaError::unsupported(
+                        "not",
+                        ptr,
+                        "reference cycle under `not`",
+                    ));
+                }
+                let (target, tptr) = self.resolve(r, &push_ptr(ptr, "$ref"))?;
+                return self.negate(target, &tptr, depth + 1);
+            }
+        }
         let refuse = || {
             SchemaError::unsupported(
                 "not",
@@ -672,6 +726,9 @@ impl<'a> Normalizer<'a> {
                         {
                             continue;
                         }
+                        // fail here, not when the property is emitted, if
+                        // ¬Sᵢ cannot be expressed
+                        self.negate(sx, &push_ptr(&push_ptr(ptr, "properties"), x), depth + 1)?;
                         let mut p = Map::new();
                         let mut n = Map::new();
                         n.insert("not".into(), sx.clone());
