@@ -14,7 +14,8 @@
 //! - `emit`, `objects`, `arrays`, `literal`: the BNF of each JSON type.
 //! - `strings`, `formats`, `numbers`: the regex terminals.
 //! - `keys`: product automata of patterns, declared names and lengths
-//!   (`patternProperties`; `pattern`/`format` with length bounds).
+//!   (`patternProperties`; `pattern`/`format` with length bounds), and
+//!   their regions as regexes or right-linear grammars.
 //! - [`canonical`]: the key order the grammar produces, for testing.
 //!
 //! ## The language, precisely
@@ -48,8 +49,14 @@
 //!   exact; bounded numbers are plain decimals without exponent.
 //! * **`not`**: exact for the forms whose complement is a union of simple
 //!   schemas — `true`/`false`/`{}`, `type`, `enum`/`const` of null,
-//!   boolean and string members, `required` (some listed key absent), and
-//!   `not`. Other `not`s are refused.
+//!   boolean and string members, `required` (an object lacking a listed
+//!   key), numeric bounds, `min`/`max` `Items`/`Length`/`Properties` (a
+//!   value of that type beyond the bound), `properties` (an object with a
+//!   property present and violating its schema), `not`, a `$ref` to such a
+//!   form, and conjunctions of these (De Morgan: one branch per keyword).
+//!   Other `not`s are refused.
+//! * **`if`/`then`/`else`**: `(if ∧ then) ∨ (¬if ∧ else)`, exact where `not`
+//!   of the `if` schema is (above); otherwise refused.
 //! * **`$ref`**: `#`, `#/json/pointer`, plain-name anchors (`$anchor`,
 //!   draft-4 `id: "#name"`), optionally prefixed by the root's `$id`.
 //!   Under drafts 3–7 (`$schema`), keywords next to `$ref` are ignored as
@@ -63,23 +70,29 @@
 //!   also through `anyOf`/`oneOf` of listed values, or — for objects — a
 //!   property required by one branch on whose value the two impose
 //!   disjoint schemas, including a key the other branch closes out with
-//!   `additionalProperties: false`).
+//!   `additionalProperties: false`). Where that proof fails but every branch
+//!   can be negated (see `not` above), `oneOf: [B₁…Bₙ]` is compiled exactly
+//!   as `⋃ᵢ (Bᵢ ∧ ⋀_{j≠i} ¬Bⱼ)`.
 //! * **`patternProperties`** (module `keys`): exact. A declared
 //!   property also satisfies the schemas of the patterns its name matches;
 //!   undeclared keys split into regions by the set of patterns they match
 //!   (computed on a product automaton of the patterns and the trie of
 //!   declared names), each with the conjunction of those schemas, or
 //!   `additionalProperties` for keys no pattern matches. A region is one
-//!   regex terminal when it is exactly one pattern's language, else a
-//!   right-linear grammar of its automaton.
+//!   regex terminal: the pattern's own when the region is exactly its
+//!   language, else one written from the region's automaton when that is
+//!   acyclic up to self-loops (chains of equal states, what counted
+//!   repetitions become, are written as counted repetitions), else a
+//!   right-linear grammar of the automaton.
 //! * **`dependencies`/`dependentRequired`/`dependentSchemas`**: each entry
 //!   `k: d` is the exact union "`k` absent, or `k` present and `d` holds"
 //!   (`normalize`), so `n` entries multiply the branches by up to `2^n`
 //!   (bounded by [`JsonSchemaOptions::max_branches`]).
 //! * **`pattern`/`format` with length bounds they do not imply**, and
 //!   `pattern` together with `format`: the product automaton of the
-//!   patterns and a character counter, as a right-linear grammar (refused
-//!   above 20,000 states).
+//!   patterns and a character counter, written like a region above
+//!   (refused above 20,000 states: `format: email` with `maxLength: 1024`
+//!   is).
 //! * **`format`**: `date-time`, `date`, `time`, `uuid`, `email`, `hostname`,
 //!   `ipv4`, `ipv6`, `uri`, `uri-reference` are enforced; unknown formats
 //!   are annotations (as JSON Schema 2019+ says) and listed in the
