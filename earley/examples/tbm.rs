@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use earley::{Engine, EngineConfig, IndexConfig, VocabIndex};
 use grammar_xform::json_schema::{canonical_instances, compile_json_schema, JsonSchemaOptions};
+use grammar_xform::reference::Recognizer;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use zapspec_core::vocab::TiktokenBpe;
@@ -105,6 +106,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         };
         let schema_us = t0.elapsed().as_secs_f64() * 1e6;
+        let rec = Recognizer::new(&g).ok();
         let mut seqs = Vec::new();
         for t in v["tests"].as_array().into_iter().flatten() {
             if t["valid"].as_bool() != Some(true) {
@@ -113,8 +115,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let Ok(c) = canonical_instances(schema, &t["data"], &opts) else {
                 continue;
             };
-            let s = serde_json::to_string(&c[0])?;
-            seqs.push(vocab.encode(&s)?);
+            // Several key orders can be canonical (allOf/oneOf branches):
+            // take the one the grammar accepts, asking the independent
+            // reference recognizer (not the engine under test).
+            let texts: Vec<String> = c
+                .iter()
+                .map(serde_json::to_string)
+                .collect::<Result<_, _>>()?;
+            let s = texts
+                .iter()
+                .find(|s| rec.as_ref().is_some_and(|r| r.recognizes(s.as_bytes())))
+                .unwrap_or(&texts[0]);
+            seqs.push(vocab.encode(s)?);
         }
         if seqs.is_empty() {
             continue;
