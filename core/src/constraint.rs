@@ -119,6 +119,17 @@ pub trait Constraint: Clone {
         None
     }
 
+    /// One-step look-ahead over the whole valid set without advancing:
+    /// calls `f(t, next)` for every allowed non-EOS token `t`, in
+    /// increasing token order, where `next` lists (sparsely, each once) the
+    /// tokens allowed after `t`; returns `true`. Constraints that cannot do
+    /// this cheaply return `false` without calling `f` (the default). A
+    /// trie walks a node's children once instead of searching for each.
+    fn for_each_successor(&self, f: &mut dyn FnMut(TokenId, &[TokenId])) -> bool {
+        let _ = f;
+        false
+    }
+
     /// A fresh mask, filled.
     fn mask(&mut self) -> TokenSet {
         let mut m = TokenSet::new(self.vocab_size());
@@ -312,6 +323,24 @@ impl Constraint for TrieConstraint {
     fn mask_key(&self) -> Option<u64> {
         // the mask is a function of the trie node (and of being finished)
         Some(if self.finished { u64::MAX } else { self.node() as u64 })
+    }
+    fn for_each_successor(&self, f: &mut dyn FnMut(TokenId, &[TokenId])) -> bool {
+        if self.finished {
+            return true;
+        }
+        let mut next = Vec::new();
+        for (t, c) in self.trie.children(self.node()) {
+            if (t as usize) >= self.vocab_size {
+                continue;
+            }
+            next.clear();
+            next.extend(self.trie.children(c).map(|(u, _)| u).filter(|&u| (u as usize) < self.vocab_size));
+            if self.trie.is_terminal(c) {
+                next.push(self.eos);
+            }
+            f(t, &next);
+        }
+        true
     }
     fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
         let position = self.num_tokens();
@@ -654,6 +683,19 @@ mod tests {
         let mut list = Vec::new();
         for &t in ops.iter().chain(std::iter::once(&c.eos())) {
             let m = c.mask();
+            // for_each_successor, if supported, agrees with advancing a fork
+            let mut seen = Vec::new();
+            let c2 = c.clone();
+            if c2.for_each_successor(&mut |y, next| seen.push((y, next.to_vec()))) {
+                let want: Vec<TokenId> = m.iter().filter(|&y| y != c.eos()).collect();
+                assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), want);
+                for (y, next) in &seen {
+                    let mut f = c.fork();
+                    f.advance(*y).unwrap();
+                    assert_eq!(TokenSet::from_ids(c.vocab_size(), next.iter().copied()), f.mask());
+                    assert_eq!(next.len(), f.mask().count());
+                }
+            }
             assert!(c.allowed_sparse(&mut list));
             assert_eq!(TokenSet::from_ids(c.vocab_size(), list.iter().copied()), m);
             assert_eq!(list.len(), m.count(), "duplicates in the sparse list");

@@ -54,10 +54,12 @@
 //!   `Constraint::mask_key`, listed sparsely by `Constraint::allowed_sparse`
 //!   where the constraint supports it). Measured inside the FVO-Spec loop
 //!   (`fvo_overhead`, see the spec-verify README): under 1% of a round for
-//!   Dyck and a 2,000-string schema over real 50k/200k vocabularies, above
-//!   1% where `|A_t|` is in the thousands or tens of thousands (a wide trie
-//!   root, a regular language over o200k) and for the 3-token toy
-//!   vocabulary, whose whole round costs ~2 µs.
+//!   Dyck and a 2,000-string schema over real 50k/200k vocabularies
+//!   (0.66%, 0.92%), above 1% where `|A_t|` is in the thousands or tens of
+//!   thousands (a 2,000-way trie root: 1.96%; a regular language over
+//!   o200k: 2.83%) and for the 3-token toy vocabulary, whose whole round
+//!   costs ~2 µs. Tries also use `Constraint::for_each_successor` (one walk
+//!   over a node's children per position).
 //!
 //! ## Calling convention
 //!

@@ -49,6 +49,8 @@ struct Scratch {
     next: Option<TokenSet>,
     ids: Vec<zapspec_core::TokenId>,
     vals: Vec<f64>,
+    /// `(candidate, log Φ̂)` in token order from a whole-set walk.
+    pairs: Vec<(zapspec_core::TokenId, f64)>,
     /// Direct-mapped cache `(generation, key, log mass)` of successor-set
     /// masses at the current position.
     cache: Vec<(u64, u64, f64)>,
@@ -129,6 +131,47 @@ impl OneStepCheap {
         }
         sc.generation += 1;
         let generation = sc.generation;
+        // Whole-set look-ahead (tries): every candidate's successor list in
+        // one walk, no fork.
+        let mut pairs = std::mem::take(&mut sc.pairs);
+        pairs.clear();
+        let walked = constraint.for_each_successor(&mut |y, next| {
+            pairs.push((y, log_mass_of(logits, lse, lmax, || next.iter().copied())));
+        });
+        if walked {
+            let mut cursor = 0usize;
+            let mut result = Ok(());
+            for y in ids {
+                if y == eos {
+                    emit(y, 0.0);
+                    continue;
+                }
+                // ids usually come in token order: try the cursor first
+                let hit = if pairs.get(cursor).is_some_and(|p| p.0 == y) {
+                    Some(cursor)
+                } else {
+                    pairs.binary_search_by_key(&y, |p| p.0).ok()
+                };
+                match hit {
+                    Some(j) => {
+                        emit(y, pairs[j].1);
+                        cursor = j + 1;
+                    }
+                    None => {
+                        result = Err(PhiError::Constraint(zapspec_core::Rejected {
+                            token: y,
+                            position: constraint.num_tokens(),
+                            reason: "not in the valid set".into(),
+                        }));
+                        break;
+                    }
+                }
+            }
+            self.cost.constraint_ops += pairs.len() as u64;
+            sc.pairs = pairs;
+            return result;
+        }
+        sc.pairs = pairs;
         let mut fork: Option<C> = None;
         let mut ops = 0u64;
         // the last successor key and its value (runs of equal keys are common)
