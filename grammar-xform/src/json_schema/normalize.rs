@@ -176,6 +176,9 @@ pub(crate) struct Normalizer<'a> {
     anchors: Option<std::collections::HashMap<String, String>>,
     /// `$schema` says draft 3–7, where siblings of `$ref` are ignored.
     ref_siblings_ignored: bool,
+    /// `$schema` says draft 3–6, which have no `if`/`then`/`else` (draft-07
+    /// Validation §6.6 introduced them): there they are unknown keys.
+    no_if: bool,
     opts: &'a JsonSchemaOptions,
     /// Unknown keys that were ignored: (pointer, key).
     pub ignored: Vec<(String, String)>,
@@ -212,10 +215,19 @@ impl<'a> Normalizer<'a> {
                     .iter()
                     .any(|d| s.contains(d))
             });
+        let no_if = root
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|s| {
+                ["draft-03", "draft-04", "draft-05", "draft-06"]
+                    .iter()
+                    .any(|d| s.contains(d))
+            });
         Normalizer {
             root,
             root_ids,
             ref_siblings_ignored,
+            no_if,
             anchors: None,
             opts,
             ignored: Vec::new(),
@@ -322,6 +334,11 @@ impl<'a> Normalizer<'a> {
         }
         let mut plain = Map::new();
         for (k, val) in obj {
+            if self.no_if && k == "if" {
+                // not a keyword of the document's draft
+                self.ignored.push((ptr.to_string(), k.clone()));
+                continue;
+            }
             match classify(k) {
                 KeywordClass::Supported => {
                     if !matches!(
@@ -394,7 +411,7 @@ impl<'a> Normalizer<'a> {
                 acc = self.product(acc, sub, ptr)?;
             }
         }
-        if let Some(i) = obj.get("if") {
+        if let Some(i) = obj.get("if").filter(|_| !self.no_if) {
             // if I then T else E  =  (I ∧ T) ∨ (¬I ∧ E)  (2020-12 Core §10.2.2);
             // exact where `not` of I is (see `negate`)
             let iptr = push_ptr(ptr, "if");

@@ -764,3 +764,22 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn if_follows_the_draft() {
+    let s = |schema: Option<&str>| {
+        let mut v =
+            json!({"if": {"properties": {"t": {"const": "a"}}}, "then": {"required": ["x"]}});
+        if let Some(d) = schema {
+            v["$schema"] = json!(d);
+        }
+        let g = compile_json_schema(&v, &JsonSchemaOptions::default()).unwrap();
+        Recognizer::new(&g).unwrap().recognizes(br#"{"t":"a"}"#)
+    };
+    assert!(!s(None), "2020-12: then applies");
+    assert!(!s(Some("http://json-schema.org/draft-07/schema#")));
+    assert!(
+        s(Some("http://json-schema.org/draft-04/schema#")),
+        "draft 4 has no if"
+    );
+}
