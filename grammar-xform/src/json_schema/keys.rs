@@ -26,10 +26,16 @@
 //! in the trie of declared names); a state's region is read off the pattern
 //! DFAs after the closing quote and the trie node.
 //!
-//! A region is then written into the grammar as a right-linear grammar
-//! (one nonterminal per live product state, one rule per target with the
-//! canonical encodings of the atoms leading there), or, when it is exactly
-//! one pattern's language, as that pattern's regex terminal.
+//! A region is then written into the grammar as that pattern's regex
+//! terminal when it is exactly one pattern's language; else as one regex
+//! written from its automaton ([`RegionGrammar::to_regex`]) when that is
+//! acyclic up to self-loops and small; else as a right-linear grammar (one
+//! nonterminal per live product state, one rule per target with the
+//! canonical encodings of the characters leading there).
+//!
+//! The same product with a character counter instead of the names
+//! ([`KeyAutomaton::with_length`]) intersects `pattern`/`format` with
+//! `minLength`/`maxLength`, and with each other.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -324,10 +330,9 @@ impl KeyAutomaton {
         r.into_iter().collect()
     }
 
-    /// Whether some declared name matches a pattern of `set`'s
-    /// complement or `set` differs... — i.e. whether the region `set` is
-    /// exactly the language of pattern `i` (no name in it, no other
-    /// pattern distinguishing keys): `L_i = R_{{i}}`.
+    /// Whether the region `set` is exactly the language of pattern `i`
+    /// (`L_i = R_set`: no declared name and no key of another region in
+    /// `L_i`), so that the pattern's own regex can stand for it.
     pub fn region_is_pattern(&self, set: u64, i: usize) -> bool {
         let bit = 1u64 << i;
         (0..self.mask.len()).all(|s| {
@@ -337,9 +342,10 @@ impl KeyAutomaton {
         })
     }
 
-    /// The region's right-linear form: `(live states, start live?)` with,
-    /// per live state, whether it accepts and its transitions grouped by
-    /// target as character classes. State 0 is the start.
+    /// The region's automaton, trimmed to the live states reachable from
+    /// the start: per state, whether it accepts and its transitions grouped
+    /// by target as character classes. State 0 is the start; no states
+    /// means an empty region.
     pub fn region(&self, set: u64) -> RegionGrammar {
         let n = self.mask.len();
         let acc: Vec<bool> = (0..n)
