@@ -49,6 +49,8 @@ struct Scratch {
     next: Option<TokenSet>,
     ids: Vec<zapspec_core::TokenId>,
     vals: Vec<f64>,
+    /// Logits of a large successor set, gathered for the vectorised sum.
+    gather: Vec<f32>,
     /// `(candidate, log Φ̂)` in token order from a whole-set walk.
     pairs: Vec<(zapspec_core::TokenId, f64)>,
     /// Direct-mapped cache `(generation, key, log mass)` of successor-set
@@ -80,7 +82,13 @@ impl OneStepCheap {
     ) -> Result<(), PhiError> {
         out.clear();
         out.reserve(ids.len());
-        self.score(constraint, ids.iter().copied(), logits, |_, l| out.push(l))
+        if logits.len() != constraint.vocab_size() {
+            return Err(logits_mismatch(logits.len(), constraint.vocab_size()));
+        }
+        let norm = Norm::full(logits);
+        self.score(constraint, ids.iter().copied(), logits, norm, |_, l| {
+            out.push(l)
+        })
     }
 
     /// The same values written by token: `out[y] = log Φ̂¹ˢ_t(y)` for every
@@ -101,7 +109,70 @@ impl OneStepCheap {
                 want: constraint.vocab_size(),
             });
         }
-        self.score(constraint, mask.iter(), logits, |y, l| out[y as usize] = l)
+        if logits.len() != constraint.vocab_size() {
+            return Err(logits_mismatch(logits.len(), constraint.vocab_size()));
+        }
+        let norm = Norm::full(logits);
+        self.score(constraint, mask.iter(), logits, norm, |y, l| {
+            out[y as usize] = l
+        })
+    }
+
+    /// Def. 9 up to an additive constant per position: `out[y] = log Φ̂¹ˢ_t(y)
+    /// + c_t` for every `y ∈ mask`, with `c_t` finite and the same for every
+    /// candidate (other entries untouched). A verifier whose law is
+    /// `p_t(y)Φ̂_t(y)` renormalised over `A_t` (FVO-Spec, §4) cancels `c_t`
+    /// exactly, so this skips the one `O(|V|)` pass of [`Self::log_phi_into`]
+    /// — the log-normaliser `log Σ_V exp l` of `p_t` — and writes the
+    /// unnormalised `log Σ_{u∈A_{t+1}(x<t y)} exp l_u`, i.e.
+    /// `c_t = log Σ_V exp l`; no pass over `A_t` or `V` beyond the
+    /// candidates themselves.
+    /// Only when EOS is a candidate beside others is the normaliser still
+    /// computed (`Φ(EOS) = 1` pins its value to `c_t`); then `c_t = 0`, as
+    /// when EOS is the only candidate.
+    /// Returns `c_t` when it is known without the normaliser (`Some(0.0)`),
+    /// `None` otherwise. Errors as [`Self::log_phi_into`].
+    pub fn log_phi_into_shifted<C: Constraint>(
+        &mut self,
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        out: &mut [f64],
+    ) -> Result<Option<f64>, PhiError> {
+        let v = constraint.vocab_size();
+        if out.len() != v {
+            return Err(PhiError::VocabMismatch {
+                what: "output buffer",
+                got: out.len(),
+                want: v,
+            });
+        }
+        if logits.len() != v {
+            return Err(logits_mismatch(logits.len(), v));
+        }
+        let eos = constraint.eos();
+        // No pass over A_t or V: the masses are taken relative to 0
+        // (`c_t = log Σ_V exp l`); a set whose sum under- or overflows
+        // there is re-summed relative to its own maximum.
+        let shifted = Norm {
+            lse: 0.0,
+            lmax: 0.0,
+            clamp: false,
+        };
+        let (norm, c) = if mask.contains(eos) {
+            if mask.iter().nth(1).is_none() {
+                // only EOS: its value 0 is exact and no mass is needed
+                (shifted, Some(0.0))
+            } else {
+                (Norm::full(logits), Some(0.0))
+            }
+        } else {
+            (shifted, None)
+        };
+        self.score(constraint, mask.iter(), logits, norm, |y, l| {
+            out[y as usize] = l
+        })?;
+        Ok(c)
     }
 
     /// The loop behind both entry points; `emit(y, log Φ̂(y))` per
@@ -111,21 +182,14 @@ impl OneStepCheap {
         constraint: &C,
         ids: impl Iterator<Item = zapspec_core::TokenId>,
         logits: &[f32],
+        norm: Norm,
         mut emit: impl FnMut(zapspec_core::TokenId, f64),
     ) -> Result<(), PhiError> {
         let v = constraint.vocab_size();
-        if logits.len() != v {
-            return Err(PhiError::VocabMismatch {
-                what: "logits",
-                got: logits.len(),
-                want: v,
-            });
-        }
         self.cost.calls += 1;
         let eos = constraint.eos();
-        // The log-normaliser of p_t (and its max), once per position.
-        let (lse, lmax) = log_sum_exp_max(logits);
         let sc = &mut self.scratch;
+        let mut gather = std::mem::take(&mut sc.gather);
         if sc.cache.len() != CACHE_SLOTS {
             sc.cache = vec![(0, 0, 0.0); CACHE_SLOTS];
         }
@@ -136,7 +200,10 @@ impl OneStepCheap {
         let mut pairs = std::mem::take(&mut sc.pairs);
         pairs.clear();
         let walked = constraint.for_each_successor(&mut |y, next| {
-            pairs.push((y, log_mass_of(logits, lse, lmax, || next.iter().copied())));
+            let lm = log_mass_of(logits, norm, &mut gather, next.len(), || {
+                next.iter().copied()
+            });
+            pairs.push((y, lm));
         });
         if walked {
             let mut cursor = 0usize;
@@ -169,6 +236,7 @@ impl OneStepCheap {
             }
             self.cost.constraint_ops += pairs.len() as u64;
             sc.pairs = pairs;
+            sc.gather = gather;
             return result;
         }
         sc.pairs = pairs;
@@ -204,7 +272,9 @@ impl OneStepCheap {
             // cache look-up: successors of distinct trie nodes never repeat.
             if f.allowed_sparse(&mut sc.list) {
                 ops += 1;
-                let lm = log_mass_of(logits, lse, lmax, || sc.list.iter().copied());
+                let lm = log_mass_of(logits, norm, &mut gather, sc.list.len(), || {
+                    sc.list.iter().copied()
+                });
                 let _ = f.rollback(1);
                 emit(y, lm);
                 continue;
@@ -223,7 +293,7 @@ impl OneStepCheap {
                         *next = TokenSet::new(v);
                     }
                     f.fill_mask(next);
-                    let lm = log_mass_of(logits, lse, lmax, || next.iter());
+                    let lm = log_mass_of(logits, norm, &mut gather, usize::MAX, || next.iter());
                     if let Some(k) = key {
                         sc.cache[slot_of(k)] = (generation, k, lm);
                     }
@@ -238,35 +308,96 @@ impl OneStepCheap {
             emit(y, lm);
         }
         self.cost.constraint_ops += ops;
+        sc.gather = gather;
         Ok(())
     }
 }
+
+fn logits_mismatch(got: usize, want: usize) -> PhiError {
+    PhiError::VocabMismatch {
+        what: "logits",
+        got,
+        want,
+    }
+}
+
+/// How successor masses are normalised at one position: `log Σ_{u∈S}
+/// exp(l_u) − lse`, computed relative to `lmax`; `clamp` caps the result
+/// at 0 (a probability; only valid when `lse` is the true normaliser).
+#[derive(Debug, Clone, Copy)]
+struct Norm {
+    lse: f64,
+    lmax: f32,
+    clamp: bool,
+}
+
+impl Norm {
+    /// The true log-normaliser of `p_t` and its max (one `O(|V|)` pass).
+    fn full(logits: &[f32]) -> Self {
+        let (lse, lmax) = log_sum_exp_max(logits);
+        Norm {
+            lse,
+            lmax,
+            clamp: true,
+        }
+    }
+}
+
+/// Sets at least this large are gathered into a contiguous buffer and
+/// summed by the vectorised normaliser (a dense mask counts as large) (own max shift, f32 `exp2`, f64
+/// block sums); smaller ones by the scalar f64 loop.
+const GATHER_MIN: usize = 48;
 
 #[inline]
 fn slot_of(k: u64) -> usize {
     (zapspec_core::toy::splitmix64(k) as usize) & (CACHE_SLOTS - 1)
 }
 
-/// `log Σ_{u∈set} softmax(logits)_u` given `lse = log Σ_V exp(logits)` and
-/// the logits' maximum `lmax`: one pass of [`exp2_f64`] relative to `lmax`
-/// (f64 range reduction and polynomial: relative error < 10⁻⁸ per term,
-/// no underflow above e^-708); a set below that falls back to a shift by
-/// its own maximum, so a set of mass 1e-300 stays finite.
+/// `log Σ_{u∈set} exp(l_u) − norm.lse` (with the true normaliser: `log
+/// Σ_{u∈set} softmax(logits)_u`). A set of at least [`GATHER_MIN`] tokens
+/// is gathered into `buf` and summed by the vectorised normaliser
+/// relative to its own maximum (absolute error ~5·10⁻⁷ in log space);
+/// a smaller one in one pass of [`exp2_f64`] relative to `norm.lmax`
+/// (relative error < 10⁻⁸ per term), falling back to a shift by the set's
+/// own maximum when that sum under- or overflows (below 1e-250, so the
+/// terms `exp2_f64` flushes to 0 are negligible), so a set of mass 1e-300
+/// stays finite and `norm.lmax` need not be the maximum. Empty or all `-inf`: `-inf`.
 fn log_mass_of<I: Iterator<Item = zapspec_core::TokenId>>(
     logits: &[f32],
-    lse: f64,
-    lmax: f32,
+    norm: Norm,
+    buf: &mut Vec<f32>,
+    n: usize,
     set: impl Fn() -> I,
 ) -> f64 {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
+    let finish = |x: f64| {
+        if norm.clamp {
+            crate::estimator::clamp_log(x)
+        } else if x.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            x
+        }
+    };
+    if n >= GATHER_MIN {
+        buf.clear();
+        buf.extend(set().filter_map(|u| logits.get(u as usize).copied()));
+        let (l, m) = log_sum_exp_max(buf);
+        if m == f32::NEG_INFINITY || m.is_nan() {
+            return f64::NEG_INFINITY;
+        }
+        return finish(l - norm.lse);
+    }
+    let lmax = norm.lmax as f64;
     let mut s = 0.0f64;
     for u in set() {
         if let Some(&l) = logits.get(u as usize) {
-            s += exp2_f64((l as f64 - lmax as f64) * LOG2E);
+            s += exp2_f64((l as f64 - lmax) * LOG2E);
         }
     }
-    if s > 0.0 {
-        return crate::estimator::clamp_log(lmax as f64 + s.ln() - lse);
+    // below 1e-250 terms under 2^-1022 (dropped by exp2_f64) could matter
+    if s > 1e-250 && s.is_finite() {
+        return finish(lmax + s.ln() - norm.lse);
     }
     let mut m = f32::NEG_INFINITY;
     for u in set() {
@@ -279,26 +410,32 @@ fn log_mass_of<I: Iterator<Item = zapspec_core::TokenId>>(
     if m == f32::NEG_INFINITY || m.is_nan() {
         return f64::NEG_INFINITY;
     }
+    if m == f32::INFINITY {
+        return finish(f64::INFINITY);
+    }
     let mut s = 0.0f64;
     for u in set() {
         if let Some(&l) = logits.get(u as usize) {
             s += exp2_f64((l as f64 - m as f64) * LOG2E);
         }
     }
-    crate::estimator::clamp_log(m as f64 + s.ln() - lse)
+    finish(m as f64 + s.ln() - norm.lse)
 }
 
 /// `2^y` for `y ≤ 0` in f64 without a libm call: `y = n + f` by the
 /// 1.5·2⁵² rounding trick, a degree-8 Taylor polynomial for `2^f`
 /// (`|f| ≤ ½`, truncation error < 10⁻⁹), the exponent bits for `2^n`.
-/// 0 below −1022 and for NaN; positive inputs are clamped to 0.
+/// 0 below −1022 and for NaN; `+inf` from 1023 up (positive arguments
+/// occur when the shift is not the set's maximum).
 #[inline(always)]
 pub(crate) fn exp2_f64(y: f64) -> f64 {
     const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
     if y.is_nan() || y <= -1022.0 {
         return 0.0;
     }
-    let y = if y < 0.0 { y } else { 0.0 };
+    if y >= 1023.0 {
+        return f64::INFINITY;
+    }
     let t = y + MAGIC;
     let nf = t - MAGIC;
     let x = (y - nf) * std::f64::consts::LN_2; // |x| ≤ 0.347
@@ -718,6 +855,11 @@ mod tests {
         assert_eq!(exp2_f64(f64::NAN), 0.0);
         assert_eq!(exp2_f64(f64::NEG_INFINITY), 0.0);
         assert_eq!(exp2_f64(0.0), 1.0);
+        for i in 0..=100_000 {
+            let y = i as f64 * 1022.0 / 100_000.0;
+            assert!((exp2_f64(y) / y.exp2() - 1.0).abs() < 1e-8, "{y}");
+        }
+        assert_eq!(exp2_f64(1023.0), f64::INFINITY);
     }
 
     #[test]

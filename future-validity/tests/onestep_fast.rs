@@ -91,6 +91,47 @@ fn check<C: Constraint>(c: &C, lg: &[f32]) -> Result<(), TestCaseError> {
             prop_assert!(into[y].is_nan(), "log_phi_into wrote outside the mask");
         }
     }
+    check_shifted(c, lg, &want)?;
+    // far from 0 the unnormalised sums over- or underflow f64 and are
+    // re-summed relative to their own maximum
+    for off in [800.0f32, -800.0] {
+        let lo: Vec<f32> = lg.iter().map(|&x| x + off).collect();
+        check_shifted(c, &lo, &onestep_cheap_reference(c, &lo).unwrap())?;
+    }
+    Ok(())
+}
+
+/// `log_phi_into_shifted` = the reference plus one constant per position:
+/// the same `-inf` support, every finite difference within 1e-6 of
+/// `c_t = log Σ_V exp l` (or of 0 when it reports `Some(0)`,
+/// which it must when EOS is a candidate), nothing written
+/// outside the mask.
+fn check_shifted<C: Constraint>(c: &C, lg: &[f32], want: &[f64]) -> Result<(), TestCaseError> {
+    let mask = valid_set(c);
+    let mut one = OneStepCheap::new();
+    let mut sh = vec![f64::NAN; c.vocab_size()];
+    let known = one.log_phi_into_shifted(c, &mask, lg, &mut sh).unwrap();
+    let ids: Vec<TokenId> = mask.iter().collect();
+    if ids.contains(&c.eos()) {
+        prop_assert_eq!(known, Some(0.0));
+    }
+    let lse = zapspec_core::prob::logsumexp(&lg.iter().map(|&x| x as f64).collect::<Vec<_>>());
+    let c_t = known.unwrap_or(lse);
+    for y in 0..c.vocab_size() {
+        if !mask.contains(y as TokenId) {
+            prop_assert!(sh[y].is_nan(), "shifted wrote outside the mask");
+        } else if want[y] == f64::NEG_INFINITY {
+            prop_assert_eq!(sh[y], f64::NEG_INFINITY, "token {}", y);
+        } else {
+            let d = sh[y] - want[y];
+            prop_assert!(
+                (d - c_t).abs() <= 1e-6,
+                "token {y}: shifted {} − ref {} = {d}, c_t {c_t}",
+                sh[y],
+                want[y]
+            );
+        }
+    }
     Ok(())
 }
 
@@ -142,6 +183,52 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(60))]
+
+    /// Sets of at least 48 tokens take the gathered, vectorised sum: DFAs
+    /// with dense rows over a few hundred tokens, and tries whose first
+    /// tokens have many children (the whole-set walk).
+    #[test]
+    fn large_sets_match_reference(
+        n in 1usize..4, v in 100usize..600, seed in any::<u64>(), walk in prop::collection::vec(0u32..600, 0..4),
+        scale in 0.1f32..30.0, junk in prop_oneof![Just(0.0f32), 50.0f32..700.0],
+        dead in 2u64..20,
+    ) {
+        let eos = (v - 1) as TokenId;
+        let trans: Vec<u32> = (0..n * v)
+            .map(|i| {
+                let h = splitmix64(seed ^ i as u64);
+                if i % v == eos as usize || h.is_multiple_of(dead) { DEAD } else { ((h >> 8) % n as u64) as u32 }
+            })
+            .collect();
+        let accepting: Vec<bool> = (0..n).map(|q| splitmix64(seed ^ (1000 + q as u64)).is_multiple_of(2)).collect();
+        if let Ok(dfa) = Dfa::new(n, v, eos, 0, accepting, trans) {
+            let mut c = DfaConstraint::new(Arc::new(dfa));
+            for &t in &walk {
+                let _ = c.advance(t % v as u32);
+            }
+            check(&c, &logits(v, seed, scale, junk))?;
+        }
+        let seqs: Vec<Vec<TokenId>> = (0..300u64)
+            .map(|i| {
+                let h = splitmix64(seed ^ (7 * i + 3));
+                let len = 1 + (h % 3) as usize;
+                (0..len)
+                    .map(|j| if j == 0 { (h >> 8) as u32 % 3 } else { (splitmix64(h + j as u64) % 290) as u32 })
+                    .collect()
+            })
+            .collect();
+        let mut t = TrieConstraint::new(Arc::new(TokenTrie::new(&seqs)), 300, 299);
+        if let Some(&x) = walk.first() {
+            let _ = t.advance(x % 3);
+        }
+        if !t.is_finished() {
+            check(&t, &logits(300, seed, scale, junk))?;
+        }
+    }
+}
+
 #[test]
 fn bad_buffers_are_errors() {
     let c = DyckConstraint::new(DyckSpec {
@@ -156,6 +243,12 @@ fn bad_buffers_are_errors() {
         .is_err());
     assert!(one
         .log_phi_into(&c, &mask, &[0.0; 2], &mut [0.0; 3])
+        .is_err());
+    assert!(one
+        .log_phi_into_shifted(&c, &mask, &[0.0; 2], &mut [0.0; 3])
+        .is_err());
+    assert!(one
+        .log_phi_into_shifted(&c, &mask, &[0.0; 3], &mut [0.0; 2])
         .is_err());
     let mut out = Vec::new();
     assert!(

@@ -116,6 +116,21 @@ impl<C: Constraint> PhiSource<C> for OneStepCheapPhi {
         }
         Ok(())
     }
+    /// Skips the `O(|V|)` log-normaliser of `p_t` (unless EOS is a
+    /// candidate beside others): [`OneStepCheap::log_phi_into_shifted`].
+    fn log_phi_shifted(
+        &mut self,
+        _prefix: &[TokenId],
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        out: &mut [f64],
+    ) -> Result<(), String> {
+        self.estimator
+            .log_phi_into_shifted(constraint, mask, logits, out)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// Memoises `log Φ̂` per prefix: the first query of a prefix is answered by

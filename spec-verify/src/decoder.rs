@@ -341,9 +341,11 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 }
                 ctx.truncate(pos0);
                 ctx.extend_from_slice(&drafts[..i]);
+                // compact_log_law renormalises over A_t: a per-position
+                // constant in log Φ̂ cancels (PhiSource::log_phi_shifted)
                 let r = self
                     .phi
-                    .log_phi(&ctx, &state.constraint, &mask, row, &mut phi_buf);
+                    .log_phi_shifted(&ctx, &state.constraint, &mask, row, &mut phi_buf);
                 if let Err(reason) = r {
                     state.constraint.rollback(i)?;
                     return Err(VerifyError::Phi { position, reason });

@@ -30,6 +30,23 @@ pub trait PhiSource<C: Constraint> {
         logits: &[f32],
         out: &mut [f64],
     ) -> Result<(), String>;
+
+    /// `log Φ̂_t(y) + c_t` for every `y ∈ mask`, where `c_t` is finite and
+    /// the same for every candidate of the position. The FVO-Spec law
+    /// `p_t(y)Φ̂_t(y) / Σ_{u∈A_t} p_t(u)Φ̂_t(u)` (§4) is invariant to `c_t`,
+    /// so the decoder calls this; a source can then skip work that only
+    /// fixes the scale (OneStep-Cheap skips the `O(|V|)` log-normaliser of
+    /// `p_t`). Default: [`PhiSource::log_phi`] (`c_t = 0`).
+    fn log_phi_shifted(
+        &mut self,
+        prefix: &[TokenId],
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        out: &mut [f64],
+    ) -> Result<(), String> {
+        self.log_phi(prefix, constraint, mask, logits, out)
+    }
 }
 
 /// `Φ̂ ≡ 1` (Tier 0, §5.1): FVO-Spec with this source is the Leviathan/LMS
@@ -69,6 +86,16 @@ impl<C: Constraint, F: PhiSource<C> + ?Sized> PhiSource<C> for &mut F {
         out: &mut [f64],
     ) -> Result<(), String> {
         (**self).log_phi(prefix, constraint, mask, logits, out)
+    }
+    fn log_phi_shifted(
+        &mut self,
+        prefix: &[TokenId],
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        out: &mut [f64],
+    ) -> Result<(), String> {
+        (**self).log_phi_shifted(prefix, constraint, mask, logits, out)
     }
 }
 
