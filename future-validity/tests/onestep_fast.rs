@@ -285,6 +285,36 @@ fn wide_trie_root_timing() {
         one.log_phi_sparse(&c, &ids, &lg, &mut out).unwrap();
     }
     let full = t.elapsed().as_secs_f64() / reps as f64 * 1e6;
+    // shifted (no normaliser), warm and after evicting the caches as the
+    // LM forwards between two calls of the decoder do
+    let mut sh = vec![0.0; v];
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        one.log_phi_into_shifted(&c, &mask, &lg, &mut sh).unwrap();
+    }
+    let warm = t.elapsed().as_secs_f64() / reps as f64 * 1e6;
+    let mut junk = vec![0u64; 4 << 20];
+    let mut cold = 0.0;
+    for r in 0..reps {
+        for (i, j) in junk.iter_mut().enumerate() {
+            *j = j.wrapping_add(i as u64 ^ r as u64);
+        }
+        if std::env::var("WARM_ROW").is_ok() {
+            // the decoder's row and buffer are warm (just written)
+            std::hint::black_box(lg.iter().sum::<f32>());
+            for &y in &ids {
+                sh[y as usize] = 0.0;
+            }
+        }
+        let t = std::time::Instant::now();
+        one.log_phi_into_shifted(&c, &mask, &lg, &mut sh).unwrap();
+        cold += t.elapsed().as_secs_f64();
+    }
+    std::hint::black_box(&junk);
+    println!(
+        "shifted: warm {warm:.1} µs, after a 32 MiB sweep {:.1} µs",
+        cold / reps as f64 * 1e6
+    );
     let mut f = c.clone();
     let t = std::time::Instant::now();
     for _ in 0..reps {

@@ -28,6 +28,8 @@
 //! the Φ̂ source over the round time (timed around each call).
 //!
 //! `cargo run --release -p examples --bin fvo_overhead -- [--out DIR] [--quick]`
+//! (`FVO_OVERHEAD_ONLY=<substring>` runs only the settings whose name
+//! contains it)
 
 #[path = "fvo/common.rs"]
 mod common;
@@ -380,7 +382,13 @@ fn measure<C: Constraint>(
     rounds: usize,
     with_naive: bool,
     naive_calls: usize,
-) -> anyhow::Result<Setting> {
+) -> anyhow::Result<Option<Setting>> {
+    // FVO_OVERHEAD_ONLY=<substring>: run only the matching settings
+    if let Ok(only) = std::env::var("FVO_OVERHEAD_ONLY") {
+        if !name.contains(only.as_str()) {
+            return Ok(None);
+        }
+    }
     let cfg = SpecConfig {
         gamma: GAMMA,
         verifier: VerifierKind::FvoSpec,
@@ -532,14 +540,14 @@ fn measure<C: Constraint>(
             }
         })
         .collect();
-    Ok(Setting {
+    Ok(Some(Setting {
         setting: name.into(),
         vocab,
         mean_valid_set: valid_sum / valid_n,
         lm_row_us,
         per_call,
         variants,
-    })
+    }))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -554,7 +562,7 @@ fn main() -> anyhow::Result<()> {
         max_len: 16,
     };
     let dyck = DyckConstraint::new(spec);
-    out.push(measure(
+    out.extend(measure(
         "Dyck D_{3,16}, V = 3 (App. G toy)",
         &dyck,
         3,
@@ -576,7 +584,7 @@ fn main() -> anyhow::Result<()> {
         eos: r50k.eos(),
         scratch: Vec::new(),
     };
-    out.push(measure(
+    out.extend(measure(
         "Dyck D_{3,16} over r50k (V = 50,257)",
         &embed,
         r50k.len(),
@@ -600,7 +608,7 @@ fn main() -> anyhow::Result<()> {
         })
         .collect();
     let wide = TrieConstraint::new(Arc::new(TokenTrie::new(&seqs)), v, r50k.eos());
-    out.push(measure(
+    out.extend(measure(
         "trie, 2,000 strings, root fan-out ≈ 2,000, r50k",
         &wide,
         v,
@@ -618,7 +626,7 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or_default();
     let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
     let schema = TrieConstraint::from_texts(&o200k, &refs)?;
-    out.push(measure(
+    out.extend(measure(
         "JSON schema E (2,000 strings) tokenized by o200k",
         &schema,
         o200k.len(),
@@ -630,7 +638,7 @@ fn main() -> anyhow::Result<()> {
 
     let dfa = Arc::new(json_object_dfa(&o200k)?);
     let regex = DfaConstraint::new(dfa);
-    out.push(measure(
+    out.extend(measure(
         "regex {\"[a-z_]+\":[0-9]+(,…)*} as a token DFA over o200k",
         &regex,
         o200k.len(),
