@@ -428,7 +428,7 @@ fn log_mass_of<I: Iterator<Item = zapspec_core::TokenId>>(
 /// sparse paths, where libm's `ln` was a visible share of the call.
 #[inline(always)]
 pub(crate) fn ln_f64(x: f64) -> f64 {
-    if !(x >= f64::MIN_POSITIVE && x < f64::INFINITY) {
+    if !(f64::MIN_POSITIVE..f64::INFINITY).contains(&x) {
         return x.ln();
     }
     let bits = x.to_bits();
