@@ -293,7 +293,7 @@ impl OneStepCheap {
                         *next = TokenSet::new(v);
                     }
                     f.fill_mask(next);
-                    let lm = log_mass_of(logits, norm, &mut gather, usize::MAX, || next.iter());
+                    let lm = log_mass_of_set(logits, norm, &mut gather, next);
                     if let Some(k) = key {
                         sc.cache[slot_of(k)] = (generation, k, lm);
                     }
@@ -420,6 +420,46 @@ fn log_mass_of<I: Iterator<Item = zapspec_core::TokenId>>(
         }
     }
     finish(m as f64 + s.ln() - norm.lse)
+}
+
+/// [`log_mass_of`] for a dense mask: the set's logits are gathered a
+/// 64-bit word at a time (no per-token iterator or bounds check), then
+/// summed by the vectorised normaliser relative to their own maximum.
+fn log_mass_of_set(logits: &[f32], norm: Norm, buf: &mut Vec<f32>, set: &TokenSet) -> f64 {
+    buf.clear();
+    buf.reserve(logits.len().min(set.universe()));
+    for (wi, &word) in set.words().iter().enumerate() {
+        let base = wi * 64;
+        let mut w = word;
+        if let Some(chunk) = logits
+            .get(base..base + 64)
+            .and_then(|c| <&[f32; 64]>::try_from(c).ok())
+        {
+            while w != 0 {
+                buf.push(chunk[w.trailing_zeros() as usize]);
+                w &= w - 1;
+            }
+        } else {
+            while w != 0 {
+                if let Some(&l) = logits.get(base + w.trailing_zeros() as usize) {
+                    buf.push(l);
+                }
+                w &= w - 1;
+            }
+        }
+    }
+    let (l, m) = log_sum_exp_max(buf);
+    if m == f32::NEG_INFINITY || m.is_nan() {
+        return f64::NEG_INFINITY;
+    }
+    let x = l - norm.lse;
+    if x.is_nan() {
+        f64::NEG_INFINITY
+    } else if norm.clamp {
+        x.min(0.0)
+    } else {
+        x
+    }
 }
 
 /// `ln x` without a libm call for finite normal `x > 0` (`x = m·2^e`,
