@@ -47,19 +47,23 @@
 //! * [`BudgetGatedHybrid`]'s thresholds are untuned defaults (§5.6 is an
 //!   engineering sketch in the paper too).
 //! * [`OneStepCheap`] computes the full-vocabulary normaliser with a fast
-//!   f32 exponential (relative error < 5·10⁻⁷; AVX2+FMA when available) and
-//!   successor masses with an f64 polynomial `exp2`; everything else is
-//!   exact f64. Its per-position cost is one `|V|` pass plus `O(|A_t|)`
-//!   look-ups and one mass per distinct successor mask (keyed by
-//!   `Constraint::mask_key`, listed sparsely by `Constraint::allowed_sparse`
-//!   where the constraint supports it). Measured inside the FVO-Spec loop
-//!   (`fvo_overhead`, see the spec-verify README): under 1% of a round for
-//!   Dyck and a 2,000-string schema over real 50k/200k vocabularies
-//!   (0.66%, 0.92%), above 1% where `|A_t|` is in the thousands or tens of
-//!   thousands (a 2,000-way trie root: 1.96%; a regular language over
-//!   o200k: 2.83%) and for the 3-token toy vocabulary, whose whole round
-//!   costs ~2 µs. Tries also use `Constraint::for_each_successor` (one walk
-//!   over a node's children per position).
+//!   f32 exponential (relative error < 5·10⁻⁷; AVX2+FMA when available),
+//!   small successor masses with an f64 polynomial `exp2` and `ln`, large
+//!   ones (≥ 48 tokens) gathered and summed by the same vectorised kernel;
+//!   everything else is exact f64. Its per-position cost is one `|V|` pass
+//!   (none in [`OneStepCheap::log_phi_into_shifted`], which the FVO-Spec
+//!   decoder uses, unless EOS is a candidate beside others) plus
+//!   `O(|A_t|)` look-ups and one mass per distinct successor mask (keyed by
+//!   `Constraint::mask_key`, listed sparsely by `Constraint::allowed_sparse`,
+//!   or walked once per node by `Constraint::for_each_successor` for
+//!   tries). Measured inside the FVO-Spec loop (`fvo_overhead`, see the
+//!   spec-verify README): 0.26% of a round for Dyck over r50k, 0.14% for a
+//!   2,000-string schema over o200k, 0.98% for a regular language over
+//!   o200k with ~25,600 candidates per position (0.96–1.13% over five runs
+//!   on the shared machine: at the 1% line, not safely below), 1.29% for a
+//!   2,000-way trie root over r50k (1.29–1.77% over four runs; memory latency of `TokenTrie`'s
+//!   per-node `BTreeMap`: 66 µs warm, 183 µs cold per root call) and 25%
+//!   for the 3-token toy vocabulary, whose whole round costs ~2 µs.
 //!
 //! ## Calling convention
 //!

@@ -4,7 +4,9 @@
 //!   using the *current* logits `p_t` as a proxy for `p(· | x<t y)` (the
 //!   context-independence approximation) and a forked constraint for the
 //!   valid set after `y`. Zero neural forwards; the log-normaliser of `p_t`
-//!   once per position, successor masses cached per mask key
+//!   at most once per position (none in [`OneStepCheap::log_phi_into_shifted`],
+//!   which the FVO-Spec decoder uses: its law cancels a per-position
+//!   constant), successor masses cached per mask key
 //!   ([`Constraint::mask_key`], [`Constraint::successor_mask_key`]) or summed
 //!   over sparse lists ([`Constraint::allowed_sparse`]); values on `A_t` only
 //!   ([`OneStepCheap::log_phi_sparse`], [`OneStepCheap::log_phi_into`]).
@@ -29,7 +31,8 @@ use crate::estimator::{check_vocab, log_mass, valid_set, PhiCost, PhiEstimator};
 ///
 /// Cost per scored position (what makes it "cheap", §6.5): one vectorised
 /// pass over the logits for the log-normaliser `log Σ_V exp l` (AVX2+FMA
-/// when the CPU has it), then for each candidate `y ∈ A_t` one `advance` /
+/// when the CPU has it; skipped by [`OneStepCheap::log_phi_into_shifted`]
+/// unless EOS is a candidate beside others), then for each candidate `y ∈ A_t` one `advance` /
 /// `rollback` of a single fork and the mass of the successor set, found —
 /// cheapest first — in a per-position cache keyed by
 /// [`Constraint::mask_key`] (a DFA state, a Dyck stack top), from a sparse
@@ -118,8 +121,8 @@ impl OneStepCheap {
         })
     }
 
-    /// Def. 9 up to an additive constant per position: `out[y] = log Φ̂¹ˢ_t(y)
-    /// + c_t` for every `y ∈ mask`, with `c_t` finite and the same for every
+    /// Def. 9 up to an additive constant per position: for every
+    /// `y ∈ mask`, `out[y] = log Φ̂¹ˢ_t(y) + c_t`, with `c_t` finite and the same for every
     /// candidate (other entries untouched). A verifier whose law is
     /// `p_t(y)Φ̂_t(y)` renormalised over `A_t` (FVO-Spec, §4) cancels `c_t`
     /// exactly, so this skips the one `O(|V|)` pass of [`Self::log_phi_into`]
