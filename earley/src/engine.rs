@@ -346,21 +346,7 @@ impl CompiledGrammar {
         config: EngineConfig,
     ) -> Result<Arc<Self>, EarleyError> {
         index.enforce_bound();
-        let mut fused = if config.fuse_terminals {
-            Some(crate::fuse::fuse_within(grammar, config.fuse_max_weight))
-        } else {
-            None
-        };
-        let rules = match fused.as_ref().map(|g| Rules::new(g, |t| index.terminal(t))) {
-            Some(Ok(r)) => r,
-            // A fused terminal the regex compiler refuses (fusion bounds its
-            // size and nesting, but a DFA can still blow up): fusion is only
-            // an optimisation, so parse the rules as written.
-            Some(Err(_)) | None => {
-                fused = None;
-                Rules::new(grammar, |t| index.terminal(t))?
-            }
-        };
+        let (rules, fused) = Self::fused_rules(grammar, &index, &config)?;
         let mut chart = initial_chart(&rules);
         if config.pruning {
             prune::compact(&rules, &mut chart, &mut prune::Scratch::default());
@@ -375,6 +361,42 @@ impl CompiledGrammar {
             counters: Mutex::new(Counters::default()),
             fused,
         }))
+    }
+
+    /// Terminal fusion, then the rules. A fused terminal the regex compiler
+    /// refuses (fusion bounds size and nesting, but an NFA or DFA can still
+    /// exceed its limits) un-fuses the nonterminal it came from and fusion
+    /// is redone; after a few rounds, or when an original terminal is the
+    /// culprit, the rules are used as written. Fusion is an optimisation:
+    /// the language never depends on it.
+    fn fused_rules(
+        grammar: &Grammar,
+        index: &Arc<VocabIndex>,
+        config: &EngineConfig,
+    ) -> Result<(Rules, Option<Grammar>), EarleyError> {
+        if config.fuse_terminals {
+            let mut excluded: Vec<grammar_xform::NtId> = Vec::new();
+            for _ in 0..8 {
+                let (fg, re) =
+                    crate::fuse::fuse_excluding(grammar, config.fuse_max_weight, &excluded);
+                match Rules::new(&fg, |t| index.terminal(t)) {
+                    Ok(r) => return Ok((r, Some(fg))),
+                    Err(EarleyError::Terminal { regex, .. }) => {
+                        let culprit = re.iter().position(|r| {
+                            r.as_ref().is_some_and(|r| {
+                                ByteDfa::regex_of(&Terminal::Regex(r.clone())) == regex
+                            })
+                        });
+                        match culprit {
+                            Some(nt) => excluded.push(grammar_xform::NtId(nt as u32)),
+                            None => break,
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok((Rules::new(grammar, |t| index.terminal(t))?, None))
     }
 
     /// A fresh matcher at the start of the language.

@@ -45,10 +45,13 @@ pub const MAX_LEXEME_REGEX: usize = 20_000;
 pub const MAX_FUSED_WEIGHT: usize = 20_000;
 
 /// Fused regexes nested deeper than this (groups within groups) are not
-/// used: `regex-syntax` refuses nesting beyond 250, and a chain of
-/// right-linear rules (a bounded repetition written out rule by rule)
-/// nests one group per rule.
-pub const MAX_FUSED_NESTING: usize = 200;
+/// used: `regex-syntax` refuses nesting beyond 250 (its depth counts
+/// alternations and repetitions too, so parentheses are a lower bound), and
+/// a chain of right-linear rules (`maxItems: 1000` written out rule by
+/// rule) nests a few groups per rule. Engines compiled with a refused
+/// fused terminal un-fuse that nonterminal and retry
+/// (`CompiledGrammar::new`).
+pub const MAX_FUSED_NESTING: usize = 60;
 
 /// Maximum depth of unescaped parentheses in a regex (an upper bound on
 /// its group nesting: brackets inside classes are counted too).
@@ -76,6 +79,12 @@ pub fn fusable(g: &Grammar) -> Vec<Option<String>> {
 
 /// [`fusable`] with the weight bound `max_weight`.
 pub fn fusable_within(g: &Grammar, max_weight: usize) -> Vec<Option<String>> {
+    fusable_excluding(g, max_weight, &[])
+}
+
+/// [`fusable_within`], never fusing the nonterminals in `excluded` (nor,
+/// therefore, any nonterminal that uses them).
+pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> Vec<Option<String>> {
     let n = g.num_nonterminals();
     let mut by_nt: Vec<Vec<&Rule>> = vec![Vec::new(); n];
     for r in &g.rules {
@@ -90,6 +99,11 @@ pub fn fusable_within(g: &Grammar, max_weight: usize) -> Vec<Option<String>> {
     // repetition of one character class.
     let mut lexterms: Vec<Vec<String>> = vec![Vec::new(); n];
     let mut dead = vec![false; n];
+    for x in excluded {
+        if let Some(d) = dead.get_mut(x.index()) {
+            *d = true;
+        }
+    }
     let sym_re = |s: &Symbol, re: &[Option<String>]| -> Option<String> {
         match s {
             Symbol::T(t) => Some(ByteDfa::regex_of(t)),
@@ -275,7 +289,17 @@ pub fn fuse(g: &Grammar) -> Grammar {
 
 /// [`fuse`] with the weight bound `max_weight`.
 pub fn fuse_within(g: &Grammar, max_weight: usize) -> Grammar {
-    let re = fusable_within(g, max_weight);
+    fuse_excluding(g, max_weight, &[]).0
+}
+
+/// [`fuse_within`] never fusing `excluded`; also returns the regex of each
+/// fused nonterminal (to find which one a refused terminal came from).
+pub fn fuse_excluding(
+    g: &Grammar,
+    max_weight: usize,
+    excluded: &[NtId],
+) -> (Grammar, Vec<Option<String>>) {
+    let re = fusable_excluding(g, max_weight, excluded);
     let n = g.num_nonterminals();
     let mut out = Grammar::new();
     for i in 0..n {
@@ -293,7 +317,7 @@ pub fn fuse_within(g: &Grammar, max_weight: usize) -> Grammar {
     };
     if let Some(Some(r)) = re.get(g.start.index()) {
         out.add_rule(g.start, vec![Symbol::T(Terminal::Regex(r.clone()))]);
-        return out;
+        return (out, re);
     }
     for r in &g.rules {
         if re.get(r.lhs.index()).is_some_and(|x| x.is_some()) {
@@ -301,5 +325,5 @@ pub fn fuse_within(g: &Grammar, max_weight: usize) -> Grammar {
         }
         out.add_rule(r.lhs, r.rhs.iter().map(map).collect());
     }
-    out
+    (out, re)
 }

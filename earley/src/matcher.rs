@@ -239,9 +239,17 @@ impl EarleyMatcher {
                 .collect();
             groups.sort_unstable();
             groups.dedup();
-            for (t, st) in groups {
-                let entry = rules.terms[t as usize].ci(st, index);
-                entry.allowed.or_into(mask);
+            // Context-independent sets first, so the context-dependent
+            // walks can skip remainders whose tokens are already allowed.
+            let entries: Vec<_> = groups
+                .iter()
+                .map(|&(t, st)| {
+                    let e = rules.terms[t as usize].ci(st, index);
+                    e.allowed.or_into(mask);
+                    e
+                })
+                .collect();
+            for (&(t, st), entry) in groups.iter().zip(entries) {
                 if entry.suffixes.num_tokens() == 0 {
                     continue;
                 }
@@ -255,11 +263,7 @@ impl EarleyMatcher {
                         origin: x.origin,
                     });
                 if w.push_seeded(seeds) {
-                    entry.suffixes.walk(&mut w, |toks| {
-                        for &t in toks {
-                            mask.insert(t);
-                        }
-                    });
+                    entry.suffixes.walk_uncovered(&mut w, mask);
                     w.pop();
                 }
             }

@@ -4,7 +4,7 @@
 //! prefix shared by many tokens is parsed once, and a rejected node skips
 //! its whole subtree with one addition.
 
-use zapspec_core::{TokenId, Vocabulary};
+use zapspec_core::{TokenId, TokenSet, Vocabulary};
 
 /// One trie node: the byte that leads to it, its depth (root = 0), the
 /// number of nodes in its subtree (itself included), and the first of its
@@ -289,6 +289,48 @@ impl TokTrie {
                 i += 1;
             } else {
                 i += nd.subtree as usize;
+            }
+        }
+        while depth > 0 {
+            w.pop();
+            depth -= 1;
+        }
+    }
+}
+
+impl TokTrie {
+    /// Like [`TokTrie::walk`], inserting the tokens into `mask`, but a node
+    /// whose whole subtree's tokens are already in `mask` is skipped without
+    /// asking the walker: the union cannot change. This is what makes the
+    /// context-dependent walk cheap when the context-independent sets of
+    /// the same mask already cover most remainders (a one-character
+    /// terminal beside a long string terminal: the remainders of ~190k
+    /// tokens, nearly all already allowed by the string's entry).
+    pub(crate) fn walk_uncovered<W: Walker + ?Sized>(&self, w: &mut W, mask: &mut TokenSet) {
+        let n = self.nodes.len() - 1;
+        let mut depth = 0usize;
+        let mut i = 1;
+        while i < n {
+            let nd = self.nodes[i];
+            let d = nd.depth as usize;
+            while depth >= d {
+                w.pop();
+                depth -= 1;
+            }
+            let end = i + nd.subtree as usize;
+            let (a, e) = (nd.tok_start as usize, self.nodes[end].tok_start as usize);
+            if self.tokens[a..e].iter().all(|&t| mask.contains(t)) {
+                i = end;
+                continue;
+            }
+            if w.push(nd.byte) {
+                depth += 1;
+                for &t in self.tokens_at(i) {
+                    mask.insert(t);
+                }
+                i += 1;
+            } else {
+                i = end;
             }
         }
         while depth > 0 {

@@ -59,6 +59,8 @@ pub fn variant_config(name: &str) -> Option<EngineConfig> {
         "no-reject" => c.rejected_prefixes = false,
         "no-fuse" => c.fuse_terminals = false,
         "fuse-400k" => c.fuse_max_weight = 400_000,
+        "fuse-150k" => c.fuse_max_weight = 150_000,
+        "fuse-5m" => c.fuse_max_weight = 5_000_000,
         "baseline" => c = EngineConfig::baseline(),
         "no-slice" | "no-share" | "plain-index" => {}
         _ => return None,
