@@ -38,9 +38,16 @@ pub struct RollbackError {
 /// back more than `available` tokens, un-finishes a matcher whose last
 /// token was EOS (which counts as one token), and returns how many
 /// non-EOS tokens are left to undo.
-pub fn rollback_eos(n: usize, available: usize, finished: &mut bool) -> Result<usize, RollbackError> {
+pub fn rollback_eos(
+    n: usize,
+    available: usize,
+    finished: &mut bool,
+) -> Result<usize, RollbackError> {
     if n > available {
-        return Err(RollbackError { requested: n, available });
+        return Err(RollbackError {
+            requested: n,
+            available,
+        });
     }
     if n > 0 && *finished {
         *finished = false;
@@ -173,15 +180,23 @@ pub trait Constraint: Clone {
 
 /// A trie over token sequences: the finite language it represents is the set
 /// of root-to-terminal paths. Shared (immutable) between matcher states.
-#[derive(Debug, Clone, Default)]
+///
+/// Stored flat (compressed sparse rows): the children of node `n` are
+/// `child_tok[child_start[n]..child_start[n + 1]]` (sorted by token) with
+/// their nodes in `child_node`, so walking a wide node's children reads two
+/// contiguous arrays instead of a tree of heap nodes.
+#[derive(Debug, Clone)]
 pub struct TokenTrie {
-    nodes: Vec<TrieNode>,
+    child_start: Vec<u32>,
+    child_tok: Vec<TokenId>,
+    child_node: Vec<u32>,
+    terminal: Vec<bool>,
 }
 
-#[derive(Debug, Clone, Default)]
-struct TrieNode {
-    children: BTreeMap<TokenId, u32>,
-    terminal: bool,
+impl Default for TokenTrie {
+    fn default() -> Self {
+        TokenTrie::new(std::iter::empty::<Vec<TokenId>>())
+    }
 }
 
 impl TokenTrie {
@@ -191,20 +206,38 @@ impl TokenTrie {
         I: IntoIterator<Item = S>,
         S: AsRef<[TokenId]>,
     {
-        let mut t = TokenTrie { nodes: vec![TrieNode::default()] };
+        let mut kids: Vec<BTreeMap<TokenId, u32>> = vec![BTreeMap::new()];
+        let mut terminal = vec![false];
         for s in sequences {
             let mut n = 0usize;
             for &tok in s.as_ref() {
-                let next = t.nodes.len() as u32;
-                let child = *t.nodes[n].children.entry(tok).or_insert(next);
+                let next = kids.len() as u32;
+                let child = *kids[n].entry(tok).or_insert(next);
                 if child == next {
-                    t.nodes.push(TrieNode::default());
+                    kids.push(BTreeMap::new());
+                    terminal.push(false);
                 }
                 n = child as usize;
             }
-            t.nodes[n].terminal = true;
+            terminal[n] = true;
         }
-        t
+        let mut child_start = Vec::with_capacity(kids.len() + 1);
+        let mut child_tok = Vec::new();
+        let mut child_node = Vec::new();
+        for k in &kids {
+            child_start.push(child_tok.len() as u32);
+            for (&t, &c) in k {
+                child_tok.push(t);
+                child_node.push(c);
+            }
+        }
+        child_start.push(child_tok.len() as u32);
+        TokenTrie {
+            child_start,
+            child_tok,
+            child_node,
+            terminal,
+        }
     }
 
     /// The root node (the empty prefix).
@@ -213,22 +246,35 @@ impl TokenTrie {
     }
 
     pub fn num_nodes(&self) -> usize {
-        self.nodes.len()
+        self.terminal.len()
+    }
+
+    #[inline]
+    fn range(&self, node: usize) -> std::ops::Range<usize> {
+        self.child_start[node] as usize..self.child_start[node + 1] as usize
     }
 
     /// Children of `node` as (token, child node), in token order.
     pub fn children(&self, node: usize) -> impl Iterator<Item = (TokenId, usize)> + '_ {
-        self.nodes[node].children.iter().map(|(&t, &c)| (t, c as usize))
+        let r = self.range(node);
+        self.child_tok[r.clone()]
+            .iter()
+            .zip(&self.child_node[r])
+            .map(|(&t, &c)| (t, c as usize))
     }
 
     /// The child reached from `node` by `t`.
     pub fn child(&self, node: usize, t: TokenId) -> Option<usize> {
-        self.nodes[node].children.get(&t).map(|&c| c as usize)
+        let r = self.range(node);
+        let toks = &self.child_tok[r.clone()];
+        toks.binary_search(&t)
+            .ok()
+            .map(|i| self.child_node[r.start + i] as usize)
     }
 
     /// True when the path to `node` is a member of the language.
     pub fn is_terminal(&self, node: usize) -> bool {
-        self.nodes[node].terminal
+        self.terminal[node]
     }
 
     /// Every member, in lexicographic token order.
@@ -240,7 +286,7 @@ impl TokenTrie {
     }
 
     fn collect(&self, n: usize, path: &mut Vec<TokenId>, out: &mut Vec<Vec<TokenId>>) {
-        if self.nodes[n].terminal {
+        if self.terminal[n] {
             out.push(path.clone());
         }
         for (t, c) in self.children(n) {
@@ -266,14 +312,27 @@ impl TrieConstraint {
     /// A matcher for `trie` over a vocabulary of `vocab_size` tokens whose EOS
     /// is `eos`. Sequences must not contain EOS.
     pub fn new(trie: Arc<TokenTrie>, vocab_size: usize, eos: TokenId) -> Self {
-        TrieConstraint { trie, vocab_size, eos, path: vec![0], finished: false }
+        TrieConstraint {
+            trie,
+            vocab_size,
+            eos,
+            path: vec![0],
+            finished: false,
+        }
     }
 
     /// Convenience: a finite language of texts, tokenized with `vocab`.
     pub fn from_texts(vocab: &TokenVocab, texts: &[&str]) -> Result<Self, crate::VocabError> {
         use crate::Vocabulary;
-        let seqs = texts.iter().map(|t| vocab.encode(t)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Self::new(Arc::new(TokenTrie::new(seqs)), vocab.len(), vocab.eos()))
+        let seqs = texts
+            .iter()
+            .map(|t| vocab.encode(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self::new(
+            Arc::new(TokenTrie::new(seqs)),
+            vocab.len(),
+            vocab.eos(),
+        ))
     }
 
     pub fn trie(&self) -> &Arc<TokenTrie> {
@@ -314,7 +373,12 @@ impl Constraint for TrieConstraint {
             return true;
         }
         let n = self.node();
-        out.extend(self.trie.children(n).map(|(t, _)| t).filter(|&t| (t as usize) < self.vocab_size));
+        out.extend(
+            self.trie
+                .children(n)
+                .map(|(t, _)| t)
+                .filter(|&t| (t as usize) < self.vocab_size),
+        );
         if self.trie.is_terminal(n) {
             out.push(self.eos);
         }
@@ -322,7 +386,11 @@ impl Constraint for TrieConstraint {
     }
     fn mask_key(&self) -> Option<u64> {
         // the mask is a function of the trie node (and of being finished)
-        Some(if self.finished { u64::MAX } else { self.node() as u64 })
+        Some(if self.finished {
+            u64::MAX
+        } else {
+            self.node() as u64
+        })
     }
     fn for_each_successor(&self, f: &mut dyn FnMut(TokenId, &[TokenId])) -> bool {
         if self.finished {
@@ -334,7 +402,12 @@ impl Constraint for TrieConstraint {
                 continue;
             }
             next.clear();
-            next.extend(self.trie.children(c).map(|(u, _)| u).filter(|&u| (u as usize) < self.vocab_size));
+            next.extend(
+                self.trie
+                    .children(c)
+                    .map(|(u, _)| u)
+                    .filter(|&u| (u as usize) < self.vocab_size),
+            );
             if self.trie.is_terminal(c) {
                 next.push(self.eos);
             }
@@ -344,7 +417,11 @@ impl Constraint for TrieConstraint {
     }
     fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
         let position = self.num_tokens();
-        let reject = |reason: &str| Rejected { token: t, position, reason: reason.into() };
+        let reject = |reason: &str| Rejected {
+            token: t,
+            position,
+            reason: reason.into(),
+        };
         if self.finished {
             return Err(reject("already finished"));
         }
@@ -441,7 +518,12 @@ pub struct DyckConstraint {
 
 impl DyckConstraint {
     pub fn new(spec: DyckSpec) -> Self {
-        DyckConstraint { spec, stack: Vec::new(), history: Vec::new(), finished: false }
+        DyckConstraint {
+            spec,
+            stack: Vec::new(),
+            history: Vec::new(),
+            finished: false,
+        }
     }
     pub fn spec(&self) -> DyckSpec {
         self.spec
@@ -509,7 +591,11 @@ impl Constraint for DyckConstraint {
     }
     fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
         let position = self.num_tokens();
-        let reject = |reason: &str| Rejected { token: t, position, reason: reason.into() };
+        let reject = |reason: &str| Rejected {
+            token: t,
+            position,
+            reason: reason.into(),
+        };
         let k = self.spec.kinds;
         let ti = t as usize;
         if self.finished {
@@ -539,7 +625,10 @@ impl Constraint for DyckConstraint {
     fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
         let available = self.history.len();
         if n > available {
-            return Err(RollbackError { requested: n, available });
+            return Err(RollbackError {
+                requested: n,
+                available,
+            });
         }
         let k = self.spec.kinds;
         for _ in 0..n {
@@ -611,7 +700,11 @@ mod tests {
     #[test]
     fn dyck_counts_match_the_paper() {
         for (d, l, n) in [(3, 16, 988), (3, 12, 145)] {
-            let spec = DyckSpec { kinds: 1, max_depth: d, max_len: l };
+            let spec = DyckSpec {
+                kinds: 1,
+                max_depth: d,
+                max_len: l,
+            };
             let mut out = Vec::new();
             enumerate(&mut DyckConstraint::new(spec), &mut Vec::new(), &mut out);
             assert_eq!(out.len(), n, "D_{{{d},{l}}}");
@@ -620,7 +713,11 @@ mod tests {
 
     #[test]
     fn dyck_matches_brute_force() {
-        let spec = DyckSpec { kinds: 2, max_depth: 2, max_len: 8 };
+        let spec = DyckSpec {
+            kinds: 2,
+            max_depth: 2,
+            max_len: 8,
+        };
         let mut out = Vec::new();
         enumerate(&mut DyckConstraint::new(spec), &mut Vec::new(), &mut out);
         let got: BTreeSet<_> = out.into_iter().collect();
@@ -692,7 +789,10 @@ mod tests {
                 for (y, next) in &seen {
                     let mut f = c.fork();
                     f.advance(*y).unwrap();
-                    assert_eq!(TokenSet::from_ids(c.vocab_size(), next.iter().copied()), f.mask());
+                    assert_eq!(
+                        TokenSet::from_ids(c.vocab_size(), next.iter().copied()),
+                        f.mask()
+                    );
                     assert_eq!(next.len(), f.mask().count());
                 }
             }
@@ -700,7 +800,11 @@ mod tests {
             assert_eq!(TokenSet::from_ids(c.vocab_size(), list.iter().copied()), m);
             assert_eq!(list.len(), m.count(), "duplicates in the sparse list");
             let k = c.mask_key().expect("key");
-            assert_eq!(by_key.entry(k).or_insert_with(|| m.clone()), &m, "key {k} with two masks");
+            assert_eq!(
+                by_key.entry(k).or_insert_with(|| m.clone()),
+                &m,
+                "key {k} with two masks"
+            );
             let _ = c.advance(t);
         }
     }

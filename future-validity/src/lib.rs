@@ -60,9 +60,9 @@
 //!   spec-verify README): 0.26% of a round for Dyck over r50k, 0.14% for a
 //!   2,000-string schema over o200k, 0.98% for a regular language over
 //!   o200k with ~25,600 candidates per position (0.96–1.13% over five runs
-//!   on the shared machine: at the 1% line, not safely below), 1.29% for a
-//!   2,000-way trie root over r50k (1.29–1.77% over four runs; memory latency of `TokenTrie`'s
-//!   per-node `BTreeMap`: 66 µs warm, 183 µs cold per root call) and 25%
+//!   on the shared machine: at the 1% line, not safely below), 0.77–0.85%
+//!   for a 2,000-way trie root over r50k (1.29–1.77% before `TokenTrie`'s
+//!   children were stored flat instead of in a `BTreeMap` per node) and 25%
 //!   for the 3-token toy vocabulary, whose whole round costs ~2 µs.
 //!
 //! ## Calling convention
