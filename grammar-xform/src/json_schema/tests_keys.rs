@@ -741,6 +741,10 @@ proptest! {
         let g = match compile_json_schema(&schema, &JsonSchemaOptions::default()) {
             Ok(g) => Some(g),
             Err(SchemaError::Unsatisfiable { .. }) => None,
+            // A combination the compiler refuses (e.g. `not: {enum}` beside
+            // length bounds, from `else` under an `if` with `enum`) is a
+            // sound answer, not a mismatch: nothing to compare.
+            Err(SchemaError::Unsupported { .. }) => return Ok(()),
             Err(err) => panic!("{err}\n{schema}"),
         };
         let rec = g.as_ref().map(|g| Recognizer::new(g).unwrap());
