@@ -270,35 +270,9 @@ impl TokTrie {
     /// are not emitted. The walker is left as it was found.
     #[inline]
     pub(crate) fn walk<W: Walker + ?Sized>(&self, w: &mut W, mut emit: impl FnMut(&[TokenId])) {
-        let n = self.nodes.len() - 1;
-        let mut depth = 0usize;
-        let mut i = 1;
-        while i < n {
-            let nd = self.nodes[i];
-            let d = nd.depth as usize;
-            while depth >= d {
-                w.pop();
-                depth -= 1;
-            }
-            if w.push(nd.byte) {
-                depth += 1;
-                let toks = self.tokens_at(i);
-                if !toks.is_empty() {
-                    emit(toks);
-                }
-                i += 1;
-            } else {
-                i += nd.subtree as usize;
-            }
-        }
-        while depth > 0 {
-            w.pop();
-            depth -= 1;
-        }
+        self.walk_with(w, &mut (), |_, _| false, |_, toks| emit(toks));
     }
-}
 
-impl TokTrie {
     /// Like [`TokTrie::walk`], inserting the tokens into `mask`, but a node
     /// whose whole subtree's tokens are already in `mask` is skipped without
     /// asking the walker: the union cannot change. This is what makes the
@@ -307,6 +281,29 @@ impl TokTrie {
     /// terminal beside a long string terminal: the remainders of ~190k
     /// tokens, nearly all already allowed by the string's entry).
     pub(crate) fn walk_uncovered<W: Walker + ?Sized>(&self, w: &mut W, mask: &mut TokenSet) {
+        self.walk_with(
+            w,
+            mask,
+            |m, sub| sub.iter().all(|&t| m.contains(t)),
+            |m, toks| {
+                for &t in toks {
+                    m.insert(t);
+                }
+            },
+        );
+    }
+
+    /// The walk behind [`TokTrie::walk`] and [`TokTrie::walk_uncovered`]:
+    /// before a node is pushed, `skip(state, tokens of its subtree)` may
+    /// prune it; the tokens of each accepted node go to `emit`.
+    #[inline]
+    fn walk_with<W: Walker + ?Sized, S: ?Sized>(
+        &self,
+        w: &mut W,
+        state: &mut S,
+        skip: impl Fn(&S, &[TokenId]) -> bool,
+        mut emit: impl FnMut(&mut S, &[TokenId]),
+    ) {
         let n = self.nodes.len() - 1;
         let mut depth = 0usize;
         let mut i = 1;
@@ -319,14 +316,15 @@ impl TokTrie {
             }
             let end = i + nd.subtree as usize;
             let (a, e) = (nd.tok_start as usize, self.nodes[end].tok_start as usize);
-            if self.tokens[a..e].iter().all(|&t| mask.contains(t)) {
+            if skip(state, &self.tokens[a..e]) {
                 i = end;
                 continue;
             }
             if w.push(nd.byte) {
                 depth += 1;
-                for &t in self.tokens_at(i) {
-                    mask.insert(t);
+                let toks = self.tokens_at(i);
+                if !toks.is_empty() {
+                    emit(state, toks);
                 }
                 i += 1;
             } else {
