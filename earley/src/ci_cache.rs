@@ -144,15 +144,15 @@ impl TermEntry {
     /// entry per vocabulary.
     pub fn ci(&self, s: u32, index: &VocabIndex) -> &Arc<CiEntry> {
         self.ci[s as usize].get_or_init(|| {
-            let compute = || {
+            let fresh = || {
                 let (trie, slices, vocab) = (index.trie(), index.slices(), &**index.vocab());
                 let e = Arc::new(compute(&self.dfa, s, trie, slices, vocab));
                 index.note_bytes(e.heap_bytes());
                 e
             };
             match index.residual_key(&self.dfa, s) {
-                Some(key) => index.shared_entry(key, compute),
-                None => compute(),
+                Some(key) => index.shared_entry(key, fresh),
+                None => fresh(),
             }
         })
     }
@@ -210,33 +210,49 @@ fn compute(
 /// the trie of the remainders of the context-dependent ones (merged from
 /// the subtrees below the nodes where the terminal can end).
 fn classify(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab: &impl Vocabulary) -> (TokenSet, TokTrie) {
-    let mut allowed = TokenSet::new(vocab.len());
     let mut ends: Vec<u32> = Vec::new();
+    let allowed = live_tokens(dfa, s, trie, vocab.len(), |i| ends.push(i));
+    let suffixes = trie.merge_subtrees(&ends, |t| !allowed.contains(t));
+    (allowed, suffixes)
+}
+
+/// The tokens of `trie` whose bytes keep `dfa` live from state `s` (over a
+/// vocabulary of `vocab_len` ids): one preorder walk that skips a subtree
+/// as soon as the DFA dies. `on_end(i)` is called for every node `i` with
+/// descendants at which the DFA accepts (where a terminal can end inside a
+/// longer token).
+pub(crate) fn live_tokens(
+    dfa: &ByteDfa,
+    s: u32,
+    trie: &TokTrie,
+    vocab_len: usize,
+    mut on_end: impl FnMut(u32),
+) -> TokenSet {
+    let mut allowed = TokenSet::new(vocab_len);
+    if s == DEAD {
+        return allowed;
+    }
     let nodes = &trie.nodes;
     let n = nodes.len() - 1;
     let mut states = vec![s; trie.max_depth() + 1];
-    if s != DEAD {
-        let words = allowed.words_mut();
-        let mut i = 1;
-        while i < n {
-            let nd = nodes[i];
-            let d = nd.depth as usize;
-            let st = dfa.next(states[d - 1], nd.byte);
-            if st == DEAD {
-                i += nd.subtree as usize;
-                continue;
-            }
-            states[d] = st;
-            let (a, b) = (nd.tok_start as usize, nodes[i + 1].tok_start as usize);
-            for &t in &trie.tokens[a..b] {
-                words[(t >> 6) as usize] |= 1u64 << (t & 63);
-            }
-            if nd.subtree > 1 && dfa.is_accepting(st) {
-                ends.push(i as u32);
-            }
-            i += 1;
+    let words = allowed.words_mut();
+    let mut i = 1;
+    while i < n {
+        let nd = nodes[i];
+        let d = nd.depth as usize;
+        let st = dfa.next(states[d - 1], nd.byte);
+        if st == DEAD {
+            i += nd.subtree as usize;
+            continue;
         }
+        states[d] = st;
+        for &t in trie.tokens_at(i) {
+            words[(t >> 6) as usize] |= 1u64 << (t & 63);
+        }
+        if nd.subtree > 1 && dfa.is_accepting(st) {
+            on_end(i as u32);
+        }
+        i += 1;
     }
-    let suffixes = trie.merge_subtrees(&ends, |t| !allowed.contains(t));
-    (allowed, suffixes)
+    allowed
 }

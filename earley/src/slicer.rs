@@ -31,6 +31,7 @@ use std::sync::Arc;
 use zapspec_core::{TokenId, TokenSet, Vocabulary};
 
 use crate::chart::BuildFx;
+use crate::ci_cache::live_tokens;
 use crate::error::EarleyError;
 use crate::terminal::{ByteDfa, DEAD};
 use crate::toktrie::TokTrie;
@@ -65,27 +66,7 @@ impl Slice {
     /// Builds the slice of `regex` over the tokens of `trie`.
     pub fn new(regex: &str, trie: &TokTrie, vocab: &impl Vocabulary) -> Result<Self, EarleyError> {
         let dfa = ByteDfa::from_regex(regex)?;
-        let mut tokens = TokenSet::new(vocab.len());
-        let mut states = vec![dfa.start(); trie.max_depth() + 1];
-        let nodes = &trie.nodes;
-        let n = nodes.len() - 1;
-        let mut i = 1;
-        if dfa.start() != DEAD {
-            while i < n {
-                let nd = nodes[i];
-                let d = nd.depth as usize;
-                let st = dfa.next(states[d - 1], nd.byte);
-                if st == DEAD {
-                    i += nd.subtree as usize;
-                    continue;
-                }
-                states[d] = st;
-                for &t in trie.tokens_at(i) {
-                    tokens.insert(t);
-                }
-                i += 1;
-            }
-        }
+        let tokens = live_tokens(&dfa, dfa.start(), trie, vocab.len(), |_| {});
         let mut rest: Vec<(&[u8], TokenId)> = trie
             .tokens
             .iter()
