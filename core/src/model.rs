@@ -19,9 +19,17 @@ pub enum ModelError {
     #[error("context of {len} tokens exceeds the model's window of {max}")]
     ContextOverflow { len: usize, max: usize },
     #[error("block {start}..{end} is outside a sequence of {len} tokens")]
-    BadBlock { start: usize, end: usize, len: usize },
+    BadBlock {
+        start: usize,
+        end: usize,
+        len: usize,
+    },
     #[error("draft {index} has {got} tokens, the block has {want}")]
-    DraftLength { index: usize, got: usize, want: usize },
+    DraftLength {
+        index: usize,
+        got: usize,
+        want: usize,
+    },
     #[error("checkpoint {path}: {reason}")]
     Checkpoint { path: String, reason: String },
     #[error("backend: {0}")]
@@ -117,11 +125,19 @@ pub fn check_denoise_args(
     vocab_size: usize,
 ) -> Result<(), ModelError> {
     if block.start > block.end || block.end > seq.len() {
-        return Err(ModelError::BadBlock { start: block.start, end: block.end, len: seq.len() });
+        return Err(ModelError::BadBlock {
+            start: block.start,
+            end: block.end,
+            len: seq.len(),
+        });
     }
     for (index, d) in drafts.iter().enumerate() {
         if d.len() != block.len() {
-            return Err(ModelError::DraftLength { index, got: d.len(), want: block.len() });
+            return Err(ModelError::DraftLength {
+                index,
+                got: d.len(),
+                want: block.len(),
+            });
         }
     }
     for &token in seq.iter().chain(drafts.iter().flatten()) {

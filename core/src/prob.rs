@@ -142,7 +142,11 @@ pub fn tv(p: &[f64], q: &[f64]) -> f64 {
 /// Total variation between log-probability vectors.
 pub fn tv_log(lp: &[f64], lq: &[f64]) -> f64 {
     assert_eq!(lp.len(), lq.len(), "tv of vectors of different lengths");
-    0.5 * lp.iter().zip(lq).map(|(a, b)| (a.exp() - b.exp()).abs()).sum::<f64>()
+    0.5 * lp
+        .iter()
+        .zip(lq)
+        .map(|(a, b)| (a.exp() - b.exp()).abs())
+        .sum::<f64>()
 }
 
 /// `KL(p ‖ q) = Σ p_i log(p_i / q_i)` in nats, from log-probabilities.

@@ -18,7 +18,10 @@ pub struct TokenSet {
 impl TokenSet {
     /// An empty set over a vocabulary of `len` tokens.
     pub fn new(len: usize) -> Self {
-        TokenSet { words: vec![0; len.div_ceil(64)], len }
+        TokenSet {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
     }
 
     /// The set of all `len` tokens.
@@ -133,12 +136,19 @@ impl TokenSet {
 
     /// True when every member of `self` is in `other`.
     pub fn is_subset(&self, other: &TokenSet) -> bool {
-        self.words.iter().zip(&other.words).all(|(a, b)| a & !b == 0)
+        self.words
+            .iter()
+            .zip(&other.words)
+            .all(|(a, b)| a & !b == 0)
     }
 
     /// Members in increasing order.
     pub fn iter(&self) -> Iter<'_> {
-        Iter { words: &self.words, idx: 0, cur: self.words.first().copied().unwrap_or(0) }
+        Iter {
+            words: &self.words,
+            idx: 0,
+            cur: self.words.first().copied().unwrap_or(0),
+        }
     }
 
     /// The single member, if the set has exactly one.

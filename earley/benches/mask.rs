@@ -3,15 +3,16 @@
 //! same tokenized document: per iteration, one `fill_mask` at every step
 //! (the engine advances outside the timer via a precomputed matcher list).
 //!
-//! `cargo bench -p earley --bench mask`
+//! `cargo bench -p zapspec-earley --bench mask`
 
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use earley::{Engine, EngineConfig};
-use grammar_xform::Grammar;
-use zapspec_core::vocab::TiktokenBpe;
-use zapspec_core::{Constraint, TokenSet, TokenVocab, Vocabulary};
+use zapspec_core::{Constraint, TokenSet, Vocabulary};
+use zapspec_earley::{Engine, EngineConfig};
+use zapspec_grammar::Grammar;
+use zapspec_vocab::TiktokenBpe;
+use zapspec_vocab::TokenVocab;
 
 /// The project's JSON grammar (RFC 8259, llama.cpp style).
 const JSON_GBNF: &str = include_str!("../../grammar-xform/grammars/json.gbnf");

@@ -1,16 +1,17 @@
 //! Cost of one cold context-independent cache entry over o200k, with and
-//! without vocabulary slices ([`earley::slicer`]), measured side by side:
+//! without vocabulary slices ([`zapspec_earley::slicer`]), measured side by side:
 //! the baseline walks the whole token trie with the terminal's DFA; the
 //! sliced entry takes the precomputed slice set and walks only the tokens
 //! outside it. Both entries are checked to be identical.
 //!
-//! `cargo run -p earley --profile release-fast --example ci_cost`
+//! `cargo run -p zapspec-earley --profile release-fast --example ci_cost`
 use std::sync::Arc;
 use std::time::Instant;
 
-use earley::{IndexConfig, VocabIndex};
-use zapspec_core::vocab::TiktokenBpe;
-use zapspec_core::{TokenVocab, Vocabulary};
+use zapspec_core::Vocabulary;
+use zapspec_earley::{IndexConfig, VocabIndex};
+use zapspec_vocab::TiktokenBpe;
+use zapspec_vocab::TokenVocab;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let vocab = Arc::new(TokenVocab::tiktoken(TiktokenBpe::O200k)?);

@@ -3,7 +3,7 @@
 //! `EngineConfig` (ZapFormat Table 3), measured in the same run.
 //!
 //! ```text
-//! cargo run -p earley --profile release-fast --example tbm -- [N_SCHEMAS] [SEED] [CONFIGS]
+//! cargo run -p zapspec-earley --profile release-fast --example tbm -- [N_SCHEMAS] [SEED] [CONFIGS]
 //! ```
 //! `CONFIGS` is a comma list of
 //! `full,noslice,noshare,plainindex,nopruning,nocache,nostate,nofuse,baseline`
@@ -20,13 +20,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use earley::{Engine, EngineConfig, IndexConfig, VocabIndex};
-use grammar_xform::json_schema::{canonical_instances, compile_json_schema, JsonSchemaOptions};
-use grammar_xform::reference::Recognizer;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use zapspec_core::vocab::TiktokenBpe;
-use zapspec_core::{Constraint, TokenSet, TokenVocab, Vocabulary};
+use zapspec_core::{Constraint, TokenSet, Vocabulary};
+use zapspec_earley::{Engine, EngineConfig, IndexConfig, VocabIndex};
+use zapspec_grammar::json_schema::{canonical_instances, compile_json_schema, JsonSchemaOptions};
+use zapspec_grammar::reference::Recognizer;
+use zapspec_vocab::TiktokenBpe;
+use zapspec_vocab::TokenVocab;
 
 fn pct(v: &mut [f64], p: f64) -> f64 {
     if v.is_empty() {

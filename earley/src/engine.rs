@@ -16,8 +16,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use grammar_xform::{Grammar, Terminal};
-use zapspec_core::{TokenSet, TokenVocab, Vocabulary};
+use zapspec_core::{TokenSet, Vocabulary};
+use zapspec_grammar::{Grammar, Terminal};
+use zapspec_vocab::TokenVocab;
 
 use crate::chart::{initial_chart, BuildFx, Chart};
 use crate::ci_cache::{CiEntry, TermEntry};
@@ -375,7 +376,7 @@ impl CompiledGrammar {
         config: &EngineConfig,
     ) -> Result<(Rules, Option<Grammar>), EarleyError> {
         if config.fuse_terminals {
-            let mut excluded: Vec<grammar_xform::NtId> = Vec::new();
+            let mut excluded: Vec<zapspec_grammar::NtId> = Vec::new();
             for _ in 0..8 {
                 let (fg, re) =
                     crate::fuse::fuse_excluding(grammar, config.fuse_max_weight, &excluded);
@@ -388,7 +389,7 @@ impl CompiledGrammar {
                             })
                         });
                         match culprit {
-                            Some(nt) => excluded.push(grammar_xform::NtId(nt as u32)),
+                            Some(nt) => excluded.push(zapspec_grammar::NtId(nt as u32)),
                             None => break,
                         }
                     }

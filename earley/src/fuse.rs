@@ -23,7 +23,7 @@
 //!   object does not, so the (terminal, state) cache entries of strings are
 //!   shared between all the places a string occurs.
 
-use grammar_xform::{Grammar, NtId, Rule, Symbol, Terminal};
+use zapspec_grammar::{Grammar, NtId, Rule, Symbol, Terminal};
 
 use crate::terminal::ByteDfa;
 

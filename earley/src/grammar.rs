@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use grammar_xform::{Grammar, Symbol};
+use zapspec_grammar::{Grammar, Symbol};
 
 use crate::ci_cache::TermEntry;
 use crate::error::EarleyError;
@@ -42,7 +42,7 @@ impl Rules {
     /// Flattens `g` (plus `S' → S`), resolving terminals with `term`.
     pub fn new(
         g: &Grammar,
-        mut term: impl FnMut(&grammar_xform::Terminal) -> Result<Arc<TermEntry>, EarleyError>,
+        mut term: impl FnMut(&zapspec_grammar::Terminal) -> Result<Arc<TermEntry>, EarleyError>,
     ) -> Result<Self, EarleyError> {
         let n_nt = g.num_nonterminals();
         if g.start.index() >= n_nt {
@@ -52,7 +52,7 @@ impl Rules {
         }
         // Terminals.
         let mut terms: Vec<Arc<TermEntry>> = Vec::new();
-        let mut term_ids: std::collections::HashMap<&grammar_xform::Terminal, u32> =
+        let mut term_ids: std::collections::HashMap<&zapspec_grammar::Terminal, u32> =
             Default::default();
         let mut rules: Vec<(u32, Vec<u32>)> = Vec::with_capacity(g.rules.len() + 1);
         for r in &g.rules {

@@ -49,12 +49,13 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use earley::{Engine, EngineConfig};
-//! use zapspec_core::{Constraint, TokenVocab, vocab::TiktokenBpe};
+//! use zapspec_earley::{Engine, EngineConfig};
+//! use zapspec_core::{Constraint};
+//! use zapspec_vocab::{TokenVocab, TiktokenBpe};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let vocab = Arc::new(TokenVocab::tiktoken(TiktokenBpe::O200k)?);
 //! let engine = Engine::new(vocab);                    // once per process (token trie)
-//! # let grammar = grammar_xform::Grammar::new();
+//! # let grammar = zapspec_grammar::Grammar::new();
 //! let compiled = engine.compile(&grammar, EngineConfig::default())?; // per grammar
 //! let mut m = compiled.matcher();
 //! let mask = m.mask();
@@ -71,7 +72,7 @@
 //!
 //! ## Measured (MaskBench sample, o200k)
 //!
-//! `cargo run -p earley --profile release-fast --example tbm -- 100 1 full,nopruning,nostate,nofuse`
+//! `cargo run -p zapspec-earley --profile release-fast --example tbm -- 100 1 full,nopruning,nostate,nofuse`
 //! (100 seeded schemas of `data/maskbench`, 134 valid instances, 7005
 //! tokens, every token checked against the mask and advanced, EOS checked
 //! at the end; shared 2-core machine under heavy load, wall clock):

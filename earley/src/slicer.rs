@@ -167,7 +167,7 @@ impl Slice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zapspec_core::TokenVocab;
+    use zapspec_vocab::TokenVocab;
 
     fn vocab() -> TokenVocab {
         let toks: Vec<Vec<u8>> = ["a", "ab", "\"", "a\"", "é", "\\n", " x", "\u{1}", "abcdef"]

@@ -12,11 +12,11 @@
 //! A terminal in progress inside an Earley item carries its DFA state
 //! (ZapFormat §4.1: "terminals are … implemented as finite state machines").
 
-use grammar_xform::Terminal;
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::nfa::thompson;
 use regex_automata::util::{start, syntax};
 use regex_automata::{Anchored, MatchKind};
+use zapspec_grammar::Terminal;
 
 use crate::error::EarleyError;
 
@@ -318,7 +318,7 @@ pub fn literal_regex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grammar_xform::CharClass;
+    use zapspec_grammar::CharClass;
 
     fn matches(d: &ByteDfa, s: &[u8]) -> bool {
         let st = d.run(d.start(), s);

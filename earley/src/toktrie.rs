@@ -350,7 +350,7 @@ pub(crate) trait Walker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zapspec_core::TokenVocab;
+    use zapspec_vocab::TokenVocab;
 
     #[test]
     fn walk_visits_prefix_closed_tokens() {

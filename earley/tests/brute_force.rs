@@ -1,15 +1,16 @@
 //! Masks against brute force: a token is allowed after prefix `p` iff
 //! `p + bytes(token)` is a viable prefix of the language, checked with the
-//! independent naive recognizer of `grammar_xform::reference`. Every engine
+//! independent naive recognizer of `zapspec_grammar::reference`. Every engine
 //! configuration (pruning, caches, fusion on/off) must give the same masks.
 
 use std::sync::Arc;
 
-use earley::{Engine, EngineConfig};
-use grammar_xform::reference::Recognizer;
-use grammar_xform::{CharClass, Grammar, NtId, Symbol, Terminal};
 use proptest::prelude::*;
-use zapspec_core::{Constraint, TokenId, TokenSet, TokenVocab, Vocabulary};
+use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
+use zapspec_earley::{Engine, EngineConfig};
+use zapspec_grammar::reference::Recognizer;
+use zapspec_grammar::{CharClass, Grammar, NtId, Symbol, Terminal};
+use zapspec_vocab::TokenVocab;
 
 fn small_vocab() -> Arc<TokenVocab> {
     let toks = [
@@ -331,7 +332,7 @@ fn fused_counted_string_matches_rules() {
         ],
     );
     g.start = root;
-    let fused = earley::fuse::fuse(&g);
+    let fused = zapspec_earley::fuse::fuse(&g);
     // q3 became one regex terminal inside root's rule.
     assert!(fused.rules.iter().all(|r| r.lhs == root), "{fused}");
     let toks = [
@@ -355,8 +356,8 @@ fn fused_counted_string_matches_rules() {
         .matcher();
     // Walk every token sequence up to depth 5 (DFS with rollback).
     fn dfs(
-        on: &mut earley::EarleyMatcher,
-        off: &mut earley::EarleyMatcher,
+        on: &mut zapspec_earley::EarleyMatcher,
+        off: &mut zapspec_earley::EarleyMatcher,
         rec: &Recognizer,
         vocab: &TokenVocab,
         prefix: &mut Vec<u8>,

@@ -1,18 +1,19 @@
 //! JSON over the real o200k vocabulary: random JSON documents, tokenized
 //! with o200k, are accepted token by token; EOS is allowed only at the end;
 //! the masks of the ablations agree. Also a JSON Schema grammar from
-//! `grammar_xform::json_schema`.
+//! `zapspec_grammar::json_schema`.
 
 use std::sync::{Arc, OnceLock};
 
-use earley::{Engine, EngineConfig};
-use grammar_xform::json_schema::{compile_json_schema, JsonSchemaOptions};
-use grammar_xform::Grammar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
-use zapspec_core::vocab::TiktokenBpe;
-use zapspec_core::{Constraint, TokenSet, TokenVocab, Vocabulary};
+use zapspec_core::{Constraint, TokenSet, Vocabulary};
+use zapspec_earley::{Engine, EngineConfig};
+use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
+use zapspec_grammar::Grammar;
+use zapspec_vocab::TiktokenBpe;
+use zapspec_vocab::TokenVocab;
 
 /// RFC 8259 JSON (an object or array at top level), character level.
 pub const JSON_GBNF: &str = r#"
@@ -91,7 +92,7 @@ fn random_value(rng: &mut ChaCha8Rng, depth: usize) -> Value {
     }
 }
 
-fn run_doc(text: &str, ms: &mut [earley::EarleyMatcher]) {
+fn run_doc(text: &str, ms: &mut [zapspec_earley::EarleyMatcher]) {
     let vocab = engine().index().vocab().clone();
     let toks = vocab.encode(text).unwrap();
     let eos = vocab.eos();

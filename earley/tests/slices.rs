@@ -1,5 +1,5 @@
 //! Context-independent cache entries against a naive per-token reference,
-//! with and without vocabulary slices (`earley::slicer`): the slices and
+//! with and without vocabulary slices (`zapspec_earley::slicer`): the slices and
 //! the merged remainder trie change the cost of an entry, never its
 //! content.
 //!
@@ -12,10 +12,11 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use earley::{ByteDfa, IndexConfig, VocabIndex, DEAD};
 use proptest::prelude::*;
-use zapspec_core::vocab::TiktokenBpe;
-use zapspec_core::{TokenId, TokenVocab, Vocabulary};
+use zapspec_core::{TokenId, Vocabulary};
+use zapspec_earley::{ByteDfa, IndexConfig, VocabIndex, DEAD};
+use zapspec_vocab::TiktokenBpe;
+use zapspec_vocab::TokenVocab;
 
 type Entry = (BTreeSet<TokenId>, BTreeSet<(Vec<u8>, TokenId)>);
 
@@ -180,9 +181,9 @@ fn equal_residuals_share_one_entry() {
 /// their terminals.
 #[test]
 fn cache_bound_clears_and_masks_stay_correct() {
-    use earley::{Engine, EngineConfig};
-    use grammar_xform::{Grammar, Symbol, Terminal};
     use zapspec_core::Constraint;
+    use zapspec_earley::{Engine, EngineConfig};
+    use zapspec_grammar::{Grammar, Symbol, Terminal};
     let vocab = small_vocab(
         ["a", "ab", "\"", "a\"", "\",", "b\"}", "é", "\\n"]
             .iter()

@@ -36,5 +36,8 @@ pub fn cpu_name() -> String {
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".into())
-        + &format!(", {} logical cores", std::thread::available_parallelism().map_or(0, |n| n.get()))
+        + &format!(
+            ", {} logical cores",
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        )
 }

@@ -1,4 +1,4 @@
-//! Our grammar IR ([`grammar_xform::Grammar`]) → KBNF text, the input
+//! Our grammar IR ([`zapspec_grammar::Grammar`]) → KBNF text, the input
 //! language of the `kbnf` crate (the baseline engine of the MaskBench
 //! harness, `src/bin/maskbench/`).
 //!
@@ -29,7 +29,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use grammar_xform::{Grammar, NtId, Symbol, Terminal};
+use zapspec_grammar::{Grammar, NtId, Symbol, Terminal};
 
 /// The end-of-text sentinel (a Unicode noncharacter: never in JSON text).
 pub const END_SENTINEL: char = '\u{10FFFF}';
@@ -234,7 +234,7 @@ pub fn to_kbnf(g: &Grammar, sentinel: bool) -> Result<String, KbnfConvertError> 
 /// IR — the schema-agnostic baseline grammar of the harness's `kbnf-json`
 /// engine.
 pub fn generic_json_grammar() -> Grammar {
-    use grammar_xform::CharClass;
+    use zapspec_grammar::CharClass;
     let lit = |s: &str| Symbol::T(Terminal::Literal(s.as_bytes().to_vec()));
     let mut g = Grammar::new();
     let value = g.add_nonterminal("value");
@@ -289,8 +289,8 @@ pub fn generic_json_grammar() -> Grammar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grammar_xform::CharClass;
     use kbnf::{AcceptTokenResult, EngineLike};
+    use zapspec_grammar::CharClass;
 
     /// A byte-level kbnf vocabulary: token `b` is byte `b` (< 256), token
     /// 256 is the end sentinel.

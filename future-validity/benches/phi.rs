@@ -15,7 +15,7 @@
 //!    first tokens (OneStep's worst case, O(|A_t|·|V|)), one schema-like
 //!    with fan-out ≤ 8.
 //!
-//! `cargo bench -p future-validity --bench phi` runs both; before the
+//! `cargo bench -p zapspec-phi --bench phi` runs both; before the
 //! criterion groups it prints a Markdown table of the overhead ratios
 //! measured with plain `Instant` loops. This round is a stripped-down
 //! stand-in (no draft model, one estimator call per position); the
@@ -28,14 +28,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use criterion::Criterion;
-use future_validity::exact::budget::{self, closed_form_log_phi};
-use future_validity::{
+use zapspec_core::prob::{masked_log_softmax, sample_log, seeded_rng, SeededRng};
+use zapspec_core::{Constraint, LanguageModel, TokenId};
+use zapspec_phi::exact::budget::{self, closed_form_log_phi};
+use zapspec_phi::{
     BernoulliLm, BudgetLanguage, OneStepCheap, PhiEstimator, RegularDp, RegularDpConfig,
 };
-use zapspec_core::constraint::TokenTrie;
-use zapspec_core::prob::{masked_log_softmax, sample_log, seeded_rng, SeededRng};
-use zapspec_core::toy::{splitmix64, BigramLm};
-use zapspec_core::{Constraint, DyckConstraint, DyckSpec, LanguageModel, TokenId, TrieConstraint};
+use zapspec_testkit::toy::{splitmix64, BigramLm};
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
 
 const GAMMA: usize = 4;
 

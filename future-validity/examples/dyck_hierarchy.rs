@@ -3,17 +3,17 @@
 //! the language enumerated, no sampling): TV(μ^Φ̂, μ*), max additive error
 //! δ, the sequence-level Theorem 7 bound, and extra forwards per position.
 //!
-//! `cargo run --release -p future-validity --example dyck_hierarchy -- [seed] [logit-scale]`
+//! `cargo run --release -p zapspec-phi --example dyck_hierarchy -- [seed] [logit-scale]`
 //!
 //! Prints a Markdown table per language and one JSON line per row.
 
-use future_validity::metrics::{StructuralStats, TerminalLaws};
-use future_validity::{
+use zapspec_phi::metrics::{StructuralStats, TerminalLaws};
+use zapspec_phi::{
     BudgetGatedHybrid, ExactDyckMarkov, HybridConfig, MonteCarlo, MonteCarloConfig, OneStepCheap,
     OneStepTrue, PhiEstimator, Uniform,
 };
-use zapspec_core::toy::BigramLm;
-use zapspec_core::{DyckConstraint, DyckSpec};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::{DyckConstraint, DyckSpec};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -22,9 +22,10 @@ use std::sync::Arc;
 
 use ndarray::{Array1, Array2, Axis};
 use rand::Rng;
-use zapspec_core::constraint::TokenTrie;
 use zapspec_core::prob::{self, seeded_rng};
-use zapspec_core::{Constraint, LanguageModel, TokenId, TrieConstraint};
+use zapspec_core::{Constraint, LanguageModel, TokenId};
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::TrieConstraint;
 
 use crate::error::PhiError;
 use crate::estimator::{check_vocab, clamp_log, PhiCost, PhiEstimator};

@@ -75,9 +75,10 @@
 //! target (Prop. 6) is then [`fvo_target`] / [`doob_kernel`]:
 //!
 //! ```
-//! use future_validity::{fvo_target, Exact, OneStepCheap, PhiEstimator};
-//! use zapspec_core::toy::BigramLm;
-//! use zapspec_core::{Constraint, DyckConstraint, DyckSpec, LanguageModel};
+//! use zapspec_phi::{fvo_target, Exact, OneStepCheap, PhiEstimator};
+//! use zapspec_testkit::toy::BigramLm;
+//! use zapspec_core::{Constraint, LanguageModel};
+//! use zapspec_testkit::{DyckConstraint, DyckSpec};
 //!
 //! let spec = DyckSpec { kinds: 1, max_depth: 3, max_len: 16 }; // D_{3,16}
 //! let mut c = DyckConstraint::new(spec);

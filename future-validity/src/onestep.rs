@@ -353,7 +353,7 @@ const GATHER_MIN: usize = 48;
 
 #[inline]
 fn slot_of(k: u64) -> usize {
-    (zapspec_core::toy::splitmix64(k) as usize) & (CACHE_SLOTS - 1)
+    (zapspec_testkit::toy::splitmix64(k) as usize) & (CACHE_SLOTS - 1)
 }
 
 /// `log Σ_{u∈set} exp(l_u) − norm.lse` (with the true normaliser: `log
@@ -970,7 +970,7 @@ mod tests {
     fn generic_and_dispatched_normalisers_agree() {
         let v: Vec<f32> = (0..10_007u64)
             .map(|i| {
-                ((zapspec_core::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 30.0
+                ((zapspec_testkit::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 30.0
                     - 20.0
             })
             .collect();
@@ -999,7 +999,7 @@ mod tests {
         for seed in 0..20u64 {
             let v: Vec<f32> = (0..5000u64)
                 .map(|i| {
-                    ((zapspec_core::toy::splitmix64(seed * 7919 + i) >> 11) as f64
+                    ((zapspec_testkit::toy::splitmix64(seed * 7919 + i) >> 11) as f64
                         / (1u64 << 53) as f64
                         * 60.0
                         - 40.0) as f32
@@ -1017,7 +1017,7 @@ mod tests {
 mod timing {
     use super::*;
 
-    /// `cargo test --profile release-fast -p future-validity --lib -- --ignored --nocapture normaliser_timing`
+    /// `cargo test --profile release-fast -p zapspec-phi --lib -- --ignored --nocapture normaliser_timing`
     #[test]
     #[ignore]
     fn normaliser_timing() {
@@ -1027,7 +1027,8 @@ mod timing {
             .unwrap_or(200_000);
         let v: Vec<f32> = (0..nn)
             .map(|i| {
-                ((zapspec_core::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 8.0 - 4.0
+                ((zapspec_testkit::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 8.0
+                    - 4.0
             })
             .collect();
         let (a, b) = (log_sum_exp_max(&v), log_sum_exp_body::<false>(&v));

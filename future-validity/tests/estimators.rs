@@ -6,17 +6,18 @@ mod common;
 use std::sync::Arc;
 
 use common::random_lm;
-use future_validity::certificates::hoeffding_half_width;
-use future_validity::learned::{edge_examples, TrieStats};
-use future_validity::metrics::TerminalLaws;
-use future_validity::montecarlo::RolloutLaw;
-use future_validity::{
+use zapspec_core::{Constraint, LanguageModel, TokenId};
+use zapspec_phi::certificates::hoeffding_half_width;
+use zapspec_phi::learned::{edge_examples, TrieStats};
+use zapspec_phi::metrics::TerminalLaws;
+use zapspec_phi::montecarlo::RolloutLaw;
+use zapspec_phi::{
     BudgetGatedHybrid, Exact, ExactDyckMarkov, ExactTrie, HybridConfig, LearnedConfig, LearnedPhi,
     MonteCarlo, MonteCarloConfig, OneStepCheap, OneStepTrue, PhiError, PhiEstimator, Uniform,
 };
-use zapspec_core::constraint::TokenTrie;
-use zapspec_core::toy::BigramLm;
-use zapspec_core::{Constraint, DyckConstraint, DyckSpec, LanguageModel, TokenId, TrieConstraint};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
 
 fn finite_values(v: &[f64]) -> Vec<f64> {
     v.iter().copied().filter(|x| x.is_finite()).collect()
@@ -310,7 +311,7 @@ fn exact_refuses_unbounded_enumeration() {
     let c = DyckConstraint::new(spec);
     let mut lm = BigramLm::new(spec.vocab_size(), 0);
     let logits = lm.next_logits().unwrap();
-    let mut ex = Exact::new(future_validity::ExactConfig {
+    let mut ex = Exact::new(zapspec_phi::ExactConfig {
         max_prefixes: 10_000,
         max_depth: 100,
     });
@@ -327,7 +328,7 @@ fn exact_refuses_unbounded_enumeration() {
 /// labels were not used.
 #[test]
 fn learned_leave_one_schema_out_protocol() {
-    use future_validity::learned::leave_one_schema_out;
+    use zapspec_phi::learned::leave_one_schema_out;
     let schemas = [
         trie_of(&[&[0, 1], &[0, 2, 1], &[1, 1, 1, 1], &[2]]),
         trie_of(&[&[1, 0], &[1, 2, 2, 0], &[0], &[2, 2]]),

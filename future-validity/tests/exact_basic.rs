@@ -3,9 +3,10 @@ mod common;
 use std::sync::Arc;
 
 use common::{members, random_lm, seq_logp};
-use future_validity::{Exact, ExactConfig, ExactTrie, PhiEstimator};
-use zapspec_core::constraint::TokenTrie;
-use zapspec_core::{prob, Constraint, DyckConstraint, DyckSpec, LanguageModel, TrieConstraint};
+use zapspec_core::{prob, Constraint, LanguageModel};
+use zapspec_phi::{Exact, ExactConfig, ExactTrie, PhiEstimator};
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
 
 #[test]
 fn exact_dyck_root_phi_is_language_mass() {

@@ -6,14 +6,15 @@ mod common;
 use std::sync::Arc;
 
 use common::{brute_dyck, random_lm, seq_logp};
-use future_validity::exact::budget::{self, closed_form_log_phi, BUDGET_EOS};
-use future_validity::metrics::TerminalLaws;
-use future_validity::{
+use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
+use zapspec_phi::exact::budget::{self, closed_form_log_phi, BUDGET_EOS};
+use zapspec_phi::metrics::TerminalLaws;
+use zapspec_phi::{
     BernoulliLm, BudgetLanguage, DfaConstraint, Exact, ExactDyckMarkov, ExactRegular, PhiEstimator,
     Uniform,
 };
-use zapspec_core::toy::BigramLm;
-use zapspec_core::{prob, Constraint, DyckConstraint, DyckSpec, LanguageModel, TokenId};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::{DyckConstraint, DyckSpec};
 
 /// Φ_t(y) by brute force: mass of members extending `prefix·y`, divided by
 /// the probability of `prefix·y`.
@@ -168,8 +169,8 @@ fn budget_grouped_tv_reproduces_table_8_and_brute_force() {
 /// against an independent forward computation of `Σ_n Pr[x ∈ L, |x| = n]`.
 #[test]
 fn cyclic_dfa_value_iteration_matches_forward_sum() {
-    use future_validity::exact::regular::DEAD;
-    use future_validity::{Dfa, FiniteStateLm, RegularDp, RegularDpConfig};
+    use zapspec_phi::exact::regular::DEAD;
+    use zapspec_phi::{Dfa, FiniteStateLm, RegularDp, RegularDpConfig};
     let trans = vec![1, DEAD, DEAD, 1, 2, DEAD, DEAD, 2, DEAD];
     let dfa = Dfa::new(3, 3, 2, 0, vec![false, false, true], trans).unwrap();
     let lm = BigramLm::new(3, 6).with_scale(1.0);

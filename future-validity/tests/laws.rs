@@ -1,10 +1,11 @@
 mod common;
 
 use common::{members, random_lm, seq_logp};
-use future_validity::metrics::TerminalLaws;
-use future_validity::{Exact, MonteCarlo, OneStepCheap, OneStepTrue, PhiEstimator, Uniform};
-use zapspec_core::toy::BigramLm;
-use zapspec_core::{DyckConstraint, DyckSpec, LanguageModel};
+use zapspec_core::LanguageModel;
+use zapspec_phi::metrics::TerminalLaws;
+use zapspec_phi::{Exact, MonteCarlo, OneStepCheap, OneStepTrue, PhiEstimator, Uniform};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::{DyckConstraint, DyckSpec};
 
 #[test]
 fn dyck_laws_exact_phi_recovers_mu_star() {

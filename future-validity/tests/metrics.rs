@@ -1,11 +1,11 @@
 //! Empirical TV with bootstrap CIs and structural statistics.
 use std::collections::HashMap;
 
-use future_validity::metrics::{empirical_tv, hist_kl, max_depth, StructuralStats, TerminalLaws};
-use future_validity::{Exact, OneStepCheap, PhiEstimator};
 use zapspec_core::prob::{sample_log, seeded_rng};
-use zapspec_core::toy::BigramLm;
-use zapspec_core::{DyckConstraint, DyckSpec};
+use zapspec_phi::metrics::{empirical_tv, hist_kl, max_depth, StructuralStats, TerminalLaws};
+use zapspec_phi::{Exact, OneStepCheap, PhiEstimator};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::{DyckConstraint, DyckSpec};
 
 #[test]
 fn empirical_tv_tracks_exact_tv_with_bootstrap_ci() {

@@ -7,17 +7,15 @@
 
 use std::sync::Arc;
 
-use future_validity::exact::regular::DEAD;
-use future_validity::{
+use proptest::prelude::*;
+use zapspec_core::{Constraint, Rejected, RollbackError, TokenId, TokenSet};
+use zapspec_phi::exact::regular::DEAD;
+use zapspec_phi::{
     onestep_cheap_reference, valid_set, Dfa, DfaConstraint, OneStepCheap, PhiEstimator,
 };
-use proptest::prelude::*;
-use zapspec_core::constraint::TokenTrie;
-use zapspec_core::toy::{splitmix64, BigramLm};
-use zapspec_core::{
-    Constraint, DyckConstraint, DyckSpec, Rejected, RollbackError, TokenId, TokenSet,
-    TrieConstraint,
-};
+use zapspec_testkit::toy::{splitmix64, BigramLm};
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
 
 /// Hides a constraint's look-ahead hooks (sparse lists, mask keys), so
 /// OneStep-Cheap takes its generic `fill_mask` path.
@@ -258,7 +256,7 @@ fn bad_buffers_are_errors() {
     );
 }
 
-/// `cargo test --profile release-fast -p future-validity --test onestep_fast -- --ignored --nocapture`
+/// `cargo test --profile release-fast -p zapspec-phi --test onestep_fast -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn wide_trie_root_timing() {

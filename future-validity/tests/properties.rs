@@ -7,15 +7,14 @@ mod common;
 use std::sync::Arc;
 
 use common::{brute_dyck, members, random_lm, seq_logp};
-use future_validity::certificates::{kl_gap, StepDiagnostics};
-use future_validity::metrics::TerminalLaws;
-use future_validity::{valid_set, Exact, ExactTrie, OneStepCheap, PhiEstimator, Uniform};
 use proptest::prelude::*;
-use zapspec_core::constraint::TokenTrie;
-use zapspec_core::toy::ClosureLm;
-use zapspec_core::{
-    prob, Constraint, DyckConstraint, DyckSpec, LanguageModel, TokenId, TrieConstraint,
-};
+use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
+use zapspec_phi::certificates::{kl_gap, StepDiagnostics};
+use zapspec_phi::metrics::TerminalLaws;
+use zapspec_phi::{valid_set, Exact, ExactTrie, OneStepCheap, PhiEstimator, Uniform};
+use zapspec_testkit::toy::ClosureLm;
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
 
 /// Vocabulary: tokens 0..4 form the language, 4 is EOS, 5 is a junk token
 /// that is never valid (it carries the model's invalid mass).

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gpu_backend::{CausalLm, DType, Device, ModelConfig, Transformer};
 use proptest::prelude::*;
+use zapspec_backend::{CausalLm, DType, Device, ModelConfig, Transformer};
 use zapspec_core::{LanguageModel, Logits, ModelError, TokenId};
 
 /// A tiny Qwen2-shaped config: GQA (4 query heads, 2 KV heads), QKV bias,
@@ -199,7 +199,7 @@ fn save_load_round_trip() {
         let dir = tmpdir(&format!("roundtrip-{}", m.config().tie_word_embeddings));
         m.save(&dir).unwrap();
         let mut a = CausalLm::new(Arc::new(m));
-        let mut b = gpu_backend::load_causal(&dir, &Device::Cpu).unwrap();
+        let mut b = zapspec_backend::load_causal(&dir, &Device::Cpu).unwrap();
         let ra = a.prefill(&[1, 2, 3, 4]).unwrap();
         let rb = b.prefill(&[1, 2, 3, 4]).unwrap();
         assert_eq!(ra, rb, "bit-identical after a round trip");
@@ -221,7 +221,7 @@ fn broken_checkpoints_give_clear_errors() {
     let m = Transformer::random(cfg.clone(), 7, DType::F32, &Device::Cpu).unwrap();
     let dir = tmpdir("broken");
     m.save(&dir).unwrap();
-    let load = |d: &PathBuf| gpu_backend::load_causal(d, &Device::Cpu);
+    let load = |d: &PathBuf| zapspec_backend::load_causal(d, &Device::Cpu);
 
     // a missing directory
     let e = checkpoint_reason(load(&dir.join("nope")));
@@ -280,7 +280,7 @@ fn broken_checkpoints_give_clear_errors() {
 
     // a diffusion checkpoint is not a causal LM
     let d = Transformer::random(
-        ModelConfig::tiny_diffusion(gpu_backend::DiffusionAttention::Bidirectional, 4),
+        ModelConfig::tiny_diffusion(zapspec_backend::DiffusionAttention::Bidirectional, 4),
         1,
         DType::F32,
         &Device::Cpu,

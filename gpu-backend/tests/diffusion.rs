@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use gpu_backend::diffusion::{generate_blockwise, DiffusionGenerateOptions};
-use gpu_backend::{
+use zapspec_backend::diffusion::{generate_blockwise, DiffusionGenerateOptions};
+use zapspec_backend::{
     DType, Device, DiffusionAttention, DiffusionCache, DiffusionLm, ModelConfig, Transformer,
 };
 use zapspec_core::{DiffusionModel, Logits, ModelError, TokenId};

@@ -3,9 +3,9 @@
 
 use std::time::Instant;
 
-use gpu_backend::causal::{generate, GenerateOptions};
-use gpu_backend::diffusion::{generate_blockwise, DiffusionGenerateOptions};
-use gpu_backend::{shipped_models_dir, Device, DiffusionCache};
+use zapspec_backend::causal::{generate, GenerateOptions};
+use zapspec_backend::diffusion::{generate_blockwise, DiffusionGenerateOptions};
+use zapspec_backend::{shipped_models_dir, Device, DiffusionCache};
 use zapspec_core::{DiffusionModel, LanguageModel, TokenId};
 
 fn present(name: &str) -> Option<std::path::PathBuf> {
@@ -24,7 +24,7 @@ fn shipped_causal_model_loads_fast_and_generates() {
         return;
     };
     let t = Instant::now();
-    let mut lm = gpu_backend::load_causal(&dir, &Device::Cpu).unwrap();
+    let mut lm = zapspec_backend::load_causal(&dir, &Device::Cpu).unwrap();
     let load = t.elapsed().as_secs_f64();
     assert!(load < 1.0, "load took {load:.2} s");
     assert_eq!(lm.vocab_size(), 257);
@@ -40,7 +40,7 @@ fn shipped_causal_model_loads_fast_and_generates() {
     .unwrap();
     assert!(!out.is_empty() && out.len() <= 24);
     // a trained model prefers a JSON-ish next byte after `{"` over a control byte
-    let mut lm2 = gpu_backend::load_causal(&dir, &Device::Cpu).unwrap();
+    let mut lm2 = zapspec_backend::load_causal(&dir, &Device::Cpu).unwrap();
     let l = lm2.logits_for(&[b'{' as TokenId, b'"' as TokenId]).unwrap();
     assert!(
         l[b'a' as usize] > l[0x01],
@@ -61,7 +61,7 @@ fn shipped_diffusion_model_loads_fast_and_generates() {
         return;
     };
     let t = Instant::now();
-    let lm = gpu_backend::load_diffusion(&dir, &Device::Cpu).unwrap();
+    let lm = zapspec_backend::load_diffusion(&dir, &Device::Cpu).unwrap();
     let load = t.elapsed().as_secs_f64();
     assert!(load < 1.0, "load took {load:.2} s");
     let mut lm = lm.with_cache(DiffusionCache::Dual);

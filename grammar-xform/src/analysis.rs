@@ -51,13 +51,16 @@ pub fn terminal_info(t: &Terminal) -> Result<TerminalInfo, GrammarError> {
                 .utf8(true)
                 .build()
                 .parse(re);
-            let fast = hir.ok().filter(|h| h.properties().look_set().is_empty()).and_then(|h| {
-                let p = h.properties();
-                p.minimum_len().map(|min| TerminalInfo {
-                    matches_empty: min == 0,
-                    matches_nonempty: p.maximum_len() != Some(0),
-                })
-            });
+            let fast = hir
+                .ok()
+                .filter(|h| h.properties().look_set().is_empty())
+                .and_then(|h| {
+                    let p = h.properties();
+                    p.minimum_len().map(|min| TerminalInfo {
+                        matches_empty: min == 0,
+                        matches_nonempty: p.maximum_len() != Some(0),
+                    })
+                });
             match fast {
                 Some(info) => info,
                 None => {
@@ -200,7 +203,10 @@ pub fn compact(g: &Grammar, rules: Vec<Rule>, start: NtId) -> Grammar {
 /// Removes duplicate productions, keeping the first occurrence of each.
 pub fn dedupe_rules(rules: Vec<Rule>) -> Vec<Rule> {
     let mut seen = std::collections::HashSet::new();
-    rules.into_iter().filter(|r| seen.insert(r.clone())).collect()
+    rules
+        .into_iter()
+        .filter(|r| seen.insert(r.clone()))
+        .collect()
 }
 
 #[cfg(test)]

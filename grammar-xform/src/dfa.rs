@@ -146,7 +146,9 @@ impl TerminalDfa {
                 return Ok(TerminalDfa::DEAD);
             }
             if dfa.is_quit_state(sid) {
-                return Err(err("the regex needs a quit state (unsupported look-around)".into()));
+                return Err(err(
+                    "the regex needs a quit state (unsupported look-around)".into(),
+                ));
             }
             if let Some(&id) = ids.get(&sid) {
                 return Ok(id);
@@ -347,7 +349,11 @@ impl RawDfa {
 
 /// The HIR of one character of a class.
 pub(crate) fn class_hir(c: &CharClass) -> Hir {
-    let cls = ClassUnicode::new(c.ranges().iter().map(|&(a, b)| ClassUnicodeRange::new(a, b)));
+    let cls = ClassUnicode::new(
+        c.ranges()
+            .iter()
+            .map(|&(a, b)| ClassUnicodeRange::new(a, b)),
+    );
     Hir::class(Class::Unicode(cls))
 }
 
@@ -374,7 +380,11 @@ mod tests {
 
     fn full_match(re: &str) -> Regex {
         regex_automata::meta::Builder::new()
-            .syntax(regex_automata::util::syntax::Config::new().utf8(true).unicode(true))
+            .syntax(
+                regex_automata::util::syntax::Config::new()
+                    .utf8(true)
+                    .unicode(true),
+            )
             .build(&format!("^(?:{re})$"))
             .unwrap()
     }
@@ -460,7 +470,10 @@ mod tests {
             Err(GrammarError::Regex { offset, .. }) => assert_eq!(offset, 2),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(TerminalDfa::regex(r"\bx"), Err(GrammarError::Regex { .. })));
+        assert!(matches!(
+            TerminalDfa::regex(r"\bx"),
+            Err(GrammarError::Regex { .. })
+        ));
         assert!(TerminalDfa::regex(r"(?-u:\b)x").is_ok());
     }
 
@@ -470,7 +483,9 @@ mod tests {
         assert!(d.num_byte_classes() < 256);
         for s in 0..d.num_states() as u32 {
             for b in 0..=255u8 {
-                let rep = (0..=255u8).find(|&x| d.byte_class(x) == d.byte_class(b)).unwrap();
+                let rep = (0..=255u8)
+                    .find(|&x| d.byte_class(x) == d.byte_class(b))
+                    .unwrap();
                 assert_eq!(d.next(s, b), d.next(s, rep));
             }
         }

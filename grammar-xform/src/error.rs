@@ -24,15 +24,27 @@ impl std::fmt::Display for Pos {
 pub enum GrammarError {
     /// Malformed grammar text.
     #[error("syntax error at {line}:{column}: {reason}")]
-    Syntax { line: usize, column: usize, reason: String },
+    Syntax {
+        line: usize,
+        column: usize,
+        reason: String,
+    },
 
     /// A nonterminal is used but never defined.
     #[error("undefined nonterminal `{name}` at {line}:{column}")]
-    UndefinedNonterminal { name: String, line: usize, column: usize },
+    UndefinedNonterminal {
+        name: String,
+        line: usize,
+        column: usize,
+    },
 
     /// Parentheses (or other constructs) nested deeper than the parser allows.
     #[error("nesting too deep at {line}:{column}: more than {limit} levels")]
-    TooDeep { line: usize, column: usize, limit: usize },
+    TooDeep {
+        line: usize,
+        column: usize,
+        limit: usize,
+    },
 
     /// A regular-expression terminal that does not parse or compile.
     /// `line`/`column` locate the terminal in the grammar text when known

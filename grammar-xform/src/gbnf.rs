@@ -71,7 +71,11 @@ impl fmt::Display for Warning {
                 )
             }
             WarningKind::DuplicateRule(n) => {
-                write!(f, "{}: `{n}` is defined again; its alternatives are merged", self.pos)
+                write!(
+                    f,
+                    "{}: `{n}` is defined again; its alternatives are merged",
+                    self.pos
+                )
             }
         }
     }
@@ -274,7 +278,10 @@ impl<'a> Parser<'a> {
             let Some(c) = self.peek() else { break };
             let head = self.here();
             if !is_word(c) {
-                return Err(self.err(format!("expected a rule name, found `{}`", c.escape_debug())));
+                return Err(self.err(format!(
+                    "expected a rule name, found `{}`",
+                    c.escape_debug()
+                )));
             }
             let name = self.word();
             self.skip_ws();
@@ -333,7 +340,9 @@ impl<'a> Parser<'a> {
                         return Err(self.err("unmatched `)`"));
                     }
                     self.bump();
-                    let Some(done) = frames.pop() else { unreachable!() };
+                    let Some(done) = frames.pop() else {
+                        unreachable!()
+                    };
                     let mut alts = done.finish();
                     let f = frames.last_mut().expect("outer frame");
                     let start = f.cur.len();
@@ -351,7 +360,10 @@ impl<'a> Parser<'a> {
                     let (lo, hi, suffix) = self.quantifier()?;
                     let f = &mut frames[top];
                     let Some(start) = f.last else {
-                        return Err(Self::err_at(at, format!("quantifier `{c}` has nothing to repeat")));
+                        return Err(Self::err_at(
+                            at,
+                            format!("quantifier `{c}` has nothing to repeat"),
+                        ));
                     };
                     let item: Vec<PSym> = f.cur.drain(start..).collect();
                     let s = self.repeat(parent, suffix, item, lo, hi);
@@ -377,7 +389,8 @@ impl<'a> Parser<'a> {
                     self.bump();
                     let f = &mut frames[top];
                     f.last = Some(f.cur.len());
-                    f.cur.push(PSym::T(Terminal::Class(CharClass::new([], true))));
+                    f.cur
+                        .push(PSym::T(Terminal::Class(CharClass::new([], true))));
                 }
                 '/' => {
                     let re = self.regex()?;
@@ -464,7 +477,14 @@ impl<'a> Parser<'a> {
 
     /// Desugars `item{lo,hi}` into fresh nonterminals and returns the symbol
     /// that stands for it.
-    fn repeat(&mut self, parent: &str, suffix: &str, item: Vec<PSym>, lo: u32, hi: Option<u32>) -> PSym {
+    fn repeat(
+        &mut self,
+        parent: &str,
+        suffix: &str,
+        item: Vec<PSym>,
+        lo: u32,
+        hi: Option<u32>,
+    ) -> PSym {
         let name = format!("{parent}-{suffix}");
         let this = self.fresh.len();
         let me = PSym::Nt(Ref::Fresh(this));
@@ -497,7 +517,9 @@ impl<'a> Parser<'a> {
                         for _ in lo..h {
                             let mut alt = item.clone();
                             alt.extend(prev.take());
-                            prev = Some(self.new_fresh(format!("{parent}-{suffix}-opt"), vec![vec![], alt]));
+                            prev = Some(
+                                self.new_fresh(format!("{parent}-{suffix}-opt"), vec![vec![], alt]),
+                            );
                         }
                         seq.extend(prev);
                     }
@@ -517,7 +539,12 @@ impl<'a> Parser<'a> {
                     self.bump();
                     v = v * 16 + d;
                 }
-                None => return Err(Self::err_at(at, format!("expected {n} hex digits after `{what}`"))),
+                None => {
+                    return Err(Self::err_at(
+                        at,
+                        format!("expected {n} hex digits after `{what}`"),
+                    ))
+                }
             }
         }
         Ok(v)
@@ -530,9 +557,9 @@ impl<'a> Parser<'a> {
             return Err(Self::err_at(at, "unterminated escape"));
         };
         let scalar = |v: u32| -> Result<Esc, GrammarError> {
-            char::from_u32(v)
-                .map(Esc::Char)
-                .ok_or_else(|| Self::err_at(at, format!("\\u{{{v:X}}} is not a Unicode scalar value")))
+            char::from_u32(v).map(Esc::Char).ok_or_else(|| {
+                Self::err_at(at, format!("\\u{{{v:X}}} is not a Unicode scalar value"))
+            })
         };
         match c {
             'n' => Ok(Esc::Char('\n')),
@@ -555,7 +582,10 @@ impl<'a> Parser<'a> {
                 scalar(v)
             }
             c if c.is_ascii_punctuation() || c == ' ' => Ok(Esc::Char(c)),
-            c => Err(Self::err_at(at, format!("unknown escape `\\{}`", c.escape_debug()))),
+            c => Err(Self::err_at(
+                at,
+                format!("unknown escape `\\{}`", c.escape_debug()),
+            )),
         }
     }
 
@@ -572,7 +602,12 @@ impl<'a> Parser<'a> {
                     Esc::Byte(b) => out.push(b),
                     Esc::Char(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
                 },
-                Some('\n') => return Err(Self::err_at(open, "unterminated string literal (newline inside)")),
+                Some('\n') => {
+                    return Err(Self::err_at(
+                        open,
+                        "unterminated string literal (newline inside)",
+                    ))
+                }
                 Some(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
             }
         }
@@ -602,7 +637,9 @@ impl<'a> Parser<'a> {
         let mut ranges = Vec::new();
         loop {
             match self.peek() {
-                None | Some('\n') => return Err(Self::err_at(open, "unterminated character class")),
+                None | Some('\n') => {
+                    return Err(Self::err_at(open, "unterminated character class"))
+                }
                 Some(']') => {
                     self.bump();
                     break;
@@ -632,7 +669,10 @@ impl<'a> Parser<'a> {
         }
         let cls = CharClass::new(ranges, negated);
         if cls.is_empty() {
-            return Err(Self::err_at(open, "empty character class (it matches no character)"));
+            return Err(Self::err_at(
+                open,
+                "empty character class (it matches no character)",
+            ));
         }
         Ok(cls)
     }
@@ -707,7 +747,11 @@ impl<'a> Parser<'a> {
                 user_ids[*lhs] = g.add_nonterminal(&self.names[*lhs]);
             }
         }
-        let fresh_ids: Vec<NtId> = self.fresh.iter().map(|(n, _)| g.add_nonterminal(n)).collect();
+        let fresh_ids: Vec<NtId> = self
+            .fresh
+            .iter()
+            .map(|(n, _)| g.add_nonterminal(n))
+            .collect();
         let conv = |s: &PSym| match s {
             PSym::T(t) => Symbol::T(t.clone()),
             PSym::Nt(Ref::User(i)) => Symbol::Nt(user_ids[*i]),
@@ -738,7 +782,10 @@ impl<'a> Parser<'a> {
                 });
             }
         }
-        Ok(ParsedGrammar { grammar: g, warnings })
+        Ok(ParsedGrammar {
+            grammar: g,
+            warnings,
+        })
     }
 }
 
@@ -783,7 +830,11 @@ mod tests {
 
     fn syntax_err(src: &str) -> (usize, usize, String) {
         match parse_gbnf(src) {
-            Err(GrammarError::Syntax { line, column, reason }) => (line, column, reason),
+            Err(GrammarError::Syntax {
+                line,
+                column,
+                reason,
+            }) => (line, column, reason),
             other => panic!("expected a syntax error for {src:?}, got {other:?}"),
         }
     }
@@ -818,8 +869,10 @@ mod tests {
 
     #[test]
     fn multi_line_rules_and_groups() {
-        let g =
-            Grammar::from_gbnf("root ::= \"a\"\n  | \"b\" (\n \"c\"\n | \"d\" )\n   \"e\"\nother ::= root").unwrap();
+        let g = Grammar::from_gbnf(
+            "root ::= \"a\"\n  | \"b\" (\n \"c\"\n | \"d\" )\n   \"e\"\nother ::= root",
+        )
+        .unwrap();
         assert_eq!(
             g.to_string(),
             "root ::= \"a\" | \"b\" root-group \"e\"\nother ::= root\nroot-group ::= \"c\" | \"d\"\n"
@@ -834,8 +887,10 @@ mod tests {
 
     #[test]
     fn escapes_and_unicode() {
-        let g = Grammar::from_gbnf(r#"root ::= "\n\r\t\\\"\x41\u00e9\U0001F600é" [\]\-\x00-\x1f^] [^"\\] . "" "\xff""#)
-            .unwrap();
+        let g = Grammar::from_gbnf(
+            r#"root ::= "\n\r\t\\\"\x41\u00e9\U0001F600é" [\]\-\x00-\x1f^] [^"\\] . "" "\xff""#,
+        )
+        .unwrap();
         let rhs = &g.rules[0].rhs;
         assert_eq!(
             rhs[0],
@@ -850,7 +905,10 @@ mod tests {
         );
         assert_eq!(
             rhs[2],
-            Symbol::T(Terminal::Class(CharClass::new([('"', '"'), ('\\', '\\')], true)))
+            Symbol::T(Terminal::Class(CharClass::new(
+                [('"', '"'), ('\\', '\\')],
+                true
+            )))
         );
         assert_eq!(rhs[3], Symbol::T(Terminal::Class(CharClass::new([], true))));
         assert_eq!(rhs[4], Symbol::T(Terminal::Literal(vec![0xFF])));
@@ -860,11 +918,17 @@ mod tests {
     #[test]
     fn regex_terminals() {
         let g = Grammar::from_gbnf(r"root ::= /[a-z]+\/\d/ /x/").unwrap();
-        assert_eq!(g.rules[0].rhs[0], Symbol::T(Terminal::Regex(r"[a-z]+/\d".into())));
+        assert_eq!(
+            g.rules[0].rhs[0],
+            Symbol::T(Terminal::Regex(r"[a-z]+/\d".into()))
+        );
         assert_eq!(g.to_string(), "root ::= /[a-z]+\\/\\d/ /x/\n");
         match parse_gbnf("root ::=\n  \"a\" /ab(c/") {
             Err(GrammarError::Regex {
-                line, column, offset, ..
+                line,
+                column,
+                offset,
+                ..
             }) => {
                 assert_eq!((line, column, offset), (2, 10, 2));
             }
@@ -888,7 +952,12 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(p.grammar.rules_of(p.grammar.nonterminal("a").unwrap()).count(), 2);
+        assert_eq!(
+            p.grammar
+                .rules_of(p.grammar.nonterminal("a").unwrap())
+                .count(),
+            2
+        );
         assert_eq!(
             p.warnings[1].to_string(),
             "3:1: nonterminal `b` is not reachable from the start symbol"
@@ -919,7 +988,11 @@ mod tests {
         );
         assert_eq!(
             syntax_err("root ::= []"),
-            (1, 10, "empty character class (it matches no character)".into())
+            (
+                1,
+                10,
+                "empty character class (it matches no character)".into()
+            )
         );
         assert_eq!(
             syntax_err("root \"a\""),
@@ -929,7 +1002,10 @@ mod tests {
             syntax_err("root ::= \"a\"\n\nfoo ::= \"b\"\n\"c\" ::= x"),
             (4, 5, "unexpected character `:`".into())
         );
-        assert_eq!(syntax_err("::= x"), (1, 1, "expected a rule name, found `:`".into()));
+        assert_eq!(
+            syntax_err("::= x"),
+            (1, 1, "expected a rule name, found `:`".into())
+        );
         assert_eq!(
             syntax_err("root ::= \"a\"{3,2}"),
             (1, 13, "bad repetition bounds {3,2}: max < min".into())
@@ -950,8 +1026,14 @@ mod tests {
             syntax_err("root ::= ( \"a\"\n"),
             (2, 1, "unclosed `(` opened at 1:10".into())
         );
-        assert_eq!(syntax_err("root ::= \"a\" )"), (1, 14, "unmatched `)`".into()));
-        assert_eq!(syntax_err("root ::= \"\\q\""), (1, 11, "unknown escape `\\q`".into()));
+        assert_eq!(
+            syntax_err("root ::= \"a\" )"),
+            (1, 14, "unmatched `)`".into())
+        );
+        assert_eq!(
+            syntax_err("root ::= \"\\q\""),
+            (1, 11, "unknown escape `\\q`".into())
+        );
         assert_eq!(
             syntax_err("root ::= \"\\u12\""),
             (1, 13, "expected 4 hex digits after `\\u`".into())
@@ -989,7 +1071,10 @@ mod tests {
         let n = MAX_NESTING;
         let src = format!("root ::= {}\"a\" | \"b\"{}", "(".repeat(n), ")".repeat(n));
         let g = Grammar::from_gbnf(&src).unwrap();
-        assert_eq!(g.to_string(), "root ::= root-group\nroot-group ::= \"a\" | \"b\"\n");
+        assert_eq!(
+            g.to_string(),
+            "root ::= root-group\nroot-group ::= \"a\" | \"b\"\n"
+        );
     }
 
     #[test]
@@ -1031,13 +1116,20 @@ mod roundtrip {
 
     #[test]
     fn repetition_bounds_mean_what_they_say() {
-        let g = Grammar::from_gbnf("root ::= \"a\"{2,} \"b\"{0,2} (\"c\" \"d\"){3} \"e\"{1,1} \"f\"{0}").unwrap();
+        let g = Grammar::from_gbnf(
+            "root ::= \"a\"{2,} \"b\"{0,2} (\"c\" \"d\"){3} \"e\"{1,1} \"f\"{0}",
+        )
+        .unwrap();
         let r = Recognizer::new(&g).unwrap();
         for a in 0..5 {
             for b in 0..4 {
                 for c in 2..5 {
                     let w = format!("{}{}{}e", "a".repeat(a), "b".repeat(b), "cd".repeat(c));
-                    assert_eq!(r.recognizes(w.as_bytes()), a >= 2 && b <= 2 && c == 3, "{w}");
+                    assert_eq!(
+                        r.recognizes(w.as_bytes()),
+                        a >= 2 && b <= 2 && c == 3,
+                        "{w}"
+                    );
                 }
             }
         }
@@ -1052,7 +1144,9 @@ mod roundtrip {
         let x = g.add_nonterminal("x-1");
         let lits: Vec<Vec<u8>> = vec![
             b"\x00\x01\x7f\xff\xc3".to_vec(),
-            "tab\tnl\nquote\"bs\\ é 😀 \u{2028} \u{1F000}".as_bytes().to_vec(),
+            "tab\tnl\nquote\"bs\\ é 😀 \u{2028} \u{1F000}"
+                .as_bytes()
+                .to_vec(),
         ];
         for l in lits {
             g.add_rule(s, vec![Symbol::T(Terminal::Literal(l)), Symbol::Nt(x)]);
@@ -1068,8 +1162,17 @@ mod roundtrip {
             false,
         );
         g.add_rule(x, vec![Symbol::T(Terminal::Class(cls))]);
-        g.add_rule(x, vec![Symbol::T(Terminal::Class(CharClass::new([('a', 'a')], true)))]);
-        g.add_rule(x, vec![Symbol::T(Terminal::Regex(r#"[^/"]+|a\d/b"#.into()))]);
+        g.add_rule(
+            x,
+            vec![Symbol::T(Terminal::Class(CharClass::new(
+                [('a', 'a')],
+                true,
+            )))],
+        );
+        g.add_rule(
+            x,
+            vec![Symbol::T(Terminal::Regex(r#"[^/"]+|a\d/b"#.into()))],
+        );
         g.add_rule(x, vec![]);
         g.start = s;
         let back = Grammar::from_gbnf(&g.to_string()).unwrap();

@@ -313,7 +313,9 @@ mod tests {
     fn units() {
         let g = gr("E ::= E \"+\" T | T\nT ::= T \"*\" F | F\nF ::= \"(\" E \")\" | \"x\"");
         assert_eq!(
-            eliminate_units(&g, &InlineConfig::default()).unwrap().to_string(),
+            eliminate_units(&g, &InlineConfig::default())
+                .unwrap()
+                .to_string(),
             "E ::= E \"+\" T | T \"*\" F | \"(\" E \")\" | \"x\"\n\
              T ::= T \"*\" F | \"(\" E \")\" | \"x\"\n\
              F ::= \"(\" E \")\" | \"x\"\n"
@@ -321,7 +323,9 @@ mod tests {
         // unit cycles collapse
         let g = gr("A ::= B | \"a\"\nB ::= A | \"b\"");
         assert_eq!(
-            eliminate_units(&g, &InlineConfig::default()).unwrap().to_string(),
+            eliminate_units(&g, &InlineConfig::default())
+                .unwrap()
+                .to_string(),
             "A ::= \"a\" | \"b\"\nB ::= \"b\" | \"a\"\n"
         );
         // over budget: keep the unit rules
@@ -339,14 +343,19 @@ mod tests {
         // `val` is then used twice with two alternatives: kept.
         let g = gr("root ::= pair (\",\" pair)*\npair ::= key \":\" val\nkey ::= \"k\"\nval ::= \"1\" | \"2\"");
         assert_eq!(
-            inline_nonterminals(&g, &InlineConfig::default()).unwrap().to_string(),
+            inline_nonterminals(&g, &InlineConfig::default())
+                .unwrap()
+                .to_string(),
             "root ::= \"k\" \":\" val root-star\n\
              val ::= \"1\" | \"2\"\n\
              root-star ::= \"\" | root-star \",\" \"k\" \":\" val\n"
         );
         // used once with two alternatives: inlined only if allowed
         let g = gr("root ::= \"<\" v \">\"\nv ::= \"1\" | \"2\" \"3\"");
-        assert_eq!(inline_nonterminals(&g, &InlineConfig::default()).unwrap(), g);
+        assert_eq!(
+            inline_nonterminals(&g, &InlineConfig::default()).unwrap(),
+            g
+        );
         let cfg = InlineConfig {
             max_alternatives: 2,
             ..InlineConfig::default()
@@ -357,7 +366,10 @@ mod tests {
         );
         // self-recursive and start symbols stay
         let g = gr("root ::= a\na ::= a \"x\" | \"y\"");
-        assert_eq!(inline_nonterminals(&g, &InlineConfig::default()).unwrap(), g);
+        assert_eq!(
+            inline_nonterminals(&g, &InlineConfig::default()).unwrap(),
+            g
+        );
     }
 
     #[test]

@@ -14,7 +14,19 @@
 use std::fmt;
 
 /// A nonterminal's index in its [`Grammar`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct NtId(pub u32);
 
 impl NtId {
@@ -83,7 +95,9 @@ impl CharClass {
 
     /// The class of one character.
     pub fn single(c: char) -> Self {
-        CharClass { ranges: vec![(c, c)] }
+        CharClass {
+            ranges: vec![(c, c)],
+        }
     }
 
     /// Sorted, disjoint inclusive ranges.
@@ -203,7 +217,10 @@ impl Grammar {
 
     /// The name of a nonterminal.
     pub fn name(&self, nt: NtId) -> &str {
-        self.names.get(nt.index()).map(String::as_str).unwrap_or("?")
+        self.names
+            .get(nt.index())
+            .map(String::as_str)
+            .unwrap_or("?")
     }
 
     /// Number of nonterminal ids (some may have no rules after transforms).
@@ -295,7 +312,9 @@ fn write_escaped(f: &mut fmt::Formatter<'_>, c: char, quote: char) -> fmt::Resul
         c if c == quote => write!(f, "\\{c}"),
         c if (c as u32) < 0x20 || c as u32 == 0x7F => write!(f, "\\x{:02X}", c as u32),
         c if c.is_whitespace() && c != ' ' => write!(f, "\\u{:04X}", c as u32),
-        c if (c as u32) > 0xFFFF && (c.is_control() || !c.is_alphanumeric()) => write!(f, "\\U{:08X}", c as u32),
+        c if (c as u32) > 0xFFFF && (c.is_control() || !c.is_alphanumeric()) => {
+            write!(f, "\\U{:08X}", c as u32)
+        }
         c => write!(f, "{c}"),
     }
 }
@@ -305,7 +324,11 @@ impl fmt::Display for Grammar {
     /// one line per nonterminal with alternatives separated by `|`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut order: Vec<NtId> = vec![self.start];
-        order.extend((0..self.names.len() as u32).map(NtId).filter(|&n| n != self.start));
+        order.extend(
+            (0..self.names.len() as u32)
+                .map(NtId)
+                .filter(|&n| n != self.start),
+        );
         for nt in order {
             let alts: Vec<&Rule> = self.rules_of(nt).collect();
             if alts.is_empty() {
@@ -343,7 +366,10 @@ mod tests {
         assert!(c.contains('e') && !c.contains('g'));
         let n = CharClass::new([('\0', '\u{10}')], true);
         assert!(!n.contains('\u{5}') && n.contains('a') && n.contains('\u{10FFFF}'));
-        assert!(n.ranges().iter().all(|&(a, b)| !(a <= '\u{D7FF}' && b >= '\u{E000}')));
+        assert!(n
+            .ranges()
+            .iter()
+            .all(|&(a, b)| !(a <= '\u{D7FF}' && b >= '\u{E000}')));
     }
 
     #[test]
@@ -351,7 +377,13 @@ mod tests {
         let mut g = Grammar::new();
         let s = g.add_nonterminal("root");
         let a = g.add_nonterminal("a");
-        g.add_rule(s, vec![Symbol::Nt(a), Symbol::T(Terminal::Literal(b"x\"\n".to_vec()))]);
+        g.add_rule(
+            s,
+            vec![
+                Symbol::Nt(a),
+                Symbol::T(Terminal::Literal(b"x\"\n".to_vec())),
+            ],
+        );
         g.add_rule(a, vec![]);
         g.add_rule(
             a,

@@ -233,7 +233,10 @@ mod tests {
             "S ::= A A | A | \"\"\nA ::= \"a\"\n"
         );
         // Symbols that derive only ε disappear.
-        assert_eq!(elim("S ::= \"x\" E E \"y\"\nE ::= \"\" | E E"), "S ::= \"x\" \"y\"\n");
+        assert_eq!(
+            elim("S ::= \"x\" E E \"y\"\nE ::= \"\" | E E"),
+            "S ::= \"x\" \"y\"\n"
+        );
     }
 
     #[test]
@@ -251,7 +254,11 @@ mod tests {
         let (r0, r1) = (Recognizer::new(&g).unwrap(), Recognizer::new(&h).unwrap());
         for k in 0..23 {
             let w = "o".repeat(k);
-            assert_eq!(r0.recognizes(w.as_bytes()), r1.recognizes(w.as_bytes()), "{k}");
+            assert_eq!(
+                r0.recognizes(w.as_bytes()),
+                r1.recognizes(w.as_bytes()),
+                "{k}"
+            );
         }
         assert_eq!(h.stats().epsilon_rules, 1);
     }

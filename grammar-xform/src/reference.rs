@@ -99,7 +99,10 @@ impl Recognizer {
         }
 
         // Generating nonterminals: least fixpoint.
-        let t_gen: Vec<bool> = dfas.iter().map(|d| d.start() != TerminalDfa::DEAD).collect();
+        let t_gen: Vec<bool> = dfas
+            .iter()
+            .map(|d| d.start() != TerminalDfa::DEAD)
+            .collect();
         let generating = derives_all(&rules, n, &t_gen);
         rules.retain(|(_, rhs)| {
             rhs.iter().all(|s| match *s {
@@ -170,7 +173,10 @@ impl Recognizer {
             while i < sets[k].len() {
                 let it = sets[k][i];
                 i += 1;
-                let adv = Item { dot: it.dot + 1, ..it };
+                let adv = Item {
+                    dot: it.dot + 1,
+                    ..it
+                };
                 match self.rhs[it.rule as usize].get(it.dot as usize).copied() {
                     None => {
                         // complete
@@ -187,7 +193,10 @@ impl Recognizer {
                                 &mut waiting,
                                 &self.rhs,
                                 k,
-                                Item { dot: p.dot + 1, ..p },
+                                Item {
+                                    dot: p.dot + 1,
+                                    ..p
+                                },
                             );
                         }
                     }
@@ -335,7 +344,12 @@ mod tests {
         assert!(r.count_items(b"") >= 4);
         // hidden left recursion through a nullable symbol
         let r = Recognizer::new(&g("root ::= n root \"b\" | \"c\"\nn ::= \"\" | \"a\"")).unwrap();
-        assert!(r.recognizes(b"cbb") && r.recognizes(b"acb") && r.recognizes(b"aacbb") && !r.recognizes(b"aacb"));
+        assert!(
+            r.recognizes(b"cbb")
+                && r.recognizes(b"acb")
+                && r.recognizes(b"aacbb")
+                && !r.recognizes(b"aacb")
+        );
     }
 
     #[test]
@@ -366,10 +380,16 @@ mod tests {
         let mut gr = Grammar::new();
         let s = gr.add_nonterminal("s");
         gr.add_rule(s, vec![Symbol::Nt(crate::ir::NtId(7))]);
-        assert!(matches!(recognizes(&gr, b""), Err(GrammarError::Invalid { .. })));
+        assert!(matches!(
+            recognizes(&gr, b""),
+            Err(GrammarError::Invalid { .. })
+        ));
         gr.rules.clear();
         gr.add_rule(s, vec![Symbol::T(Terminal::Regex("(".into()))]);
-        assert!(matches!(recognizes(&gr, b""), Err(GrammarError::Regex { .. })));
+        assert!(matches!(
+            recognizes(&gr, b""),
+            Err(GrammarError::Regex { .. })
+        ));
     }
 
     proptest! {

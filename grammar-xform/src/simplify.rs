@@ -159,7 +159,9 @@ mod tests {
 
     #[test]
     fn table_and_switches() {
-        let g = Grammar::from_gbnf("root ::= a | b\na ::= \"x\" c\nb ::= b \"y\"\nc ::= \"\" | \"z\"").unwrap();
+        let g =
+            Grammar::from_gbnf("root ::= a | b\na ::= \"x\" c\nb ::= b \"y\"\nc ::= \"\" | \"z\"")
+                .unwrap();
         let s = simplify(&g, &SimplifyConfig::default()).unwrap();
         assert_eq!(s.grammar.to_string(), "root ::= \"x\" \"z\" | \"x\"\n");
         assert_eq!(s.passes.len(), 6);

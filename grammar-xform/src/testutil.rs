@@ -46,7 +46,10 @@ fn terminal_words(t: &Terminal, max_len: usize) -> BTreeSet<Vec<u8>> {
             .collect(),
         Terminal::Regex(r) => {
             let re = Regex::new(&format!("^(?:{r})$")).expect("test regex");
-            all_strings(max_len).into_iter().filter(|w| re.is_match(w)).collect()
+            all_strings(max_len)
+                .into_iter()
+                .filter(|w| re.is_match(w))
+                .collect()
         }
     }
 }
@@ -126,7 +129,9 @@ pub fn random_grammar() -> impl Strategy<Value = Grammar> {
         let rule = prop::collection::vec(sym, 0..=3);
         prop::collection::vec(prop::collection::vec(rule, 1..=3), n).prop_map(move |rules| {
             let mut g = Grammar::new();
-            let ids: Vec<NtId> = (0..n).map(|i| g.add_nonterminal(&format!("n{i}"))).collect();
+            let ids: Vec<NtId> = (0..n)
+                .map(|i| g.add_nonterminal(&format!("n{i}")))
+                .collect();
             for (i, alts) in rules.into_iter().enumerate() {
                 for rhs in alts {
                     g.add_rule(ids[i], rhs);

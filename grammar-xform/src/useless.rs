@@ -33,7 +33,12 @@ pub fn remove_useless(g: &Grammar) -> Result<Grammar, GrammarError> {
         Symbol::Nt(b) => generating[b.index()],
         Symbol::T(t) => infos[t].generating(),
     };
-    let kept: Vec<Rule> = g.rules.iter().filter(|r| r.rhs.iter().all(sym_gen)).cloned().collect();
+    let kept: Vec<Rule> = g
+        .rules
+        .iter()
+        .filter(|r| r.rhs.iter().all(sym_gen))
+        .cloned()
+        .collect();
     let mut g1 = Grammar::new();
     // reachability over the generating rules only (same ids as g)
     for i in 0..g.num_nonterminals() {
@@ -42,7 +47,11 @@ pub fn remove_useless(g: &Grammar) -> Result<Grammar, GrammarError> {
     g1.rules = kept;
     g1.start = g.start;
     let reach = reachable(&g1);
-    let rules: Vec<Rule> = g1.rules.into_iter().filter(|r| reach[r.lhs.index()]).collect();
+    let rules: Vec<Rule> = g1
+        .rules
+        .into_iter()
+        .filter(|r| reach[r.lhs.index()])
+        .collect();
     Ok(compact(g, dedupe_rules(rules), g.start))
 }
 
@@ -66,10 +75,15 @@ mod tests {
         let g = Grammar::from_gbnf("root ::= root \"a\" | x\nx ::= [a] x").unwrap();
         assert_eq!(
             remove_useless(&g),
-            Err(GrammarError::EmptyLanguage { start: "root".into() })
+            Err(GrammarError::EmptyLanguage {
+                start: "root".into()
+            })
         );
         let g = Grammar::from_gbnf("root ::= /a$b/").unwrap();
-        assert!(matches!(remove_useless(&g), Err(GrammarError::EmptyLanguage { .. })));
+        assert!(matches!(
+            remove_useless(&g),
+            Err(GrammarError::EmptyLanguage { .. })
+        ));
     }
 
     #[test]

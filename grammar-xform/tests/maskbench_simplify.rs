@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use grammar_xform::json_schema::{compile_json_schema, JsonSchemaOptions};
-use grammar_xform::{simplify, GrammarError, Recognizer, SimplifyConfig};
+use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
+use zapspec_grammar::{simplify, GrammarError, Recognizer, SimplifyConfig};
 
 /// Every `STRIDE`-th schema; `MASKBENCH_STRIDE=1` checks the whole corpus.
 const STRIDE: usize = 40;
@@ -21,7 +21,8 @@ fn simplify_keeps_membership_on_maskbench_sample() {
     };
     let mut files: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
-    let (mut schemas, mut instances, mut accepted, mut before, mut after) = (0, 0, 0, 0usize, 0usize);
+    let (mut schemas, mut instances, mut accepted, mut before, mut after) =
+        (0, 0, 0, 0usize, 0usize);
     let stride = std::env::var("MASKBENCH_STRIDE")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -42,14 +43,22 @@ fn simplify_keeps_membership_on_maskbench_sample() {
             Err(GrammarError::EmptyLanguage { .. }) => continue,
             Err(e) => panic!("{}: {e}", path.display()),
         };
-        let (r0, r1) = (Recognizer::new(&g).unwrap(), Recognizer::new(&s.grammar).unwrap());
+        let (r0, r1) = (
+            Recognizer::new(&g).unwrap(),
+            Recognizer::new(&s.grammar).unwrap(),
+        );
         schemas += 1;
         before += g.stats().rules;
         after += s.grammar.stats().rules;
         for t in doc["tests"].as_array().into_iter().flatten() {
             let inst = serde_json::to_string(&t["data"]).unwrap();
             let a = r0.recognizes(inst.as_bytes());
-            assert_eq!(a, r1.recognizes(inst.as_bytes()), "{}: {inst}", path.display());
+            assert_eq!(
+                a,
+                r1.recognizes(inst.as_bytes()),
+                "{}: {inst}",
+                path.display()
+            );
             instances += 1;
             accepted += a as usize;
         }

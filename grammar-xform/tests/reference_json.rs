@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use grammar_xform::{simplify, Grammar, Recognizer, SimplifyConfig};
+use zapspec_grammar::{simplify, Grammar, Recognizer, SimplifyConfig};
 
 const JSON_GBNF: &str = r#"
 root   ::= value

@@ -1,7 +1,7 @@
 //! Snapshots of the seed grammars through the §4.5 pipeline, pass by pass,
 //! with membership checked against the reference recognizer.
 
-use grammar_xform::{simplify, Grammar, Recognizer, SimplifyConfig};
+use zapspec_grammar::{simplify, Grammar, Recognizer, SimplifyConfig};
 
 /// `A → AB | B; B → a` (left recursion plus a unit rule), start `A`.
 const LEFT_REC: &str = "A ::= A B | B\nB ::= \"a\"\n";
@@ -29,7 +29,7 @@ Unused ::= "never" Value
 "#;
 
 fn report(src: &str) -> (Grammar, String) {
-    let parsed = grammar_xform::parse_gbnf(src).unwrap();
+    let parsed = zapspec_grammar::parse_gbnf(src).unwrap();
     let s = simplify(&parsed.grammar, &SimplifyConfig::default()).unwrap();
     let mut out = format!("# input\n{}", parsed.grammar);
     for w in &parsed.warnings {
@@ -67,7 +67,11 @@ fn paper_fig1_seed() {
     let (g, out) = report(PAPER_FIG1);
     insta::assert_snapshot!("paper_fig1", out);
     let orig = Grammar::from_gbnf(PAPER_FIG1).unwrap();
-    same_membership(&orig, &g, &["a+b", "a+d", "c+b", "c+d", "a+", "b+a", "a+bd", ""]);
+    same_membership(
+        &orig,
+        &g,
+        &["a+b", "a+d", "c+b", "c+d", "a+", "b+a", "a+bd", ""],
+    );
 }
 
 #[test]
@@ -78,7 +82,16 @@ fn paper_expression_seed() {
     same_membership(
         &orig,
         &g,
-        &["1", "1+2*3", "(1+2)*34", "((7))", "1+", "()", "1*(2+3)*4+5", ""],
+        &[
+            "1",
+            "1+2*3",
+            "(1+2)*34",
+            "((7))",
+            "1+",
+            "()",
+            "1*(2+3)*4+5",
+            "",
+        ],
     );
 }
 

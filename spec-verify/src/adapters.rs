@@ -11,12 +11,12 @@
 
 use std::collections::HashMap;
 
-use future_validity::{OneStepCheap, PhiCost, PhiEstimator};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
+use zapspec_phi::{OneStepCheap, PhiCost, PhiEstimator};
 
 use crate::phi::PhiSource;
 
-/// A `future_validity::PhiEstimator` plus the model it queries.
+/// A `zapspec_phi::PhiEstimator` plus the model it queries.
 pub struct EstimatorPhi<E, M> {
     pub estimator: E,
     pub model: M,

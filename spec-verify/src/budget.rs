@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn agrees_with_the_future_validity_dfa_dp() {
-        use future_validity::exact::budget::{solve, tv_phi_star, tv_proj_star, BudgetLanguage};
+        use zapspec_phi::exact::budget::{solve, tv_phi_star, tv_proj_star, BudgetLanguage};
         for &(n, k, p1) in &[(20, 10, 0.62), (24, 8, 0.7), (12, 3, 0.3), (30, 15, 0.7)] {
             let r = budget_experiment(n, k, p1, 1).unwrap();
             let lang = BudgetLanguage::new(n, k).unwrap();

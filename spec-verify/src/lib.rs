@@ -20,15 +20,16 @@
 //! | [`law`] | exact terminal laws of finite languages (`μ*`, `μ^proj`, `μ^Φ̂`) and exact Φ by backward DP over the prefix tree — the reference for tests |
 //! | [`stats`] | empirical-vs-exact comparisons: TV, bootstrap CI, noise floor, chi-square |
 //! | [`memo`] | [`MemoLm`], memoised logits for deterministic toy models |
-//! | [`adapters`] | any `future_validity::PhiEstimator` as a [`PhiSource`]; [`adapters::OneStepCheapPhi`] (Def. 9 on the verifier's own logits, no model copy); [`adapters::FrozenPhi`] (one estimator draw per prefix) |
+//! | [`adapters`] | any `zapspec_phi::PhiEstimator` as a [`PhiSource`]; [`adapters::OneStepCheapPhi`] (Def. 9 on the verifier's own logits, no model copy); [`adapters::FrozenPhi`] (one estimator draw per prefix) |
 //! | [`budget`] | Table 8: exact TV on the budget language `L_{n,K}` by grouping |
 //! | [`toys`] | toy LMs (byte bigram, noisy draft) and the finite JSON schemas of Table 7 |
 //! | [`report`] | Markdown/JSON output of the experiment binaries |
 
 //!
 //! ```
-//! use spec_verify::{PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
-//! use zapspec_core::{prob::seeded_rng, toy::BigramLm, DyckConstraint, DyckSpec};
+//! use zapspec_verify::{PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
+//! use zapspec_core::{prob::seeded_rng};
+//! use zapspec_testkit::{toy::BigramLm, DyckConstraint, DyckSpec};
 //!
 //! let dyck = DyckConstraint::new(DyckSpec { kinds: 1, max_depth: 3, max_len: 12 });
 //! // exact Φ of this finite language under the target (backward DP)

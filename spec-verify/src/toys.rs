@@ -10,8 +10,8 @@
 //!   (3, 4, 18 and 24 strings) and the 2,000-string flag-code schema E of
 //!   Tables 14–16.
 
-use zapspec_core::toy::splitmix64;
 use zapspec_core::{LanguageModel, Logits, ModelError, TokenId};
+use zapspec_testkit::toy::splitmix64;
 
 /// Byte vocabulary size used by [`CharBigramLm`]: bytes 0–255 and EOS = 256
 /// (as `TokenVocab::bytes()`).

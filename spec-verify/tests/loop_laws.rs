@@ -4,16 +4,17 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use spec_verify::stats::{chi_square, noise_floor, tv_counts};
-use spec_verify::verify::{equality_marginal, equality_step, leviathan_step, Decision};
-use spec_verify::{
+use zapspec_core::prob::{log_softmax, sample_log, seeded_rng};
+use zapspec_core::{Constraint, LanguageModel, TokenId};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
+use zapspec_verify::stats::{chi_square, noise_floor, tv_counts};
+use zapspec_verify::verify::{equality_marginal, equality_step, leviathan_step, Decision};
+use zapspec_verify::{
     DecodeState, MemoLm, Mode, PrefixTree, SpecConfig, SpeculativeDecoder, UniformPhi,
     VerifierKind, VerifyError,
 };
-use zapspec_core::constraint::TokenTrie;
-use zapspec_core::prob::{log_softmax, sample_log, seeded_rng};
-use zapspec_core::toy::BigramLm;
-use zapspec_core::{Constraint, DyckConstraint, DyckSpec, LanguageModel, TokenId, TrieConstraint};
 
 fn dyck() -> DyckConstraint {
     DyckConstraint::new(DyckSpec {
@@ -261,10 +262,12 @@ fn greedy_mode_is_greedy_decoding_of_the_target() {
             let logp = log_softmax(&logits);
             let mut buf = vec![0.0; 6];
             if phi_on {
-                spec_verify::PhiSource::log_phi(&mut phi, &want, &state, &mask, &logits, &mut buf)
-                    .unwrap();
+                zapspec_verify::PhiSource::log_phi(
+                    &mut phi, &want, &state, &mask, &logits, &mut buf,
+                )
+                .unwrap();
             }
-            let law = spec_verify::target_log_law(&logp, &mask, Some(&buf)).unwrap();
+            let law = zapspec_verify::target_log_law(&logp, &mask, Some(&buf)).unwrap();
             let y = zapspec_core::prob::argmax(&law).unwrap() as TokenId;
             if y == 5 {
                 break;
@@ -347,7 +350,7 @@ fn bad_input_is_an_error_not_a_panic() {
     let mut dec = SpeculativeDecoder::new(
         BigramLm::new(3, 1),
         BigramLm::new(3, 2),
-        spec_verify::ExactPhi::default(),
+        zapspec_verify::ExactPhi::default(),
         SpecConfig {
             verifier: VerifierKind::FvoSpec,
             ..SpecConfig::default()
@@ -475,8 +478,8 @@ fn memo_lm_matches_inner_model() {
 
 #[test]
 fn future_validity_exact_estimator_agrees_with_the_prefix_tree() {
-    use future_validity::{Exact, ExactConfig, OneStepCheap};
-    use spec_verify::adapters::{EstimatorPhi, FrozenPhi};
+    use zapspec_phi::{Exact, ExactConfig, OneStepCheap};
+    use zapspec_verify::adapters::{EstimatorPhi, FrozenPhi};
     for c in [dyck_as_any()] {
         let mut lm = BigramLm::new(3, 41);
         let tree = PrefixTree::enumerate(&c, &mut lm, 10_000).unwrap();
@@ -508,9 +511,9 @@ fn dyck_as_any() -> DyckConstraint {
 
 /// OneStep-Cheap through the normalised `log_phi` only (the trait's
 /// default `log_phi_shifted`).
-struct NormalisedOnly(spec_verify::adapters::OneStepCheapPhi);
+struct NormalisedOnly(zapspec_verify::adapters::OneStepCheapPhi);
 
-impl<C: Constraint> spec_verify::PhiSource<C> for NormalisedOnly {
+impl<C: Constraint> zapspec_verify::PhiSource<C> for NormalisedOnly {
     fn name(&self) -> String {
         "normalised".into()
     }
@@ -543,7 +546,7 @@ fn shifted_onestep_phi_gives_the_normalised_law() {
         let mut a = SpeculativeDecoder::new(
             p,
             q,
-            spec_verify::adapters::OneStepCheapPhi::new(),
+            zapspec_verify::adapters::OneStepCheapPhi::new(),
             cfg.clone(),
         )
         .unwrap();
@@ -551,7 +554,7 @@ fn shifted_onestep_phi_gives_the_normalised_law() {
         let mut b = SpeculativeDecoder::new(
             p,
             q,
-            NormalisedOnly(spec_verify::adapters::OneStepCheapPhi::new()),
+            NormalisedOnly(zapspec_verify::adapters::OneStepCheapPhi::new()),
             cfg,
         )
         .unwrap();

@@ -2,8 +2,8 @@
 //! Markdown without the timing column. Its TV(μ^proj, μ*) column is the
 //! paper's Table 8 to three decimals.
 
-use spec_verify::budget::budget_experiment;
-use spec_verify::report::MarkdownTable;
+use zapspec_verify::budget::budget_experiment;
+use zapspec_verify::report::MarkdownTable;
 
 #[test]
 fn table8_snapshot() {

@@ -1,6 +1,6 @@
 //! MaskBench census: compile every MaskBench JSON Schema with
-//! `grammar_xform::json_schema` and check its test instances with the
-//! naive reference recognizer (`grammar_xform::reference`).
+//! `zapspec_grammar::json_schema` and check its test instances with the
+//! naive reference recognizer (`zapspec_grammar::reference`).
 //!
 //! * Every schema either compiles or gives a named [`SchemaError`]; the
 //!   counts print as Markdown tables (by outcome, by refused keyword, by
@@ -24,11 +24,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use grammar_xform::json_schema::{
+use serde_json::Value;
+use zapspec_grammar::json_schema::{
     canonical_instances, compile_json_schema_report, JsonSchemaOptions, SchemaError,
 };
-use grammar_xform::reference::Recognizer;
-use serde_json::Value;
+use zapspec_grammar::reference::Recognizer;
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench")

@@ -18,11 +18,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use earley::{Engine, EngineConfig};
-use grammar_xform::json_schema::{compile_json_schema, JsonSchemaOptions};
-use grammar_xform::{simplify, Recognizer, SimplifyConfig};
-use zapspec_core::prob::{masked_log_softmax, sample_log, seeded_rng, log_softmax};
-use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet, TokenVocab, Vocabulary};
+use zapspec_core::prob::{log_softmax, masked_log_softmax, sample_log, seeded_rng};
+use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet, Vocabulary};
+use zapspec_earley::{Engine, EngineConfig};
+use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
+use zapspec_grammar::{simplify, Recognizer, SimplifyConfig};
+use zapspec_vocab::TokenVocab;
 
 #[derive(Parser)]
 #[command(about = "Schema-constrained generation with the shipped byte-level causal LM")]
@@ -47,9 +48,17 @@ struct Args {
 /// `window` tokens: the context is `tokens[start..]` with `start` a multiple
 /// of half the window, so the KV cache is reused until the next slide (the
 /// shipped model has a 64-byte context).
-fn next_logits(lm: &mut gpu_backend::CausalLm, tokens: &[TokenId], window: usize) -> Result<Vec<f32>> {
+fn next_logits(
+    lm: &mut zapspec_backend::CausalLm,
+    tokens: &[TokenId],
+    window: usize,
+) -> Result<Vec<f32>> {
     let half = (window / 2).max(1);
-    let start = if tokens.len() < window { 0 } else { ((tokens.len() - window) / half + 1) * half };
+    let start = if tokens.len() < window {
+        0
+    } else {
+        ((tokens.len() - window) / half + 1) * half
+    };
     Ok(lm.logits_for(&tokens[start..])?)
 }
 
@@ -61,8 +70,8 @@ struct Sampled {
 }
 
 fn sample(
-    lm: &mut gpu_backend::CausalLm,
-    mut constraint: Option<&mut earley::EarleyMatcher>,
+    lm: &mut zapspec_backend::CausalLm,
+    mut constraint: Option<&mut zapspec_earley::EarleyMatcher>,
     vocab: &TokenVocab,
     args: &Args,
 ) -> Result<Sampled> {
@@ -74,7 +83,10 @@ fn sample(
     let window = lm.max_context();
     while tokens.len() < args.max_bytes {
         let t0 = Instant::now();
-        let logits: Vec<f32> = next_logits(lm, &tokens, window)?.iter().map(|l| l / args.temperature).collect();
+        let logits: Vec<f32> = next_logits(lm, &tokens, window)?
+            .iter()
+            .map(|l| l / args.temperature)
+            .collect();
         model_us.push(t0.elapsed().as_secs_f64() * 1e6);
         let logp = match constraint.as_deref_mut() {
             Some(c) => {
@@ -90,11 +102,21 @@ fn sample(
             c.advance(t)?;
         }
         if t == vocab.eos() {
-            return Ok(Sampled { bytes: vocab.decode(&tokens), ended: true, mask_us, model_us });
+            return Ok(Sampled {
+                bytes: vocab.decode(&tokens),
+                ended: true,
+                mask_us,
+                model_us,
+            });
         }
         tokens.push(t);
     }
-    Ok(Sampled { bytes: vocab.decode(&tokens), ended: false, mask_us, model_us })
+    Ok(Sampled {
+        bytes: vocab.decode(&tokens),
+        ended: false,
+        mask_us,
+        model_us,
+    })
 }
 
 fn pct(xs: &[f64], p: f64) -> f64 {
@@ -108,9 +130,14 @@ fn pct(xs: &[f64], p: f64) -> f64 {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let text = std::fs::read_to_string(&args.schema).with_context(|| format!("reading {}", args.schema.display()))?;
-    let json: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("parsing {}", args.schema.display()))?;
-    let schema = json.get("schema").filter(|_| json.get("tests").is_some()).unwrap_or(&json);
+    let text = std::fs::read_to_string(&args.schema)
+        .with_context(|| format!("reading {}", args.schema.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("parsing {}", args.schema.display()))?;
+    let schema = json
+        .get("schema")
+        .filter(|_| json.get("tests").is_some())
+        .unwrap_or(&json);
 
     // 1. Schema → grammar → simplified grammar.
     let t0 = Instant::now();
@@ -144,13 +171,24 @@ fn main() -> Result<()> {
 
     // 3. The shipped model.
     if !args.model.join("model.safetensors").exists() {
-        bail!("no checkpoint in {} (run from the repository root)", args.model.display());
+        bail!(
+            "no checkpoint in {} (run from the repository root)",
+            args.model.display()
+        );
     }
     let t2 = Instant::now();
-    let mut lm = gpu_backend::load_causal(&args.model, &gpu_backend::Device::Cpu)?;
-    println!("model: {} loaded in {:.1} ms\n", args.model.display(), t2.elapsed().as_secs_f64() * 1e3);
+    let mut lm = zapspec_backend::load_causal(&args.model, &zapspec_backend::Device::Cpu)?;
+    println!(
+        "model: {} loaded in {:.1} ms\n",
+        args.model.display(),
+        t2.elapsed().as_secs_f64() * 1e3
+    );
     if lm.vocab_size() != vocab.len() {
-        bail!("model has {} tokens, the byte vocabulary {}", lm.vocab_size(), vocab.len());
+        bail!(
+            "model has {} tokens, the byte vocabulary {}",
+            lm.vocab_size(),
+            vocab.len()
+        );
     }
 
     // 4. Constrained and unconstrained samples, same seed.
@@ -162,10 +200,20 @@ fn main() -> Result<()> {
     for (name, s) in [("constrained", &constrained), ("unconstrained", &free)] {
         let parses = serde_json::from_slice::<serde_json::Value>(&s.bytes).is_ok();
         let member = s.ended && reference.recognizes(&s.bytes);
-        println!("| {name} | {} | {} | {parses} | {member} |", s.bytes.len(), s.ended);
+        println!(
+            "| {name} | {} | {} | {parses} | {member} |",
+            s.bytes.len(),
+            s.ended
+        );
     }
-    println!("\nconstrained output:\n\n    {}\n", String::from_utf8_lossy(&constrained.bytes));
-    println!("unconstrained output (first 120 bytes):\n\n    {}\n", String::from_utf8_lossy(&free.bytes[..free.bytes.len().min(120)]).replace('\n', "\\n"));
+    println!(
+        "\nconstrained output:\n\n    {}\n",
+        String::from_utf8_lossy(&constrained.bytes)
+    );
+    println!(
+        "unconstrained output (first 120 bytes):\n\n    {}\n",
+        String::from_utf8_lossy(&free.bytes[..free.bytes.len().min(120)]).replace('\n', "\\n")
+    );
     println!(
         "per step (constrained): mask p50 {:.1} µs, p99 {:.1} µs; model forward p50 {:.1} µs — the mask costs {:.1}% of a step",
         pct(&constrained.mask_us, 0.5),

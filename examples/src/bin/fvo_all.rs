@@ -12,7 +12,7 @@
 
 use std::process::Command;
 
-use spec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
 
 fn main() -> anyhow::Result<()> {
     let args = CommonArgs::from_env().map_err(anyhow::Error::msg)?;

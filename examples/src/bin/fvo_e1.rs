@@ -31,14 +31,19 @@ use std::sync::Arc;
 
 use common::{compare, exp, f4, progress, Comparison};
 use serde::Serialize;
-use spec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use spec_verify::stats::{chi_square, mean_sd, tv_counts};
-use spec_verify::toys::{json_corpus, json_schemas, CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB};
-use spec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, UniformPhi, VerifierKind};
-use zapspec_core::constraint::TokenTrie;
 use zapspec_core::prob::{seeded_rng, tv};
-use zapspec_core::toy::BigramLm;
-use zapspec_core::{Constraint, DyckConstraint, DyckSpec, LanguageModel, TokenId, TrieConstraint};
+use zapspec_core::{Constraint, LanguageModel, TokenId};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
+use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use zapspec_verify::stats::{chi_square, mean_sd, tv_counts};
+use zapspec_verify::toys::{
+    json_corpus, json_schemas, CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB,
+};
+use zapspec_verify::{
+    MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, UniformPhi, VerifierKind,
+};
 
 /// Significance level of the goodness-of-fit verdict.
 const ALPHA: f64 = 1e-3;
@@ -111,7 +116,7 @@ fn run<C: Constraint, P: LanguageModel, Q: LanguageModel>(
     let consistent = cmp.chi2_p > ALPHA && cmp.g_p > ALPHA;
     let within = cmp.tv <= cmp.noise_floor + 4.0 * cmp.noise_floor_sd && consistent;
     let (floor_star, floor_star_sd) =
-        spec_verify::stats::noise_floor(&mut seeded_rng(seed ^ 0x5EED), &star, n, 20);
+        zapspec_verify::stats::noise_floor(&mut seeded_rng(seed ^ 0x5EED), &star, n, 20);
     let tv_emp_star = tv_counts(&counts, &star);
     let chi2_p_vs_star = chi_square(&counts, &star).p_value;
     let entropy: f64 = proj

@@ -17,18 +17,18 @@
 mod common;
 
 use common::{compare, exp, f4, progress, Comparison};
-use future_validity::certificates::theorem7_bound;
-use future_validity::{
+use serde::Serialize;
+use zapspec_core::prob::{seeded_rng, tv};
+use zapspec_phi::certificates::theorem7_bound;
+use zapspec_phi::{
     Exact, ExactConfig, MonteCarlo, OneStepCheap, OneStepTrue, PhiEstimator, Uniform,
 };
-use serde::Serialize;
-use spec_verify::adapters::{EstimatorPhi, FrozenPhi};
-use spec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use spec_verify::toys::NoisyLm;
-use spec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
-use zapspec_core::prob::{seeded_rng, tv};
-use zapspec_core::toy::BigramLm;
-use zapspec_core::{DyckConstraint, DyckSpec};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::{DyckConstraint, DyckSpec};
+use zapspec_verify::adapters::{EstimatorPhi, FrozenPhi};
+use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use zapspec_verify::toys::NoisyLm;
+use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
 
 type Est = Box<dyn PhiEstimator<DyckConstraint, BigramLm>>;
 
@@ -204,7 +204,7 @@ fn main() -> anyhow::Result<()> {
                     tree.log_mu_phi(&mut f).map(|l| tv(&exp(&l), &star))
                 })
                 .collect::<Result<_, _>>()?;
-            let (m, sd) = spec_verify::stats::mean_sd(&tvs);
+            let (m, sd) = zapspec_verify::stats::mean_sd(&tvs);
             mc_t.row(&[
                 k.to_string(),
                 format!("{} ± {}", f4(m), f4(sd)),
@@ -215,7 +215,7 @@ fn main() -> anyhow::Result<()> {
                 serde_json::json!({"grammar": gname, "k": k, "tvs": tvs, "mean": m, "sd": sd}),
             );
         }
-        let floor = spec_verify::stats::noise_floor(&mut seeded_rng(5), &star, n, 20).0;
+        let floor = zapspec_verify::stats::noise_floor(&mut seeded_rng(5), &star, n, 20).0;
         tables.push_str(&format!(
             "### Dyck {gname}: |L| = {}, Φ̄ = {}, TV(μproj, μ*) = {}, noise floor of an exact sampler at N = {n}: {}\n\n{}\n",
             tree.num_members(),

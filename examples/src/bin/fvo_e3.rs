@@ -2,7 +2,7 @@
 //! schemas under a byte bigram LM — status (A, 3 strings), type-value (B, 4),
 //! action-target (C, 18), method-path (D, 24). For each schema: the exact
 //! gap TV(μ^proj, μ*), Φ̄, and the TV to μ* of the exact-Φ
-//! (`future_validity::ExactTrie`) and OneStep-Cheap corrections, both as
+//! (`zapspec_phi::ExactTrie`) and OneStep-Cheap corrections, both as
 //! exact terminal laws and as N = 5,000 samples of the FVO-Spec loop. A
 //! temperature sweep (0.3, 0.7, 1.0) repeats the exact-law numbers.
 //!
@@ -14,14 +14,17 @@ mod common;
 use std::sync::Arc;
 
 use common::{compare, exp, f4, progress};
-use future_validity::{ExactTrie, OneStepCheap};
-use spec_verify::adapters::{EstimatorPhi, FrozenPhi};
-use spec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use spec_verify::toys::{json_corpus, json_schemas, CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB};
-use spec_verify::{MemoLm, PhiSource, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
-use zapspec_core::constraint::TokenTrie;
 use zapspec_core::prob::{seeded_rng, tv};
-use zapspec_core::{TokenId, TrieConstraint};
+use zapspec_core::TokenId;
+use zapspec_phi::{ExactTrie, OneStepCheap};
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::TrieConstraint;
+use zapspec_verify::adapters::{EstimatorPhi, FrozenPhi};
+use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use zapspec_verify::toys::{
+    json_corpus, json_schemas, CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB,
+};
+use zapspec_verify::{MemoLm, PhiSource, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
 
 fn sample<F: PhiSource<TrieConstraint>>(
     c: &TrieConstraint,
@@ -31,7 +34,7 @@ fn sample<F: PhiSource<TrieConstraint>>(
     n: usize,
     seed: u64,
     label: String,
-) -> anyhow::Result<(Vec<usize>, spec_verify::RoundStats)> {
+) -> anyhow::Result<(Vec<usize>, zapspec_verify::RoundStats)> {
     let cfg = SpecConfig {
         gamma: 4,
         verifier: VerifierKind::FvoSpec,

@@ -10,15 +10,18 @@
 mod common;
 
 use common::{exp, f4, progress};
-use future_validity::{Exact, ExactConfig, OneStepCheap};
 use plotters::prelude::*;
-use spec_verify::adapters::{EstimatorPhi, FrozenPhi};
-use spec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use spec_verify::toys::NoisyLm;
-use spec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, UniformPhi, VerifierKind};
 use zapspec_core::prob::{kl, seeded_rng};
-use zapspec_core::toy::BigramLm;
-use zapspec_core::{DyckConstraint, DyckSpec, TokenId};
+use zapspec_core::TokenId;
+use zapspec_phi::{Exact, ExactConfig, OneStepCheap};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::{DyckConstraint, DyckSpec};
+use zapspec_verify::adapters::{EstimatorPhi, FrozenPhi};
+use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use zapspec_verify::toys::NoisyLm;
+use zapspec_verify::{
+    MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, UniformPhi, VerifierKind,
+};
 
 fn max_depth(s: &[TokenId]) -> usize {
     let (mut d, mut m) = (0i64, 0i64);

@@ -37,24 +37,25 @@ mod common;
 use std::sync::Arc;
 use std::time::Instant;
 
-use future_validity::{
+use serde::Serialize;
+use zapspec_core::prob::seeded_rng;
+use zapspec_core::{
+    Constraint, LanguageModel, Rejected, RollbackError, TokenId, TokenSet, Vocabulary,
+};
+use zapspec_phi::{
     log_normaliser, onestep_cheap_reference, Dfa, DfaConstraint, OneStepCheap, PhiCost, PhiError,
     PhiEstimator,
 };
-use serde::Serialize;
-use spec_verify::adapters::{EstimatorPhi, OneStepCheapPhi};
-use spec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use spec_verify::{
+use zapspec_testkit::toy::{splitmix64, BigramLm};
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
+use zapspec_verify::adapters::{EstimatorPhi, OneStepCheapPhi};
+use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use zapspec_verify::{
     DecodeState, PhiSource, SpecConfig, SpeculativeDecoder, UniformPhi, VerifierKind,
 };
-use zapspec_core::constraint::TokenTrie;
-use zapspec_core::prob::seeded_rng;
-use zapspec_core::toy::{splitmix64, BigramLm};
-use zapspec_core::vocab::TiktokenBpe;
-use zapspec_core::{
-    Constraint, DyckConstraint, DyckSpec, LanguageModel, Rejected, RollbackError, TokenId,
-    TokenSet, TokenVocab, TrieConstraint, Vocabulary,
-};
+use zapspec_vocab::TiktokenBpe;
+use zapspec_vocab::TokenVocab;
 
 const GAMMA: usize = 4;
 /// A sequence is restarted after this many committed tokens (the regular
@@ -255,7 +256,7 @@ fn json_object_dfa(vocab: &TokenVocab) -> anyhow::Result<Dfa> {
     }
     let n = 8usize;
     let v = vocab.len();
-    let mut trans = vec![future_validity::exact::regular::DEAD; n * v];
+    let mut trans = vec![zapspec_phi::exact::regular::DEAD; n * v];
     for q in 0..n as u32 {
         for t in 0..v as TokenId {
             let bytes = vocab.token_bytes(t);
@@ -619,13 +620,17 @@ fn main() -> anyhow::Result<()> {
     )?);
 
     let o200k = TokenVocab::tiktoken(TiktokenBpe::O200k)?;
-    let texts: Vec<String> = spec_verify::toys::json_schemas(true)
+    let texts: Vec<String> = zapspec_verify::toys::json_schemas(true)
         .into_iter()
         .find(|s| s.name.starts_with("flag-code"))
         .map(|s| s.strings)
         .unwrap_or_default();
     let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
-    let schema = TrieConstraint::from_texts(&o200k, &refs)?;
+    let seqs = refs
+        .iter()
+        .map(|t| o200k.encode(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let schema = TrieConstraint::from_sequences(&o200k, seqs);
     out.extend(measure(
         "JSON schema E (2,000 strings) tokenized by o200k",
         &schema,

@@ -3,7 +3,7 @@
 //! finite canonical-JSON languages A–E under the byte bigram LM. Three
 //! verifiers on the same loop and the same locally projected draft `q̃`:
 //! Leviathan (LMS; samples μ^proj), FVO-Spec with exact token-trie Φ (from
-//! `future_validity::ExactTrie`; samples μ*), and the equality diagnostic
+//! `zapspec_phi::ExactTrie`; samples μ*), and the equality diagnostic
 //! with the same exact-Φ target (biased, App. H.7).
 //!
 //! `cargo run --release -p examples --bin fvo_table16 -- [--out DIR] [--quick]`
@@ -14,15 +14,18 @@ mod common;
 use std::sync::Arc;
 
 use common::{compare, exp, f4, progress, Comparison};
-use future_validity::ExactTrie;
 use serde::Serialize;
-use spec_verify::adapters::{EstimatorPhi, FrozenPhi};
-use spec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use spec_verify::toys::{json_corpus, json_schemas, CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB};
-use spec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
-use zapspec_core::constraint::TokenTrie;
 use zapspec_core::prob::{seeded_rng, tv};
-use zapspec_core::{TokenId, TrieConstraint};
+use zapspec_core::TokenId;
+use zapspec_phi::ExactTrie;
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::TrieConstraint;
+use zapspec_verify::adapters::{EstimatorPhi, FrozenPhi};
+use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use zapspec_verify::toys::{
+    json_corpus, json_schemas, CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB,
+};
+use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
 
 #[derive(Serialize)]
 struct VerifierRun {
@@ -92,7 +95,7 @@ fn main() -> anyhow::Result<()> {
             let cmp = compare(&mut seeded_rng(seed ^ 0xB007), &counts, &star, 200, 20);
             runs.push(VerifierRun {
                 verifier: kind.name().to_string(),
-                tv_to_mu_proj: spec_verify::stats::tv_counts(&counts, &proj),
+                tv_to_mu_proj: zapspec_verify::stats::tv_counts(&counts, &proj),
                 vs_mu_star: cmp,
                 acceptance: stats.acceptance_rate(),
                 tokens_per_round: stats.tokens_per_round(),

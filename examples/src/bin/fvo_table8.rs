@@ -9,9 +9,9 @@
 //!
 //! `cargo run --release -p examples --bin fvo_table8 -- [--out DIR]`
 
-use future_validity::exact::budget::{solve, tv_phi_star, tv_proj_star, BudgetLanguage};
-use spec_verify::budget::budget_experiment;
-use spec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use zapspec_phi::exact::budget::{solve, tv_phi_star, tv_proj_star, BudgetLanguage};
+use zapspec_verify::budget::budget_experiment;
+use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
 
 fn main() -> anyhow::Result<()> {
     let args = CommonArgs::from_env().map_err(anyhow::Error::msg)?;

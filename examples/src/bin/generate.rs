@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, ValueEnum};
-use gpu_backend::causal::{generate, GenerateOptions};
-use gpu_backend::diffusion::{generate_blockwise, DiffusionGenerateOptions};
-use gpu_backend::{Backend, DiffusionCache};
+use zapspec_backend::causal::{generate, GenerateOptions};
+use zapspec_backend::diffusion::{generate_blockwise, DiffusionGenerateOptions};
+use zapspec_backend::{Backend, DiffusionCache};
 use zapspec_core::{DiffusionModel, TokenId};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
@@ -53,7 +53,7 @@ fn main() -> Result<()> {
                 .model
                 .clone()
                 .unwrap_or_else(|| "models/causal-bytes".into());
-            let mut lm = gpu_backend::load_causal(&dir, &device)?;
+            let mut lm = zapspec_backend::load_causal(&dir, &device)?;
             let opts = GenerateOptions {
                 max_new_tokens: a.len,
                 temperature: a.temperature,
@@ -70,7 +70,7 @@ fn main() -> Result<()> {
                 .clone()
                 .unwrap_or_else(|| "models/diffusion-bytes".into());
             let mut lm =
-                gpu_backend::load_diffusion(&dir, &device)?.with_cache(DiffusionCache::Dual);
+                zapspec_backend::load_diffusion(&dir, &device)?.with_cache(DiffusionCache::Dual);
             let opts = DiffusionGenerateOptions {
                 gen_len: a.len,
                 block_len: lm.block_size(),

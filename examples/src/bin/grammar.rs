@@ -9,13 +9,15 @@
 //! ```
 //!
 //! A `.json` file is a JSON Schema (or a MaskBench file, whose `schema`
-//! field is used), compiled by `grammar_xform::json_schema`.
+//! field is used), compiled by `zapspec_grammar::json_schema`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use grammar_xform::{parse_gbnf, simplify, Grammar, GrammarError, GrammarStats, Recognizer, SimplifyConfig};
+use zapspec_grammar::{
+    parse_gbnf, simplify, Grammar, GrammarError, GrammarStats, Recognizer, SimplifyConfig,
+};
 
 #[derive(Parser, Debug)]
 #[command(about = "Parse a grammar and run the ZapFormat §4.5 transforms, pass by pass")]
@@ -38,11 +40,11 @@ struct Args {
     #[arg(long)]
     no_dedupe: bool,
     /// Nullable elimination: split rules with more nullable occurrences.
-    #[arg(long, default_value_t = grammar_xform::NullableConfig::default().max_optional_per_rule)]
+    #[arg(long, default_value_t = zapspec_grammar::NullableConfig::default().max_optional_per_rule)]
     max_optional: usize,
     /// Inlining: inline a once-used nonterminal only if its user then has
     /// at most this many alternatives (0: only single-rule nonterminals).
-    #[arg(long, default_value_t = grammar_xform::InlineConfig::default().max_alternatives)]
+    #[arg(long, default_value_t = zapspec_grammar::InlineConfig::default().max_alternatives)]
     inline_max_alternatives: usize,
     /// Print only the tables, not the grammars after each pass.
     #[arg(long)]
@@ -73,7 +75,8 @@ struct Args {
 
 /// Reads a grammar file; the format is chosen by extension.
 fn load(path: &Path, args: &Args) -> Result<Grammar> {
-    let src = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let src =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "json" => load_json_schema(path, &src, args),
@@ -83,22 +86,31 @@ fn load(path: &Path, args: &Args) -> Result<Grammar> {
 
 /// A JSON Schema file, or a MaskBench file (its `schema` field).
 fn load_json_schema(path: &Path, src: &str, args: &Args) -> Result<Grammar> {
-    use grammar_xform::json_schema::{compile_json_schema_report, JsonSchemaOptions, UnknownKeywords, Whitespace};
-    let v: serde_json::Value = serde_json::from_str(src).with_context(|| format!("parsing {}", path.display()))?;
+    use zapspec_grammar::json_schema::{
+        compile_json_schema_report, JsonSchemaOptions, UnknownKeywords, Whitespace,
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(src).with_context(|| format!("parsing {}", path.display()))?;
     let is_maskbench = v.get("schema").is_some() && v.get("tests").is_some_and(|t| t.is_array());
     let schema = if is_maskbench { &v["schema"] } else { &v };
     let whitespace = match args.ws.as_str() {
         "compact" => Whitespace::Compact,
-        "flexible" => Whitespace::Flexible { max_ws: args.max_ws },
+        "flexible" => Whitespace::Flexible {
+            max_ws: args.max_ws,
+        },
         other => bail!("--ws must be `compact` or `flexible`, not `{other}`"),
     };
     let opts = JsonSchemaOptions {
         whitespace,
-        unknown_keywords: if args.strict_keywords { UnknownKeywords::Reject } else { UnknownKeywords::Ignore },
+        unknown_keywords: if args.strict_keywords {
+            UnknownKeywords::Reject
+        } else {
+            UnknownKeywords::Ignore
+        },
         ..JsonSchemaOptions::default()
     };
-    let (g, report) =
-        compile_json_schema_report(schema, &opts).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let (g, report) = compile_json_schema_report(schema, &opts)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     for (ptr, key) in &report.ignored {
         eprintln!("note: {}: ignored `{key}` at `{ptr}`", path.display());
     }
@@ -140,7 +152,8 @@ fn table_row(name: &str, s: &GrammarStats) -> String {
     )
 }
 
-const HEADER: &str = "| | nonterminals | rules | symbols | terminals | ε-rules |\n|---|---:|---:|---:|---:|---:|";
+const HEADER: &str =
+    "| | nonterminals | rules | symbols | terminals | ε-rules |\n|---|---:|---:|---:|---:|---:|";
 
 fn main() -> Result<()> {
     let args = Args::parse();
@@ -151,12 +164,12 @@ fn main() -> Result<()> {
         units: !args.no_units,
         inline: !args.no_inline,
         dedupe: !args.no_dedupe,
-        nullable_config: grammar_xform::NullableConfig {
+        nullable_config: zapspec_grammar::NullableConfig {
             max_optional_per_rule: args.max_optional,
         },
-        inline_config: grammar_xform::InlineConfig {
+        inline_config: zapspec_grammar::InlineConfig {
             max_alternatives: args.inline_max_alternatives,
-            ..grammar_xform::InlineConfig::default()
+            ..zapspec_grammar::InlineConfig::default()
         },
     };
     if !args.quiet {
@@ -201,7 +214,9 @@ fn main() -> Result<()> {
             m.display(),
             input.len()
         );
-        println!("| grammar | rules | accepted | Earley items | time (ms) |\n|---|---:|---|---:|---:|");
+        println!(
+            "| grammar | rules | accepted | Earley items | time (ms) |\n|---|---:|---|---:|---:|"
+        );
         let mut rows = Vec::new();
         for (name, gr) in [("input", &g), ("simplified", &s.grammar)] {
             let r = Recognizer::new(gr)?;
@@ -217,13 +232,12 @@ fn main() -> Result<()> {
         measured = serde_json::Value::Array(rows);
     }
     if let Some(path) = &args.json {
-        let rows: Vec<serde_json::Value> = std::iter::once(serde_json::json!({"pass": "input", "stats": s.initial}))
-            .chain(
-                s.passes
-                    .iter()
-                    .map(|p| serde_json::json!({"pass": p.pass, "before": p.before, "after": p.after})),
-            )
-            .collect();
+        let rows: Vec<serde_json::Value> =
+            std::iter::once(serde_json::json!({"pass": "input", "stats": s.initial}))
+                .chain(s.passes.iter().map(
+                    |p| serde_json::json!({"pass": p.pass, "before": p.before, "after": p.after}),
+                ))
+                .collect();
         let doc = serde_json::json!({"grammar": args.path.display().to_string(), "ms": elapsed.as_secs_f64() * 1e3, "passes": rows, "measure": measured});
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)
             .with_context(|| format!("writing {}", path.display()))?;

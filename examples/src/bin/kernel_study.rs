@@ -26,9 +26,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
-use gpu_backend::{Backend, CausalLm, ModelConfig, Transformer};
 use plotters::prelude::*;
 use rand::Rng;
+use zapspec_backend::{Backend, CausalLm, ModelConfig, Transformer};
 use zapspec_core::TokenId;
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
@@ -194,8 +194,8 @@ fn main() -> Result<()> {
     if matches!(a.model, Which::Shipped | Which::Both) {
         let dir = &a.shipped;
         let model = if dir.join("config.json").exists() {
-            let mut cfg = gpu_backend::weights::read_config(dir)?;
-            let w = gpu_backend::weights::read_weights(dir, &cfg, dtype, &device)?;
+            let mut cfg = zapspec_backend::weights::read_config(dir)?;
+            let w = zapspec_backend::weights::read_weights(dir, &cfg, dtype, &device)?;
             cfg.max_position_embeddings = cfg.max_position_embeddings.max(need);
             Some(Transformer::from_weights(cfg, w, &device)?)
         } else {

@@ -19,11 +19,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
-use gpu_backend::train::{TrainConfig, Trainer};
-use gpu_backend::{DiffusionAttention, ModelConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 use rand::Rng;
+use zapspec_backend::train::{TrainConfig, Trainer};
+use zapspec_backend::{DiffusionAttention, ModelConfig};
 use zapspec_core::TokenId;
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]

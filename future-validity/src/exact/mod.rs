@@ -4,8 +4,8 @@
 //! | module | language | model | DP over |
 //! |---|---|---|---|
 //! | [`enumerate`] | any constraint whose language below the prefix is finite (bounded Dyck `D_{d,L}`, a finite token trie, …) | any [`LanguageModel`](zapspec_core::LanguageModel) | the tree of valid prefixes (one forward per prefix, memoised) |
-//! | [`trie`] | a finite token trie ([`TrieConstraint`](zapspec_core::TrieConstraint)) | any | trie nodes (backward DP, one forward per node) |
-//! | [`dyck`] | bounded Dyck ([`DyckConstraint`](zapspec_core::DyckConstraint)) | finite-state (Markov) LMs | (stack, length, LM state) |
+//! | [`trie`] | a finite token trie ([`TrieConstraint`](zapspec_testkit::TrieConstraint)) | any | trie nodes (backward DP, one forward per node) |
+//! | [`dyck`] | bounded Dyck ([`DyckConstraint`](zapspec_testkit::DyckConstraint)) | finite-state (Markov) LMs | (stack, length, LM state) |
 //! | [`regular`] | a DFA | finite-state LMs | (DFA state, LM state) |
 //! | [`budget`] | `L_{n,K} = {x ∈ {0,1}ⁿ : Σx ≤ K}` (App. H.4) | iid Bernoulli(p₁) | (t, c) — 496 states for `L_{30,15}` |
 //!

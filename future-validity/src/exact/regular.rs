@@ -19,8 +19,8 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use zapspec_core::toy::BigramLm;
 use zapspec_core::{prob, Constraint, LanguageModel, Rejected, RollbackError, TokenId, TokenSet};
+use zapspec_testkit::toy::BigramLm;
 
 use crate::error::PhiError;
 use crate::estimator::{check_vocab, clamp_log, PhiCost, PhiEstimator};
@@ -311,7 +311,7 @@ struct U64Hasher(u64);
 
 impl std::hash::Hasher for U64Hasher {
     fn finish(&self) -> u64 {
-        zapspec_core::toy::splitmix64(self.0)
+        zapspec_testkit::toy::splitmix64(self.0)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {

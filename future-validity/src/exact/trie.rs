@@ -11,8 +11,9 @@
 
 use std::sync::Arc;
 
-use zapspec_core::constraint::TokenTrie;
-use zapspec_core::{prob, Constraint, LanguageModel, TokenId, TrieConstraint};
+use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
+use zapspec_testkit::TokenTrie;
+use zapspec_testkit::TrieConstraint;
 
 use crate::error::PhiError;
 use crate::estimator::{check_vocab, clamp_log, PhiCost, PhiEstimator};

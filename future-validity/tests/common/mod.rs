@@ -1,8 +1,8 @@
 //! Test helpers: random context-dependent LMs and brute-force references.
 #![allow(dead_code)]
 
-use zapspec_core::toy::{splitmix64, ClosureLm};
 use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
+use zapspec_testkit::toy::{splitmix64, ClosureLm};
 
 /// A random context-dependent LM: logits hash (seed, context, token) into
 /// `[-scale, scale]`; `dead` tokens get an extra `offset` (e.g. −40 to make

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use spec_verify::stats::{bootstrap_tv_ci, chi_square, g_test, noise_floor, tv_counts};
 use zapspec_core::prob::SeededRng;
+use zapspec_verify::stats::{bootstrap_tv_ci, chi_square, g_test, noise_floor, tv_counts};
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).
 pub fn progress(len: usize, msg: impl Into<String>) -> ProgressBar {
@@ -69,5 +69,5 @@ pub fn exp(v: &[f64]) -> Vec<f64> {
 }
 
 pub fn f4(x: f64) -> String {
-    spec_verify::report::fmt_num(x)
+    zapspec_verify::report::fmt_num(x)
 }

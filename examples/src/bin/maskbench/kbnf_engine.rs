@@ -9,7 +9,8 @@
 
 use kbnf::{EngineLike, Token};
 use serde_json::Value;
-use zapspec_core::{TokenId, TokenVocab, Vocabulary};
+use zapspec_core::{TokenId, Vocabulary};
+use zapspec_vocab::TokenVocab;
 
 use crate::adapter::{Adapter, CompileFailure, Compiled};
 use crate::zapspec::schema_grammar;

@@ -12,7 +12,8 @@ use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::{ApproximateTokEnv, SimpleVob, TokEnv, TokRxInfo, TokTrie};
 use llguidance::{JsonCompileOptions, Matcher, ParserFactory};
 use serde_json::Value;
-use zapspec_core::{TokenId, TokenVocab, Vocabulary};
+use zapspec_core::{TokenId, Vocabulary};
+use zapspec_vocab::TokenVocab;
 
 use crate::adapter::{Adapter, CompileFailure, Compiled};
 

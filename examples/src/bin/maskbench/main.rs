@@ -18,7 +18,7 @@
 //! Single-threaded.
 //!
 //! Engines (`--engine`, comma-separated; `all` = zapspec,llguidance,kbnf):
-//! `zapspec[:variant]` (ours: `grammar_xform::json_schema` + `earley`),
+//! `zapspec[:variant]` (ours: `zapspec_grammar::json_schema` + `earley`),
 //! `llguidance` (its own JSON Schema compiler), `kbnf`/`kbnf-nocache` (our
 //! grammar converted to KBNF), `kbnf-json`/`kbnf-json-nocache` (one generic
 //! JSON grammar, schema-agnostic). Each engine runs in its own child
@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use serde::{Deserialize, Serialize};
-use zapspec_core::{vocab::TiktokenBpe, TokenVocab};
+use zapspec_vocab::{TiktokenBpe, TokenVocab};
 
 use adapter::Adapter;
 use report::{markdown_ablation, markdown_reasons, markdown_table, summarize, EngineSummary};

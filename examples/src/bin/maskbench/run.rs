@@ -7,10 +7,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use grammar_xform::json_schema::{canonical_instances, JsonSchemaOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use zapspec_core::{TokenId, TokenVocab};
+use zapspec_core::TokenId;
+use zapspec_grammar::json_schema::{canonical_instances, JsonSchemaOptions};
+use zapspec_vocab::TokenVocab;
 
 use crate::adapter::Adapter;
 
@@ -19,7 +20,7 @@ use crate::adapter::Adapter;
 pub enum InstanceOrder {
     /// Compact JSON with object keys in the order the compiled grammars
     /// write them (declared `properties` first, in schema order, then the
-    /// others), via `grammar_xform::json_schema::canonical_instances`.
+    /// others), via `zapspec_grammar::json_schema::canonical_instances`.
     /// Both our compiler and llguidance fix this order; kbnf gets our
     /// grammar. The same text goes to every engine.
     Canonical,
@@ -80,10 +81,12 @@ pub fn load_case(
             let data = t.get("data").cloned().unwrap_or(Value::Null);
             let orderings = match order {
                 InstanceOrder::File => vec![data],
-                InstanceOrder::Canonical => canonical_instances(&schema, &data, &JsonSchemaOptions::default())
-                    .ok()
-                    .filter(|c| !c.is_empty())
-                    .unwrap_or_else(|| vec![data]),
+                InstanceOrder::Canonical => {
+                    canonical_instances(&schema, &data, &JsonSchemaOptions::default())
+                        .ok()
+                        .filter(|c| !c.is_empty())
+                        .unwrap_or_else(|| vec![data])
+                }
             };
             let mut encoded = Vec::with_capacity(orderings.len());
             for d in &orderings {
@@ -91,7 +94,11 @@ pub fn load_case(
                 encoded.push(vocab.encode(&s).map_err(|e| e.to_string())?);
             }
             let tokens = encoded.remove(0);
-            instances.push(Instance { valid, tokens, alternatives: encoded });
+            instances.push(Instance {
+                valid,
+                tokens,
+                alternatives: encoded,
+            });
         }
     }
     let file = path
@@ -226,7 +233,10 @@ fn run_schema_inner(
         };
         let mut accepted = false;
         let mut refused_at = None;
-        for (j, tokens) in std::iter::once(&inst.tokens).chain(&inst.alternatives).enumerate() {
+        for (j, tokens) in std::iter::once(&inst.tokens)
+            .chain(&inst.alternatives)
+            .enumerate()
+        {
             if j > 0 {
                 if let Err(e) = c.start() {
                     res.error = Some(e);

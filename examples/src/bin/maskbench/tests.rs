@@ -5,7 +5,8 @@
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
-use zapspec_core::{Constraint, TokenId, TokenSet, TrieConstraint, Vocabulary};
+use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
+use zapspec_testkit::TrieConstraint;
 
 use super::*;
 use crate::adapter::{CompileFailure, Compiled};
@@ -35,8 +36,12 @@ impl Adapter for EnumAdapter {
             .map(|v| serde_json::to_string(v).unwrap_or_default())
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let base = TrieConstraint::from_texts(&self.0, &refs)
+        let seqs = refs
+            .iter()
+            .map(|t| self.0.encode(t))
+            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| CompileFailure::new("vocab", e.to_string()))?;
+        let base = TrieConstraint::from_sequences(&self.0, seqs);
         let mask = TokenSet::new(self.0.len());
         Ok(Box::new(EnumCompiled {
             cur: base.clone(),

@@ -1,14 +1,17 @@
-//! Our engine: `grammar_xform::json_schema` (schema → grammar IR) and the
+//! Our engine: `zapspec_grammar::json_schema` (schema → grammar IR) and the
 //! `earley` crate (ZapFormat: pruned Earley, context-independent mask
 //! cache, pruned-state cache, rejected prefixes), through their public APIs.
 
 use std::sync::Arc;
 
-use earley::{CompiledGrammar, EarleyMatcher, Engine, EngineConfig, IndexConfig, VocabIndex};
-use grammar_xform::json_schema::{compile_json_schema_report, JsonSchemaOptions, OneOfMode};
-use grammar_xform::Grammar;
 use serde_json::Value;
-use zapspec_core::{Constraint, TokenId, TokenSet, TokenVocab, Vocabulary};
+use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
+use zapspec_earley::{
+    CompiledGrammar, EarleyMatcher, Engine, EngineConfig, IndexConfig, VocabIndex,
+};
+use zapspec_grammar::json_schema::{compile_json_schema_report, JsonSchemaOptions, OneOfMode};
+use zapspec_grammar::Grammar;
+use zapspec_vocab::TokenVocab;
 
 use crate::adapter::{Adapter, CompileFailure, Compiled};
 
@@ -69,7 +72,7 @@ pub fn variant_config(name: &str) -> Option<EngineConfig> {
 }
 
 /// The vocabulary-index ablations of `--ablation` (cold context-independent
-/// entries: vocabulary slices, residual sharing; `earley::IndexConfig`).
+/// entries: vocabulary slices, residual sharing; `zapspec_earley::IndexConfig`).
 pub fn variant_index(name: &str) -> IndexConfig {
     match name {
         "no-slice" => IndexConfig {

@@ -15,8 +15,10 @@ use std::ops::Range;
 
 use ndarray::Array2;
 
-use crate::model::{check_denoise_args, BlockMarginals, DiffusionModel, LanguageModel, Logits, ModelError};
-use crate::vocab::TokenId;
+use zapspec_core::model::{
+    check_denoise_args, BlockMarginals, DiffusionModel, LanguageModel, Logits, ModelError,
+};
+use zapspec_core::TokenId;
 
 /// SplitMix64: a fast, well-mixed 64-bit hash step.
 #[inline]
@@ -51,7 +53,13 @@ pub struct BigramLm {
 impl BigramLm {
     /// A bigram LM over `vocab_size` tokens with logit scale 2.
     pub fn new(vocab_size: usize, seed: u64) -> Self {
-        BigramLm { vocab_size, seed, scale: 2.0, context: Vec::new(), forwards: 0 }
+        BigramLm {
+            vocab_size,
+            seed,
+            scale: 2.0,
+            context: Vec::new(),
+            forwards: 0,
+        }
     }
 
     /// Sets the logit scale (an inverse temperature: 0 is uniform).
@@ -70,13 +78,20 @@ impl BigramLm {
         let p = prev.map_or(u64::MAX, |t| t as u64);
         let base = splitmix64(self.seed ^ splitmix64(p));
         (0..self.vocab_size)
-            .map(|y| (self.scale as f64 * hashed_gaussian(base ^ (y as u64).wrapping_mul(0xA24B_AED4_963E_E407))) as f32)
+            .map(|y| {
+                (self.scale as f64
+                    * hashed_gaussian(base ^ (y as u64).wrapping_mul(0xA24B_AED4_963E_E407)))
+                    as f32
+            })
             .collect()
     }
 
     fn check(&self, tokens: &[TokenId]) -> Result<(), ModelError> {
         match tokens.iter().find(|&&t| t as usize >= self.vocab_size) {
-            Some(&token) => Err(ModelError::TokenOutOfRange { token, vocab_size: self.vocab_size }),
+            Some(&token) => Err(ModelError::TokenOutOfRange {
+                token,
+                vocab_size: self.vocab_size,
+            }),
             None => Ok(()),
         }
     }
@@ -94,7 +109,8 @@ impl LanguageModel for BigramLm {
         self.forwards += 1;
         let mut out = Array2::zeros((tokens.len(), self.vocab_size));
         for (i, &t) in tokens.iter().enumerate() {
-            out.row_mut(i).assign(&ndarray::ArrayView1::from(&self.logits_after(Some(t))));
+            out.row_mut(i)
+                .assign(&ndarray::ArrayView1::from(&self.logits_after(Some(t))));
         }
         self.context.extend_from_slice(tokens);
         Ok(out)
@@ -120,7 +136,12 @@ pub struct ClosureLm<F> {
 impl<F: Fn(&[TokenId]) -> Vec<f32>> ClosureLm<F> {
     /// `f(context)` must return `vocab_size` logits.
     pub fn new(vocab_size: usize, f: F) -> Self {
-        ClosureLm { vocab_size, f, context: Vec::new(), forwards: 0 }
+        ClosureLm {
+            vocab_size,
+            f,
+            context: Vec::new(),
+            forwards: 0,
+        }
     }
     pub fn forwards(&self) -> usize {
         self.forwards
@@ -147,7 +168,10 @@ impl<F: Fn(&[TokenId]) -> Vec<f32>> LanguageModel for ClosureLm<F> {
     }
     fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
         if let Some(&token) = tokens.iter().find(|&&t| t as usize >= self.vocab_size) {
-            return Err(ModelError::TokenOutOfRange { token, vocab_size: self.vocab_size });
+            return Err(ModelError::TokenOutOfRange {
+                token,
+                vocab_size: self.vocab_size,
+            });
         }
         self.forwards += 1;
         let mut out = Array2::zeros((tokens.len(), self.vocab_size));
@@ -183,7 +207,13 @@ pub struct ToyDiffusion {
 impl ToyDiffusion {
     /// A model over `vocab_size` ids, one of which (`mask`) is the mask token.
     pub fn new(vocab_size: usize, mask: TokenId, seed: u64) -> Self {
-        ToyDiffusion { vocab_size, mask, seed, scale: 2.0, nfe: 0 }
+        ToyDiffusion {
+            vocab_size,
+            mask,
+            seed,
+            scale: 2.0,
+            nfe: 0,
+        }
     }
 
     pub fn with_scale(mut self, scale: f32) -> Self {
@@ -194,14 +224,24 @@ impl ToyDiffusion {
     fn block_logits(&self, seq: &[TokenId], block: &Range<usize>) -> Logits {
         let mut out = Array2::zeros((block.len(), self.vocab_size));
         for (row, p) in block.clone().enumerate() {
-            let left = seq[..p].iter().rev().find(|&&t| t != self.mask).map_or(u64::MAX, |&t| t as u64);
-            let right = seq[p + 1..].iter().find(|&&t| t != self.mask).map_or(u64::MAX - 1, |&t| t as u64);
-            let key = splitmix64(self.seed ^ splitmix64(p as u64 ^ splitmix64(left ^ splitmix64(right))));
+            let left = seq[..p]
+                .iter()
+                .rev()
+                .find(|&&t| t != self.mask)
+                .map_or(u64::MAX, |&t| t as u64);
+            let right = seq[p + 1..]
+                .iter()
+                .find(|&&t| t != self.mask)
+                .map_or(u64::MAX - 1, |&t| t as u64);
+            let key =
+                splitmix64(self.seed ^ splitmix64(p as u64 ^ splitmix64(left ^ splitmix64(right))));
             for y in 0..self.vocab_size {
                 out[[row, y]] = if y as TokenId == self.mask {
                     f32::NEG_INFINITY
                 } else {
-                    (self.scale as f64 * hashed_gaussian(key ^ (y as u64).wrapping_mul(0x9FB2_1C65_1E98_DF25))) as f32
+                    (self.scale as f64
+                        * hashed_gaussian(key ^ (y as u64).wrapping_mul(0x9FB2_1C65_1E98_DF25)))
+                        as f32
                 };
             }
         }
@@ -243,7 +283,7 @@ impl DiffusionModel for ToyDiffusion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prob::softmax;
+    use zapspec_core::prob::softmax;
 
     #[test]
     fn bigram_prefill_equals_sequential() {
@@ -281,7 +321,10 @@ mod tests {
     fn closure_lm_checks_its_output() {
         let mut lm = ClosureLm::new(3, |ctx: &[TokenId]| vec![ctx.len() as f32, 0.0, 0.0]);
         assert_eq!(lm.next_logits().unwrap(), vec![0.0, 0.0, 0.0]);
-        assert_eq!(lm.prefill(&[1, 2]).unwrap().row(1).to_vec(), vec![2.0, 0.0, 0.0]);
+        assert_eq!(
+            lm.prefill(&[1, 2]).unwrap().row(1).to_vec(),
+            vec![2.0, 0.0, 0.0]
+        );
         let mut bad = ClosureLm::new(3, |_: &[TokenId]| vec![0.0]);
         assert!(bad.next_logits().is_err());
     }
@@ -298,7 +341,11 @@ mod tests {
         assert_eq!(both.drafts[0], alone.main);
         assert_ne!(both.main, alone.main);
         assert_eq!(m.nfe(), 2);
-        assert!(both.main.iter().enumerate().all(|(i, &v)| i % 20 != 19 || v == f32::NEG_INFINITY));
+        assert!(both
+            .main
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| i % 20 != 19 || v == f32::NEG_INFINITY));
         assert!(m.denoise(&seq, 4..9, &[]).is_err());
         assert!(m.denoise(&seq, 2..5, &[vec![1]]).is_err());
     }
