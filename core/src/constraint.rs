@@ -1,59 +1,107 @@
-//! The [`Constraint`] trait: one matcher state over a vocabulary.
+//! The [`Constraint`] trait (one matcher state over a vocabulary), the
+//! [`Matcher`] trait that derives it from a language's own transitions, and
+//! the [`LookAhead`] extension used by one-step look-ahead.
 //!
 //! ## The EOS convention
 //!
 //! Every constraint masks over a vocabulary that contains an EOS token.
 //! EOS is in the mask exactly when the tokens so far form a complete member
 //! of the language ([`Constraint::is_accepting`]); advancing by EOS
-//! *finishes* the matcher, after which the mask is empty. Rolling back counts
-//! EOS as a token like any other, so speculative decoding can undo it.
+//! *finishes* the matcher, after which the mask is empty and every token is
+//! refused ([`RejectReason::Finished`]). Rolling back counts EOS as a token
+//! like any other, so speculative decoding can undo it.
+//!
+//! ## `Matcher` or `Constraint`?
+//!
+//! That convention is the same for every language, so it is written once:
+//! a matcher implements [`Matcher`] — its vocabulary, the allowed non-EOS
+//! tokens ([`Matcher::fill_next`]), one step on a non-EOS token
+//! ([`Matcher::step`]), undoing steps ([`Matcher::unstep`]) and whether the
+//! prefix is a complete member ([`Matcher::is_complete`]) — plus a place to
+//! keep the finished flag, and gets [`Constraint`] from the blanket
+//! `impl<M: Matcher> Constraint for M` (EOS handling, the finished state,
+//! rollback counting and the [`Rejected`] position). Implement
+//! [`Constraint`] by hand only for a type whose EOS handling is not its own
+//! — e.g. a wrapper that forwards to an inner constraint — or that does not
+//! fit the step/unstep shape.
+//!
+//! ## The look-ahead extension
+//!
+//! [`LookAhead`] holds the hooks only one-step look-ahead (the
+//! future-validity paper's OneStep-Cheap, Def. 9) uses: sparse masks, mask
+//! keys and whole-set successor walks. Like `rand`'s `Rng` over `RngCore`,
+//! it extends [`Constraint`] without burdening every implementor: every
+//! hook has a default meaning "not available", so `impl LookAhead for X {}`
+//! is a valid (slow-path) implementation.
 
 use crate::token_set::TokenSet;
 use crate::vocab::TokenId;
+
+/// Why a constraint refused a token (the reason in [`Rejected`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RejectReason {
+    /// EOS was already consumed; nothing may follow it.
+    #[error("already finished")]
+    Finished,
+    /// EOS while the tokens so far are not a complete member.
+    #[error("EOS before a complete member")]
+    EosNotAccepting,
+    /// No member of the language continues the prefix with this token (no
+    /// transition, not a viable continuation, not in the valid set).
+    #[error("no member continues with this token")]
+    NotAllowed,
+    /// A special (control) token, or one with no text, which a grammar over
+    /// text never allows.
+    #[error("special token")]
+    SpecialToken,
+    /// A token id outside the constraint's vocabulary.
+    #[error("token outside the vocabulary")]
+    OutOfVocabulary,
+    /// A prefix of the token's bytes was already refused in an equivalent
+    /// state (an Earley matcher's rejected-prefix cache hit); equivalent to
+    /// [`NotAllowed`](RejectReason::NotAllowed), found without parsing.
+    #[error("rejected prefix")]
+    RejectedPrefix,
+    /// An opening bracket that would exceed a depth or length bound (so the
+    /// string could no longer be closed within the bounds).
+    #[error("opening would exceed the depth or length bound")]
+    DepthOrLength,
+    /// A closing bracket that does not match the innermost open one (or
+    /// closes nothing).
+    #[error("closing bracket does not match the open one")]
+    Mismatch,
+}
 
 /// A token the constraint does not allow at this position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("token {token} rejected at position {position}: {reason}")]
 pub struct Rejected {
+    /// The refused token.
     pub token: TokenId,
     /// Number of tokens consumed before the rejected one.
     pub position: usize,
-    pub reason: String,
+    /// Why it was refused.
+    pub reason: RejectReason,
 }
 
 /// Rolling back more tokens than were consumed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot roll back {requested} tokens: only {available} consumed")]
 pub struct RollbackError {
+    /// Tokens asked to undo.
     pub requested: usize,
+    /// Tokens consumed (EOS included), the most that can be undone.
     pub available: usize,
-}
-
-/// The bookkeeping every [`Constraint::rollback`] shares: refuses rolling
-/// back more than `available` tokens, un-finishes a matcher whose last
-/// token was EOS (which counts as one token), and returns how many
-/// non-EOS tokens are left to undo.
-pub fn rollback_eos(
-    n: usize,
-    available: usize,
-    finished: &mut bool,
-) -> Result<usize, RollbackError> {
-    if n > available {
-        return Err(RollbackError {
-            requested: n,
-            available,
-        });
-    }
-    if n > 0 && *finished {
-        *finished = false;
-        return Ok(n - 1);
-    }
-    Ok(n)
 }
 
 /// One matcher state over a vocabulary: computes the allowed-token mask,
 /// advances by a token, forks (`Clone`) and rolls back for speculative
 /// decoding.
+///
+/// Most languages implement [`Matcher`] instead and get this trait from the
+/// blanket impl (see the [module docs](self)); the look-ahead hooks of
+/// one-step look-ahead are the extension trait [`LookAhead`].
 pub trait Constraint: Clone {
     /// Size of the vocabulary the masks range over (EOS included).
     fn vocab_size(&self) -> usize;
@@ -87,49 +135,6 @@ pub trait Constraint: Clone {
     /// speculative branches). Engines may share immutable tables.
     fn fork(&self) -> Self {
         self.clone()
-    }
-
-    /// Sparse mask: when the constraint can list its allowed next tokens
-    /// without a vocabulary-sized pass, clears `out`, pushes them (any
-    /// order, each once) and returns `true`; otherwise returns `false` and
-    /// leaves `out` unspecified. The listed set must equal
-    /// [`fill_mask`](Constraint::fill_mask)'s. One-step look-ahead (the
-    /// future-validity paper's OneStep-Cheap, Def. 9) scores every
-    /// candidate's successor set, so this turns `|A_t|` mask passes of
-    /// `|V|/64` words into `Σ |A_{t+1}|` work. Default: `false`.
-    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
-        let _ = out;
-        false
-    }
-
-    /// A key of the current mask: two states of the same matcher (same
-    /// shared tables) with equal `Some` keys have equal masks, so callers
-    /// may cache per-mask work by key (e.g. a DFA's state, a Dyck
-    /// automaton's stack top). Default: `None` (no such key).
-    fn mask_key(&self) -> Option<u64> {
-        None
-    }
-
-    /// One-step look-ahead without advancing: `Some(k)` when `t` (not EOS)
-    /// is allowed now and the state after `t` would report
-    /// [`mask_key`](Constraint::mask_key) `Some(k)`; `None` when `t` is not
-    /// allowed or the constraint cannot tell cheaply (callers then fork and
-    /// advance). Lets a look-ahead over a large `A_t` group candidates by
-    /// successor mask in O(1) each (a DFA: one table lookup). Default: `None`.
-    fn successor_mask_key(&self, t: TokenId) -> Option<u64> {
-        let _ = t;
-        None
-    }
-
-    /// One-step look-ahead over the whole valid set without advancing:
-    /// calls `f(t, next)` for every allowed non-EOS token `t`, in
-    /// increasing token order, where `next` lists (sparsely, each once) the
-    /// tokens allowed after `t`; returns `true`. Constraints that cannot do
-    /// this cheaply return `false` without calling `f` (the default). A
-    /// trie walks a node's children once instead of searching for each.
-    fn for_each_successor(&self, f: &mut dyn FnMut(TokenId, &[TokenId])) -> bool {
-        let _ = f;
-        false
     }
 
     /// A fresh mask, filled.
@@ -169,4 +174,305 @@ pub trait Constraint: Clone {
     }
 }
 
-//
+/// A language's own transitions on non-EOS tokens; the blanket
+/// `impl<M: Matcher> Constraint for M` adds the EOS convention (see the
+/// [module docs](self)): EOS allowed iff [`is_complete`](Matcher::is_complete),
+/// consuming it sets the finished flag, an empty mask and
+/// [`RejectReason::Finished`] after it, and rollback that un-finishes
+/// first (EOS counts as one token) and hands the remaining count to
+/// [`unstep`](Matcher::unstep). The derived
+/// [`num_tokens`](Constraint::num_tokens) is
+/// [`num_steps`](Matcher::num_steps) plus one when finished.
+///
+/// `vocab_size` and `eos` share their names with [`Constraint`]'s; where
+/// both traits are in scope, call them as `Constraint::eos(&m)`. Implement
+/// this trait by path (`impl zapspec_core::Matcher for X`) to keep it out
+/// of scope elsewhere.
+///
+/// Costs: the derived `fill_mask` is [`fill_next`](Matcher::fill_next)
+/// plus one bit write; `advance` and `rollback` add `O(1)` to
+/// [`step`](Matcher::step) and [`unstep`](Matcher::unstep).
+pub trait Matcher: Clone {
+    /// Size of the vocabulary the masks range over (EOS included).
+    fn vocab_size(&self) -> usize;
+
+    /// The EOS token of that vocabulary.
+    fn eos(&self) -> TokenId;
+
+    /// Overwrites `mask` with the allowed non-EOS tokens of the current
+    /// (unfinished) state. It may also set the EOS bit, but only when
+    /// [`is_complete`](Matcher::is_complete) (a cached full mask may be
+    /// copied as is); the caller sets the EOS bit to `is_complete()`
+    /// afterwards either way. Never called once finished.
+    fn fill_next(&mut self, mask: &mut TokenSet);
+
+    /// Consumes the non-EOS token `t` (the caller has handled EOS and the
+    /// finished state), or refuses it with the reason and leaves the state
+    /// unchanged.
+    fn step(&mut self, t: TokenId) -> Result<(), RejectReason>;
+
+    /// Undoes the last `n` steps; the caller guarantees
+    /// `n <= num_steps()` (`n` may be 0).
+    fn unstep(&mut self, n: usize);
+
+    /// Non-EOS tokens consumed.
+    fn num_steps(&self) -> usize;
+
+    /// True when the steps so far form a complete member of the language
+    /// (EOS is allowed). Consulted only while not finished.
+    fn is_complete(&self) -> bool;
+
+    /// The finished flag (EOS consumed) the blanket impl keeps.
+    fn finished(&self) -> bool;
+
+    /// Sets the finished flag; only the blanket impl calls this.
+    fn set_finished(&mut self, finished: bool);
+}
+
+impl<M: Matcher> Constraint for M {
+    fn vocab_size(&self) -> usize {
+        Matcher::vocab_size(self)
+    }
+
+    fn eos(&self) -> TokenId {
+        Matcher::eos(self)
+    }
+
+    fn fill_mask(&mut self, mask: &mut TokenSet) {
+        if self.finished() {
+            mask.clear();
+            return;
+        }
+        self.fill_next(mask);
+        let eos = Matcher::eos(self);
+        if self.is_complete() {
+            mask.insert(eos);
+        } else {
+            mask.remove(eos);
+        }
+    }
+
+    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
+        let position = Constraint::num_tokens(self);
+        let reject = |reason| Rejected {
+            token: t,
+            position,
+            reason,
+        };
+        if self.finished() {
+            return Err(reject(RejectReason::Finished));
+        }
+        if t == Matcher::eos(self) {
+            if self.is_complete() {
+                self.set_finished(true);
+                return Ok(());
+            }
+            return Err(reject(RejectReason::EosNotAccepting));
+        }
+        self.step(t).map_err(reject)
+    }
+
+    fn rollback(&mut self, n_tokens: usize) -> Result<(), RollbackError> {
+        let available = Constraint::num_tokens(self);
+        if n_tokens > available {
+            return Err(RollbackError {
+                requested: n_tokens,
+                available,
+            });
+        }
+        let mut n = n_tokens;
+        if n > 0 && self.finished() {
+            self.set_finished(false);
+            n -= 1;
+        }
+        self.unstep(n);
+        Ok(())
+    }
+
+    fn is_accepting(&self) -> bool {
+        !self.finished() && self.is_complete()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished()
+    }
+
+    fn num_tokens(&self) -> usize {
+        self.num_steps() + usize::from(self.finished())
+    }
+}
+
+/// The look-ahead hooks of one-step look-ahead (the future-validity paper's
+/// OneStep-Cheap, Def. 9), an extension of [`Constraint`]: every hook is
+/// optional and defaults to "not available", so `impl LookAhead for X {}`
+/// is correct and callers fall back to forking and
+/// [`fill_mask`](Constraint::fill_mask).
+pub trait LookAhead: Constraint {
+    /// Sparse mask: when the constraint can list its allowed next tokens
+    /// without a vocabulary-sized pass, clears `out`, pushes them (any
+    /// order, each once) and returns `true`; otherwise returns `false` and
+    /// leaves `out` unspecified. The listed set must equal
+    /// [`fill_mask`](Constraint::fill_mask)'s. One-step look-ahead (Def. 9)
+    /// scores every candidate's successor set, so this turns `|A_t|` mask
+    /// passes of `|V|/64` words into `Σ |A_{t+1}|` work. Default: `false`.
+    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
+        let _ = out;
+        false
+    }
+
+    /// A key of the current mask: two states of the same matcher (same
+    /// shared tables) with equal `Some` keys have equal masks, so callers
+    /// may cache per-mask work by key (e.g. a DFA's state, a Dyck
+    /// automaton's stack top). Default: `None` (no such key).
+    fn mask_key(&self) -> Option<u64> {
+        None
+    }
+
+    /// One-step look-ahead without advancing: `Some(k)` when `t` (not EOS)
+    /// is allowed now and the state after `t` would report
+    /// [`mask_key`](LookAhead::mask_key) `Some(k)`; `None` when `t` is not
+    /// allowed or the constraint cannot tell cheaply (callers then fork and
+    /// advance). Lets a look-ahead over a large `A_t` group candidates by
+    /// successor mask in O(1) each (a DFA: one table lookup). Default: `None`.
+    fn successor_mask_key(&self, t: TokenId) -> Option<u64> {
+        let _ = t;
+        None
+    }
+
+    /// One-step look-ahead over the whole valid set without advancing:
+    /// calls `f(t, next)` for every allowed non-EOS token `t`, in
+    /// increasing token order, where `next` lists (sparsely, each once) the
+    /// tokens allowed after `t`; returns `true`. Constraints that cannot do
+    /// this cheaply return `false` without calling `f` (the default). A
+    /// trie walks a node's children once instead of searching for each.
+    fn for_each_successor(&self, f: &mut dyn FnMut(TokenId, &[TokenId])) -> bool {
+        let _ = f;
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Tokens `0..3`, EOS `3`: strings of at most 4 tokens in which `2`
+    /// only follows `0`; complete at even length.
+    #[derive(Clone, Debug, Default)]
+    struct Toy {
+        toks: Vec<TokenId>,
+        finished: bool,
+    }
+
+    impl Matcher for Toy {
+        fn vocab_size(&self) -> usize {
+            4
+        }
+        fn eos(&self) -> TokenId {
+            3
+        }
+        fn fill_next(&mut self, mask: &mut TokenSet) {
+            mask.clear();
+            for t in 0..3 {
+                if self.can_step(t) {
+                    mask.insert(t);
+                }
+            }
+        }
+        fn step(&mut self, t: TokenId) -> Result<(), RejectReason> {
+            if t >= 3 {
+                return Err(RejectReason::OutOfVocabulary);
+            }
+            if !self.can_step(t) {
+                return Err(RejectReason::NotAllowed);
+            }
+            self.toks.push(t);
+            Ok(())
+        }
+        fn unstep(&mut self, n: usize) {
+            self.toks.truncate(self.toks.len() - n);
+        }
+        fn num_steps(&self) -> usize {
+            self.toks.len()
+        }
+        fn is_complete(&self) -> bool {
+            self.toks.len() & 1 == 0
+        }
+        fn finished(&self) -> bool {
+            self.finished
+        }
+        fn set_finished(&mut self, finished: bool) {
+            self.finished = finished;
+        }
+    }
+
+    impl Toy {
+        fn can_step(&self, t: TokenId) -> bool {
+            self.toks.len() < 4 && (t != 2 || self.toks.last() == Some(&0))
+        }
+    }
+
+    #[test]
+    fn eos_convention_and_reasons() {
+        let mut c = Toy::default();
+        assert!(c.mask().contains(3), "empty string is complete");
+        c.advance(1).unwrap();
+        assert!(!c.is_accepting());
+        let e = c.advance(3).unwrap_err();
+        assert_eq!((e.position, e.reason), (1, RejectReason::EosNotAccepting));
+        assert_eq!(c.advance(2).unwrap_err().reason, RejectReason::NotAllowed);
+        c.advance(0).unwrap();
+        c.advance(3).unwrap();
+        assert!(c.is_finished() && c.mask().is_empty());
+        assert_eq!(c.num_tokens(), 3);
+        let e = c.advance(0).unwrap_err();
+        assert_eq!((e.position, e.reason), (3, RejectReason::Finished));
+        assert_eq!(
+            e.to_string(),
+            "token 0 rejected at position 3: already finished"
+        );
+        assert_eq!(
+            c.rollback(4),
+            Err(RollbackError {
+                requested: 4,
+                available: 3
+            })
+        );
+        c.rollback(2).unwrap();
+        assert!(!c.is_finished());
+        assert_eq!(c.num_tokens(), 1);
+        assert_eq!(c.toks, vec![1]);
+    }
+
+    proptest! {
+        /// Random advances (EOS included) and rollbacks leave the same
+        /// state as replaying the committed tokens on a fresh matcher.
+        #[test]
+        fn advance_rollback_equals_replay(ops in prop::collection::vec((0u32..5, 0usize..4, any::<bool>()), 0..40)) {
+            let mut c = Toy::default();
+            let mut committed: Vec<TokenId> = Vec::new();
+            for (t, back, roll) in ops {
+                if roll {
+                    let r = c.rollback(back);
+                    if back <= committed.len() {
+                        prop_assert!(r.is_ok());
+                        committed.truncate(committed.len() - back);
+                    } else {
+                        prop_assert!(r.is_err());
+                    }
+                } else if c.advance(t).is_ok() {
+                    committed.push(t);
+                }
+                let mut fresh = Toy::default();
+                for &u in &committed {
+                    fresh.advance(u).unwrap();
+                }
+                prop_assert_eq!(c.mask(), fresh.mask());
+                prop_assert_eq!(c.num_tokens(), committed.len());
+                prop_assert_eq!(c.num_tokens(), fresh.num_tokens());
+                prop_assert_eq!(c.is_finished(), fresh.is_finished());
+                prop_assert_eq!(c.is_accepting(), fresh.is_accepting());
+            }
+        }
+    }
+}

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | [`vocab`] | [`TokenId`] and the [`Vocabulary`] trait (loaders of real tokenizers: `zapspec-vocab`) |
 //! | [`token_set`] | [`TokenSet`], a bitset over the vocabulary |
-//! | [`constraint`] | the [`Constraint`] matcher trait (reference matchers — a finite token trie, a bounded Dyck automaton — live in `zapspec-testkit`) |
+//! | [`constraint`] | the [`Constraint`] matcher trait, [`Matcher`] (a language's own transitions; the EOS / finished / rollback bookkeeping is derived once), the [`LookAhead`] extension of one-step look-ahead, typed refusals ([`Rejected`], [`RejectReason`]); reference matchers — a finite token trie, a bounded Dyck automaton — live in `zapspec-testkit` |
 //! | [`model`] | the [`LanguageModel`] and [`DiffusionModel`] traits |
 //! | [`prob`] | log-space probability helpers: log-softmax, masked renormalisation, seeded sampling, TV, KL |
 //!
@@ -21,7 +21,7 @@ pub mod prob;
 pub mod token_set;
 pub mod vocab;
 
-pub use constraint::{rollback_eos, Constraint, Rejected, RollbackError};
+pub use constraint::{Constraint, LookAhead, Matcher, RejectReason, Rejected, RollbackError};
 pub use model::{BlockMarginals, DiffusionModel, LanguageModel, Logits, ModelError};
 pub use token_set::TokenSet;
 pub use vocab::{TokenId, Vocabulary};

@@ -14,26 +14,57 @@ pub type Logits = ndarray::Array2<f32>;
 /// never by a panic.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    /// A token id at or past the model's vocabulary size.
     #[error("token {token} is outside the model's vocabulary of {vocab_size}")]
-    TokenOutOfRange { token: TokenId, vocab_size: usize },
+    TokenOutOfRange {
+        /// The offending id.
+        token: TokenId,
+        /// The model's vocabulary size.
+        vocab_size: usize,
+    },
+    /// The context would grow past the model's maximum sequence length.
     #[error("context of {len} tokens exceeds the model's window of {max}")]
-    ContextOverflow { len: usize, max: usize },
+    ContextOverflow {
+        /// Context length (tokens) the call would reach.
+        len: usize,
+        /// The model's window (tokens).
+        max: usize,
+    },
+    /// A block range that does not lie inside the sequence.
     #[error("block {start}..{end} is outside a sequence of {len} tokens")]
     BadBlock {
+        /// First position of the block.
         start: usize,
+        /// One past the last position of the block.
         end: usize,
+        /// Length of the sequence (tokens).
         len: usize,
     },
+    /// A draft whose length differs from the block it fills.
     #[error("draft {index} has {got} tokens, the block has {want}")]
     DraftLength {
+        /// Index of the draft in the batch.
         index: usize,
+        /// Its length (tokens).
         got: usize,
+        /// The block length (tokens).
         want: usize,
     },
+    /// A checkpoint that cannot be read or does not fit the model.
     #[error("checkpoint {path}: {reason}")]
-    Checkpoint { path: String, reason: String },
+    Checkpoint {
+        /// The checkpoint's file path.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A failure inside the compute backend (device, kernel, tensor shape).
     #[error("backend: {0}")]
     Backend(String),
+    /// The model is a placeholder that runs no forward passes (e.g.
+    /// `zapspec_phi::NoModel`, which only states a vocabulary size).
+    #[error("{0} runs no forward passes")]
+    NoForward(&'static str),
 }
 
 /// An autoregressive language model with a KV cache over its context.

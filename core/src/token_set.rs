@@ -57,6 +57,7 @@ impl TokenSet {
         &mut self.words
     }
 
+    /// Whether `t` is a member; `false` for ids outside the universe. O(1).
     #[inline]
     pub fn contains(&self, t: TokenId) -> bool {
         let t = t as usize;
@@ -72,6 +73,7 @@ impl TokenSet {
         self.words[t >> 6] |= 1u64 << (t & 63);
     }
 
+    /// Removes `t`; a no-op for ids outside the universe. O(1).
     #[inline]
     pub fn remove(&mut self, t: TokenId) {
         let t = t as usize;

@@ -37,7 +37,9 @@ use crate::toktrie::TokTrie;
 /// lazily computed [`CiEntry`].
 #[derive(Debug)]
 pub struct TermEntry {
+    /// The terminal's regex text (its key in the index).
     pub regex: String,
+    /// The terminal's automaton.
     pub dfa: ByteDfa,
     ci: Vec<OnceLock<Arc<CiEntry>>>,
 }
@@ -129,6 +131,7 @@ impl CiEntry {
 }
 
 impl TermEntry {
+    /// A terminal with no entry computed yet (one empty slot per DFA state).
     pub fn new(regex: String, dfa: ByteDfa) -> Self {
         let ci = (0..dfa.num_states()).map(|_| OnceLock::new()).collect();
         TermEntry { regex, dfa, ci }
@@ -145,8 +148,8 @@ impl TermEntry {
     pub fn ci(&self, s: u32, index: &VocabIndex) -> &Arc<CiEntry> {
         self.ci[s as usize].get_or_init(|| {
             let fresh = || {
-                let (trie, slices, vocab) = (index.trie(), index.slices(), &**index.vocab());
-                let e = Arc::new(compute(&self.dfa, s, trie, slices, vocab));
+                let (trie, slices, vocab_len) = (index.trie(), index.slices(), index.vocab().len());
+                let e = Arc::new(compute(&self.dfa, s, trie, slices, vocab_len));
                 index.note_bytes(e.heap_bytes());
                 e
             };
@@ -175,15 +178,9 @@ impl TermEntry {
 /// the first slice contained in the state when there is one (only the
 /// tokens outside the slice are walked), by a walk of the whole trie
 /// otherwise.
-fn compute(
-    dfa: &ByteDfa,
-    s: u32,
-    trie: &TokTrie,
-    slices: &[Slice],
-    vocab: &impl Vocabulary,
-) -> CiEntry {
+fn compute(dfa: &ByteDfa, s: u32, trie: &TokTrie, slices: &[Slice], vocab_len: usize) -> CiEntry {
     if let Some(sl) = slices.iter().find(|sl| sl.contained_in(dfa, s)) {
-        let (extra, suffixes) = classify(dfa, s, sl.rest(), vocab);
+        let (extra, suffixes) = classify(dfa, s, sl.rest(), vocab_len);
         let n_allowed = sl.num_tokens() + extra.count();
         return CiEntry {
             allowed: Bits::Sliced(sl.tokens().clone(), sparse_words(&extra)),
@@ -191,7 +188,7 @@ fn compute(
             suffixes,
         };
     }
-    let (allowed, suffixes) = classify(dfa, s, trie, vocab);
+    let (allowed, suffixes) = classify(dfa, s, trie, vocab_len);
     let n_allowed = allowed.count();
     let nz = allowed.words().iter().filter(|&&w| w != 0).count();
     let bits = if nz * 4 < allowed.words().len() {
@@ -209,9 +206,9 @@ fn compute(
 /// Walks `trie` with `dfa` from `s`: the tokens that keep the DFA live, and
 /// the trie of the remainders of the context-dependent ones (merged from
 /// the subtrees below the nodes where the terminal can end).
-fn classify(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab: &impl Vocabulary) -> (TokenSet, TokTrie) {
+fn classify(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab_len: usize) -> (TokenSet, TokTrie) {
     let mut ends: Vec<u32> = Vec::new();
-    let allowed = live_tokens(dfa, s, trie, vocab.len(), |i| ends.push(i));
+    let allowed = live_tokens(dfa, s, trie, vocab_len, |i| ends.push(i));
     let suffixes = trie.merge_subtrees(&ends, |t| !allowed.contains(t));
     (allowed, suffixes)
 }

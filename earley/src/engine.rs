@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex};
 
 use zapspec_core::{TokenSet, Vocabulary};
 use zapspec_grammar::{Grammar, Terminal};
-use zapspec_vocab::TokenVocab;
 
 use crate::chart::{initial_chart, BuildFx, Chart};
 use crate::ci_cache::{CiEntry, TermEntry};
@@ -31,12 +30,23 @@ use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
 use crate::toktrie::TokTrie;
 
+/// The vocabulary as the engine keeps it: any [`Vocabulary`], shared.
+///
+/// A trait object rather than a type parameter: the engine reads token
+/// bytes through its [`TokTrie`] when it computes masks, and asks the
+/// vocabulary only for the bytes, length, EOS and special flag of the one
+/// token being [advanced](zapspec_core::Constraint::advance) (a handful of
+/// indirect calls per token). Building the trie and the slices, which
+/// read every token, is generic over the concrete vocabulary
+/// ([`VocabIndex::with_config`]).
+pub type SharedVocab = Arc<dyn Vocabulary + Send + Sync>;
+
 /// Everything the engine precomputes once per vocabulary and shares across
 /// grammars: the vocabulary, its token trie, and every terminal compiled so
 /// far (keyed by regex text) with its lazily filled context-independent
 /// mask cache.
 pub struct VocabIndex {
-    vocab: Arc<TokenVocab>,
+    vocab: SharedVocab,
     trie: TokTrie,
     slices: Vec<Slice>,
     config: IndexConfig,
@@ -101,7 +111,7 @@ impl IndexConfig {
 impl std::fmt::Debug for VocabIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VocabIndex")
-            .field("vocab", &self.vocab.name())
+            .field("vocab_len", &self.vocab.len())
             .field("trie_nodes", &self.trie.num_nodes())
             .field("slices", &self.slices.len())
             .finish()
@@ -111,23 +121,45 @@ impl std::fmt::Debug for VocabIndex {
 impl VocabIndex {
     /// Builds the token trie of `vocab` (special tokens and empty tokens
     /// excluded: they never spell grammar text) and the
-    /// [default slices](crate::slicer::DEFAULT_SLICES).
-    pub fn new(vocab: Arc<TokenVocab>) -> Arc<Self> {
+    /// [default slices](crate::slicer::DEFAULT_SLICES). Cost: sorting the
+    /// token strings and one pass over them (O(Σ |token| + n log n)), plus
+    /// one trie walk per slice; once per process and vocabulary.
+    pub fn new<V: Vocabulary + Send + Sync + 'static>(vocab: Arc<V>) -> Arc<Self> {
         Self::with_config(vocab, IndexConfig::default())
             .expect("the default slices are valid regexes")
     }
 
     /// Like [`VocabIndex::new`] with the given [`IndexConfig`] (an error
-    /// when a slice regex does not compile).
-    pub fn with_config(
-        vocab: Arc<TokenVocab>,
+    /// when a slice regex does not compile). The trie and the slices are
+    /// built through the concrete `V`; the index then keeps it as a
+    /// [`SharedVocab`].
+    pub fn with_config<V: Vocabulary + Send + Sync + 'static>(
+        vocab: Arc<V>,
         config: IndexConfig,
     ) -> Result<Arc<Self>, EarleyError> {
-        let trie = TokTrie::from_vocab(&*vocab);
+        Self::build(&*vocab, vocab.clone(), config)
+    }
+
+    /// Like [`VocabIndex::with_config`] for a vocabulary that is already a
+    /// trait object.
+    pub fn with_shared_vocab(
+        vocab: SharedVocab,
+        config: IndexConfig,
+    ) -> Result<Arc<Self>, EarleyError> {
+        Self::build(&*vocab, vocab.clone(), config)
+    }
+
+    /// The trie and slices of `v`, which is `vocab`.
+    fn build<V: Vocabulary + ?Sized>(
+        v: &V,
+        vocab: SharedVocab,
+        config: IndexConfig,
+    ) -> Result<Arc<Self>, EarleyError> {
+        let trie = TokTrie::from_vocab(v);
         let slices = config
             .slices
             .iter()
-            .map(|re| Slice::new(re, &trie, &*vocab))
+            .map(|re| Slice::new(re, &trie, v))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Arc::new(VocabIndex {
             vocab,
@@ -141,6 +173,7 @@ impl VocabIndex {
         }))
     }
 
+    /// How this index computes and shares context-independent entries.
     pub fn config(&self) -> &IndexConfig {
         &self.config
     }
@@ -174,10 +207,12 @@ impl VocabIndex {
         &self.slices
     }
 
-    pub fn vocab(&self) -> &Arc<TokenVocab> {
+    /// The vocabulary this index was built for.
+    pub fn vocab(&self) -> &SharedVocab {
         &self.vocab
     }
 
+    /// The token trie of the vocabulary (its non-special, non-empty tokens).
     pub fn trie(&self) -> &TokTrie {
         &self.trie
     }
@@ -257,7 +292,9 @@ impl VocabIndex {
 /// Sizes of the shared terminal / context-independent mask cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Terminals (distinct regexes) compiled so far.
     pub terminals: usize,
+    /// DFA states summed over those terminals.
     pub dfa_states: usize,
     /// (terminal, DFA state) entries computed so far.
     pub ci_entries: usize,
@@ -277,8 +314,9 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Builds the per-vocabulary index (the token trie).
-    pub fn new(vocab: Arc<TokenVocab>) -> Self {
+    /// Builds the per-vocabulary index (the token trie; see
+    /// [`VocabIndex::new`] for its cost).
+    pub fn new<V: Vocabulary + Send + Sync + 'static>(vocab: Arc<V>) -> Self {
         Engine {
             index: VocabIndex::new(vocab),
         }
@@ -289,6 +327,7 @@ impl Engine {
         Engine { index }
     }
 
+    /// The shared per-vocabulary index.
     pub fn index(&self) -> &Arc<VocabIndex> {
         &self.index
     }
@@ -324,8 +363,11 @@ pub(crate) type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, BuildFx>;
 /// Cache hit counters of a compiled grammar.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
+    /// Masks asked for (`fill_mask` calls before the end of the sequence).
     pub masks: u64,
+    /// Of those, masks served by the pruned-state cache.
     pub state_cache_hits: u64,
+    /// Tokens rejected by the rejected-prefix set without parsing.
     pub rejected_prefix_hits: u64,
 }
 
@@ -405,15 +447,18 @@ impl CompiledGrammar {
         EarleyMatcher::new(self.clone())
     }
 
+    /// The switches this grammar was compiled with.
     pub fn config(&self) -> &EngineConfig {
         &self.config
     }
 
+    /// The per-vocabulary index the grammar was compiled against.
     pub fn index(&self) -> &Arc<VocabIndex> {
         &self.index
     }
 
-    pub fn vocab(&self) -> &Arc<TokenVocab> {
+    /// The vocabulary the grammar was compiled for.
+    pub fn vocab(&self) -> &SharedVocab {
         &self.index.vocab
     }
 
@@ -442,5 +487,51 @@ impl CompiledGrammar {
 
     pub(crate) fn vocab_len(&self) -> usize {
         self.index.vocab.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zapspec_core::{Constraint, TokenId};
+
+    /// A vocabulary that is not `zapspec_vocab::TokenVocab`: `a`, `b`,
+    /// `ab`, `ba`, then EOS.
+    struct Tiny;
+
+    const TINY: [&[u8]; 5] = [b"a", b"b", b"ab", b"ba", b""];
+
+    impl Vocabulary for Tiny {
+        fn len(&self) -> usize {
+            TINY.len()
+        }
+        fn token_bytes(&self, t: TokenId) -> &[u8] {
+            TINY[t as usize]
+        }
+        fn eos(&self) -> TokenId {
+            4
+        }
+        fn is_special(&self, t: TokenId) -> bool {
+            t == 4
+        }
+    }
+
+    #[test]
+    fn any_vocabulary_concrete_or_shared() {
+        let g = Grammar::from_gbnf(r#"root ::= "a" "b"*"#).unwrap();
+        let concrete = Engine::new(Arc::new(Tiny));
+        let shared: SharedVocab = Arc::new(Tiny);
+        let shared = Engine::with_index(
+            VocabIndex::with_shared_vocab(shared, IndexConfig::default()).unwrap(),
+        );
+        for e in [concrete, shared] {
+            let mut m = e.compile(&g, EngineConfig::default()).unwrap().matcher();
+            assert_eq!(m.mask(), TokenSet::from_ids(5, [0, 2]));
+            m.advance(2).unwrap();
+            assert_eq!(m.mask(), TokenSet::from_ids(5, [1, 4]));
+            assert!(m.advance(3).is_err());
+            m.advance(4).unwrap();
+            assert!(m.is_finished());
+        }
     }
 }

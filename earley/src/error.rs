@@ -7,12 +7,23 @@ use thiserror::Error;
 pub enum EarleyError {
     /// A terminal whose regular expression does not compile to a DFA.
     #[error("terminal /{regex}/ does not compile: {reason}")]
-    Terminal { regex: String, reason: String },
+    Terminal {
+        /// The regex text of the terminal.
+        regex: String,
+        /// The regex compiler's message.
+        reason: String,
+    },
     /// The start symbol derives no string (after removing unproductive rules).
     #[error("the grammar's language is empty: start symbol `{start}` derives no string")]
-    EmptyLanguage { start: String },
+    EmptyLanguage {
+        /// The start symbol's name.
+        start: String,
+    },
     /// A rule mentions a nonterminal id the grammar does not have, or the
     /// grammar exceeds the engine's index sizes.
     #[error("invalid grammar: {reason}")]
-    Invalid { reason: String },
+    Invalid {
+        /// What is wrong.
+        reason: String,
+    },
 }

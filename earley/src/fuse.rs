@@ -40,8 +40,8 @@ pub const MAX_LEXEME_REGEX: usize = 20_000;
 /// used (`EngineConfig::fuse_max_weight`). A string with `maxLength:
 /// 32767` fused whole is a DFA of ~100k states, built at compile time
 /// (seconds of TTFM); left as the compiler's binary decomposition, its
-/// ≤ 2^k-unit pieces are fused and the rest is parsed (MaskBench: TTFM of
-/// such schemas 1.1 s → 17 ms, TBM p99 35 → 4 ms).
+/// ≤ 2^k-unit pieces are fused and the rest is parsed: DFA construction
+/// leaves TTFM at the cost of some byte-level parsing per token.
 pub const MAX_FUSED_WEIGHT: usize = 20_000;
 
 /// Fused regexes nested deeper than this (groups within groups) are not

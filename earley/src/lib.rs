@@ -1,20 +1,88 @@
-//! # earley — ZapFormat / Formatron token masks over a real vocabulary
+//! # zapspec-earley — grammar-constrained token masks over any vocabulary
 //!
-//! An Earley engine over **bytes** that computes the allowed-token mask of a
-//! context-free grammar (any CFG: left recursion, ambiguity, nullable rules)
-//! for an LLM vocabulary, with the optimisations of *Earley-Driven Dynamic
-//! Pruning for Efficient Structured Decoding* (Sun et al., ICML 2025,
-//! `papers/000_*`):
+//! An Earley engine over **bytes** that computes, for a context-free
+//! grammar (any CFG: left recursion, ambiguity, nullable rules) and an LLM
+//! vocabulary, the set of tokens that extend the text so far to a viable
+//! prefix of the language, with the optimisations of *Earley-Driven Dynamic
+//! Pruning for Efficient Structured Decoding* (ZapFormat; Sun et al., ICML
+//! 2025, `papers/000_*`). Use it to constrain sampling to a grammar — GBNF
+//! or JSON Schema, compiled by `zapspec-grammar` — token by token.
 //!
 //! | module | paper | what |
 //! |---|---|---|
-//! | [`chart`](crate) | §3.2, §4.2.1 | extended Earley items `(A → α • β, i, j)` with the DFA state of a terminal in progress; SCAN / COMPLETE / PREDICT with the Aycock–Horspool nullable fix |
-//! | [`prune`](crate) | §4.2.2–4.2.3 | the *compact* step: keep only items from which an item of the last set is reachable in the dependency graph, drop completed items once their set is processed, drop unreferenced sets |
-//! | [`ci_cache`](crate) | §4.3 | context-independent token mask cache per (terminal, DFA state), shared across matchers and grammars, and between terminal states with the same residual automaton |
+//! | `chart` | §3.2, §4.2.1 | extended Earley items `(A → α • β, i, j)` with the DFA state of a terminal in progress; SCAN / COMPLETE / PREDICT with the Aycock–Horspool nullable fix |
+//! | `prune` | §4.2.2–4.2.3 | the *compact* step: keep only items from which an item of the last set is reachable in the dependency graph, drop completed items once their set is processed, drop unreferenced sets |
+//! | `ci_cache` | §4.3 | context-independent token mask cache per (terminal, DFA state), shared across matchers and grammars, and between terminal states with the same residual automaton |
 //! | [`slicer`] | — (llguidance's slicer) | vocabulary slices: precomputed token sets that make a cold cache entry for a JSON-string state a walk of ~5k tokens instead of 200k |
-//! | [`matcher`](crate) | §4.4, §5.2 | the [`EarleyMatcher`] `Constraint`; rejected-prefix set; pruned-state mask cache |
+//! | `matcher` | §4.4, §5.2 | the [`EarleyMatcher`]; rejected-prefix set; pruned-state mask cache |
 //! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals become one DFA terminal |
-//! | [`toktrie`](crate) | — | the vocabulary as a preorder byte trie with subtree skips |
+//! | `toktrie` | — | the vocabulary as a preorder byte trie with subtree skips ([`TokTrie`]) |
+//! | [`terminal`] | §4.1 | terminals as byte DFAs ([`ByteDfa`]) |
+//!
+//! ## Entry points
+//!
+//! - [`VocabIndex::new`] (or [`Engine::new`], which wraps it): the
+//!   per-vocabulary index — the token trie, the vocabulary slices and the
+//!   cache of compiled terminals shared by every grammar compiled against
+//!   it. Takes any [`Vocabulary`](zapspec_core::Vocabulary) behind an `Arc`
+//!   (kept as a [`SharedVocab`]; real tokenizers are loaded by
+//!   `zapspec-vocab`). Once per process and vocabulary.
+//! - [`Engine::compile`]: a grammar compiled for that vocabulary, a
+//!   [`CompiledGrammar`], which holds the pruned-state mask cache and the
+//!   rejected-prefix set shared by all its matchers. Once per grammar.
+//! - [`CompiledGrammar::matcher`]: an [`EarleyMatcher`], the parser state
+//!   of one sequence: token masks, advance, rollback, fork (`Clone`),
+//!   through the `zapspec_core` constraint traits. One per sequence.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use zapspec_earley::{Engine, EngineConfig};
+//! use zapspec_core::Constraint;
+//! use zapspec_vocab::{TokenVocab, TiktokenBpe};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let vocab = Arc::new(TokenVocab::tiktoken(TiktokenBpe::O200k)?);
+//! let engine = Engine::new(vocab);                    // once per process (token trie)
+//! # let grammar = zapspec_grammar::Grammar::new();
+//! let compiled = engine.compile(&grammar, EngineConfig::default())?; // per grammar
+//! let mut m = compiled.matcher();
+//! let mask = m.mask();
+//! # Ok(()) }
+//! ```
+//!
+//! [`EngineConfig`] switches each optimisation off (the ablation of
+//! ZapFormat Table 3); [`IndexConfig`] does the same for the slices and
+//! residual sharing of the index.
+//!
+//! ## Costs
+//!
+//! With `|V|` tokens, `N` trie nodes (421k for o200k) and `W = |V|/64`
+//! words of a [`TokenSet`](zapspec_core::TokenSet):
+//!
+//! - **Index** ([`VocabIndex::new`]): sorting the token strings and
+//!   building the trie, O(Σ|token| + |V| log |V|), plus one trie walk per
+//!   slice. Excluded from time to first mask (TTFM).
+//! - **Compile** ([`Engine::compile`]): terminal fusion, one DFA per
+//!   distinct terminal (shared with earlier grammars over the same index;
+//!   a huge fused terminal can dominate, see [`fuse::MAX_FUSED_WEIGHT`]),
+//!   rule flattening and the initial Earley set. TTFM is this plus the
+//!   first mask; a benchmark of cold TTFM needs a fresh [`VocabIndex`] per
+//!   grammar (the trie can be shared by cloning the vocabulary `Arc`).
+//! - **Mask** (`fill_mask`): a pruned-state cache hit copies `W` words.
+//!   Otherwise, per distinct (terminal, DFA state) pair among the items of
+//!   the last Earley set, one OR of its context-independent set (O(W), or
+//!   its non-zero words) and a walk of its remainder trie of
+//!   context-dependent tokens with the byte-level parser. The first use of
+//!   a pair anywhere in the process computes its entry: one walk of the
+//!   token trie (O(N)), or of the few thousand tokens outside a slice.
+//! - **Advance**: Earley work for the token's bytes over the pruned chart
+//!   (SCAN / COMPLETE / PREDICT per byte), then compaction in time
+//!   proportional to the retained items; the matcher keeps one chart
+//!   snapshot per token, sharing sets through `Arc`.
+//! - **Rollback** pops snapshots; **fork** clones a vector of `Arc`s.
+//!
+//! The shared cache of compiled terminals and their entries is bounded by
+//! [`IndexConfig::max_cache_bytes`]; matchers report their chart size with
+//! [`EarleyMatcher::memory`].
 //!
 //! ## Design: a scannerless Earley parser with DFA terminals
 //!
@@ -39,72 +107,23 @@
 //! `T`, and (b) the context-dependent tokens: those whose bytes can end `T`
 //! before their last byte; their remainders form a small trie walked by the
 //! byte-level parser from the set where `T` has just been completed, with
-//! push/pop per byte so a shared remainder prefix is parsed once. EOS is
+//! push/pop per byte so a shared remainder prefix is parsed once. The
+//! context-dependent walks run after every context-independent set is in,
+//! and skip remainder subtrees whose tokens are all already allowed. EOS is
 //! added exactly when the start symbol has been completed over the whole
 //! input; special tokens are never allowed otherwise. With the pruned-state
 //! cache, identical pruned charts (canonical: sorted items, origins
 //! renumbered by set rank) reuse the mask.
 //!
-//! ## Entry points
+//! Cold entries are made cheap by [`slicer`] (a state containing the JSON
+//! string body takes the slice's token set and walks only the tokens
+//! outside it) and by residual sharing ([`ByteDfa::residual_key`]: states
+//! with the same residual automaton, such as the string interiors of many
+//! key and value terminals, share one entry); the remainder trie of an
+//! entry is merged from the token trie's subtrees.
 //!
-//! ```no_run
-//! use std::sync::Arc;
-//! use zapspec_earley::{Engine, EngineConfig};
-//! use zapspec_core::{Constraint};
-//! use zapspec_vocab::{TokenVocab, TiktokenBpe};
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let vocab = Arc::new(TokenVocab::tiktoken(TiktokenBpe::O200k)?);
-//! let engine = Engine::new(vocab);                    // once per process (token trie)
-//! # let grammar = zapspec_grammar::Grammar::new();
-//! let compiled = engine.compile(&grammar, EngineConfig::default())?; // per grammar
-//! let mut m = compiled.matcher();
-//! let mask = m.mask();
-//! # Ok(()) }
-//! ```
-//!
-//! **TTFM** (time to first mask) covers [`Engine::compile`] plus the first
-//! `fill_mask`. It excludes [`Engine::new`] / [`VocabIndex::new`] (loading
-//! and sorting the vocabulary, building the token trie: once per process
-//! and vocabulary). Terminals and their context-independent entries already
-//! computed for *another* grammar over the same index are reused; a
-//! benchmark measuring cold TTFM must use a fresh [`VocabIndex`] per
-//! grammar (the trie can be shared by cloning the vocabulary `Arc`).
-//!
-//! ## Measured (MaskBench sample, o200k)
-//!
-//! `cargo run -p zapspec-earley --profile release-fast --example tbm -- 100 1 full,nopruning,nostate,nofuse`
-//! (100 seeded schemas of `data/maskbench`, 134 valid instances, 7005
-//! tokens, every token checked against the mask and advanced, EOS checked
-//! at the end; shared 2-core machine under heavy load, wall clock):
-//!
-//! | config | TBM p50 µs | p90 | p99 | max | TTFM p50 ms | rejected valid tokens | peak items (mean) |
-//! |---|---|---|---|---|---|---|---|
-//! | full | 1.7 | 19.9 | 6771 | 18443 | 0.91 | 0 | 12.8 |
-//! | no pruning | 6.8 | 28.5 | 7343 | 14561 | 0.93 | 0 | 286.8 |
-//! | no state cache | 1.8 | 12.8 | 7346 | 14517 | 0.93 | 0 | 12.8 |
-//! | no fusion | 1.5 | 13.4 | 6724 | 197444 | 0.81 | 0 | 15.0 |
-//!
-//! (That table predates the slices.) The tail was the first use of a
-//! (terminal, DFA state) pair: one walk of the 421k-node o200k trie with the
-//! terminal's DFA, ≈3 ms, and on JSON Schema grammars almost always for a
-//! state inside a string. Three changes cut it (measured side by side with
-//! `--example tbm -- 100 1 full,noslice,noshare,plainindex` and
-//! `--example ci_cost`):
-//!
-//! - [`slicer`]: for a state that contains the JSON string body, the
-//!   ~195k tokens of the slice are taken from a precomputed set and only the
-//!   ~5k others are walked (2.6–7.4 ms → 0.13–0.26 ms per cold entry);
-//! - residual sharing ([`ByteDfa::residual_key`]): the string-interior
-//!   states of the many key/value terminals of different schemas have the
-//!   same residual automaton and share one entry;
-//! - the remainder trie of context-dependent tokens is merged from the
-//!   token trie's subtrees instead of sorting remainder strings (17 → 4 ms
-//!   for `[ \t\n\r]*`, whose 107k dependent tokens start with a space).
-//!
-//! The context-dependent walks run after every context-independent set of
-//! the mask is in, and skip remainder subtrees whose tokens are all already
-//! allowed. MaskBench figures against llguidance and kbnf, and the
-//! ablation with peak live items, are in `examples/results/`.
+//! Measurement history (past MaskBench tables, before/after figures of the
+//! optimisations) is in `examples/results/history_earley.md`.
 //!
 //! ## Not done / limits
 //!
@@ -122,9 +141,9 @@
 //! - The context-independent walk is not SIMD/bit-parallel. Cold entries
 //!   that no slice covers (restricted character classes such as formats and
 //!   patterns, single-character terminals followed by anything) still walk
-//!   the whole trie (1–5 ms), and a single-character terminal whose every
-//!   continuation is context-dependent builds a remainder trie of ~190k
-//!   tokens (≈20 ms once per process).
+//!   the whole trie, and a single-character terminal whose every
+//!   continuation is context-dependent builds a remainder trie of most of
+//!   the vocabulary (once per process).
 //! - Huge fused terminals (tens of thousands of DFA states, from bounded
 //!   repetitions) make TTFM's tail: DFA construction is in TTFM.
 
@@ -143,7 +162,9 @@ mod toktrie;
 
 pub use ci_cache::{CiEntry, TermEntry};
 pub use config::EngineConfig;
-pub use engine::{CacheStats, CompiledGrammar, Counters, Engine, IndexConfig, VocabIndex};
+pub use engine::{
+    CacheStats, CompiledGrammar, Counters, Engine, IndexConfig, SharedVocab, VocabIndex,
+};
 pub use error::EarleyError;
 pub use matcher::{EarleyMatcher, MemStats};
 pub use slicer::Slice;

@@ -8,7 +8,7 @@
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-use zapspec_core::{Constraint, Rejected, RollbackError, TokenId, TokenSet, Vocabulary};
+use zapspec_core::{Constraint, LookAhead, RejectReason, TokenId, TokenSet, Vocabulary};
 
 use crate::chart::{BuildFx, Chart, Item, Work};
 use crate::engine::CompiledGrammar;
@@ -21,11 +21,17 @@ use crate::toktrie::Walker;
 /// (12 bytes an item) plus set headers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemStats {
+    /// Items of the current (pruned) chart.
     pub live_items: usize,
+    /// Earley sets of the current chart.
     pub live_sets: usize,
+    /// Bytes of the current chart (items and set headers).
     pub live_bytes: usize,
+    /// Largest `live_items` seen.
     pub peak_items: usize,
+    /// Largest `live_sets` seen.
     pub peak_sets: usize,
+    /// Largest `live_bytes` seen.
     pub peak_bytes: usize,
     /// Items created by the closure so far (a work counter, masks excluded).
     pub items_created: u64,
@@ -299,7 +305,10 @@ impl EarleyMatcher {
     }
 }
 
-impl Constraint for EarleyMatcher {
+/// The grammar's own transitions; the EOS / finished / rollback
+/// bookkeeping of [`Constraint`] comes from the blanket impl over
+/// [`zapspec_core::Matcher`].
+impl zapspec_core::Matcher for EarleyMatcher {
     fn vocab_size(&self) -> usize {
         self.g.vocab_len()
     }
@@ -308,11 +317,11 @@ impl Constraint for EarleyMatcher {
         self.g.vocab().eos()
     }
 
-    fn fill_mask(&mut self, mask: &mut TokenSet) {
-        if self.finished {
-            mask.clear();
-            return;
-        }
+    /// The mask of the current chart, EOS bit included when the chart
+    /// accepts (that is what the state cache holds): a cache hit copies
+    /// `|V|/64` words, a miss walks the token trie
+    /// (or the context-independent cache) and fills the state cache.
+    fn fill_next(&mut self, mask: &mut TokenSet) {
         self.bump(|c| c.masks += 1);
         if let Some(m) = self.cached_mask() {
             self.bump(|c| c.state_cache_hits += 1);
@@ -331,26 +340,13 @@ impl Constraint for EarleyMatcher {
         }
     }
 
-    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
-        let position = self.num_tokens();
-        let reject = |reason: &str| Rejected {
-            token: t,
-            position,
-            reason: reason.into(),
-        };
-        if self.finished {
-            return Err(reject("already finished"));
-        }
+    fn step(&mut self, t: TokenId) -> Result<(), RejectReason> {
         let vocab = self.g.vocab().clone();
-        if t == vocab.eos() {
-            if self.is_accepting() {
-                self.finished = true;
-                return Ok(());
-            }
-            return Err(reject("EOS before the grammar accepts"));
+        if (t as usize) >= vocab.len() {
+            return Err(RejectReason::OutOfVocabulary);
         }
-        if (t as usize) >= vocab.len() || vocab.is_special(t) || vocab.token_bytes(t).is_empty() {
-            return Err(reject("special token"));
+        if vocab.is_special(t) || vocab.token_bytes(t).is_empty() {
+            return Err(RejectReason::SpecialToken);
         }
         let bytes = vocab.token_bytes(t);
         let fp = if self.g.config.rejected_prefixes {
@@ -364,7 +360,7 @@ impl Constraint for EarleyMatcher {
                 .is_some_and(|v| v.iter().any(|p| bytes.starts_with(p)));
             if hit {
                 self.bump(|c| c.rejected_prefix_hits += 1);
-                return Err(reject("rejected prefix"));
+                return Err(RejectReason::RejectedPrefix);
             }
             Some(fp)
         } else {
@@ -380,28 +376,33 @@ impl Constraint for EarleyMatcher {
                         v.push(bytes[..l].into());
                     }
                 }
-                Err(reject("not a viable continuation"))
+                Err(RejectReason::NotAllowed)
             }
         }
     }
 
-    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
-        let n = zapspec_core::constraint::rollback_eos(n, self.num_tokens(), &mut self.finished)?;
+    fn unstep(&mut self, n: usize) {
         self.history.truncate(self.history.len() - n);
         let c = self.chart().clone();
         self.mem.observe(&c);
-        Ok(())
     }
 
-    fn is_accepting(&self) -> bool {
-        !self.finished && self.chart().accepting
+    fn num_steps(&self) -> usize {
+        self.history.len() - 1
     }
 
-    fn is_finished(&self) -> bool {
+    fn is_complete(&self) -> bool {
+        self.chart().accepting
+    }
+
+    fn finished(&self) -> bool {
         self.finished
     }
 
-    fn num_tokens(&self) -> usize {
-        self.history.len() - 1 + usize::from(self.finished)
+    fn set_finished(&mut self, finished: bool) {
+        self.finished = finished;
     }
 }
+
+/// No look-ahead hooks: one-step look-ahead forks and masks.
+impl LookAhead for EarleyMatcher {}

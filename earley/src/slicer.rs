@@ -1,10 +1,10 @@
 //! Vocabulary slices: precomputed token sets that make a cold
 //! context-independent cache entry cheap (after llguidance's *slicer*).
 //!
-//! A cold entry of the context-independent cache ([`crate::ci_cache`],
+//! A cold entry of the context-independent cache ([`crate::CiEntry`],
 //! ZapFormat §4.3) classifies every token of the vocabulary against one
-//! terminal DFA state: a walk of the whole token trie (421k nodes for o200k,
-//! ≈3 ms). On JSON Schema grammars almost every such walk is for a state
+//! terminal DFA state: a walk of the whole token trie (421k nodes for
+//! o200k). On JSON Schema grammars almost every such walk is for a state
 //! *inside a JSON string*, where ~195k of o200k's 200k tokens are allowed.
 //!
 //! A **slice** is a byte language `S` given by a regex, closed under
@@ -64,7 +64,11 @@ pub struct Slice {
 
 impl Slice {
     /// Builds the slice of `regex` over the tokens of `trie`.
-    pub fn new(regex: &str, trie: &TokTrie, vocab: &impl Vocabulary) -> Result<Self, EarleyError> {
+    pub fn new(
+        regex: &str,
+        trie: &TokTrie,
+        vocab: &(impl Vocabulary + ?Sized),
+    ) -> Result<Self, EarleyError> {
         let dfa = ByteDfa::from_regex(regex)?;
         let tokens = live_tokens(&dfa, dfa.start(), trie, vocab.len(), |_| {});
         let mut rest: Vec<(&[u8], TokenId)> = trie
@@ -98,6 +102,7 @@ impl Slice {
         })
     }
 
+    /// The slice's regex.
     pub fn regex(&self) -> &str {
         &self.regex
     }
@@ -117,6 +122,7 @@ impl Slice {
         &self.rest
     }
 
+    /// Own heap bytes: the token set, the trie of the other tokens, the DFA.
     pub fn heap_bytes(&self) -> usize {
         self.tokens.heap_bytes() + self.rest.heap_bytes() + self.dfa.heap_bytes()
     }

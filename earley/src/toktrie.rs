@@ -28,7 +28,7 @@ pub struct TokTrie {
 
 impl TokTrie {
     /// The trie of every non-special token of `vocab` with non-empty bytes.
-    pub fn from_vocab(vocab: &impl Vocabulary) -> Self {
+    pub fn from_vocab(vocab: &(impl Vocabulary + ?Sized)) -> Self {
         let mut ids: Vec<TokenId> = (0..vocab.len() as TokenId)
             .filter(|&t| !vocab.is_special(t) && !vocab.token_bytes(t).is_empty())
             .collect();

@@ -39,10 +39,18 @@ pub const END_SENTINEL: char = '\u{10FFFF}';
 pub enum KbnfConvertError {
     /// A literal terminal that is not valid UTF-8 (KBNF strings are text).
     #[error("literal terminal of nonterminal `{nonterminal}` is not UTF-8: {bytes:?}")]
-    NonUtf8Literal { nonterminal: String, bytes: Vec<u8> },
+    NonUtf8Literal {
+        /// The nonterminal whose rule holds it.
+        nonterminal: String,
+        /// Its bytes.
+        bytes: Vec<u8>,
+    },
     /// The start symbol derives no string.
     #[error("the grammar's language is empty (start symbol `{start}` is unproductive)")]
-    EmptyLanguage { start: String },
+    EmptyLanguage {
+        /// The start symbol.
+        start: String,
+    },
 }
 
 /// Escapes text for the inside of a KBNF `"…"` or `#"…"` literal.

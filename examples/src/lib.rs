@@ -1,5 +1,16 @@
-//! Shared helpers of the example binaries in `src/bin/`.
+//! Shared helpers of the example binaries in `src/bin/`: experiment
+//! plumbing that is not part of any library crate's API.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`report`] | [`report::CommonArgs`] (`--out`, `--quick`, a `clap::Args`), Markdown tables, JSON output |
+//! | [`fvo`] | helpers of the `fvo_*` experiments: progress bar, empirical-vs-exact [`fvo::Comparison`] |
+//! | [`toys`] | experiment data: the finite JSON schemas A–E and the byte-LM corpus |
+//! | [`host`], [`kbnf_ir`], [`maskstats`] | MaskBench and pipeline helpers |
 
+pub mod fvo;
 pub mod host;
 pub mod kbnf_ir;
 pub mod maskstats;
+pub mod report;
+pub mod toys;

@@ -31,16 +31,26 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
 /// Summary of a latency distribution (all values in µs).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Number of samples.
     pub count: usize,
+    /// 25th percentile.
     pub p25: f64,
+    /// Median.
     pub p50: f64,
+    /// 75th percentile.
     pub p75: f64,
+    /// 90th percentile.
     pub p90: f64,
+    /// 95th percentile.
     pub p95: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// 99.9th percentile.
     #[serde(rename = "p99.9")]
     pub p999: f64,
+    /// Largest sample.
     pub max: f64,
+    /// Arithmetic mean.
     pub mean: f64,
 }
 

@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use criterion::Criterion;
 use zapspec_core::prob::{masked_log_softmax, sample_log, seeded_rng, SeededRng};
-use zapspec_core::{Constraint, LanguageModel, TokenId};
+use zapspec_core::{Constraint, LanguageModel, LookAhead, TokenId};
 use zapspec_phi::exact::budget::{self, closed_form_log_phi};
 use zapspec_phi::{
     BernoulliLm, BudgetLanguage, OneStepCheap, PhiEstimator, RegularDp, RegularDpConfig,
@@ -43,7 +43,7 @@ const GAMMA: usize = 4;
 /// One speculative-style round on the target: prefill the draft, at each
 /// position renormalise on the mask (optionally reweighted by OneStep-Cheap)
 /// and sample, then roll the model and constraint back.
-fn round<C: Constraint>(
+fn round<C: LookAhead>(
     c: &mut C,
     lm: &mut BigramLm,
     draft: &[TokenId],
@@ -265,7 +265,7 @@ fn report() {
     println!();
     println!("| setting | OneStep-Cheap per call, wall / CPU (µs) | |A_t| | γ=4 calls vs a 35 ms verify pass (CPU) |");
     println!("|---|---|---|---|");
-    fn per_call<C: Constraint>(name: &str, c: &mut C, lm: &mut BigramLm, iters: usize) {
+    fn per_call<C: LookAhead>(name: &str, c: &mut C, lm: &mut BigramLm, iters: usize) {
         let base = lm.context().len();
         let row = lm_logits_before(lm, base);
         let n = c.mask().count();

@@ -16,33 +16,64 @@ pub enum PhiError {
     /// Vocabulary sizes of model, constraint and logits disagree.
     #[error("vocabulary mismatch: {what} has {got} entries, expected {want}")]
     VocabMismatch {
+        /// Which input has the wrong size ("model", "logits", …).
         what: &'static str,
+        /// Its size.
         got: usize,
+        /// The constraint's vocabulary size.
         want: usize,
     },
     /// The valid set `A_t` is empty (the paper's non-degeneracy assumption,
     /// §3.1, is violated), or every candidate has Φ̂ = 0 / zero model mass.
     #[error("no valid continuation with positive mass at prefix position {position}")]
-    EmptySupport { position: usize },
+    EmptySupport {
+        /// Length of the prefix.
+        position: usize,
+    },
     /// Exact enumeration would visit more prefixes than allowed (the
     /// language below this prefix is too large or infinite; Prop. 8: exact Φ
     /// is #P-hard in general).
     #[error("exact enumeration exceeded {limit} prefixes (prefix length {depth}); the language is too large or infinite")]
-    TooLarge { limit: usize, depth: usize },
+    TooLarge {
+        /// The prefix budget.
+        limit: usize,
+        /// Length of the prefix where it ran out.
+        depth: usize,
+    },
     /// Exact enumeration went deeper than allowed below the starting prefix
     /// (the language has members longer than `limit`, or is infinite).
     #[error("exact enumeration exceeded depth {limit} below the prefix")]
-    TooDeep { limit: usize },
+    TooDeep {
+        /// The depth budget.
+        limit: usize,
+    },
     /// A token id outside the vocabulary.
     #[error("token {token} outside a vocabulary of {vocab_size}")]
-    BadToken { token: TokenId, vocab_size: usize },
+    BadToken {
+        /// The id.
+        token: TokenId,
+        /// The vocabulary size.
+        vocab_size: usize,
+    },
     /// A configuration value is out of range.
     #[error("invalid configuration `{field}`: {reason}")]
-    Config { field: &'static str, reason: String },
+    Config {
+        /// The configuration field.
+        field: &'static str,
+        /// What is wrong with its value.
+        reason: String,
+    },
     /// The estimator is used on a state it does not cover (e.g. a learned
     /// estimator on a trie it was not built for, a DFA state outside the DP).
     #[error("unsupported state: {0}")]
     Unsupported(String),
+    /// An estimator left a candidate's entry of the output buffer unwritten
+    /// (the caller pre-filled it with NaN).
+    #[error("no estimate for candidate token {token}")]
+    MissingEstimate {
+        /// The candidate without an estimate.
+        token: TokenId,
+    },
 }
 
 impl PhiError {

@@ -1,4 +1,5 @@
-//! The [`PhiEstimator`] trait and the Doob-transform kernel it feeds.
+//! The [`PhiEstimator`] trait — the one Φ interface — and the
+//! Doob-transform kernel it feeds.
 //!
 //! Paper §4: the future validity of a locally valid token `y` after prefix
 //! `x<t` is
@@ -10,32 +11,39 @@
 //! (EOS is a terminal transition: after an accepting prefix, `Φ_t(EOS) = 1`).
 //! The grammar-conditional kernel is the Doob h-transform with `h = Φ`:
 //! `μ*_t(y) ∝ p_t(y) Φ_t(y)` on `A_t` ([`doob_kernel`]); local masking is the
-//! degenerate `Φ̂ ≡ 1` (Def. 1, μ^proj). Every estimator returns the *vector*
-//! `log Φ̂_t(·)` over the vocabulary — a scalar would be a no-op by shift
-//! invariance (§5 "critical invariant", App. G).
+//! degenerate `Φ̂ ≡ 1` (Def. 1, μ^proj). Every estimator produces the
+//! *vector* `log Φ̂_t(·)` over the candidates — a scalar would be a no-op by
+//! shift invariance (§5 "critical invariant", App. G).
 //!
 //! ## Conventions shared by every estimator
 //!
-//! * The constraint holds the generated prefix `x<t`; the model's context
-//!   ends with the same tokens (it may start with a prompt). Estimators may
-//!   move the model's context but restore it (same tokens) before returning.
-//! * `logits` are the model's next-token logits `p_t` at that context.
-//! * The result has one entry per vocabulary token: `-inf` outside `A_t`;
-//!   for `y ∈ A_t` it is `log Φ̂_t(y) ∈ [-inf, 0]`, where `-inf` means "a dead
-//!   end" (Φ̂ = 0), which exact estimators report for candidates with no
-//!   valid completion. Never NaN.
+//! * A call sees a [`PhiQuery`]: the generated prefix `x<t`, the constraint
+//!   state after it, its valid set `A_t` and the logits `p_t` there. A
+//!   model, when the estimator runs one, has a context ending with the same
+//!   tokens (it may start with a prompt); estimators may move the model's
+//!   context but restore it (same tokens) before returning.
+//! * [`PhiEstimator::log_phi_into`] writes `log Φ̂_t(y) ∈ [-inf, 0]` into a
+//!   caller's buffer for `y ∈ A_t` only, where `-inf` means "a dead end"
+//!   (Φ̂ = 0), which exact estimators report for candidates with no valid
+//!   completion; never NaN. [`PhiEstimator::log_phi`] is the `|V|`-vector
+//!   convenience (`-inf` outside `A_t`).
+//! * Each call returns the work it did ([`PhiCost`]); [`Metered`] adds it
+//!   up. Errors are [`PhiError`]s.
 
-use zapspec_core::{prob, Constraint, LanguageModel, TokenSet};
+use zapspec_core::{prob, Constraint, LanguageModel, Logits, ModelError, TokenId, TokenSet};
 
 use crate::error::PhiError;
 
-/// Costs accumulated by an estimator since construction (or [`reset`]),
+/// Work done by an estimator: what one call of
+/// [`PhiEstimator::log_phi_into`] returns, and what [`Metered`] adds up
 /// for the paper's "Cost/pos" column (Tables 2, 6, 11).
 ///
-/// [`reset`]: PhiEstimator::reset_cost
+/// An estimator reports the work of the call itself (extra forwards,
+/// rollouts, constraint operations) and leaves `calls` at 0; whoever
+/// accumulates counts the calls ([`Metered`], [`PhiCost::record`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PhiCost {
-    /// Calls to [`PhiEstimator::log_phi`] (decoding positions scored).
+    /// Calls to the estimator (decoding positions scored).
     pub calls: u64,
     /// Extra model forward passes (`prefill`/`next_logits`) spent.
     pub forwards: u64,
@@ -67,51 +75,294 @@ impl PhiCost {
             constraint_ops: self.constraint_ops + o.constraint_ops,
         }
     }
+
+    /// Adds the work of one call and counts the call.
+    pub fn record(&mut self, call: &PhiCost) {
+        *self = self.add(call);
+        self.calls += 1;
+    }
 }
 
-/// A future-validity estimator Φ̂_t (paper §5: Tiers 0–3).
-pub trait PhiEstimator<C: Constraint, M: LanguageModel> {
-    /// `log Φ̂_t(y)` for every token `y` of the vocabulary, given the prefix
-    /// (already consumed by `constraint` and at the end of `model`'s
-    /// context) and the current logits `p_t`. `-inf` outside the valid set
-    /// `A_t` (the current mask of `constraint`) and for candidates estimated
-    /// as dead ends; finite or `-inf`, never NaN, inside it.
-    fn log_phi(
-        &mut self,
-        constraint: &C,
-        model: &mut M,
-        logits: &[f32],
-    ) -> Result<Vec<f64>, PhiError>;
+/// Everything an estimator sees at decoding position `t`.
+///
+/// `prefix` is every generated token before `t` (a prompt, if any, is not
+/// included), `constraint` the matcher state after it, `mask` that state's
+/// valid set `A_t`, and `logits` the model's raw next-token logits `p_t`
+/// there (passed so an estimator that needs `p_t` — OneStep-Cheap, Def. 9
+/// — runs no model of its own).
+#[derive(Debug)]
+pub struct PhiQuery<'a, C> {
+    /// The generated tokens before position `t`.
+    pub prefix: &'a [TokenId],
+    /// The matcher state after `prefix`.
+    pub constraint: &'a C,
+    /// The valid set `A_t` of `constraint`.
+    pub mask: &'a TokenSet,
+    /// The next-token logits `p_t` after `prefix`.
+    pub logits: &'a [f32],
+}
 
+impl<'a, C> PhiQuery<'a, C> {
+    /// A query from its four parts.
+    pub fn new(
+        prefix: &'a [TokenId],
+        constraint: &'a C,
+        mask: &'a TokenSet,
+        logits: &'a [f32],
+    ) -> Self {
+        PhiQuery {
+            prefix,
+            constraint,
+            mask,
+            logits,
+        }
+    }
+}
+
+impl<C> Clone for PhiQuery<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C> Copy for PhiQuery<'_, C> {}
+
+/// A future-validity estimator Φ̂_t (paper §5: Tiers 0–3), the one Φ
+/// interface of the workspace: the estimator tables of this crate, the
+/// FVO-Spec decoder of `zapspec-verify` and the exact prefix-tree Φ all
+/// use it.
+///
+/// `M` is the model an estimator may run extra forwards on. Estimators
+/// that need none ([`crate::Uniform`], [`crate::OneStepCheap`],
+/// [`crate::Frozen`] over such an estimator) implement the trait for every
+/// `M`, so they also work with [`NoModel`]; the others are used where no
+/// model is at hand through [`crate::WithModel`], which owns a model copy.
+pub trait PhiEstimator<C: Constraint, M: LanguageModel> {
     /// A short name for tables ("Uniform", "OneStep-Cheap", "MC(k=8)", …).
     fn name(&self) -> String;
 
-    /// Costs accumulated so far.
-    fn cost(&self) -> PhiCost;
+    /// Writes `log Φ̂_t(y)` into `out[y]` for every `y ∈ q.mask` and touches
+    /// no other entry of `out` (which has the vocabulary's length), so a
+    /// call costs `O(|A_t|)` plus the estimator's own work, never a `|V|`
+    /// pass imposed by the interface. Values are in `[-inf, 0]`, `-inf`
+    /// marking a candidate estimated to be a dead end; never NaN.
+    ///
+    /// `model`, when the estimator uses it, has a context ending with
+    /// `q.prefix` (a prompt may precede it) and `q.logits` are its
+    /// next-token logits; the estimator may move its context but restores
+    /// it before returning. Returns the work this call did (`calls` left
+    /// at 0; a failed call's work is not reported).
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError>;
 
-    /// Zeroes the cost counters.
-    fn reset_cost(&mut self);
-}
+    /// `log Φ̂_t(y) + c_t` for every `y ∈ q.mask`, where `c_t` is finite and
+    /// the same for every candidate of the position. The FVO-Spec law
+    /// `p_t(y)Φ̂_t(y) / Σ_{u∈A_t} p_t(u)Φ̂_t(u)` (§4, Prop. 6) is invariant
+    /// to `c_t`, so the decoder calls this; an estimator can then skip work
+    /// that only fixes the scale (OneStep-Cheap skips the `O(|V|)`
+    /// log-normaliser of `p_t`). Default: [`Self::log_phi_into`]
+    /// (`c_t = 0`).
+    fn log_phi_shifted(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        self.log_phi_into(q, model, out)
+    }
 
-impl<C: Constraint, M: LanguageModel, E: PhiEstimator<C, M> + ?Sized> PhiEstimator<C, M>
-    for Box<E>
-{
+    /// `log Φ̂_t(y)` for every token `y` of the vocabulary: `-inf` outside
+    /// the valid set `A_t` (the constraint's current mask), the value of
+    /// [`Self::log_phi_into`] inside it. The prefix is the last
+    /// `constraint.num_tokens()` tokens of `model`'s context and `logits`
+    /// are the model's next-token logits there. Allocates the mask and a
+    /// `|V|` vector; a convenience for tests and experiments.
     fn log_phi(
         &mut self,
         constraint: &C,
         model: &mut M,
         logits: &[f32],
     ) -> Result<Vec<f64>, PhiError> {
-        (**self).log_phi(constraint, model, logits)
+        let v = check_vocab(constraint, model, logits)?;
+        let mask = valid_set(constraint);
+        let ctx = model.context();
+        let prefix = ctx[ctx.len().saturating_sub(constraint.num_tokens())..].to_vec();
+        let mut out = vec![f64::NEG_INFINITY; v];
+        let q = PhiQuery::new(&prefix, constraint, &mask, logits);
+        self.log_phi_into(&q, model, &mut out)?;
+        Ok(out)
     }
+}
+
+/// Forwards the trait through a pointer type (`Box<E>`, `&mut E`), so a
+/// boxed or borrowed estimator is an estimator.
+macro_rules! forward_phi_estimator {
+    ($($ptr:ty),+) => {$(
+        impl<C: Constraint, M: LanguageModel, E: PhiEstimator<C, M> + ?Sized> PhiEstimator<C, M>
+            for $ptr
+        {
+            fn name(&self) -> String {
+                (**self).name()
+            }
+            fn log_phi_into(
+                &mut self,
+                q: &PhiQuery<'_, C>,
+                model: &mut M,
+                out: &mut [f64],
+            ) -> Result<PhiCost, PhiError> {
+                (**self).log_phi_into(q, model, out)
+            }
+            fn log_phi_shifted(
+                &mut self,
+                q: &PhiQuery<'_, C>,
+                model: &mut M,
+                out: &mut [f64],
+            ) -> Result<PhiCost, PhiError> {
+                (**self).log_phi_shifted(q, model, out)
+            }
+        }
+    )+};
+}
+
+forward_phi_estimator!(Box<E>, &mut E);
+
+/// Counts an estimator's work: every successful call adds the work it
+/// reports to [`Metered::cost`] and counts one call. Name and values are
+/// the inner estimator's.
+#[derive(Debug, Clone, Default)]
+pub struct Metered<E> {
+    inner: E,
+    cost: PhiCost,
+}
+
+impl<E> Metered<E> {
+    /// Wraps `inner` with zeroed counters.
+    pub fn new(inner: E) -> Self {
+        Metered {
+            inner,
+            cost: PhiCost::default(),
+        }
+    }
+
+    /// The wrapped estimator.
+    pub fn inner(&self) -> &E {
+        &self.inner
+    }
+
+    /// The wrapped estimator, mutably.
+    pub fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+
+    /// Unwraps the estimator.
+    pub fn into_inner(self) -> E {
+        self.inner
+    }
+
+    /// Work accumulated since construction or [`Self::reset_cost`].
+    pub fn cost(&self) -> PhiCost {
+        self.cost
+    }
+
+    /// Zeroes the counters.
+    pub fn reset_cost(&mut self) {
+        self.cost = PhiCost::default();
+    }
+}
+
+impl<C: Constraint, M: LanguageModel, E: PhiEstimator<C, M>> PhiEstimator<C, M> for Metered<E> {
     fn name(&self) -> String {
-        (**self).name()
+        self.inner.name()
     }
-    fn cost(&self) -> PhiCost {
-        (**self).cost()
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        let c = self.inner.log_phi_into(q, model, out)?;
+        self.cost.record(&c);
+        Ok(c)
     }
-    fn reset_cost(&mut self) {
-        (**self).reset_cost()
+    fn log_phi_shifted(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        let c = self.inner.log_phi_shifted(q, model, out)?;
+        self.cost.record(&c);
+        Ok(c)
+    }
+}
+
+/// A model slot with a vocabulary and nothing else: its context is empty
+/// and every forward fails with [`ModelError::NoForward`]. Callers that
+/// hold no model positioned at the prefix (the speculative decoder, whose
+/// target is at the end of the drafted block; the prefix-tree laws) hand
+/// this to estimators that need none; an estimator that does need one is
+/// wrapped in [`crate::WithModel`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoModel {
+    vocab_size: usize,
+}
+
+impl NoModel {
+    /// A slot for a vocabulary of `vocab_size` tokens.
+    pub fn new(vocab_size: usize) -> Self {
+        NoModel { vocab_size }
+    }
+}
+
+impl LanguageModel for NoModel {
+    fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+    fn context(&self) -> &[TokenId] {
+        &[]
+    }
+    fn prefill(&mut self, _: &[TokenId]) -> Result<Logits, ModelError> {
+        Err(ModelError::NoForward("NoModel"))
+    }
+    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
+        Err(ModelError::NoForward("NoModel"))
+    }
+    fn truncate(&mut self, _: usize) {}
+}
+
+/// Checks a query against an output buffer: `logits` and `out` must have
+/// the constraint's vocabulary size. Returns that size.
+pub fn check_query<C: Constraint>(q: &PhiQuery<'_, C>, out: &[f64]) -> Result<usize, PhiError> {
+    let v = q.constraint.vocab_size();
+    if q.logits.len() != v {
+        return Err(PhiError::VocabMismatch {
+            what: "logits",
+            got: q.logits.len(),
+            want: v,
+        });
+    }
+    if out.len() != v {
+        return Err(PhiError::VocabMismatch {
+            what: "output buffer",
+            got: out.len(),
+            want: v,
+        });
+    }
+    Ok(v)
+}
+
+/// Copies the entries of a full `log Φ̂` vector on `mask` into `out` (for
+/// estimators that compute a `|V|` vector anyway).
+pub(crate) fn copy_on_mask(full: &[f64], mask: &TokenSet, out: &mut [f64]) {
+    for y in mask.iter() {
+        let y = y as usize;
+        if let Some(o) = out.get_mut(y) {
+            *o = full.get(y).copied().unwrap_or(f64::NEG_INFINITY);
+        }
     }
 }
 

@@ -7,10 +7,12 @@
 //! impact `TV(μ̂^MC_t, μ̂^1s_t)` of switching is below `τ_tv`, fall back to
 //! OneStep. Easy positions pay no rollouts.
 
-use zapspec_core::{prob, Constraint, LanguageModel};
+use zapspec_core::{prob, LanguageModel, LookAhead};
 
 use crate::error::PhiError;
-use crate::estimator::{doob_kernel, valid_set, PhiCost, PhiEstimator};
+use crate::estimator::{
+    check_query, check_vocab, copy_on_mask, doob_kernel, PhiCost, PhiEstimator, PhiQuery,
+};
 use crate::montecarlo::{MonteCarlo, MonteCarloConfig};
 use crate::onestep::OneStepCheap;
 
@@ -25,6 +27,7 @@ pub struct HybridConfig {
     pub tau_entropy: f64,
     /// Minimum TV impact `τ_tv` for keeping the MC estimate.
     pub tau_tv: f64,
+    /// The Monte Carlo stage.
     pub mc: MonteCarloConfig,
 }
 
@@ -42,6 +45,7 @@ impl Default for HybridConfig {
 /// How the hybrid routed the positions it scored.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HybridStats {
+    /// Positions scored.
     pub positions: u64,
     /// Positions that passed the stage-1 trigger.
     pub escalated: u64,
@@ -60,6 +64,7 @@ pub struct BudgetGatedHybrid {
 }
 
 impl BudgetGatedHybrid {
+    /// Both stages, fresh (MC seeded from `config.mc`).
     pub fn new(config: HybridConfig) -> Self {
         BudgetGatedHybrid {
             config,
@@ -68,18 +73,9 @@ impl BudgetGatedHybrid {
             stats: HybridStats::default(),
         }
     }
+    /// How the positions scored so far were routed.
     pub fn stats(&self) -> HybridStats {
         self.stats
-    }
-
-    /// Costs of both stages (same as [`PhiEstimator::cost`]).
-    pub fn cost(&self) -> PhiCost {
-        let a = self.onestep.cost();
-        let b = self.mc.cost();
-        PhiCost {
-            calls: a.calls,
-            ..a.add(&PhiCost { calls: 0, ..b })
-        }
     }
 }
 
@@ -113,43 +109,50 @@ pub fn entropy_log(lp: &[f64]) -> f64 {
         .sum::<f64>()
 }
 
-impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for BudgetGatedHybrid {
-    fn log_phi(
-        &mut self,
-        constraint: &C,
-        model: &mut M,
-        logits: &[f32],
-    ) -> Result<Vec<f64>, PhiError> {
-        let one = PhiEstimator::<C, M>::log_phi(&mut self.onestep, constraint, model, logits)?;
-        self.stats.positions += 1;
-        let mask = valid_set(constraint);
-        let disp = dispersion(&one, &mask, constraint.eos());
-        let proj = doob_kernel(logits, &mask, &vec![0.0; logits.len()])?;
-        if disp <= self.config.tau_dispersion || entropy_log(&proj) <= self.config.tau_entropy {
-            return Ok(one);
-        }
-        self.stats.escalated += 1;
-        let mc = PhiEstimator::<C, M>::log_phi(&mut self.mc, constraint, model, logits)?;
-        let k_one = doob_kernel(logits, &mask, &one);
-        let k_mc = doob_kernel(logits, &mask, &mc);
-        match (k_one, k_mc) {
-            (Ok(a), Ok(b)) if prob::tv_log(&a, &b) < self.config.tau_tv => Ok(one),
-            (Err(_), Err(_)) => Ok(one),
-            (_, Ok(_)) => {
-                self.stats.used_mc += 1;
-                Ok(mc)
-            }
-            (Ok(_), Err(_)) => Ok(one),
-        }
-    }
+/// Reports the work of both stages (OneStep's constraint operations, the
+/// rollouts of escalated positions).
+impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for BudgetGatedHybrid {
     fn name(&self) -> String {
         format!("Hybrid(k={})", self.config.mc.k)
     }
-    fn cost(&self) -> PhiCost {
-        BudgetGatedHybrid::cost(self)
-    }
-    fn reset_cost(&mut self) {
-        PhiEstimator::<C, M>::reset_cost(&mut self.onestep);
-        PhiEstimator::<C, M>::reset_cost(&mut self.mc);
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        let (mask, logits) = (q.mask, q.logits);
+        check_vocab(q.constraint, model, logits)?;
+        let v = check_query(q, out)?;
+        let mut one = vec![f64::NEG_INFINITY; v];
+        let mut work = PhiEstimator::<C, M>::log_phi_into(&mut self.onestep, q, model, &mut one)?;
+        self.stats.positions += 1;
+        let disp = dispersion(&one, mask, q.constraint.eos());
+        let proj = doob_kernel(logits, mask, &vec![0.0; logits.len()])?;
+        if disp <= self.config.tau_dispersion || entropy_log(&proj) <= self.config.tau_entropy {
+            copy_on_mask(&one, mask, out);
+            return Ok(work);
+        }
+        self.stats.escalated += 1;
+        let mut mc = vec![f64::NEG_INFINITY; v];
+        work = work.add(&PhiEstimator::<C, M>::log_phi_into(
+            &mut self.mc,
+            q,
+            model,
+            &mut mc,
+        )?);
+        let k_one = doob_kernel(logits, mask, &one);
+        let k_mc = doob_kernel(logits, mask, &mc);
+        let keep = match (k_one, k_mc) {
+            (Ok(a), Ok(b)) if prob::tv_log(&a, &b) < self.config.tau_tv => &one,
+            (Err(_), Err(_)) => &one,
+            (_, Ok(_)) => {
+                self.stats.used_mc += 1;
+                &mc
+            }
+            (Ok(_), Err(_)) => &one,
+        };
+        copy_on_mask(keep, mask, out);
+        Ok(work)
     }
 }

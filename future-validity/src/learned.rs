@@ -28,7 +28,9 @@ use zapspec_testkit::TokenTrie;
 use zapspec_testkit::TrieConstraint;
 
 use crate::error::PhiError;
-use crate::estimator::{check_vocab, clamp_log, PhiCost, PhiEstimator};
+use crate::estimator::{
+    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery,
+};
 use crate::exact::trie::TrieTable;
 
 /// Number of features per edge.
@@ -58,14 +60,18 @@ pub struct TrieStats {
     pub subtree: Vec<f64>,
     /// Min / max / mean number of tokens from the node to a member end.
     pub min_rem: Vec<f64>,
+    /// Max number of tokens from the node to a member end.
     pub max_rem: Vec<f64>,
+    /// Mean number of tokens from the node to a member end.
     pub mean_rem: Vec<f64>,
     /// Valid next tokens (children, plus EOS at terminal nodes).
     pub branches: Vec<usize>,
+    /// Depth of the node (length of its prefix).
     pub depth: Vec<usize>,
 }
 
 impl TrieStats {
+    /// The statistics of every node of `trie` (one pass over the nodes).
     pub fn new(trie: &TokenTrie) -> Self {
         let n = trie.num_nodes();
         let mut s = TrieStats {
@@ -180,7 +186,9 @@ pub fn edge_features(
 /// One training example: an edge's features and its exact `log Φ`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EdgeExample {
+    /// The edge's features.
     pub features: [f64; NUM_FEATURES],
+    /// The exact `log Φ` of the edge (the label).
     pub log_phi: f64,
 }
 
@@ -228,11 +236,15 @@ pub fn edge_examples<M: LanguageModel>(
 /// Configuration of the learned estimator.
 #[derive(Debug, Clone, Copy)]
 pub struct LearnedConfig {
+    /// Hidden units of the MLP.
     pub hidden: usize,
+    /// Training epochs.
     pub epochs: usize,
+    /// Adam learning rate.
     pub lr: f64,
     /// L2 penalty on the weights.
     pub weight_decay: f64,
+    /// Seed of the weight initialisation and shuffling.
     pub seed: u64,
     /// Apply the balanced structural gate (false: the ungated MLP of Table 10).
     pub gate: bool,
@@ -405,9 +417,9 @@ pub struct LearnedPhi {
     stats: Option<(Arc<TokenTrie>, TrieStats)>,
     /// Training MSE per epoch.
     pub losses: Vec<f64>,
-    cost: PhiCost,
-    /// Positions routed to OneStep by the gate / to the MLP.
+    /// Positions routed to OneStep by the gate.
     pub gated: u64,
+    /// Positions scored by the MLP.
     pub learned: u64,
 }
 
@@ -423,7 +435,6 @@ impl LearnedPhi {
             config,
             stats: None,
             losses,
-            cost: PhiCost::default(),
             gated: 0,
             learned: 0,
         })
@@ -434,23 +445,36 @@ impl LearnedPhi {
         clamp_log(self.mlp.predict(features))
     }
 
+    /// The configuration it was trained with.
     pub fn config(&self) -> &LearnedConfig {
         &self.config
     }
 }
 
+/// Uses the query's logits only (any `M`); reports one constraint
+/// operation per trie edge scored.
 impl<M: LanguageModel> PhiEstimator<TrieConstraint, M> for LearnedPhi {
-    fn log_phi(
+    fn name(&self) -> String {
+        if self.config.gate {
+            "Learned-Gated".into()
+        } else {
+            "Learned-MLP".into()
+        }
+    }
+    fn log_phi_into(
         &mut self,
-        constraint: &TrieConstraint,
+        q: &PhiQuery<'_, TrieConstraint>,
         model: &mut M,
-        logits: &[f32],
-    ) -> Result<Vec<f64>, PhiError> {
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        let (constraint, logits) = (q.constraint, q.logits);
         let v = check_vocab(constraint, model, logits)?;
-        self.cost.calls += 1;
-        let mut out = vec![f64::NEG_INFINITY; v];
+        check_query(q, out)?;
+        let mut cost = PhiCost::default();
+        let mut full = vec![f64::NEG_INFINITY; v];
         if constraint.is_finished() {
-            return Ok(out);
+            copy_on_mask(&full, q.mask, out);
+            return Ok(cost);
         }
         let trie = constraint.trie().clone();
         if self
@@ -477,7 +501,7 @@ impl<M: LanguageModel> PhiEstimator<TrieConstraint, M> for LearnedPhi {
                 continue;
             }
             let f = edge_features(&trie, stats, eos, node, c, y, &lp);
-            out[y as usize] = if gate {
+            full[y as usize] = if gate {
                 // OneStep-Cheap (Def. 9): the last feature.
                 if f[NUM_FEATURES - 1] <= -700.0 {
                     f64::NEG_INFINITY
@@ -487,33 +511,13 @@ impl<M: LanguageModel> PhiEstimator<TrieConstraint, M> for LearnedPhi {
             } else {
                 clamp_log(self.mlp.predict(&f))
             };
-            self.cost.constraint_ops += 1;
+            cost.constraint_ops += 1;
         }
         if trie.is_terminal(node) {
-            out[eos as usize] = 0.0;
+            full[eos as usize] = 0.0;
         }
-        Ok(out)
-    }
-    fn name(&self) -> String {
-        if self.config.gate {
-            "Learned-Gated".into()
-        } else {
-            "Learned-MLP".into()
-        }
-    }
-    fn cost(&self) -> PhiCost {
-        self.cost
-    }
-    fn reset_cost(&mut self) {
-        self.cost = PhiCost::default();
-    }
-}
-
-impl LearnedPhi {
-    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
-    /// without naming the constraint and model types).
-    pub fn cost(&self) -> PhiCost {
-        self.cost
+        copy_on_mask(&full, q.mask, out);
+        Ok(cost)
     }
 }
 

@@ -1,4 +1,4 @@
-//! # future-validity
+//! # zapspec-phi
 //!
 //! Future-validity (Φ) estimators and certificates, after *"Future Validity
 //! is the Missing Statistic: From Impossibility to Φ-Estimation for
@@ -11,7 +11,8 @@
 //! the model with `h = Φ` (§4); local masking is `Φ̂ ≡ 1` and samples μ^proj
 //! (Prop. 3). This crate provides the estimator hierarchy of §5 behind one
 //! trait, [`PhiEstimator`], generic over any [`zapspec_core::Constraint`] and
-//! [`zapspec_core::LanguageModel`]:
+//! [`zapspec_core::LanguageModel`] — the one Φ interface of the workspace,
+//! which the FVO-Spec decoder of `zapspec-verify` calls too:
 //!
 //! | tier | type | paper |
 //! |---|---|---|
@@ -22,6 +23,14 @@
 //! | 2 | [`MonteCarlo`] (k rollouts, horizon h, Hoeffding certificate) | §5.4 |
 //! | 3 | [`Exact`] (prefix-tree DP: any finite-language constraint, any LM), [`ExactTrie`] (token trie), [`ExactDyckMarkov`] (Dyck × Markov LM), [`ExactRegular`] (DFA × finite-state LM), [`exact::budget`] (`L_{n,K}`) | §5.5, App. G, App. H.4 |
 //! | — | [`BudgetGatedHybrid`] (OneStep → MC when dispersed, uncertain and impactful) | §5.6 |
+//!
+//! Around them: [`Metered`] adds up the work each call reports
+//! ([`PhiCost`]: forwards, rollouts, constraint operations — the paper's
+//! Cost/pos); [`WithModel`] gives an estimator its own model copy,
+//! positioned at each query's prefix; [`Frozen`] memoises one estimate per
+//! prefix (one draw of a randomized estimator); [`NoModel`] is the model
+//! slot of callers that hold none (estimators that run no model — Uniform,
+//! OneStep-Cheap, Learned, exact tables — accept any model type).
 //!
 //! Certificates (Theorem 7, the relative-error corollary, the KL gap
 //! identity, Hoeffding widths) are in [`certificates`]; exact terminal laws
@@ -51,31 +60,30 @@
 //!   small successor masses with an f64 polynomial `exp2` and `ln`, large
 //!   ones (≥ 48 tokens) gathered and summed by the same vectorised kernel;
 //!   everything else is exact f64. Its per-position cost is one `|V|` pass
-//!   (none in [`OneStepCheap::log_phi_into_shifted`], which the FVO-Spec
+//!   (none in its [`PhiEstimator::log_phi_shifted`], which the FVO-Spec
 //!   decoder uses, unless EOS is a candidate beside others) plus
 //!   `O(|A_t|)` look-ups and one mass per distinct successor mask (keyed by
-//!   `Constraint::mask_key`, listed sparsely by `Constraint::allowed_sparse`,
-//!   or walked once per node by `Constraint::for_each_successor` for
-//!   tries). Measured inside the FVO-Spec loop (`fvo_overhead`, see the
-//!   spec-verify README): 0.26% of a round for Dyck over r50k, 0.14% for a
-//!   2,000-string schema over o200k, 0.98% for a regular language over
-//!   o200k with ~25,600 candidates per position (0.96–1.13% over five runs
-//!   on the shared machine: at the 1% line, not safely below), 0.77–0.85%
-//!   for a 2,000-way trie root over r50k (1.29–1.77% before `TokenTrie`'s
-//!   children were stored flat instead of in a `BTreeMap` per node) and 25%
-//!   for the 3-token toy vocabulary, whose whole round costs ~2 µs.
+//!   `LookAhead::mask_key`, listed sparsely by `LookAhead::allowed_sparse`,
+//!   or walked once per node by `LookAhead::for_each_successor` for
+//!   tries). Recorded shares of a FVO-Spec round (`fvo_overhead`) are in
+//!   `examples/results/history_fvo.md`.
 //!
 //! ## Calling convention
 //!
-//! The constraint holds the generated prefix; the model's context ends with
-//! the same tokens (a prompt may precede them); `logits` are the model's
-//! next-token logits there. An estimator returns `log Φ̂_t(y)` for every
-//! vocabulary token (`-inf` outside the valid set), restores the model's
-//! context, and counts its extra forwards in [`PhiCost`]. The FVO-Spec
-//! target (Prop. 6) is then [`fvo_target`] / [`doob_kernel`]:
+//! A call sees a [`PhiQuery`] — the generated prefix, the constraint state
+//! after it, its valid set `A_t` and the next-token logits `p_t` there —
+//! and a model whose context ends with the prefix (a prompt may precede
+//! it). [`PhiEstimator::log_phi_into`] writes `log Φ̂_t(y)` into a caller's
+//! buffer for `y ∈ A_t` only, restores the model's context, and returns the
+//! work it did; [`PhiEstimator::log_phi_shifted`] may add one constant per
+//! position (the FVO-Spec law cancels it; OneStep-Cheap then skips its
+//! `|V|` normaliser). [`PhiEstimator::log_phi`] is the `|V|`-vector
+//! convenience (`-inf` outside `A_t`). The FVO-Spec target (Prop. 6) is
+//! then [`fvo_target`] / [`doob_kernel`]:
 //!
 //! ```
-//! use zapspec_phi::{fvo_target, Exact, OneStepCheap, PhiEstimator};
+//! use zapspec_phi::{fvo_target, valid_set, Exact, Metered, NoModel, OneStepCheap};
+//! use zapspec_phi::{PhiEstimator, PhiQuery};
 //! use zapspec_testkit::toy::BigramLm;
 //! use zapspec_core::{Constraint, LanguageModel};
 //! use zapspec_testkit::{DyckConstraint, DyckSpec};
@@ -87,15 +95,24 @@
 //! lm.prefill(&[spec.open(0)]).unwrap();
 //! let logits = lm.next_logits().unwrap();
 //!
-//! let mut exact = Exact::default();
+//! let mut exact = Metered::new(Exact::default()); // counts forwards
 //! let log_phi = exact.log_phi(&c, &mut lm, &logits).unwrap();
 //! let mu_star_t = fvo_target(&c, &logits, &log_phi).unwrap(); // log μ*_t
-//! let one = OneStepCheap::new().log_phi(&c, &mut lm, &logits).unwrap();
-//! assert!(log_phi.iter().all(|v| !v.is_nan()) && one.len() == 3);
-//! assert!((mu_star_t.iter().map(|l| l.exp()).sum::<f64>() - 1.0).abs() < 1e-12);
+//! assert!(exact.cost().forwards > 0 && exact.cost().calls == 1);
 //! assert_eq!(lm.context(), &[spec.open(0)]); // context restored
+//! assert!((mu_star_t.iter().map(|l| l.exp()).sum::<f64>() - 1.0).abs() < 1e-12);
+//!
+//! // OneStep-Cheap runs no model: the buffer form with a model-free slot,
+//! // writing only the candidates' entries
+//! let mask = valid_set(&c);
+//! let mut out = vec![f64::NAN; 3];
+//! let q = PhiQuery::new(lm.context(), &c, &mask, &logits); // prefix: the context
+//! OneStepCheap::new().log_phi_into(&q, &mut NoModel::new(3), &mut out).unwrap();
+//! assert!(mask.iter().all(|y| !out[y as usize].is_nan()));
+//! assert!(log_phi.iter().all(|v| !v.is_nan()));
 //! ```
 
+pub mod adapters;
 pub mod certificates;
 pub mod error;
 pub mod estimator;
@@ -107,9 +124,11 @@ pub mod montecarlo;
 pub mod onestep;
 pub mod uniform;
 
+pub use adapters::{Frozen, WithModel};
 pub use error::PhiError;
 pub use estimator::{
-    doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set, PhiCost, PhiEstimator,
+    check_query, doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set, Metered, NoModel,
+    PhiCost, PhiEstimator, PhiQuery,
 };
 pub use exact::budget::{BernoulliLm, BudgetLanguage};
 pub use exact::dyck::{DyckMarkovDp, ExactDyckMarkov};

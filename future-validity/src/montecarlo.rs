@@ -25,7 +25,9 @@ use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
 
 use crate::certificates::{hoeffding_half_width, theorem7_bound};
 use crate::error::PhiError;
-use crate::estimator::{check_vocab, ln_prob, log_mass, valid_set, PhiCost, PhiEstimator};
+use crate::estimator::{
+    check_query, check_vocab, ln_prob, log_mass, PhiCost, PhiEstimator, PhiQuery,
+};
 
 /// How a rollout draws its tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -54,8 +56,11 @@ pub struct MonteCarloConfig {
     pub k: usize,
     /// Maximum tokens per rollout after the candidate.
     pub horizon: usize,
+    /// Seed of the rollout RNG.
     pub seed: u64,
+    /// How rollouts draw their tokens.
     pub law: RolloutLaw,
+    /// What a rollout reaching the horizon scores.
     pub on_horizon: OnHorizon,
     /// Confidence level `α` of the certificate.
     pub alpha: f64,
@@ -81,9 +86,11 @@ impl Default for MonteCarloConfig {
 /// The §5.4 certificate for the last scored position.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct McCertificate {
+    /// Rollouts per candidate.
     pub k: usize,
     /// `|A_t|` (EOS, whose Φ is exact, excluded).
     pub candidates: usize,
+    /// Confidence level `α`.
     pub alpha: f64,
     /// Per-candidate Hoeffding half-width `√(ln(2/α)/(2k))`.
     pub half_width: f64,
@@ -101,7 +108,8 @@ pub struct McCertificate {
 pub struct MonteCarlo {
     config: MonteCarloConfig,
     rng: SeededRng,
-    cost: PhiCost,
+    /// Work of the call in progress (returned and zeroed at its end).
+    work: PhiCost,
     last: Option<McCertificate>,
 }
 
@@ -116,15 +124,17 @@ impl MonteCarlo {
         })
     }
 
+    /// The estimator with a full configuration (RNG seeded from it).
     pub fn with_config(config: MonteCarloConfig) -> Self {
         MonteCarlo {
             rng: seeded_rng(config.seed),
             config,
-            cost: PhiCost::default(),
+            work: PhiCost::default(),
             last: None,
         }
     }
 
+    /// Its configuration.
     pub fn config(&self) -> &MonteCarloConfig {
         &self.config
     }
@@ -157,11 +167,11 @@ impl MonteCarlo {
         m: &mut M,
         y: TokenId,
     ) -> Result<f64, PhiError> {
-        self.cost.rollouts += 1;
+        self.work.rollouts += 1;
         c.advance(y)?;
         let eos = c.eos();
         let mut logits = m.prefill(&[y])?.row(0).to_vec();
-        self.cost.forwards += 1;
+        self.work.forwards += 1;
         let mut weight = 1.0f64;
         let mut mask = TokenSet::new(c.vocab_size());
         for _ in 0..self.config.horizon {
@@ -173,11 +183,11 @@ impl MonteCarlo {
                             position: c.num_tokens(),
                         }
                     })? as TokenId;
-                    self.cost.rollout_tokens += 1;
+                    self.work.rollout_tokens += 1;
                     if u == eos {
                         return Ok(if c.is_accepting() { 1.0 } else { 0.0 });
                     }
-                    self.cost.constraint_ops += 1;
+                    self.work.constraint_ops += 1;
                     if c.advance(u).is_err() {
                         return Ok(0.0);
                     }
@@ -185,7 +195,7 @@ impl MonteCarlo {
                 }
                 RolloutLaw::MaskedImportance => {
                     c.fill_mask(&mut mask);
-                    self.cost.constraint_ops += 1;
+                    self.work.constraint_ops += 1;
                     let z = log_mass(&lp, &mask).exp();
                     weight *= z;
                     if weight <= 0.0 {
@@ -199,7 +209,7 @@ impl MonteCarlo {
                         Ok(u) => u as TokenId,
                         Err(_) => return Ok(0.0),
                     };
-                    self.cost.rollout_tokens += 1;
+                    self.work.rollout_tokens += 1;
                     if u == eos {
                         return Ok(weight);
                     }
@@ -208,7 +218,7 @@ impl MonteCarlo {
                 }
             };
             logits = m.prefill(&[u])?.row(0).to_vec();
-            self.cost.forwards += 1;
+            self.work.forwards += 1;
         }
         Ok(match self.config.on_horizon {
             OnHorizon::Valid => weight,
@@ -217,24 +227,45 @@ impl MonteCarlo {
     }
 }
 
+/// Reports its forwards, rollouts, rollout tokens and constraint
+/// operations; [`MonteCarlo::last_certificate`] holds the certificate of
+/// the call.
 impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for MonteCarlo {
-    fn log_phi(
+    fn name(&self) -> String {
+        format!("MC(k={})", self.config.k)
+    }
+    fn log_phi_into(
         &mut self,
-        constraint: &C,
+        q: &PhiQuery<'_, C>,
         model: &mut M,
-        logits: &[f32],
-    ) -> Result<Vec<f64>, PhiError> {
-        let v = check_vocab(constraint, model, logits)?;
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        self.work = PhiCost::default();
+        let r = self.score(q, model, out);
+        let work = std::mem::take(&mut self.work);
+        r.map(|()| work)
+    }
+}
+
+impl MonteCarlo {
+    /// One call of the estimator: every candidate on `q.mask` gets `k`
+    /// rollouts; the certificate is updated.
+    fn score<C: Constraint, M: LanguageModel>(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<(), PhiError> {
+        let (constraint, logits, mask) = (q.constraint, q.logits, q.mask);
+        check_vocab(constraint, model, logits)?;
+        check_query(q, out)?;
         if self.config.k == 0 {
             return Err(PhiError::config("k", "need at least one rollout"));
         }
         if !(self.config.alpha > 0.0 && self.config.alpha < 1.0) {
             return Err(PhiError::config("alpha", "must lie in (0, 1)"));
         }
-        self.cost.calls += 1;
         let eos = constraint.eos();
-        let mask = valid_set(constraint);
-        let mut out = vec![f64::NEG_INFINITY; v];
         let mut fork = constraint.fork();
         let mut n_cand = 0usize;
         let mut any_positive = false;
@@ -260,7 +291,7 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for MonteCarlo {
         }
         // Certificate (§5.4).
         let lp = prob::log_softmax(logits);
-        let lz = log_mass(&lp, &mask);
+        let lz = log_mass(&lp, mask);
         let phi_bar_hat: f64 = mask
             .iter()
             .map(|y| (lp[y as usize] - lz + out[y as usize]).exp())
@@ -276,23 +307,6 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for MonteCarlo {
             phi_bar_hat,
             tv_bound: theorem7_bound(eps_u, phi_bar_hat - eps_u),
         });
-        Ok(out)
-    }
-    fn name(&self) -> String {
-        format!("MC(k={})", self.config.k)
-    }
-    fn cost(&self) -> PhiCost {
-        self.cost
-    }
-    fn reset_cost(&mut self) {
-        self.cost = PhiCost::default();
-    }
-}
-
-impl MonteCarlo {
-    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
-    /// without naming the constraint and model types).
-    pub fn cost(&self) -> PhiCost {
-        self.cost
+        Ok(())
     }
 }

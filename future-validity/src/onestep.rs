@@ -7,8 +7,8 @@
 //!   at most once per position (none in [`OneStepCheap::log_phi_into_shifted`],
 //!   which the FVO-Spec decoder uses: its law cancels a per-position
 //!   constant), successor masses cached per mask key
-//!   ([`Constraint::mask_key`], [`Constraint::successor_mask_key`]) or summed
-//!   over sparse lists ([`Constraint::allowed_sparse`]); values on `A_t` only
+//!   ([`LookAhead::mask_key`], [`LookAhead::successor_mask_key`]) or summed
+//!   over sparse lists ([`LookAhead::allowed_sparse`]); values on `A_t` only
 //!   ([`OneStepCheap::log_phi_sparse`], [`OneStepCheap::log_phi_into`]).
 //!   [`onestep_cheap_reference`] is the straightforward evaluation (a fresh
 //!   mask per candidate) used as the tests' reference.
@@ -22,10 +22,12 @@
 //! `log Φ̂ = 0` for it. A non-EOS candidate whose look-ahead set is empty is
 //! a dead end: `log Φ̂ = -inf`.
 
-use zapspec_core::{prob, Constraint, LanguageModel, TokenSet};
+use zapspec_core::{prob, Constraint, LanguageModel, LookAhead, TokenSet};
 
 use crate::error::PhiError;
-use crate::estimator::{check_vocab, log_mass, valid_set, PhiCost, PhiEstimator};
+use crate::estimator::{
+    check_query, check_vocab, log_mass, valid_set, PhiCost, PhiEstimator, PhiQuery,
+};
 
 /// Tier 1a: Def. 9 with the current logits (no extra forward).
 ///
@@ -35,13 +37,12 @@ use crate::estimator::{check_vocab, log_mass, valid_set, PhiCost, PhiEstimator};
 /// unless EOS is a candidate beside others), then for each candidate `y ∈ A_t` one `advance` /
 /// `rollback` of a single fork and the mass of the successor set, found —
 /// cheapest first — in a per-position cache keyed by
-/// [`Constraint::mask_key`] (a DFA state, a Dyck stack top), from a sparse
-/// successor list ([`Constraint::allowed_sparse`]: tries, Dyck), or from a
+/// [`LookAhead::mask_key`] (a DFA state, a Dyck stack top), from a sparse
+/// successor list ([`LookAhead::allowed_sparse`]: tries, Dyck), or from a
 /// full mask. No `|V|`-sized allocation; [`OneStepCheap::log_phi_sparse`]
 /// returns the values on `A_t` only.
 #[derive(Debug, Clone, Default)]
 pub struct OneStepCheap {
-    cost: PhiCost,
     scratch: Scratch,
 }
 
@@ -50,8 +51,6 @@ pub struct OneStepCheap {
 struct Scratch {
     list: Vec<zapspec_core::TokenId>,
     next: Option<TokenSet>,
-    ids: Vec<zapspec_core::TokenId>,
-    vals: Vec<f64>,
     /// Logits of a large successor set, gathered for the vectorised sum.
     gather: Vec<f32>,
     /// `(candidate, log Φ̂)` in token order from a whole-set walk.
@@ -65,6 +64,7 @@ struct Scratch {
 const CACHE_SLOTS: usize = 256;
 
 impl OneStepCheap {
+    /// The estimator, with empty scratch buffers.
     pub fn new() -> Self {
         Self::default()
     }
@@ -76,7 +76,7 @@ impl OneStepCheap {
     /// candidate with an empty successor set gets `-inf`. `out` is cleared
     /// first. Errors: `logits` not of the constraint's vocabulary size; a
     /// candidate the constraint refuses.
-    pub fn log_phi_sparse<C: Constraint>(
+    pub fn log_phi_sparse<C: LookAhead>(
         &mut self,
         constraint: &C,
         ids: &[zapspec_core::TokenId],
@@ -92,40 +92,15 @@ impl OneStepCheap {
         self.score(constraint, ids.iter().copied(), logits, norm, |_, l| {
             out.push(l)
         })
-    }
-
-    /// The same values written by token: `out[y] = log Φ̂¹ˢ_t(y)` for every
-    /// `y ∈ mask` (the constraint's `A_t`); other entries are untouched.
-    /// `out` must have the vocabulary's length. This is what the verifier's
-    /// adapter calls: no candidate list is materialised.
-    pub fn log_phi_into<C: Constraint>(
-        &mut self,
-        constraint: &C,
-        mask: &TokenSet,
-        logits: &[f32],
-        out: &mut [f64],
-    ) -> Result<(), PhiError> {
-        if out.len() != constraint.vocab_size() {
-            return Err(PhiError::VocabMismatch {
-                what: "output buffer",
-                got: out.len(),
-                want: constraint.vocab_size(),
-            });
-        }
-        if logits.len() != constraint.vocab_size() {
-            return Err(logits_mismatch(logits.len(), constraint.vocab_size()));
-        }
-        let norm = Norm::full(logits);
-        self.score(constraint, mask.iter(), logits, norm, |y, l| {
-            out[y as usize] = l
-        })
+        .map(|_| ())
     }
 
     /// Def. 9 up to an additive constant per position: for every
     /// `y ∈ mask`, `out[y] = log Φ̂¹ˢ_t(y) + c_t`, with `c_t` finite and the same for every
     /// candidate (other entries untouched). A verifier whose law is
     /// `p_t(y)Φ̂_t(y)` renormalised over `A_t` (FVO-Spec, §4) cancels `c_t`
-    /// exactly, so this skips the one `O(|V|)` pass of [`Self::log_phi_into`]
+    /// exactly, so this skips the one `O(|V|)` pass of the unshifted
+    /// [`PhiEstimator::log_phi_into`]
     /// — the log-normaliser `log Σ_V exp l` of `p_t` — and writes the
     /// unnormalised `log Σ_{u∈A_{t+1}(x<t y)} exp l_u`, i.e.
     /// `c_t = log Σ_V exp l`; no pass over `A_t` or `V` beyond the
@@ -134,14 +109,27 @@ impl OneStepCheap {
     /// computed (`Φ(EOS) = 1` pins its value to `c_t`); then `c_t = 0`, as
     /// when EOS is the only candidate.
     /// Returns `c_t` when it is known without the normaliser (`Some(0.0)`),
-    /// `None` otherwise. Errors as [`Self::log_phi_into`].
-    pub fn log_phi_into_shifted<C: Constraint>(
+    /// `None` otherwise. Errors: `logits` or `out` not of the constraint's
+    /// vocabulary size; a candidate the constraint refuses. This is
+    /// [`PhiEstimator::log_phi_shifted`] plus the knowledge of `c_t`.
+    pub fn log_phi_into_shifted<C: LookAhead>(
         &mut self,
         constraint: &C,
         mask: &TokenSet,
         logits: &[f32],
         out: &mut [f64],
     ) -> Result<Option<f64>, PhiError> {
+        self.shifted(constraint, mask, logits, out).map(|(c, _)| c)
+    }
+
+    /// [`Self::log_phi_into_shifted`] and the constraint operations it did.
+    fn shifted<C: LookAhead>(
+        &mut self,
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        out: &mut [f64],
+    ) -> Result<(Option<f64>, u64), PhiError> {
         let v = constraint.vocab_size();
         if out.len() != v {
             return Err(PhiError::VocabMismatch {
@@ -172,24 +160,24 @@ impl OneStepCheap {
         } else {
             (shifted, None)
         };
-        self.score(constraint, mask.iter(), logits, norm, |y, l| {
+        let ops = self.score(constraint, mask.iter(), logits, norm, |y, l| {
             out[y as usize] = l
         })?;
-        Ok(c)
+        Ok((c, ops))
     }
 
-    /// The loop behind both entry points; `emit(y, log Φ̂(y))` per
-    /// candidate, in the order of `ids`.
-    fn score<C: Constraint>(
+    /// The loop behind every entry point; `emit(y, log Φ̂(y))` per
+    /// candidate, in the order of `ids`. Returns the constraint operations
+    /// it did.
+    fn score<C: LookAhead>(
         &mut self,
         constraint: &C,
         ids: impl Iterator<Item = zapspec_core::TokenId>,
         logits: &[f32],
         norm: Norm,
         mut emit: impl FnMut(zapspec_core::TokenId, f64),
-    ) -> Result<(), PhiError> {
+    ) -> Result<u64, PhiError> {
         let v = constraint.vocab_size();
-        self.cost.calls += 1;
         let eos = constraint.eos();
         let sc = &mut self.scratch;
         let mut gather = std::mem::take(&mut sc.gather);
@@ -231,16 +219,16 @@ impl OneStepCheap {
                         result = Err(PhiError::Constraint(zapspec_core::Rejected {
                             token: y,
                             position: constraint.num_tokens(),
-                            reason: "not in the valid set".into(),
+                            reason: zapspec_core::RejectReason::NotAllowed,
                         }));
                         break;
                     }
                 }
             }
-            self.cost.constraint_ops += pairs.len() as u64;
+            let ops = pairs.len() as u64;
             sc.pairs = pairs;
             sc.gather = gather;
-            return result;
+            return result.map(|()| ops);
         }
         sc.pairs = pairs;
         let mut fork: Option<C> = None;
@@ -310,9 +298,8 @@ impl OneStepCheap {
             let _ = f.rollback(1);
             emit(y, lm);
         }
-        self.cost.constraint_ops += ops;
         sc.gather = gather;
-        Ok(())
+        Ok(ops)
     }
 }
 
@@ -524,22 +511,23 @@ pub(crate) fn exp2_f64(y: f64) -> f64 {
 }
 
 /// Shared loop of the reference evaluation and of [`OneStepTrue`]: for
-/// every candidate `y ∈ A_t`, fork the constraint, advance by `y`, and
-/// score the next valid set with `score(y, next_mask)`.
+/// every candidate `y ∈ mask` (the constraint's `A_t`), fork the
+/// constraint, advance by `y`, score the next valid set with
+/// `score(y, next_mask)` and hand the value to `emit(y, ·)` (EOS gets 0).
 fn for_each_candidate<C: Constraint>(
     constraint: &C,
+    mask: &TokenSet,
     cost: &mut PhiCost,
     mut score: impl FnMut(zapspec_core::TokenId, &TokenSet) -> Result<f64, PhiError>,
-) -> Result<Vec<f64>, PhiError> {
+    mut emit: impl FnMut(zapspec_core::TokenId, f64),
+) -> Result<(), PhiError> {
     let v = constraint.vocab_size();
     let eos = constraint.eos();
-    let mask = valid_set(constraint);
-    let mut out = vec![f64::NEG_INFINITY; v];
     let mut fork = constraint.fork();
     let mut next = TokenSet::new(v);
     for y in mask.iter() {
         if y == eos {
-            out[y as usize] = 0.0;
+            emit(y, 0.0);
             continue;
         }
         fork.advance(y)?;
@@ -548,9 +536,9 @@ fn for_each_candidate<C: Constraint>(
         let r = score(y, &next);
         // Rollback cannot fail: we just advanced one token.
         let _ = fork.rollback(1);
-        out[y as usize] = r?;
+        emit(y, r?);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The straightforward evaluation of Def. 9, eq. (1), kept as the
@@ -572,38 +560,54 @@ pub fn onestep_cheap_reference<C: Constraint>(
     }
     let lp = prob::log_softmax(logits);
     let mut cost = PhiCost::default();
-    for_each_candidate(constraint, &mut cost, |_, next| Ok(log_mass(&lp, next)))
+    let mut out = vec![f64::NEG_INFINITY; v];
+    for_each_candidate(
+        constraint,
+        &valid_set(constraint),
+        &mut cost,
+        |_, next| Ok(log_mass(&lp, next)),
+        |y, l| out[y as usize] = l,
+    )?;
+    Ok(out)
 }
 
-impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
-    fn log_phi(
-        &mut self,
-        constraint: &C,
-        model: &mut M,
-        logits: &[f32],
-    ) -> Result<Vec<f64>, PhiError> {
-        let v = check_vocab(constraint, model, logits)?;
-        let mut ids = std::mem::take(&mut self.scratch.ids);
-        let mut vals = std::mem::take(&mut self.scratch.vals);
-        ids.clear();
-        ids.extend(valid_set(constraint).iter());
-        let r = self.log_phi_sparse(constraint, &ids, logits, &mut vals);
-        let mut out = vec![f64::NEG_INFINITY; v];
-        for (&y, &l) in ids.iter().zip(&vals) {
-            out[y as usize] = l;
-        }
-        self.scratch.ids = ids;
-        self.scratch.vals = vals;
-        r.map(|()| out)
-    }
+/// Def. 9 on the query's logits: no model is run, so any `M` works
+/// ([`crate::NoModel`] included). [`PhiEstimator::log_phi_into`] writes the
+/// values by token on `A_t` (no candidate list, no `|V|` result);
+/// [`PhiEstimator::log_phi_shifted`] is [`OneStepCheap::log_phi_into_shifted`]
+/// (no `O(|V|)` normaliser unless EOS is a candidate beside others). Reports
+/// its constraint operations.
+impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
     fn name(&self) -> String {
         "OneStep-Cheap".into()
     }
-    fn cost(&self) -> PhiCost {
-        self.cost
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        _: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        check_query(q, out)?;
+        let norm = Norm::full(q.logits);
+        let ops = self.score(q.constraint, q.mask.iter(), q.logits, norm, |y, l| {
+            out[y as usize] = l
+        })?;
+        Ok(PhiCost {
+            constraint_ops: ops,
+            ..PhiCost::default()
+        })
     }
-    fn reset_cost(&mut self) {
-        self.cost = PhiCost::default();
+    fn log_phi_shifted(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        _: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        let (_, ops) = self.shifted(q.constraint, q.mask, q.logits, out)?;
+        Ok(PhiCost {
+            constraint_ops: ops,
+            ..PhiCost::default()
+        })
     }
 }
 
@@ -650,108 +654,114 @@ pub(crate) fn log_sum_exp_max(logits: &[f32]) -> (f64, f32) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn log_sum_exp_avx2(logits: &[f32]) -> (f64, f32) {
-    use std::arch::x86_64::*;
-    const BLOCK: usize = 512;
-    let log2e = _mm256_set1_ps(std::f32::consts::LOG2_E);
-    let ln2 = _mm256_set1_ps(std::f32::consts::LN_2);
-    let lo = _mm256_set1_ps(-126.0);
-    let magic = _mm256_set1_ps(12_582_912.0);
-    let magic_bits = _mm256_set1_epi32(12_582_912.0f32.to_bits() as i32);
-    let bias = _mm256_set1_epi32(127);
-    let c: [__m256; 8] = [
-        _mm256_set1_ps(1.0 / 5040.0),
-        _mm256_set1_ps(1.0 / 720.0),
-        _mm256_set1_ps(1.0 / 120.0),
-        _mm256_set1_ps(1.0 / 24.0),
-        _mm256_set1_ps(1.0 / 6.0),
-        _mm256_set1_ps(0.5),
-        _mm256_set1_ps(1.0),
-        _mm256_set1_ps(1.0),
-    ];
-    let mut run_m = f32::NEG_INFINITY;
-    let mut total = 0.0f64; // Σ exp(l − run_m) so far
-    for block in logits.chunks(BLOCK) {
-        let n = block.len();
-        let ptr = block.as_ptr();
-        let full = n / 8 * 8;
-        // block max, four chains (max_ps(x, acc) returns acc for NaN x)
-        let mut vm4 = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
-        let mut i = 0;
-        while i + 32 <= full {
-            for (k, v) in vm4.iter_mut().enumerate() {
-                *v = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i + 8 * k)), *v);
+    // SAFETY: every load and store below stays inside `logits` or a local
+    // array (`ptr.add(i)` with `i + 8 ≤ full ≤ block.len()`), and the
+    // caller guarantees the CPU supports AVX2 and FMA.
+    unsafe {
+        use std::arch::x86_64::*;
+        const BLOCK: usize = 512;
+        let log2e = _mm256_set1_ps(std::f32::consts::LOG2_E);
+        let ln2 = _mm256_set1_ps(std::f32::consts::LN_2);
+        let lo = _mm256_set1_ps(-126.0);
+        let magic = _mm256_set1_ps(12_582_912.0);
+        let magic_bits = _mm256_set1_epi32(12_582_912.0f32.to_bits() as i32);
+        let bias = _mm256_set1_epi32(127);
+        let c: [__m256; 8] = [
+            _mm256_set1_ps(1.0 / 5040.0),
+            _mm256_set1_ps(1.0 / 720.0),
+            _mm256_set1_ps(1.0 / 120.0),
+            _mm256_set1_ps(1.0 / 24.0),
+            _mm256_set1_ps(1.0 / 6.0),
+            _mm256_set1_ps(0.5),
+            _mm256_set1_ps(1.0),
+            _mm256_set1_ps(1.0),
+        ];
+        let mut run_m = f32::NEG_INFINITY;
+        let mut total = 0.0f64; // Σ exp(l − run_m) so far
+        for block in logits.chunks(BLOCK) {
+            let n = block.len();
+            let ptr = block.as_ptr();
+            let full = n / 8 * 8;
+            // block max, four chains (max_ps(x, acc) returns acc for NaN x)
+            let mut vm4 = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
+            let mut i = 0;
+            while i + 32 <= full {
+                for (k, v) in vm4.iter_mut().enumerate() {
+                    *v = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i + 8 * k)), *v);
+                }
+                i += 32;
             }
-            i += 32;
-        }
-        while i < full {
-            vm4[0] = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i)), vm4[0]);
-            i += 8;
-        }
-        let vmax = _mm256_max_ps(_mm256_max_ps(vm4[0], vm4[1]), _mm256_max_ps(vm4[2], vm4[3]));
-        let mut lanes = [0.0f32; 8];
-        _mm256_storeu_ps(lanes.as_mut_ptr(), vmax);
-        let mut bm = f32::NEG_INFINITY;
-        for &x in lanes.iter().chain(&block[full..]) {
-            if x > bm {
-                bm = x;
-            }
-        }
-        if bm > run_m {
-            if run_m.is_finite() {
-                total *= ((run_m as f64 - bm as f64) * std::f64::consts::LOG2_E).exp2();
-            }
-            run_m = bm;
-        }
-        if !run_m.is_finite() {
-            continue; // nothing but -inf / NaN so far (or +inf: handled below)
-        }
-        let vm = _mm256_set1_ps(run_m);
-        let exp8 = |i: usize| {
-            let y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(ptr.add(i)), vm), log2e);
-            let keep = _mm256_cmp_ps::<_CMP_GT_OQ>(y, lo); // false for NaN and y ≤ −126
-            let yc = _mm256_min_ps(_mm256_max_ps(y, lo), _mm256_setzero_ps());
-            let t = _mm256_add_ps(yc, magic);
-            let f = _mm256_sub_ps(yc, _mm256_sub_ps(t, magic));
-            let x = _mm256_mul_ps(f, ln2);
-            let mut p = c[0];
-            for &ck in &c[1..] {
-                p = _mm256_fmadd_ps(p, x, ck);
-            }
-            let nexp = _mm256_sub_epi32(_mm256_castps_si256(t), magic_bits);
-            let scale = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(nexp, bias)));
-            _mm256_and_ps(_mm256_mul_ps(p, scale), keep)
-        };
-        // f32 partial sums over at most 64 elements per lane, then f64
-        let mut i = 0;
-        while i < full {
-            let end = (i + 128).min(full);
-            let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-            while i + 16 <= end {
-                a0 = _mm256_add_ps(a0, exp8(i));
-                a1 = _mm256_add_ps(a1, exp8(i + 8));
-                i += 16;
-            }
-            while i < end {
-                a0 = _mm256_add_ps(a0, exp8(i));
+            while i < full {
+                vm4[0] = _mm256_max_ps(_mm256_loadu_ps(ptr.add(i)), vm4[0]);
                 i += 8;
             }
-            let acc = _mm256_add_ps(a0, a1);
-            let s4 = _mm256_add_pd(
-                _mm256_cvtps_pd(_mm256_castps256_ps128(acc)),
-                _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(acc)),
-            );
-            let mut sums = [0.0f64; 4];
-            _mm256_storeu_pd(sums.as_mut_ptr(), s4);
-            total += sums.iter().sum::<f64>();
+            let vmax = _mm256_max_ps(_mm256_max_ps(vm4[0], vm4[1]), _mm256_max_ps(vm4[2], vm4[3]));
+            let mut lanes = [0.0f32; 8];
+            _mm256_storeu_ps(lanes.as_mut_ptr(), vmax);
+            let mut bm = f32::NEG_INFINITY;
+            for &x in lanes.iter().chain(&block[full..]) {
+                if x > bm {
+                    bm = x;
+                }
+            }
+            if bm > run_m {
+                if run_m.is_finite() {
+                    total *= ((run_m as f64 - bm as f64) * std::f64::consts::LOG2_E).exp2();
+                }
+                run_m = bm;
+            }
+            if !run_m.is_finite() {
+                continue; // nothing but -inf / NaN so far (or +inf: handled below)
+            }
+            let vm = _mm256_set1_ps(run_m);
+            let exp8 = |i: usize| {
+                let y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(ptr.add(i)), vm), log2e);
+                let keep = _mm256_cmp_ps::<_CMP_GT_OQ>(y, lo); // false for NaN and y ≤ −126
+                let yc = _mm256_min_ps(_mm256_max_ps(y, lo), _mm256_setzero_ps());
+                let t = _mm256_add_ps(yc, magic);
+                let f = _mm256_sub_ps(yc, _mm256_sub_ps(t, magic));
+                let x = _mm256_mul_ps(f, ln2);
+                let mut p = c[0];
+                for &ck in &c[1..] {
+                    p = _mm256_fmadd_ps(p, x, ck);
+                }
+                let nexp = _mm256_sub_epi32(_mm256_castps_si256(t), magic_bits);
+                let scale =
+                    _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(nexp, bias)));
+                _mm256_and_ps(_mm256_mul_ps(p, scale), keep)
+            };
+            // f32 partial sums over at most 64 elements per lane, then f64
+            let mut i = 0;
+            while i < full {
+                let end = (i + 128).min(full);
+                let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+                while i + 16 <= end {
+                    a0 = _mm256_add_ps(a0, exp8(i));
+                    a1 = _mm256_add_ps(a1, exp8(i + 8));
+                    i += 16;
+                }
+                while i < end {
+                    a0 = _mm256_add_ps(a0, exp8(i));
+                    i += 8;
+                }
+                let acc = _mm256_add_ps(a0, a1);
+                let s4 = _mm256_add_pd(
+                    _mm256_cvtps_pd(_mm256_castps256_ps128(acc)),
+                    _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(acc)),
+                );
+                let mut sums = [0.0f64; 4];
+                _mm256_storeu_pd(sums.as_mut_ptr(), s4);
+                total += sums.iter().sum::<f64>();
+            }
+            for &l in &block[full..] {
+                total += fast_exp2_f32::<false>((l - run_m) * std::f32::consts::LOG2_E) as f64;
+            }
         }
-        for &l in &block[full..] {
-            total += fast_exp2_f32::<false>((l - run_m) * std::f32::consts::LOG2_E) as f64;
+        if !run_m.is_finite() {
+            return (run_m as f64, run_m);
         }
+        (run_m as f64 + total.ln(), run_m)
     }
-    if !run_m.is_finite() {
-        return (run_m as f64, run_m);
-    }
-    (run_m as f64 + total.ln(), run_m)
 }
 
 #[inline(always)]
@@ -832,66 +842,51 @@ pub(crate) fn fast_exp2_f32<const FMA: bool>(y: f32) -> f32 {
 }
 
 /// Tier 1b: the true one-step estimator (Prop. 10), one forward per
-/// non-EOS candidate.
-#[derive(Debug, Clone, Default)]
-pub struct OneStepTrue {
-    cost: PhiCost,
-}
+/// non-EOS candidate on the model it is given (positioned at the prefix).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OneStepTrue;
 
 impl OneStepTrue {
+    /// The estimator.
     pub fn new() -> Self {
-        Self::default()
+        OneStepTrue
     }
 }
 
+/// Reports one forward and two constraint operations per non-EOS candidate.
 impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for OneStepTrue {
-    fn log_phi(
-        &mut self,
-        constraint: &C,
-        model: &mut M,
-        logits: &[f32],
-    ) -> Result<Vec<f64>, PhiError> {
-        check_vocab(constraint, model, logits)?;
-        self.cost.calls += 1;
-        let base = model.context().len();
-        let mut forwards = 0u64;
-        let r = for_each_candidate(constraint, &mut self.cost, |y, next| {
-            forwards += 1;
-            let rows = model.prefill(&[y]);
-            let res = rows.map(|rows| {
-                let row: Vec<f32> = rows.row(0).to_vec();
-                log_mass(&prob::log_softmax(&row), next)
-            });
-            model.truncate(base);
-            Ok(res?)
-        });
-        self.cost.forwards += forwards;
-        r
-    }
     fn name(&self) -> String {
         "OneStep-True".into()
     }
-    fn cost(&self) -> PhiCost {
-        self.cost
-    }
-    fn reset_cost(&mut self) {
-        self.cost = PhiCost::default();
-    }
-}
-
-impl OneStepCheap {
-    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
-    /// without naming the constraint and model types).
-    pub fn cost(&self) -> PhiCost {
-        self.cost
-    }
-}
-
-impl OneStepTrue {
-    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
-    /// without naming the constraint and model types).
-    pub fn cost(&self) -> PhiCost {
-        self.cost
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        check_vocab(q.constraint, model, q.logits)?;
+        check_query(q, out)?;
+        let mut cost = PhiCost::default();
+        let base = model.context().len();
+        let mut forwards = 0u64;
+        let r = for_each_candidate(
+            q.constraint,
+            q.mask,
+            &mut cost,
+            |y, next| {
+                forwards += 1;
+                let rows = model.prefill(&[y]);
+                let res = rows.map(|rows| {
+                    let row: Vec<f32> = rows.row(0).to_vec();
+                    log_mass(&prob::log_softmax(&row), next)
+                });
+                model.truncate(base);
+                Ok(res?)
+            },
+            |y, l| out[y as usize] = l,
+        );
+        cost.forwards += forwards;
+        r.map(|()| cost)
     }
 }
 

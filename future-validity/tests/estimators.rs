@@ -13,7 +13,8 @@ use zapspec_phi::metrics::TerminalLaws;
 use zapspec_phi::montecarlo::RolloutLaw;
 use zapspec_phi::{
     BudgetGatedHybrid, Exact, ExactDyckMarkov, ExactTrie, HybridConfig, LearnedConfig, LearnedPhi,
-    MonteCarlo, MonteCarloConfig, OneStepCheap, OneStepTrue, PhiError, PhiEstimator, Uniform,
+    Metered, MonteCarlo, MonteCarloConfig, OneStepCheap, OneStepTrue, PhiError, PhiEstimator,
+    Uniform,
 };
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::TokenTrie;
@@ -104,13 +105,13 @@ fn costs_are_counted() {
     let mut lm = random_lm(spec.vocab_size(), 1, 2.0);
     let logits = lm.next_logits().unwrap();
     let n_cand = c.clone().mask().iter().filter(|&t| t != spec.eos()).count() as u64;
-    let mut cheap = OneStepCheap::new();
+    let mut cheap = Metered::new(OneStepCheap::new());
     cheap.log_phi(&c, &mut lm, &logits).unwrap();
     assert_eq!(cheap.cost().forwards, 0);
-    let mut tr = OneStepTrue::new();
+    let mut tr = Metered::new(OneStepTrue::new());
     tr.log_phi(&c, &mut lm, &logits).unwrap();
     assert_eq!(tr.cost().forwards, n_cand);
-    let mut mc = MonteCarlo::new(5, 3, 0);
+    let mut mc = Metered::new(MonteCarlo::new(5, 3, 0));
     mc.log_phi(&c, &mut lm, &logits).unwrap();
     let k = mc.cost();
     assert_eq!(k.rollouts, 5 * n_cand);
@@ -195,15 +196,15 @@ fn hybrid_routes_between_onestep_and_mc() {
     let c = DyckConstraint::new(spec);
     let mut lm = BigramLm::new(spec.vocab_size(), 2);
     // Never escalate: identical to OneStep-Cheap along the whole language.
-    let mut h = BudgetGatedHybrid::new(HybridConfig {
+    let mut h = Metered::new(BudgetGatedHybrid::new(HybridConfig {
         tau_dispersion: f64::INFINITY,
         ..Default::default()
-    });
+    }));
     let mut one = OneStepCheap::new();
     let mut ests: Vec<&mut dyn PhiEstimator<DyckConstraint, BigramLm>> = vec![&mut h, &mut one];
     let laws = TerminalLaws::enumerate(&c, &mut lm, &mut ests, 1000).unwrap();
     assert_eq!(laws.estimators[0].log_mu, laws.estimators[1].log_mu);
-    assert_eq!(h.stats().escalated, 0);
+    assert_eq!(h.inner().stats().escalated, 0);
     assert_eq!(h.cost().forwards, 0);
     // Always escalate and keep MC: identical to MC with the same seed.
     let cfg = HybridConfig {

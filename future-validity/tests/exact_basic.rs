@@ -1,10 +1,12 @@
+//! Exact Φ (prefix-tree enumeration, token-trie table) against the language mass and each other.
+
 mod common;
 
 use std::sync::Arc;
 
 use common::{members, random_lm, seq_logp};
 use zapspec_core::{prob, Constraint, LanguageModel};
-use zapspec_phi::{Exact, ExactConfig, ExactTrie, PhiEstimator};
+use zapspec_phi::{Exact, ExactConfig, ExactTrie, Metered, PhiEstimator};
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
 
@@ -65,7 +67,7 @@ fn exact_trie_with_prompt_along_a_path() {
     let mut lm = random_lm(4, 21, 2.5);
     let prompt = [2u32, 2, 0];
     lm.prefill(&prompt).unwrap();
-    let (mut ex, mut et) = (Exact::default(), ExactTrie::new());
+    let (mut ex, mut et) = (Exact::default(), Metered::new(ExactTrie::new()));
     for t in [0u32, 1, 2] {
         let logits = lm.next_logits().unwrap();
         let a = ex.log_phi(&c, &mut lm, &logits).unwrap();
@@ -83,6 +85,6 @@ fn exact_trie_with_prompt_along_a_path() {
     // the table was built once (one forward per trie node, plus the root)
     assert_eq!(
         et.cost().forwards as usize,
-        et.table().unwrap().trie.num_nodes()
+        et.inner().table().unwrap().trie.num_nodes()
     );
 }

@@ -8,16 +8,17 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use zapspec_core::{Constraint, Rejected, RollbackError, TokenId, TokenSet};
+use zapspec_core::{Constraint, LookAhead, Rejected, RollbackError, TokenId, TokenSet};
 use zapspec_phi::exact::regular::DEAD;
 use zapspec_phi::{
-    onestep_cheap_reference, valid_set, Dfa, DfaConstraint, OneStepCheap, PhiEstimator,
+    onestep_cheap_reference, valid_set, Dfa, DfaConstraint, NoModel, OneStepCheap, PhiEstimator,
+    PhiQuery,
 };
 use zapspec_testkit::toy::{splitmix64, BigramLm};
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
 
-/// Hides a constraint's look-ahead hooks (sparse lists, mask keys), so
+/// Hides a constraint's [`LookAhead`] hooks (sparse lists, mask keys), so
 /// OneStep-Cheap takes its generic `fill_mask` path.
 #[derive(Clone)]
 struct Opaque<C>(C);
@@ -49,6 +50,9 @@ impl<C: Constraint> Constraint for Opaque<C> {
     }
 }
 
+/// Every look-ahead hook left at its default ("not available").
+impl<C: Constraint> LookAhead for Opaque<C> {}
+
 /// Logits: Gaussian-ish values times `scale`, plus `junk` subtracted from
 /// every third token (masses down to e^-junk).
 fn logits(v: usize, seed: u64, scale: f32, junk: f32) -> Vec<f32> {
@@ -63,7 +67,7 @@ fn logits(v: usize, seed: u64, scale: f32, junk: f32) -> Vec<f32> {
 
 /// Compares in probability space: |Φ̂ − Φ_ref| ≤ 1e-6·Φ_ref, and equal
 /// supports (`-inf` exactly where the reference is 0).
-fn check<C: Constraint>(c: &C, lg: &[f32]) -> Result<(), TestCaseError> {
+fn check<C: LookAhead>(c: &C, lg: &[f32]) -> Result<(), TestCaseError> {
     let want = onestep_cheap_reference(c, lg).unwrap();
     let mut lm = BigramLm::new(c.vocab_size(), 0);
     let mut one = OneStepCheap::new();
@@ -71,7 +75,9 @@ fn check<C: Constraint>(c: &C, lg: &[f32]) -> Result<(), TestCaseError> {
     let opaque = one.log_phi(&Opaque(c.clone()), &mut lm, lg).unwrap();
     let mask = valid_set(c);
     let mut into = vec![f64::NAN; c.vocab_size()];
-    one.log_phi_into(c, &mask, lg, &mut into).unwrap();
+    let q = PhiQuery::new(&[], c, &mask, lg);
+    one.log_phi_into(&q, &mut NoModel::new(c.vocab_size()), &mut into)
+        .unwrap();
     for y in 0..c.vocab_size() {
         let (w, g, o) = (want[y], got[y], opaque[y]);
         prop_assert!(!g.is_nan() && !o.is_nan());
@@ -104,7 +110,7 @@ fn check<C: Constraint>(c: &C, lg: &[f32]) -> Result<(), TestCaseError> {
 /// `c_t = log Σ_V exp l` (or of 0 when it reports `Some(0)`,
 /// which it must when EOS is a candidate), nothing written
 /// outside the mask.
-fn check_shifted<C: Constraint>(c: &C, lg: &[f32], want: &[f64]) -> Result<(), TestCaseError> {
+fn check_shifted<C: LookAhead>(c: &C, lg: &[f32], want: &[f64]) -> Result<(), TestCaseError> {
     let mask = valid_set(c);
     let mut one = OneStepCheap::new();
     let mut sh = vec![f64::NAN; c.vocab_size()];
@@ -236,11 +242,13 @@ fn bad_buffers_are_errors() {
     });
     let mut one = OneStepCheap::new();
     let mask = valid_set(&c);
+    let q3 = PhiQuery::new(&[], &c, &mask, &[0.0; 3]);
+    let q2 = PhiQuery::new(&[], &c, &mask, &[0.0; 2]);
     assert!(one
-        .log_phi_into(&c, &mask, &[0.0; 3], &mut [0.0; 2])
+        .log_phi_into(&q3, &mut NoModel::new(3), &mut [0.0; 2])
         .is_err());
     assert!(one
-        .log_phi_into(&c, &mask, &[0.0; 2], &mut [0.0; 3])
+        .log_phi_into(&q2, &mut NoModel::new(3), &mut [0.0; 3])
         .is_err());
     assert!(one
         .log_phi_into_shifted(&c, &mask, &[0.0; 2], &mut [0.0; 3])

@@ -39,6 +39,8 @@ struct PendingTree {
 }
 
 impl CausalLm {
+    /// An empty context over `model`; the config's BOS (if any) is fed
+    /// before the first token.
     pub fn new(model: Arc<Transformer>) -> Self {
         let bos = model.config().bos();
         CausalLm {
@@ -61,6 +63,7 @@ impl CausalLm {
         self
     }
 
+    /// The underlying transformer.
     pub fn model(&self) -> &Arc<Transformer> {
         &self.model
     }
@@ -320,9 +323,11 @@ impl LanguageModel for CausalLm {
 /// Options of [`generate`].
 #[derive(Debug, Clone)]
 pub struct GenerateOptions {
+    /// Most tokens to generate.
     pub max_new_tokens: usize,
     /// 0: greedy.
     pub temperature: f32,
+    /// Seed of the sampler.
     pub seed: u64,
     /// Stop after emitting this token.
     pub stop: Option<TokenId>,

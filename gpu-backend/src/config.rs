@@ -33,11 +33,13 @@ pub enum DiffusionAttention {
 /// they are causal LMs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ZapspecExtras {
+    /// Causal LM or masked diffusion LM.
     #[serde(default)]
     pub kind: ModelKind,
     /// The mask token of a diffusion model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mask_token_id: Option<TokenId>,
+    /// The attention pattern of a diffusion model.
     #[serde(default)]
     pub attention: DiffusionAttention,
     /// Block length of the blockwise-causal attention (and the default
@@ -70,39 +72,60 @@ fn default_act() -> String {
 /// embeddings. Field names are those of Hugging Face `config.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
+    /// HF model class names (e.g. `Qwen2ForCausalLM`); informational.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub architectures: Vec<String>,
+    /// `llama` or `qwen2` (decides the default of [`Self::attention_bias`]).
     #[serde(default = "default_model_type")]
     pub model_type: String,
+    /// Number of token ids (rows of the embedding and of the LM head).
     pub vocab_size: usize,
+    /// Width of the residual stream.
     pub hidden_size: usize,
+    /// Width of the SwiGLU MLP's hidden layer.
     pub intermediate_size: usize,
+    /// Number of decoder layers.
     pub num_hidden_layers: usize,
+    /// Number of query heads.
     pub num_attention_heads: usize,
+    /// Number of key/value heads (grouped-query attention); `None`: as many
+    /// as query heads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_key_value_heads: Option<usize>,
+    /// Per-head dimension; `None`: `hidden_size / num_attention_heads`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_dim: Option<usize>,
+    /// Epsilon of every RMSNorm.
     #[serde(default = "default_eps")]
     pub rms_norm_eps: f64,
+    /// RoPE base frequency θ.
     #[serde(default = "default_theta")]
     pub rope_theta: f64,
+    /// Longest context (tokens) the rotary tables cover.
     #[serde(default = "default_max_pos")]
     pub max_position_embeddings: usize,
+    /// Whether the LM head shares the embedding matrix.
     #[serde(default)]
     pub tie_word_embeddings: bool,
     /// Llama's switch for q/k/v/o biases; Qwen2 has q/k/v biases and no
     /// field, so `None` means "Qwen2: yes, otherwise: no".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attention_bias: Option<bool>,
+    /// MLP activation; only `silu` (SwiGLU) is supported.
     #[serde(default = "default_act")]
     pub hidden_act: String,
+    /// HF RoPE scaling section; kept for round trips, refused by
+    /// [`Self::validate`] unless absent or `null`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rope_scaling: Option<serde_json::Value>,
+    /// BOS token id as written (an integer or a list); read with [`Self::bos`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bos_token_id: Option<serde_json::Value>,
+    /// EOS token id as written (an integer or a list); read with [`Self::eos`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eos_token_id: Option<serde_json::Value>,
+    /// zapspec's own section (model kind, mask token, diffusion attention);
+    /// `None` for third-party causal checkpoints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zapspec: Option<ZapspecExtras>,
 }
@@ -221,12 +244,16 @@ impl ModelConfig {
         }
     }
 
+    /// The model kind: [`ModelKind::Causal`] unless the `zapspec` section
+    /// says otherwise.
     pub fn kind(&self) -> ModelKind {
         self.zapspec.as_ref().map_or(ModelKind::Causal, |z| z.kind)
     }
+    /// Number of key/value heads (defaults to the number of query heads).
     pub fn kv_heads(&self) -> usize {
         self.num_key_value_heads.unwrap_or(self.num_attention_heads)
     }
+    /// Per-head dimension (defaults to `hidden_size / num_attention_heads`).
     pub fn head_dim(&self) -> usize {
         self.head_dim
             .unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
@@ -239,12 +266,15 @@ impl ModelConfig {
     pub fn o_bias(&self) -> bool {
         self.attention_bias.unwrap_or(false)
     }
+    /// The BOS token id (the first one if a list).
     pub fn bos(&self) -> Option<TokenId> {
         token_field(self.bos_token_id.as_ref())
     }
+    /// The EOS token id (the first one if a list).
     pub fn eos(&self) -> Option<TokenId> {
         token_field(self.eos_token_id.as_ref())
     }
+    /// The mask token of a diffusion model (`zapspec.mask_token_id`).
     pub fn mask_token(&self) -> Option<TokenId> {
         self.zapspec.as_ref().and_then(|z| z.mask_token_id)
     }
@@ -343,6 +373,8 @@ impl ModelConfig {
         Ok(cfg)
     }
 
+    /// Pretty-printed `config.json` text (parses back with
+    /// [`Self::from_json`]).
     pub fn to_json(&self) -> String {
         // Infallible: the struct holds only JSON-representable values.
         serde_json::to_string_pretty(self).unwrap_or_default()

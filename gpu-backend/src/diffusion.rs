@@ -114,17 +114,21 @@ impl DiffusionLm {
         self
     }
 
+    /// Drops the prefix and dual KV caches (the next call recomputes them).
     pub fn clear_cache(&mut self) {
         self.prefix = None;
         self.dual = None;
     }
 
+    /// The underlying transformer.
     pub fn model(&self) -> &Arc<Transformer> {
         &self.model
     }
+    /// The attention pattern in use.
     pub fn attention(&self) -> DiffusionAttention {
         self.attention
     }
+    /// Block length (tokens) of blockwise-causal attention and of decoding.
     pub fn block_size(&self) -> usize {
         self.block_size
     }

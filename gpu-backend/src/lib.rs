@@ -1,4 +1,4 @@
-//! # gpu-backend
+//! # zapspec-backend
 //!
 //! A transformer runtime on [candle](https://github.com/huggingface/candle)
 //! implementing zapspec's [`LanguageModel`](zapspec_core::LanguageModel) and
@@ -6,6 +6,16 @@
 //! `cuda` cargo feature enables candle's CUDA backend ([`Backend::Cuda`]).
 //! Nothing here downloads anything: checkpoints are local directories in
 //! Hugging Face layout.
+//!
+//! ## Entry points
+//!
+//! * [`load_causal`] / [`load_diffusion`]: a checkpoint directory
+//!   (`config.json` + safetensors) → [`CausalLm`] / [`DiffusionLm`], with
+//!   every tensor checked by name and shape ([`ModelError`] otherwise).
+//! * [`Backend`]: `cpu`, `cuda`, `cuda:N` → a candle [`Device`] and dtype.
+//! * [`Transformer::forward`]: the one primitive — new tokens at arbitrary
+//!   positions over a [`KvCache`] under an [`AttnMask`].
+//! * [`train::Trainer`]: CPU training of small byte-level models.
 //!
 //! | module | holds |
 //! |---|---|
@@ -17,11 +27,21 @@
 //! | [`diffusion`] | [`DiffusionLm`]: masked diffusion LM with Spiffy draft blocks (§4.3), prefix/dual caches, blockwise-causal variant |
 //! | [`train`] | CPU training of the small byte-level models (AdamW, causal and masked-diffusion losses) |
 //!
-//! Shipped models (`models/`, trained by `examples/src/bin/train.rs`): a
-//! byte-level causal LM (held-out 3.81 bits/byte vs 5.13 for the unigram
-//! baseline) and a byte-level masked diffusion LM (variational bound
-//! ≤ 4.58 bits/byte vs 5.14); both small and under-trained (a few hundred
-//! steps on a shared 2-core CPU) — see `models/README.md`.
+//! ## Costs
+//!
+//! A forward of `n` new tokens over `p` cached positions costs, per layer,
+//! O(n·d²) for the projections and MLP and O(n·(p+n)·d) for attention
+//! (`d` = hidden size), and materialises an `n × (p+n)` score matrix per
+//! head. The KV cache holds `2 · layers · kv_heads · head_dim` values per
+//! position; cloning a [`KvCache`] (a fork) is O(layers) since candle
+//! tensors are reference-counted. [`CausalLm`] counts forward passes and
+//! [`DiffusionLm`] counts function evaluations, so callers can report work
+//! without timing.
+//!
+//! The shipped models (`models/`, trained by `examples/src/bin/train.rs`)
+//! are small byte-level causal and masked-diffusion LMs; see
+//! `models/README.md` (recorded training results:
+//! `examples/results/history_zapspec_backend.md`).
 //!
 //! Not done: no fused attention kernels (attention is plain matmul +
 //! softmax, so long contexts cost O(n²) memory); the `cuda` feature is not
@@ -55,6 +75,7 @@ pub fn backend(e: candle_core::Error) -> ModelError {
 /// Where a model runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Backend {
+    /// The CPU (f32).
     #[default]
     Cpu,
     /// CUDA device `n` (needs the `cuda` feature).

@@ -45,19 +45,24 @@ impl AttnMask {
         }
     }
 
+    /// Number of query rows (new tokens).
     pub fn rows(&self) -> usize {
         self.rows
     }
+    /// Number of key columns (cached positions, then new tokens).
     pub fn cols(&self) -> usize {
         self.cols
     }
 
+    /// Lets query `row` attend to key `col`. Panics if out of bounds.
     pub fn allow(&mut self, row: usize, col: usize) {
         self.allowed[row * self.cols + col] = true;
     }
+    /// Lets query `row` attend to the keys `cols`. Panics if out of bounds.
     pub fn allow_range(&mut self, row: usize, cols: Range<usize>) {
         self.allowed[row * self.cols + cols.start..row * self.cols + cols.end].fill(true);
     }
+    /// Whether query `row` may attend to key `col`. Panics if out of bounds.
     pub fn is_allowed(&self, row: usize, col: usize) -> bool {
         self.allowed[row * self.cols + col]
     }

@@ -17,8 +17,11 @@ use crate::weights::{self, Weights};
 /// Optimiser settings.
 #[derive(Debug, Clone)]
 pub struct TrainConfig {
+    /// AdamW learning rate.
     pub lr: f64,
+    /// AdamW decoupled weight decay.
     pub weight_decay: f64,
+    /// Seed of the random initial weights.
     pub seed: u64,
 }
 
@@ -42,6 +45,8 @@ pub struct Trainer {
 }
 
 impl Trainer {
+    /// A freshly initialised model (seeded random weights, f32 on the CPU)
+    /// and its AdamW optimiser; fails on an invalid `cfg`.
     pub fn new(cfg: ModelConfig, tc: &TrainConfig) -> Result<Self, ModelError> {
         cfg.validate("<train config>")?;
         let device = Device::Cpu;
@@ -76,10 +81,12 @@ impl Trainer {
         })
     }
 
+    /// The configuration of the model under training.
     pub fn config(&self) -> &ModelConfig {
         &self.cfg
     }
 
+    /// Sets the learning rate for the following steps (for schedules).
     pub fn set_lr(&mut self, lr: f64) {
         self.opt.set_learning_rate(lr);
     }

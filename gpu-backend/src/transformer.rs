@@ -18,7 +18,9 @@ use crate::weights::{self, Weights};
 /// carry their rotary embedding already.
 #[derive(Debug, Clone)]
 pub struct LayerKv {
+    /// Keys, `(1, kv_heads, T, head_dim)`, rotary embedding applied.
     pub k: Tensor,
+    /// Values, `(1, kv_heads, T, head_dim)`.
     pub v: Tensor,
 }
 
@@ -52,9 +54,11 @@ impl LayerKv {
             v: self.v.contiguous()?.index_select(&ix, 2)?,
         })
     }
+    /// Number of cached positions `T`.
     pub fn len(&self) -> usize {
         self.k.dim(2).unwrap_or(0)
     }
+    /// Whether no position is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -65,13 +69,16 @@ impl LayerKv {
 /// speculative decoding is `cache.clone()`.
 #[derive(Debug, Clone, Default)]
 pub struct KvCache {
+    /// One entry per decoder layer, all of the same length.
     pub layers: Vec<LayerKv>,
 }
 
 impl KvCache {
+    /// Number of cached positions (0 when no layer is stored).
     pub fn len(&self) -> usize {
         self.layers.first().map_or(0, LayerKv::len)
     }
+    /// Whether no position is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -134,9 +141,13 @@ impl KvCache {
 /// Which rows of the final hidden states go through the LM head.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogitRows {
+    /// Every new position.
     All,
+    /// Only the last new position (decoding).
     Last,
+    /// The listed new positions, in that order.
     Rows(Vec<usize>),
+    /// None (a prefill that only fills the cache).
     None,
 }
 
@@ -278,18 +289,23 @@ impl Transformer {
         })
     }
 
+    /// The model's configuration.
     pub fn config(&self) -> &ModelConfig {
         &self.cfg
     }
+    /// The device the weights live on.
     pub fn device(&self) -> &Device {
         &self.device
     }
+    /// The compute type of the weights and activations.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
+    /// The model's tensors by Hugging Face name.
     pub fn weights(&self) -> &Weights {
         &self.weights
     }
+    /// Number of token ids the model scores.
     pub fn vocab_size(&self) -> usize {
         self.cfg.vocab_size
     }

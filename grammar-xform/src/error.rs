@@ -7,7 +7,9 @@ use thiserror::Error;
 /// characters, not bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Pos {
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column, in characters.
     pub column: usize,
 }
 
@@ -25,24 +27,33 @@ pub enum GrammarError {
     /// Malformed grammar text.
     #[error("syntax error at {line}:{column}: {reason}")]
     Syntax {
+        /// 1-based line of the error.
         line: usize,
+        /// 1-based column (characters).
         column: usize,
+        /// What was expected or found.
         reason: String,
     },
 
     /// A nonterminal is used but never defined.
     #[error("undefined nonterminal `{name}` at {line}:{column}")]
     UndefinedNonterminal {
+        /// The nonterminal's name.
         name: String,
+        /// 1-based line of its first use.
         line: usize,
+        /// 1-based column (characters) of its first use.
         column: usize,
     },
 
     /// Parentheses (or other constructs) nested deeper than the parser allows.
     #[error("nesting too deep at {line}:{column}: more than {limit} levels")]
     TooDeep {
+        /// 1-based line where the limit was passed.
         line: usize,
+        /// 1-based column (characters).
         column: usize,
+        /// The nesting limit.
         limit: usize,
     },
 
@@ -51,22 +62,33 @@ pub enum GrammarError {
     /// (0 otherwise); `offset` is the byte offset inside the regex.
     #[error("bad regex /{regex}/ (at {line}:{column}, regex offset {offset}): {reason}")]
     Regex {
+        /// The regex source.
         regex: String,
+        /// 1-based line of the terminal in the grammar text (0: unknown).
         line: usize,
+        /// 1-based column of the terminal (0: unknown).
         column: usize,
+        /// Byte offset of the error inside the regex.
         offset: usize,
+        /// The regex engine's message.
         reason: String,
     },
 
     /// The grammar derives no string at all (its start symbol is
     /// non-generating), found by useless-symbol elimination (§4.5).
     #[error("the grammar's language is empty: start symbol `{start}` derives no string")]
-    EmptyLanguage { start: String },
+    EmptyLanguage {
+        /// Name of the start symbol.
+        start: String,
+    },
 
     /// A grammar object that violates an invariant of the IR, e.g. a rule
     /// that mentions a nonterminal id the grammar does not have.
     #[error("invalid grammar: {reason}")]
-    Invalid { reason: String },
+    Invalid {
+        /// The violated invariant.
+        reason: String,
+    },
 }
 
 impl GrammarError {

@@ -49,9 +49,11 @@ pub const MAX_REPETITION: u32 = 10_000;
 pub struct Warning {
     /// Where the finding is (the defining occurrence of a rule).
     pub pos: Pos,
+    /// What was found.
     pub kind: WarningKind,
 }
 
+/// The kind of a parser [`Warning`]; the field is the nonterminal's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WarningKind {
     /// A rule that the start symbol never reaches.
@@ -84,7 +86,9 @@ impl fmt::Display for Warning {
 /// A parsed grammar plus the parser's warnings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParsedGrammar {
+    /// The grammar.
     pub grammar: Grammar,
+    /// Non-fatal findings, in source order.
     pub warnings: Vec<Warning>,
 }
 

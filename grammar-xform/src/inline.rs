@@ -19,7 +19,7 @@
 //!   at most [`InlineConfig::max_inline_len`] symbols, or if it is used
 //!   exactly once and the user ends up with at most
 //!   [`InlineConfig::max_alternatives`] alternatives (default: only
-//!   single-rule ones; see that field for the measurement behind it).
+//!   single-rule ones; see that field for why).
 //! * [`dedupe`]: duplicate productions are dropped and nonterminals with
 //!   identical sets of alternatives are merged (to a fixpoint).
 
@@ -41,10 +41,9 @@ pub struct InlineConfig {
     /// Inline a nonterminal used once if its user then has at most this
     /// many alternatives (a once-used nonterminal with a single rule is
     /// always inlined). Default 0: inlining a multi-alternative nonterminal
-    /// into the middle of a rule duplicates the rule's prefix, which
-    /// *increased* the reference Earley recognizer's item count on a JSON
-    /// document (llama.cpp's JSON grammar, 13.9 KB: 168,808 items with 16
-    /// vs 124,173 with 0, input grammar 155,579; units and nullable off).
+    /// into the middle of a rule duplicates the rule's prefix, which can
+    /// increase Earley parsing work (recorded in
+    /// `examples/results/history_zapspec_grammar.md`).
     pub max_alternatives: usize,
 }
 

@@ -30,6 +30,7 @@ use std::fmt;
 pub struct NtId(pub u32);
 
 impl NtId {
+    /// The id as a `usize` index (into per-nonterminal tables).
     pub fn index(self) -> usize {
         self.0 as usize
     }
@@ -105,6 +106,7 @@ impl CharClass {
         &self.ranges
     }
 
+    /// Whether `c` is in the class (binary search, O(log ranges)).
     pub fn contains(&self, c: char) -> bool {
         self.ranges
             .binary_search_by(|&(a, b)| {
@@ -119,6 +121,7 @@ impl CharClass {
             .is_ok()
     }
 
+    /// Whether the class has no character.
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }
@@ -139,14 +142,18 @@ pub enum Terminal {
 /// A symbol on the right-hand side of a rule.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Symbol {
+    /// A nonterminal.
     Nt(NtId),
+    /// A terminal.
     T(Terminal),
 }
 
 /// One production `lhs → rhs` (an empty `rhs` is an ε-production).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Rule {
+    /// The nonterminal being defined.
     pub lhs: NtId,
+    /// What it expands to (empty: ε).
     pub rhs: Vec<Symbol>,
 }
 
@@ -171,11 +178,13 @@ pub struct Grammar {
 pub struct GrammarStats {
     /// Nonterminals that have at least one rule or are the start symbol.
     pub nonterminals: usize,
+    /// Productions.
     pub rules: usize,
     /// Symbol occurrences over all right-hand sides.
     pub symbols: usize,
     /// Distinct terminals.
     pub terminals: usize,
+    /// Productions with an empty right-hand side.
     pub epsilon_rules: usize,
 }
 

@@ -1,10 +1,23 @@
-//! # grammar-xform
+//! # zapspec-grammar
 //!
-//! Grammars as data, and the language-preserving grammar transformations
-//! of ZapFormat §4.5 (useless-rule and nullable-rule elimination, after
-//! Hopcroft & Ullman), plus the pieces every other crate needs around
-//! them: a GBNF parser, terminals compiled to byte DFAs, and a naive
-//! reference recognizer that serves as the test oracle.
+//! Grammars as data for constrained decoding: the grammar IR, a GBNF
+//! parser, a JSON Schema compiler, terminals compiled to byte DFAs, the
+//! language-preserving grammar transformations of ZapFormat §4.5
+//! (useless-rule and nullable-rule elimination, after Hopcroft & Ullman),
+//! and a naive reference recognizer that serves as the test oracle.
+//!
+//! ## Entry points
+//!
+//! * [`parse_gbnf`] / [`Grammar::from_gbnf`]: GBNF text → [`Grammar`]
+//!   (with warnings), or a [`GrammarError`] with line and column.
+//! * [`json_schema::compile_json_schema`]: JSON Schema → [`Grammar`], or a
+//!   [`json_schema::SchemaError`] naming the keyword and the JSON pointer
+//!   it refuses.
+//! * [`simplify()`]: the §4.5 pipeline on a [`Grammar`], each pass
+//!   switchable ([`SimplifyConfig`]), with sizes per pass.
+//! * [`TerminalDfa::compile`]: one terminal as a byte DFA, the FSM every
+//!   parser steps.
+//! * [`Recognizer`]: membership and viable prefixes, for tests.
 //!
 //! | module | what | paper |
 //! |---|---|---|
@@ -12,6 +25,7 @@
 //! | [`error`] | [`GrammarError`] (line/column + reason where it applies) | |
 //! | [`dfa`] | [`TerminalDfa`]: each terminal as a dense byte DFA (dead state 0, exact `can_continue`, byte classes) | §4.1 "terminals … as FSMs" |
 //! | [`gbnf`] | [`parse_gbnf`] / `Grammar::from_gbnf`: llama.cpp GBNF + `/regex/`, desugaring `* + ? {m,n}` and groups; warnings for unused rules | |
+//! | [`json_schema`] | [`compile_json_schema`](json_schema::compile_json_schema): JSON Schema → grammar, regex terminals for strings/numbers/keys, BNF for structure | |
 //! | [`analysis`] | shared analyses: generating / nullable fixpoints, reachability, compaction | |
 //! | [`useless`] | [`remove_useless`]: non-generating, then unreachable symbols; `EmptyLanguage` error | §4.5 ¶1 |
 //! | [`nullable`] | [`eliminate_nullable`]: the three phases (find nullable, add variants, keep ε only for the start) | §4.5 ¶2 |
@@ -19,30 +33,34 @@
 //! | [`simplify`](mod@simplify) | [`simplify()`]: the pipeline, each pass switchable, [`GrammarStats`] before/after each pass | §4.5 |
 //! | [`reference`](mod@reference) | [`Recognizer`]: textbook Earley over bytes (Aycock–Horspool ε), membership and viable prefixes | §3.2 |
 //!
+//! ## Costs
+//!
+//! * GBNF parsing is linear in the text.
+//! * A literal or class terminal's DFA is linear in its size; a regex
+//!   terminal is determinised by `regex-automata`, which is exponential in
+//!   the regex in the worst case (counted repetitions such as `x{0,1000}`
+//!   are the usual culprit). Stepping a DFA costs two array loads per byte.
+//! * Generating/nullable analyses and useless-rule elimination are linear
+//!   in the grammar size. Nullable elimination adds up to `2^k` variants of
+//!   a rule with `k` nullable occurrences; rules with more than
+//!   [`NullableConfig::max_optional_per_rule`] are split first, so growth
+//!   stays linear. Unit elimination and inlining are bounded by
+//!   [`InlineConfig`].
+//! * The JSON Schema compiler works from a queue (no recursion over the
+//!   schema); its output is bounded by
+//!   [`json_schema::JsonSchemaOptions`] (branches, nonterminals, counted
+//!   items), and it refuses rather than exceed a bound.
+//! * The reference recognizer is unoptimised Earley: O(n³) time on
+//!   ambiguous grammars, O(n²) on unambiguous ones; for tests only.
+//!
 //! Every transform is checked by property tests on random grammars (ε-rules,
 //! left recursion, cycles, useless symbols): membership of all strings of
 //! length ≤ 6 over {a,b,c} is unchanged, judged by the reference recognizer,
 //! which is itself checked against bottom-up enumeration of derivations.
-//!
-//! ## Measured: do the transforms reduce parsing work?
-//!
-//! `cargo run -p examples --bin grammar -- json.gbnf --quiet --measure doc.json`
-//! counts Earley items of the reference recognizer before and after. On
-//! llama.cpp's JSON grammar (74 rules) and a 13.9 KB JSON document the
-//! input grammar needs 155,579 items; useless + units + inline (single-rule
-//! nonterminals) + dedupe, i.e. `nullable: false`, need 120,518 (−23 %),
-//! while the full default pipeline with ε-elimination needs 252,327
-//! (+62 %): ε-elimination multiplies rules around the many nullable `ws`
-//! occurrences, and the Aycock–Horspool recognizer handles ε cheaply
-//! anyway. On JSON-Schema grammars the picture differs:
-//! `cargo run -p examples --bin grammar_ablation -- --stride 20` (292
-//! MaskBench schemas, 368 valid instances) gives 75,352 items unsimplified,
-//! 73,854 (−2.0 %) after useless + nullable, 49,164 (−34.8 %) for all
-//! passes but nullable and 50,100 (−33.5 %) for the full default pipeline,
-//! with identical membership throughout. The default keeps the paper's
-//! pipeline; set
-//! `SimplifyConfig { nullable: false, .. }` where parse work matters more
-//! than ε-freedom, and measure on your own grammar.
+//! Whether the transforms reduce parsing work depends on the grammar: the
+//! default keeps the paper's pipeline; set `SimplifyConfig { nullable:
+//! false, .. }` where parse work matters more than ε-freedom (recorded
+//! measurements: `examples/results/history_zapspec_grammar.md`).
 //!
 //! ## Limits
 //!

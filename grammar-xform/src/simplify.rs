@@ -28,7 +28,9 @@ pub struct SimplifyConfig {
     pub inline: bool,
     /// Drop duplicate rules and merge identical nonterminals.
     pub dedupe: bool,
+    /// Options of the nullable pass.
     pub nullable_config: NullableConfig,
+    /// Options of the unit and inlining passes.
     pub inline_config: InlineConfig,
 }
 
@@ -64,18 +66,25 @@ impl SimplifyConfig {
 /// and the grammar it produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassReport {
+    /// The pass's name (`useless`, `nullable`, `units`, `inline`, `dedupe`,
+    /// `useless (final)`).
     pub pass: &'static str,
+    /// Size of the grammar the pass received.
     pub before: GrammarStats,
+    /// Size of the grammar it produced.
     pub after: GrammarStats,
+    /// The grammar it produced.
     pub grammar: Grammar,
 }
 
 /// The result of [`simplify`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Simplified {
+    /// The simplified grammar (same language as the input).
     pub grammar: Grammar,
     /// Size of the input grammar.
     pub initial: GrammarStats,
+    /// One report per pass that ran, in order.
     pub passes: Vec<PassReport>,
 }
 

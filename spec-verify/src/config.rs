@@ -24,6 +24,7 @@ pub enum VerifierKind {
 }
 
 impl VerifierKind {
+    /// A label for tables.
     pub fn name(self) -> &'static str {
         match self {
             VerifierKind::Leviathan => "Leviathan (LMS)",
@@ -54,7 +55,9 @@ pub enum Mode {
 pub struct SpecConfig {
     /// Draft block length γ (tokens drafted per round, ≥ 1).
     pub gamma: usize,
+    /// Sampled or greedy decoding.
     pub mode: Mode,
+    /// The accept/reject rule.
     pub verifier: VerifierKind,
     /// A sequence longer than this (EOS included) is an error.
     pub max_tokens: usize,

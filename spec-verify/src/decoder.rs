@@ -20,9 +20,10 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use zapspec_core::prob::{argmax, sample_log};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
+use zapspec_phi::{NoModel, PhiError, PhiEstimator, PhiQuery};
 
 use crate::config::{Mode, SpecConfig, VerifierKind};
-use crate::phi::{compact_log_law, PhiSource};
+use crate::phi::compact_log_law;
 use crate::verify::{equality_step, greedy_step, leviathan_step, Decision};
 use crate::VerifyError;
 
@@ -90,6 +91,7 @@ impl<C: Constraint> DecodeState<C> {
             committed: Vec::new(),
         }
     }
+    /// The matcher has consumed EOS.
     pub fn is_finished(&self) -> bool {
         self.constraint.is_finished()
     }
@@ -111,17 +113,30 @@ pub struct RoundReport {
 pub struct Generation {
     /// The tokens, EOS excluded.
     pub tokens: Vec<TokenId>,
+    /// The loop's counters for this sequence.
     pub stats: RoundStats,
 }
 
-/// The speculative decoder: a target `p`, a draft `q`, a Φ source (used by
-/// FVO-Spec and the equality diagnostic) and a [`SpecConfig`].
+/// The speculative decoder: a target `p`, a draft `q`, a Φ estimator (used
+/// by FVO-Spec and the equality diagnostic) and a [`SpecConfig`].
+///
+/// The estimator is a `zapspec_phi::PhiEstimator<C, NoModel>`: the target's
+/// context is at the end of the drafted block, not at the verified
+/// position, so the decoder never hands it to the estimator; an estimator
+/// that runs a model is wrapped in `zapspec_phi::WithModel` (its own copy).
+/// It is called through `log_phi_shifted` with the target row `p_t` of the
+/// verification forward and a reused buffer touched only on `A_t`.
 pub struct SpeculativeDecoder<P, Q, F> {
+    /// The target model `p`.
     pub target: P,
+    /// The draft model `q`.
     pub draft: Q,
+    /// The Φ estimator.
     pub phi: F,
     config: SpecConfig,
     stats: RoundStats,
+    /// The model slot handed to `phi` (the target's vocabulary, no forwards).
+    no_model: NoModel,
     /// `log Φ̂` by token, reused across rounds; only entries on the current
     /// `A_t` are touched, so a round costs `O(|A_t|)` here, not `O(|V|)`.
     phi_buf: Vec<f64>,
@@ -138,16 +153,19 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 want: target.vocab_size(),
             });
         }
+        let no_model = NoModel::new(target.vocab_size());
         Ok(SpeculativeDecoder {
             target,
             draft,
             phi,
+            no_model,
             config,
             stats: RoundStats::default(),
             phi_buf: Vec::new(),
         })
     }
 
+    /// The configuration.
     pub fn config(&self) -> &SpecConfig {
         &self.config
     }
@@ -157,6 +175,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         self.stats
     }
 
+    /// Zeroes the counters.
     pub fn reset_stats(&mut self) {
         self.stats = RoundStats::default();
     }
@@ -177,7 +196,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
     pub fn generate<C, R>(&mut self, constraint: &C, rng: &mut R) -> Result<Generation, VerifyError>
     where
         C: Constraint,
-        F: PhiSource<C>,
+        F: PhiEstimator<C, NoModel>,
         R: Rng + ?Sized,
     {
         self.check_vocab(constraint)?;
@@ -222,7 +241,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
     ) -> Result<(Vec<usize>, RoundStats), VerifyError>
     where
         C: Constraint,
-        F: PhiSource<C>,
+        F: PhiEstimator<C, NoModel>,
         R: Rng + ?Sized,
     {
         let mut counts = vec![0usize; index.len()];
@@ -251,7 +270,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
     ) -> Result<RoundReport, VerifyError>
     where
         C: Constraint,
-        F: PhiSource<C>,
+        F: PhiEstimator<C, NoModel>,
         R: Rng + ?Sized,
     {
         let eos = state.constraint.eos();
@@ -342,19 +361,20 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 ctx.truncate(pos0);
                 ctx.extend_from_slice(&drafts[..i]);
                 // compact_log_law renormalises over A_t: a per-position
-                // constant in log Φ̂ cancels (PhiSource::log_phi_shifted)
+                // constant in log Φ̂ cancels (PhiEstimator::log_phi_shifted)
+                let q = PhiQuery::new(&ctx, &state.constraint, &mask, row);
                 let r = self
                     .phi
-                    .log_phi_shifted(&ctx, &state.constraint, &mask, row, &mut phi_buf);
-                if let Err(reason) = r {
+                    .log_phi_shifted(&q, &mut self.no_model, &mut phi_buf);
+                if let Err(source) = r {
                     state.constraint.rollback(i)?;
-                    return Err(VerifyError::Phi { position, reason });
+                    return Err(VerifyError::Phi { position, source });
                 }
-                if let Some(y) = ids.iter().find(|&&y| phi_buf[y as usize].is_nan()) {
+                if let Some(&y) = ids.iter().find(|&&y| phi_buf[y as usize].is_nan()) {
                     state.constraint.rollback(i)?;
                     return Err(VerifyError::Phi {
                         position,
-                        reason: format!("no estimate for token {y}"),
+                        source: PhiError::MissingEstimate { token: y },
                     });
                 }
                 compact_log_law(row, &ids, Some(&phi_buf))
@@ -402,7 +422,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 return Err(VerifyError::Rejected(zapspec_core::Rejected {
                     token: d,
                     position: pos0 + i,
-                    reason: "drafted token is outside the verifier's mask".into(),
+                    reason: zapspec_core::RejectReason::NotAllowed,
                 }));
             };
             let decision = match (self.config.mode, self.config.verifier) {

@@ -7,32 +7,69 @@ use zapspec_core::{ModelError, Rejected, RollbackError};
 /// `gamma = 0`) is reported here, never by a panic.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
+    /// A model call failed.
     #[error("model: {0}")]
     Model(#[from] ModelError),
+    /// The committed matcher refused a token the loop produced (a bug in a
+    /// `Constraint` whose mask and `advance` disagree).
     #[error("constraint refused a token the loop produced: {0}")]
     Rejected(#[from] Rejected),
+    /// Rolling the matcher back failed.
     #[error("constraint rollback: {0}")]
     Rollback(#[from] RollbackError),
     #[error(
         "position {position}: the constraint allows no token (a dead end) but is not finished"
     )]
-    DeadEnd { position: usize },
+    /// The matcher allows no token and is not finished.
+    DeadEnd {
+        /// Number of committed tokens.
+        position: usize,
+    },
     #[error("position {position}: the {what} law has no mass on the allowed tokens")]
-    EmptySupport { position: usize, what: &'static str },
-    #[error("vocabulary mismatch: {what} has {got} tokens, the constraint {want}")]
-    VocabMismatch {
+    /// A target or draft law puts no mass on the allowed tokens.
+    EmptySupport {
+        /// Number of committed tokens.
+        position: usize,
+        /// Which law (`"target"`, `"draft"`, …).
         what: &'static str,
+    },
+    #[error("vocabulary mismatch: {what} has {got} tokens, the constraint {want}")]
+    /// A model and the constraint disagree on the vocabulary size.
+    VocabMismatch {
+        /// Which model.
+        what: &'static str,
+        /// Its vocabulary size.
         got: usize,
+        /// The constraint's.
         want: usize,
     },
     #[error("no sequence finished within {max_tokens} tokens")]
-    TooLong { max_tokens: usize },
+    /// The length cap of [`crate::SpecConfig`] was reached.
+    TooLong {
+        /// The cap.
+        max_tokens: usize,
+    },
+    /// A [`crate::SpecConfig`] the loop cannot run (e.g. `gamma = 0`).
     #[error("invalid configuration: {0}")]
     Config(String),
-    #[error("future-validity estimate at position {position}: {reason}")]
-    Phi { position: usize, reason: String },
+    /// The Φ estimator failed at a verified position.
+    #[error("future-validity estimate at position {position}: {source}")]
+    Phi {
+        /// The position (number of committed tokens before it).
+        position: usize,
+        /// The estimator's error.
+        source: zapspec_phi::PhiError,
+    },
     #[error("sampled {tokens:?}, which is not a member of the enumerated language")]
-    OutsideLanguage { tokens: Vec<zapspec_core::TokenId> },
+    /// A sampled sequence is not a member of the enumerated language.
+    OutsideLanguage {
+        /// The sequence.
+        tokens: Vec<zapspec_core::TokenId>,
+    },
     #[error("language too large to enumerate: more than {limit} prefixes")]
-    TooLarge { limit: usize },
+    /// Enumerating the language exceeded the prefix limit.
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
 }

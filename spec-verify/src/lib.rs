@@ -1,4 +1,4 @@
-//! # spec-verify
+//! # zapspec-verify
 //!
 //! Speculative decoding under a grammar constraint, with three verifiers on
 //! one speculate–verify–rollback loop (future-validity paper, §3–4):
@@ -14,20 +14,30 @@
 //! | module | holds |
 //! |---|---|
 //! | [`config`] | [`SpecConfig`] (γ, sampled/greedy, verifier, length cap) |
-//! | [`phi`] | [`PhiSource`] — per-candidate `log Φ̂_t(y)` — and the Doob-transformed target law |
+//! | [`phi`] | the target law at one position: masked `p̃_t`, or Doob-transformed by per-candidate `log Φ̂_t(y)` |
 //! | [`verify`] | the one-position kernels: Leviathan rejection, equality diagnostic, greedy |
 //! | [`decoder`] | [`SpeculativeDecoder`]: drafting from `q̃` on a forked matcher, verification, rollback via `Constraint::rollback` and `LanguageModel::truncate` |
-//! | [`law`] | exact terminal laws of finite languages (`μ*`, `μ^proj`, `μ^Φ̂`) and exact Φ by backward DP over the prefix tree — the reference for tests |
-//! | [`stats`] | empirical-vs-exact comparisons: TV, bootstrap CI, noise floor, chi-square |
+//! | [`law`] | exact terminal laws of finite languages: [`PrefixTree`] (from `zapspec_phi::exact::tree`: `μ*`, `μ^proj`, exact Φ by backward DP) and [`TreePhi`] (`μ^Φ̂` of a Φ estimator, exact Φ as a `zapspec_phi::PhiEstimator`) — the reference for tests |
 //! | [`memo`] | [`MemoLm`], memoised logits for deterministic toy models |
-//! | [`adapters`] | any `zapspec_phi::PhiEstimator` as a [`PhiSource`]; [`adapters::OneStepCheapPhi`] (Def. 9 on the verifier's own logits, no model copy); [`adapters::FrozenPhi`] (one estimator draw per prefix) |
-//! | [`budget`] | Table 8: exact TV on the budget language `L_{n,K}` by grouping |
-//! | [`toys`] | toy LMs (byte bigram, noisy draft) and the finite JSON schemas of Table 7 |
-//! | [`report`] | Markdown/JSON output of the experiment binaries |
+//!
+//! Empirical-vs-exact statistics (TV of counts, bootstrap interval, noise
+//! floor, χ² and G tests) are in `zapspec_phi::metrics`; the budget language
+//! of Table 8 in `zapspec_phi::exact::budget`; toy models in
+//! `zapspec_testkit`; experiment plumbing (CLI, reports, the JSON schemas of
+//! Table 7) in the `examples` crate.
+//!
+//! The decoder's Φ̂ is any `zapspec_phi::PhiEstimator<C, zapspec_phi::NoModel>`
+//! (the decoder holds no model positioned at the verified prefix, so it
+//! hands estimators a model-free slot): `zapspec_phi::Uniform` (FVO-Spec is
+//! then the Leviathan verifier), `zapspec_phi::OneStepCheap` (Def. 9 on the
+//! verifier's own logits), [`ExactPhi`] (exact Φ of an enumerated finite
+//! language), and any estimator that runs a model inside
+//! `zapspec_phi::WithModel` (its own model copy), optionally behind
+//! `zapspec_phi::Frozen` (one estimator draw per prefix).
 
 //!
 //! ```
-//! use zapspec_verify::{PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
+//! use zapspec_verify::{PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
 //! use zapspec_core::{prob::seeded_rng};
 //! use zapspec_testkit::{toy::BigramLm, DyckConstraint, DyckSpec};
 //!
@@ -44,22 +54,17 @@
 //! Everything random takes a caller-supplied RNG (seed it with
 //! [`zapspec_core::prob::seeded_rng`]); laws are handled in log space.
 
-pub mod adapters;
-pub mod budget;
 pub mod config;
 pub mod decoder;
 pub mod error;
 pub mod law;
 pub mod memo;
 pub mod phi;
-pub mod report;
-pub mod stats;
-pub mod toys;
 pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};
 pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
 pub use error::VerifyError;
-pub use law::{ExactPhi, PrefixTree};
+pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::MemoLm;
-pub use phi::{compact_log_law, target_log_law, PhiSource, UniformPhi};
+pub use phi::{compact_log_law, target_log_law};

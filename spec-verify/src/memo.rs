@@ -20,6 +20,7 @@ pub struct MemoLm<M> {
 }
 
 impl<M: LanguageModel> MemoLm<M> {
+    /// Wraps `inner` with an empty cache.
     pub fn new(inner: M) -> Self {
         MemoLm {
             inner,
@@ -40,6 +41,7 @@ impl<M: LanguageModel> MemoLm<M> {
         self.misses
     }
 
+    /// The wrapped model.
     pub fn inner(&self) -> &M {
         &self.inner
     }

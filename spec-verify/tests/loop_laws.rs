@@ -6,14 +6,15 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use zapspec_core::prob::{log_softmax, sample_log, seeded_rng};
 use zapspec_core::{Constraint, LanguageModel, TokenId};
+use zapspec_phi::metrics::{chi_square, noise_floor, tv_counts};
+use zapspec_phi::{NoModel, PhiEstimator, PhiQuery, Uniform};
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
-use zapspec_verify::stats::{chi_square, noise_floor, tv_counts};
 use zapspec_verify::verify::{equality_marginal, equality_step, leviathan_step, Decision};
 use zapspec_verify::{
-    DecodeState, MemoLm, Mode, PrefixTree, SpecConfig, SpeculativeDecoder, UniformPhi,
-    VerifierKind, VerifyError,
+    DecodeState, MemoLm, Mode, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind,
+    VerifyError,
 };
 
 fn dyck() -> DyckConstraint {
@@ -79,7 +80,7 @@ fn run<C: Constraint>(
             .map(|_| dec.generate(c, &mut rng).unwrap().tokens)
             .collect()
     } else {
-        let mut dec = SpeculativeDecoder::new(p, q, UniformPhi, cfg).unwrap();
+        let mut dec = SpeculativeDecoder::new(p, q, Uniform, cfg).unwrap();
         (0..n)
             .map(|_| dec.generate(c, &mut rng).unwrap().tokens)
             .collect()
@@ -160,7 +161,7 @@ fn fvo_spec_with_uniform_phi_is_leviathan() {
         SpeculativeDecoder::new(
             BigramLm::new(6, 11),
             BigramLm::new(6, 12),
-            UniformPhi,
+            Uniform,
             SpecConfig {
                 verifier: k,
                 ..SpecConfig::default()
@@ -262,10 +263,9 @@ fn greedy_mode_is_greedy_decoding_of_the_target() {
             let logp = log_softmax(&logits);
             let mut buf = vec![0.0; 6];
             if phi_on {
-                zapspec_verify::PhiSource::log_phi(
-                    &mut phi, &want, &state, &mask, &logits, &mut buf,
-                )
-                .unwrap();
+                let q = PhiQuery::new(&want, &state, &mask, &logits);
+                phi.log_phi_into(&q, &mut NoModel::new(6), &mut buf)
+                    .unwrap();
             }
             let law = zapspec_verify::target_log_law(&logp, &mask, Some(&buf)).unwrap();
             let y = zapspec_core::prob::argmax(&law).unwrap() as TokenId;
@@ -302,7 +302,7 @@ fn stats_count_rounds_and_acceptance() {
     };
     // identical draft and target: every draft is accepted
     let mut dec =
-        SpeculativeDecoder::new(BigramLm::new(3, 5), BigramLm::new(3, 5), UniformPhi, cfg).unwrap();
+        SpeculativeDecoder::new(BigramLm::new(3, 5), BigramLm::new(3, 5), Uniform, cfg).unwrap();
     let mut rng = seeded_rng(1);
     let mut total = 0;
     for _ in 0..100 {
@@ -323,14 +323,14 @@ fn bad_input_is_an_error_not_a_panic() {
         ..SpecConfig::default()
     };
     assert!(matches!(
-        SpeculativeDecoder::new(BigramLm::new(3, 1), BigramLm::new(3, 2), UniformPhi, cfg),
+        SpeculativeDecoder::new(BigramLm::new(3, 1), BigramLm::new(3, 2), Uniform, cfg),
         Err(VerifyError::Config(_))
     ));
     assert!(matches!(
         SpeculativeDecoder::new(
             BigramLm::new(3, 1),
             BigramLm::new(4, 2),
-            UniformPhi,
+            Uniform,
             SpecConfig::default()
         ),
         Err(VerifyError::VocabMismatch { .. })
@@ -338,7 +338,7 @@ fn bad_input_is_an_error_not_a_panic() {
     let mut dec = SpeculativeDecoder::new(
         BigramLm::new(4, 1),
         BigramLm::new(4, 2),
-        UniformPhi,
+        Uniform,
         SpecConfig::default(),
     )
     .unwrap();
@@ -365,7 +365,7 @@ fn bad_input_is_an_error_not_a_panic() {
     let mut dec = SpeculativeDecoder::new(
         BigramLm::new(6, 1),
         BigramLm::new(6, 2),
-        UniformPhi,
+        Uniform,
         SpecConfig {
             max_tokens: 1,
             gamma: 1,
@@ -402,7 +402,7 @@ fn exact_laws_are_consistent() {
         assert!((tree.log_z().exp() - z).abs() < 1e-12);
         // the Doob transform with exact Φ is μ*; with Φ ≡ 1 it is μ^proj
         let doob = exp(&tree.log_mu_phi(&mut tree.exact_phi()).unwrap());
-        let uni = exp(&tree.log_mu_phi(&mut UniformPhi).unwrap());
+        let uni = exp(&tree.log_mu_phi(&mut Uniform).unwrap());
         for i in 0..star.len() {
             assert!((doob[i] - star[i]).abs() < 1e-12);
             assert!((uni[i] - proj[i]).abs() < 1e-12);
@@ -479,11 +479,11 @@ fn memo_lm_matches_inner_model() {
 #[test]
 fn future_validity_exact_estimator_agrees_with_the_prefix_tree() {
     use zapspec_phi::{Exact, ExactConfig, OneStepCheap};
-    use zapspec_verify::adapters::{EstimatorPhi, FrozenPhi};
+    use zapspec_phi::{Frozen, WithModel};
     for c in [dyck_as_any()] {
         let mut lm = BigramLm::new(3, 41);
         let tree = PrefixTree::enumerate(&c, &mut lm, 10_000).unwrap();
-        let mut theirs = FrozenPhi::new(EstimatorPhi::new(
+        let mut theirs = Frozen::new(WithModel::new(
             Exact::new(ExactConfig::default()),
             BigramLm::new(3, 41),
         ));
@@ -494,7 +494,7 @@ fn future_validity_exact_estimator_agrees_with_the_prefix_tree() {
         }
         assert_eq!(theirs.len(), tree.nodes().len());
         // OneStep is not exact here
-        let mut one = EstimatorPhi::new(OneStepCheap::new(), BigramLm::new(3, 41));
+        let mut one = WithModel::new(OneStepCheap::new(), BigramLm::new(3, 41));
         let o = exp(&tree.log_mu_phi(&mut one).unwrap());
         assert!(zapspec_core::prob::tv(&o, &exp(&star)) > 1e-9);
         assert!((o.iter().sum::<f64>() - 1.0).abs() < 1e-12);
@@ -509,23 +509,24 @@ fn dyck_as_any() -> DyckConstraint {
     })
 }
 
-/// OneStep-Cheap through the normalised `log_phi` only (the trait's
+/// OneStep-Cheap through the normalised `log_phi_into` only (the trait's
 /// default `log_phi_shifted`).
-struct NormalisedOnly(zapspec_verify::adapters::OneStepCheapPhi);
+struct NormalisedOnly(zapspec_phi::OneStepCheap);
 
-impl<C: Constraint> zapspec_verify::PhiSource<C> for NormalisedOnly {
+impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for NormalisedOnly
+where
+    zapspec_phi::OneStepCheap: PhiEstimator<C, M>,
+{
     fn name(&self) -> String {
         "normalised".into()
     }
-    fn log_phi(
+    fn log_phi_into(
         &mut self,
-        prefix: &[TokenId],
-        constraint: &C,
-        mask: &zapspec_core::TokenSet,
-        logits: &[f32],
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
         out: &mut [f64],
-    ) -> Result<(), String> {
-        self.0.log_phi(prefix, constraint, mask, logits, out)
+    ) -> Result<zapspec_phi::PhiCost, zapspec_phi::PhiError> {
+        self.0.log_phi_into(q, model, out)
     }
 }
 
@@ -534,7 +535,7 @@ impl<C: Constraint> zapspec_verify::PhiSource<C> for NormalisedOnly {
 /// the same sequences.
 #[test]
 fn shifted_onestep_phi_gives_the_normalised_law() {
-    fn both<C: Constraint>(c: &C, seed: u64) {
+    fn both<C: zapspec_core::LookAhead>(c: &C, seed: u64) {
         let v = c.vocab_size();
         let cfg = SpecConfig {
             gamma: 3,
@@ -543,21 +544,12 @@ fn shifted_onestep_phi_gives_the_normalised_law() {
         };
         let mk = || (BigramLm::new(v, 11), BigramLm::new(v, 12).with_scale(1.5));
         let (p, q) = mk();
-        let mut a = SpeculativeDecoder::new(
-            p,
-            q,
-            zapspec_verify::adapters::OneStepCheapPhi::new(),
-            cfg.clone(),
-        )
-        .unwrap();
+        let mut a =
+            SpeculativeDecoder::new(p, q, zapspec_phi::OneStepCheap::new(), cfg.clone()).unwrap();
         let (p, q) = mk();
-        let mut b = SpeculativeDecoder::new(
-            p,
-            q,
-            NormalisedOnly(zapspec_verify::adapters::OneStepCheapPhi::new()),
-            cfg,
-        )
-        .unwrap();
+        let mut b =
+            SpeculativeDecoder::new(p, q, NormalisedOnly(zapspec_phi::OneStepCheap::new()), cfg)
+                .unwrap();
         let (mut ra, mut rb) = (seeded_rng(seed), seeded_rng(seed));
         for _ in 0..300 {
             let x = a.generate(c, &mut ra).unwrap().tokens;

@@ -2,8 +2,7 @@
 //! [`DyckConstraint`] — the languages of the future-validity paper's
 //! experiments (App. G).
 
-use zapspec_core::constraint::{Constraint, Rejected, RollbackError};
-use zapspec_core::{TokenId, TokenSet};
+use zapspec_core::{LookAhead, RejectReason, TokenId, TokenSet};
 
 /// The bounded Dyck language D: balanced strings over `kinds` bracket types
 /// with nesting depth at most `max_depth` and length at most `max_len` (the
@@ -12,8 +11,11 @@ use zapspec_core::{TokenId, TokenSet};
 /// the future-validity paper's experiments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DyckSpec {
+    /// Number of bracket types.
     pub kinds: usize,
+    /// Most brackets open at once.
     pub max_depth: usize,
+    /// Most brackets in a member (EOS excluded).
     pub max_len: usize,
 }
 
@@ -23,29 +25,37 @@ impl DyckSpec {
     pub fn open(&self, kind: usize) -> TokenId {
         kind as TokenId
     }
+    /// The token closing bracket kind `kind`.
     pub fn close(&self, kind: usize) -> TokenId {
         (self.kinds + kind) as TokenId
     }
+    /// The EOS token, `2·kinds`.
     pub fn eos(&self) -> TokenId {
         (2 * self.kinds) as TokenId
     }
+    /// The vocabulary size, `2·kinds + 1` (EOS included).
     pub fn vocab_size(&self) -> usize {
         2 * self.kinds + 1
     }
 }
 
-/// A [`Constraint`] for a [`DyckSpec`] language. It allows an opening
-/// bracket only when the string can still be closed within `max_len`, so
-/// every prefix it allows extends to a member (no dead ends).
+/// A [`Constraint`](zapspec_core::Constraint) for a [`DyckSpec`] language
+/// (a [`Matcher`](zapspec_core::Matcher), with the [`LookAhead`] hooks: a
+/// sparse list of at most `kinds + 1` tokens, and a mask key from the stack
+/// top). It allows an opening bracket only when the string can still be
+/// closed within `max_len`, so every prefix it allows extends to a member
+/// (no dead ends). Every operation is `O(1)` (`O(kinds)` for a mask).
 #[derive(Debug, Clone)]
 pub struct DyckConstraint {
     spec: DyckSpec,
     stack: Vec<u16>,
+    /// Brackets consumed (EOS is the finished flag, not a history entry).
     history: Vec<TokenId>,
     finished: bool,
 }
 
 impl DyckConstraint {
+    /// The matcher at the empty string.
     pub fn new(spec: DyckSpec) -> Self {
         DyckConstraint {
             spec,
@@ -54,6 +64,7 @@ impl DyckConstraint {
             finished: false,
         }
     }
+    /// The language.
     pub fn spec(&self) -> DyckSpec {
         self.spec
     }
@@ -63,8 +74,9 @@ impl DyckConstraint {
     }
     /// Brackets consumed (EOS excluded).
     pub fn len(&self) -> usize {
-        self.history.len() - usize::from(self.finished)
+        self.history.len()
     }
+    /// True before the first bracket.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -74,28 +86,70 @@ impl DyckConstraint {
     }
 }
 
-impl Constraint for DyckConstraint {
+impl zapspec_core::Matcher for DyckConstraint {
     fn vocab_size(&self) -> usize {
         self.spec.vocab_size()
     }
     fn eos(&self) -> TokenId {
         self.spec.eos()
     }
-    fn fill_mask(&mut self, mask: &mut TokenSet) {
+    fn fill_next(&mut self, mask: &mut TokenSet) {
         mask.clear();
-        if self.finished {
-            return;
-        }
         if self.can_open() {
             for k in 0..self.spec.kinds {
                 mask.insert(self.spec.open(k));
             }
         }
-        match self.stack.last() {
-            Some(&k) => mask.insert(self.spec.close(k as usize)),
-            None => mask.insert(self.spec.eos()),
+        if let Some(&k) = self.stack.last() {
+            mask.insert(self.spec.close(k as usize));
         }
     }
+    fn step(&mut self, t: TokenId) -> Result<(), RejectReason> {
+        let k = self.spec.kinds;
+        let ti = t as usize;
+        if ti < k {
+            if !self.can_open() {
+                return Err(RejectReason::DepthOrLength);
+            }
+            self.stack.push(ti as u16);
+        } else if ti < 2 * k {
+            if self.stack.last() != Some(&((ti - k) as u16)) {
+                return Err(RejectReason::Mismatch);
+            }
+            self.stack.pop();
+        } else {
+            return Err(RejectReason::OutOfVocabulary);
+        }
+        self.history.push(t);
+        Ok(())
+    }
+    fn unstep(&mut self, n: usize) {
+        let k = self.spec.kinds;
+        for _ in 0..n {
+            // Non-empty: n <= history.len().
+            let t = self.history.pop().unwrap_or(0) as usize;
+            if t < k {
+                self.stack.pop();
+            } else {
+                self.stack.push((t - k) as u16);
+            }
+        }
+    }
+    fn num_steps(&self) -> usize {
+        self.history.len()
+    }
+    fn is_complete(&self) -> bool {
+        self.stack.is_empty()
+    }
+    fn finished(&self) -> bool {
+        self.finished
+    }
+    fn set_finished(&mut self, finished: bool) {
+        self.finished = finished;
+    }
+}
+
+impl LookAhead for DyckConstraint {
     fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
         out.clear();
         if self.finished {
@@ -117,69 +171,5 @@ impl Constraint for DyckConstraint {
         }
         let top = self.stack.last().map_or(0, |&k| k as u64 + 1);
         Some((top << 1) | u64::from(self.can_open()))
-    }
-    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
-        let position = self.num_tokens();
-        let reject = |reason: &str| Rejected {
-            token: t,
-            position,
-            reason: reason.into(),
-        };
-        let k = self.spec.kinds;
-        let ti = t as usize;
-        if self.finished {
-            return Err(reject("already finished"));
-        }
-        if ti < k {
-            if !self.can_open() {
-                return Err(reject("opening would exceed the depth or length bound"));
-            }
-            self.stack.push(ti as u16);
-        } else if ti < 2 * k {
-            if self.stack.last() != Some(&((ti - k) as u16)) {
-                return Err(reject("closing bracket does not match the open one"));
-            }
-            self.stack.pop();
-        } else if t == self.spec.eos() {
-            if !self.stack.is_empty() {
-                return Err(reject("EOS with unclosed brackets"));
-            }
-            self.finished = true;
-        } else {
-            return Err(reject("not a Dyck token"));
-        }
-        self.history.push(t);
-        Ok(())
-    }
-    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
-        let available = self.history.len();
-        if n > available {
-            return Err(RollbackError {
-                requested: n,
-                available,
-            });
-        }
-        let k = self.spec.kinds;
-        for _ in 0..n {
-            // Non-empty: n <= history.len().
-            let t = self.history.pop().unwrap_or(0) as usize;
-            if t < k {
-                self.stack.pop();
-            } else if t < 2 * k {
-                self.stack.push((t - k) as u16);
-            } else {
-                self.finished = false;
-            }
-        }
-        Ok(())
-    }
-    fn is_accepting(&self) -> bool {
-        !self.finished && self.stack.is_empty()
-    }
-    fn is_finished(&self) -> bool {
-        self.finished
-    }
-    fn num_tokens(&self) -> usize {
-        self.history.len()
     }
 }

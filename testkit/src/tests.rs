@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-use zapspec_core::{Constraint, TokenId, TokenSet};
+use zapspec_core::{Constraint, LookAhead, RejectReason, RollbackError, TokenId, TokenSet};
 
 use crate::{DyckConstraint, DyckSpec, TokenTrie, TrieConstraint};
 
@@ -122,7 +122,7 @@ proptest! {
 
 /// `allowed_sparse` lists `fill_mask`'s set, and equal `mask_key`s mean
 /// equal masks, on every state reached by a walk.
-fn check_sparse_and_keys<C: Constraint>(c: &mut C, ops: &[TokenId]) {
+fn check_sparse_and_keys<C: LookAhead>(c: &mut C, ops: &[TokenId]) {
     let mut by_key: std::collections::HashMap<u64, TokenSet> = Default::default();
     let mut list = Vec::new();
     for &t in ops.iter().chain(std::iter::once(&c.eos())) {
@@ -190,4 +190,89 @@ fn forced_tokens_follow_single_paths() {
     let mut c = TrieConstraint::new(trie, 5, 4);
     assert_eq!(c.forced_tokens(10), vec![0, 1]);
     assert_eq!(c.num_tokens(), 0, "forced_tokens must not consume");
+}
+
+/// Replays `committed` on a fresh matcher.
+fn replay<C: Constraint>(fresh: &C, committed: &[TokenId]) -> C {
+    let mut c = fresh.clone();
+    for &t in committed {
+        c.advance(t).unwrap();
+    }
+    c
+}
+
+/// Random advances (EOS included) and rollbacks through the blanket
+/// `Constraint` impl of a `Matcher` give the state of a fresh matcher
+/// replayed through the committed tokens: same mask, `num_tokens`,
+/// `is_finished`, `is_accepting` and refusals' positions.
+fn check_replay<C: Constraint>(fresh: &C, ops: &[(TokenId, usize, bool)]) {
+    let mut c = fresh.clone();
+    let mut committed: Vec<TokenId> = Vec::new();
+    for &(t, back, roll) in ops {
+        if roll {
+            let r = c.rollback(back);
+            if back <= committed.len() {
+                assert!(r.is_ok());
+                committed.truncate(committed.len() - back);
+            } else {
+                assert_eq!(
+                    r,
+                    Err(RollbackError {
+                        requested: back,
+                        available: committed.len()
+                    })
+                );
+            }
+        } else {
+            match c.advance(t) {
+                Ok(()) => committed.push(t),
+                Err(e) => assert_eq!((e.token, e.position), (t, committed.len())),
+            }
+        }
+        let mut r = replay(fresh, &committed);
+        assert_eq!(c.mask(), r.mask());
+        assert_eq!(c.num_tokens(), committed.len());
+        assert_eq!(c.num_tokens(), r.num_tokens());
+        assert_eq!(c.is_finished(), r.is_finished());
+        assert_eq!(c.is_accepting(), r.is_accepting());
+        assert_eq!(c.is_finished(), committed.last() == Some(&c.eos()));
+    }
+}
+
+proptest! {
+    #[test]
+    fn advance_rollback_equals_replay(
+        ops in prop::collection::vec((0u32..6, 0usize..4, prop::bool::weighted(0.3)), 0..40),
+        seqs in prop::collection::vec(prop::collection::vec(0u32..5, 0..5), 1..8),
+    ) {
+        let spec = DyckSpec { kinds: 2, max_depth: 3, max_len: 10 };
+        check_replay(&DyckConstraint::new(spec), &ops);
+        let trie = Arc::new(TokenTrie::new(&seqs));
+        check_replay(&TrieConstraint::new(trie, 6, 5), &ops);
+    }
+}
+
+#[test]
+fn refusals_are_typed() {
+    let spec = DyckSpec {
+        kinds: 1,
+        max_depth: 1,
+        max_len: 4,
+    };
+    let mut c = DyckConstraint::new(spec);
+    let reason = |c: &mut DyckConstraint, t| c.advance(t).unwrap_err().reason;
+    assert_eq!(reason(&mut c, 1), RejectReason::Mismatch);
+    assert_eq!(reason(&mut c, 3), RejectReason::OutOfVocabulary);
+    c.advance(0).unwrap();
+    assert_eq!(reason(&mut c, 0), RejectReason::DepthOrLength);
+    assert_eq!(reason(&mut c, 2), RejectReason::EosNotAccepting);
+    c.advance(1).unwrap();
+    c.advance(2).unwrap();
+    assert_eq!(c.num_tokens(), 3, "EOS counts as a token");
+    assert_eq!(c.len(), 2, "EOS is not a bracket");
+    let e = c.advance(0).unwrap_err();
+    assert_eq!((e.position, e.reason), (3, RejectReason::Finished));
+    let trie = Arc::new(TokenTrie::new([vec![0u32]]));
+    let mut t = TrieConstraint::new(trie, 3, 2);
+    assert_eq!(t.advance(1).unwrap_err().reason, RejectReason::NotAllowed);
 }

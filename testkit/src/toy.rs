@@ -143,6 +143,7 @@ impl<F: Fn(&[TokenId]) -> Vec<f32>> ClosureLm<F> {
             forwards: 0,
         }
     }
+    /// Number of forward passes (`prefill` or `next_logits` calls) so far.
     pub fn forwards(&self) -> usize {
         self.forwards
     }
@@ -216,6 +217,7 @@ impl ToyDiffusion {
         }
     }
 
+    /// Sets the logit scale (an inverse temperature: 0 is uniform).
     pub fn with_scale(mut self, scale: f32) -> Self {
         self.scale = scale;
         self

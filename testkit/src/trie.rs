@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use zapspec_core::constraint::{rollback_eos, Constraint, Rejected, RollbackError};
+use zapspec_core::{LookAhead, RejectReason};
 use zapspec_core::{TokenId, TokenSet, Vocabulary};
 
 /// A trie over token sequences: the finite language it represents is the set
@@ -75,6 +75,7 @@ impl TokenTrie {
         0
     }
 
+    /// Number of nodes (the root included).
     pub fn num_nodes(&self) -> usize {
         self.terminal.len()
     }
@@ -127,7 +128,10 @@ impl TokenTrie {
     }
 }
 
-/// A [`Constraint`] for a finite language of token sequences.
+/// A [`Constraint`](zapspec_core::Constraint) for a finite language of
+/// token sequences (a [`Matcher`](zapspec_core::Matcher) over the trie, with
+/// every [`LookAhead`] hook: sparse lists, the node as mask key, one walk of
+/// a node's children for all successors).
 #[derive(Debug, Clone)]
 pub struct TrieConstraint {
     trie: Arc<TokenTrie>,
@@ -165,6 +169,7 @@ impl TrieConstraint {
         )
     }
 
+    /// The shared trie.
     pub fn trie(&self) -> &Arc<TokenTrie> {
         &self.trie
     }
@@ -175,28 +180,49 @@ impl TrieConstraint {
     }
 }
 
-impl Constraint for TrieConstraint {
+impl zapspec_core::Matcher for TrieConstraint {
     fn vocab_size(&self) -> usize {
         self.vocab_size
     }
     fn eos(&self) -> TokenId {
         self.eos
     }
-    fn fill_mask(&mut self, mask: &mut TokenSet) {
+    /// The current node's children inside the vocabulary: `O(children)`
+    /// plus a clear of `|V|/64` words.
+    fn fill_next(&mut self, mask: &mut TokenSet) {
         mask.clear();
-        if self.finished {
-            return;
-        }
-        let n = self.node();
-        for (t, _) in self.trie.children(n) {
+        for (t, _) in self.trie.children(self.node()) {
             if (t as usize) < self.vocab_size {
                 mask.insert(t);
             }
         }
-        if self.trie.is_terminal(n) {
-            mask.insert(self.eos);
-        }
     }
+    fn step(&mut self, t: TokenId) -> Result<(), RejectReason> {
+        let c = self
+            .trie
+            .child(self.node(), t)
+            .ok_or(RejectReason::NotAllowed)?;
+        self.path.push(c);
+        Ok(())
+    }
+    fn unstep(&mut self, n: usize) {
+        self.path.truncate(self.path.len() - n);
+    }
+    fn num_steps(&self) -> usize {
+        self.path.len() - 1
+    }
+    fn is_complete(&self) -> bool {
+        self.trie.is_terminal(self.node())
+    }
+    fn finished(&self) -> bool {
+        self.finished
+    }
+    fn set_finished(&mut self, finished: bool) {
+        self.finished = finished;
+    }
+}
+
+impl LookAhead for TrieConstraint {
     fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
         out.clear();
         if self.finished {
@@ -244,44 +270,5 @@ impl Constraint for TrieConstraint {
             f(t, &next);
         }
         true
-    }
-    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
-        let position = self.num_tokens();
-        let reject = |reason: &str| Rejected {
-            token: t,
-            position,
-            reason: reason.into(),
-        };
-        if self.finished {
-            return Err(reject("already finished"));
-        }
-        if t == self.eos {
-            if self.is_accepting() {
-                self.finished = true;
-                return Ok(());
-            }
-            return Err(reject("EOS before a complete member"));
-        }
-        match self.trie.child(self.node(), t) {
-            Some(c) => {
-                self.path.push(c);
-                Ok(())
-            }
-            None => Err(reject("no member continues with this token")),
-        }
-    }
-    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
-        let n = rollback_eos(n, self.num_tokens(), &mut self.finished)?;
-        self.path.truncate(self.path.len() - n);
-        Ok(())
-    }
-    fn is_accepting(&self) -> bool {
-        !self.finished && self.trie.is_terminal(self.node())
-    }
-    fn is_finished(&self) -> bool {
-        self.finished
-    }
-    fn num_tokens(&self) -> usize {
-        self.path.len() - 1 + usize::from(self.finished)
     }
 }

@@ -17,6 +17,13 @@
 //!   decoded to their real bytes;
 //! - [`TokenVocab::bytes`] and [`TokenVocab::from_tokens`] for byte-level and
 //!   hand-made vocabularies in tests and toy models.
+//!
+//! Costs: a [`TokenVocab`] stores all token bytes in one flat buffer plus a
+//! `u32` offset and a special flag per token ([`TokenVocab::heap_bytes`]);
+//! [`Vocabulary::token_bytes`] is O(1). Loading a real tokenizer builds its
+//! BPE tables and decodes every token once, O(vocabulary size), so load once
+//! per process and clone (a real tokenizer is shared behind an `Arc`);
+//! [`TokenVocab::find`] is a linear scan.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -27,19 +34,38 @@ pub use zapspec_core::{TokenId, Vocabulary};
 /// Errors while loading a vocabulary or encoding text.
 #[derive(Debug, thiserror::Error)]
 pub enum VocabError {
+    /// A tokenizer file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The file's path.
         path: String,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A tokenizer file that does not parse or has an unexpected shape.
     #[error("tokenizer file {path}: {reason}")]
-    Format { path: String, reason: String },
+    Format {
+        /// The file's path.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `tiktoken-rs` failed to build a BPE, or an unknown BPE name.
     #[error("tiktoken: {0}")]
     Tiktoken(String),
+    /// No EOS was given and none of the usual EOS token strings exists.
     #[error("no end-of-sequence token: none of {tried:?} is in the vocabulary")]
-    NoEos { tried: Vec<String> },
+    NoEos {
+        /// The token strings looked up, in order.
+        tried: Vec<String>,
+    },
+    /// A named token (e.g. the requested EOS) that the vocabulary lacks.
     #[error("token {token:?} is not in the vocabulary")]
-    UnknownToken { token: String },
+    UnknownToken {
+        /// The token string looked up.
+        token: String,
+    },
+    /// The tokenizer failed to encode a text.
     #[error("cannot encode text: {0}")]
     Encode(String),
 }
@@ -56,6 +82,8 @@ pub enum TiktokenBpe {
 }
 
 impl TiktokenBpe {
+    /// The encoding's name in `tiktoken` (`o200k_base`, `cl100k_base`,
+    /// `r50k_base`).
     pub fn name(self) -> &'static str {
         match self {
             TiktokenBpe::O200k => "o200k_base",

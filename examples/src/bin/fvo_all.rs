@@ -1,21 +1,24 @@
 //! Runs every future-validity experiment binary (`fvo_e1`, `fvo_e2`,
 //! `fvo_e3`, `fvo_e5`, `fvo_table8`, `fvo_table16`, `fvo_overhead`) one
 //! after the other,
-//! passing `--out`/`--quick` through, and prints each one's wall time and
+//! passing `--out`/`--quick`/`--seed` through, and prints each one's wall time and
 //! the total. The binaries must be built first (same profile):
 //!
 //! ```sh
 //! cargo build --release -p examples --bin fvo_all --bin fvo_e1 --bin fvo_e2 \
 //!     --bin fvo_e3 --bin fvo_e5 --bin fvo_table8 --bin fvo_table16 --bin fvo_overhead
-//! target/release/fvo_all [--out DIR] [--quick]
+//! target/release/fvo_all [--out DIR] [--quick] [--seed N]
 //! ```
 
 use std::process::Command;
 
-use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
+use examples::report::{write_json, CommonArgs, MarkdownTable};
+
+/// `--help` text of this binary.
+const ABOUT: &str = "Runs every future-validity experiment binary (`--out`, `--quick` and `--seed` passed through; without `--seed` each uses its own default).";
 
 fn main() -> anyhow::Result<()> {
-    let args = CommonArgs::from_env().map_err(anyhow::Error::msg)?;
+    let args = CommonArgs::parse_with_about(ABOUT);
     let exe = std::env::current_exe()?;
     let dir = exe
         .parent()
@@ -45,6 +48,9 @@ fn main() -> anyhow::Result<()> {
         cmd.arg("--out").arg(&args.out);
         if args.quick {
             cmd.arg("--quick");
+        }
+        if let Some(seed) = args.seed {
+            cmd.arg("--seed").arg(seed.to_string());
         }
         let status = cmd.status()?;
         let secs = t1.elapsed().as_secs_f64();

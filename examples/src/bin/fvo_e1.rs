@@ -22,28 +22,23 @@
 //! N = 10,000 is reported per setting, with whether the floor itself is
 //! below 0.01 (only then can any sampler meet it).
 //!
-//! `cargo run --release -p examples --bin fvo_e1 -- [--out DIR] [--quick]`
-
-#[path = "fvo/common.rs"]
-mod common;
+//! `cargo run --release -p examples --bin fvo_e1 -- [--out DIR] [--quick] [--seed N]`
 
 use std::sync::Arc;
 
-use common::{compare, exp, f4, progress, Comparison};
+use examples::fvo::{compare, exp, f4, progress, Comparison};
+use examples::report::{write_json, CommonArgs, MarkdownTable};
+use examples::toys::{json_corpus, json_schemas};
 use serde::Serialize;
 use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_core::{Constraint, LanguageModel, TokenId};
+use zapspec_phi::metrics::{chi_square, mean_sd, tv_counts};
+use zapspec_phi::Uniform;
+use zapspec_testkit::bytelm::{CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB};
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
-use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use zapspec_verify::stats::{chi_square, mean_sd, tv_counts};
-use zapspec_verify::toys::{
-    json_corpus, json_schemas, CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB,
-};
-use zapspec_verify::{
-    MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, UniformPhi, VerifierKind,
-};
+use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
 
 /// Significance level of the goodness-of-fit verdict.
 const ALPHA: f64 = 1e-3;
@@ -101,7 +96,7 @@ fn run<C: Constraint, P: LanguageModel, Q: LanguageModel>(
         verifier: VerifierKind::Leviathan,
         ..SpecConfig::default()
     };
-    let mut dec = SpeculativeDecoder::new(p, MemoLm::new(draft), UniformPhi, cfg)?;
+    let mut dec = SpeculativeDecoder::new(p, MemoLm::new(draft), Uniform, cfg)?;
     let mut rng = seeded_rng(seed);
     let pb = progress(n, format!("{setting} T={temperature} seed {seed}"));
     let (counts, stats) = dec.sample_counts(c, &tree.member_index(), n, &mut rng, |_| pb.inc(1))?;
@@ -116,7 +111,7 @@ fn run<C: Constraint, P: LanguageModel, Q: LanguageModel>(
     let consistent = cmp.chi2_p > ALPHA && cmp.g_p > ALPHA;
     let within = cmp.tv <= cmp.noise_floor + 4.0 * cmp.noise_floor_sd && consistent;
     let (floor_star, floor_star_sd) =
-        zapspec_verify::stats::noise_floor(&mut seeded_rng(seed ^ 0x5EED), &star, n, 20);
+        zapspec_phi::metrics::noise_floor(&mut seeded_rng(seed ^ 0x5EED), &star, n, 20);
     let tv_emp_star = tv_counts(&counts, &star);
     let chi2_p_vs_star = chi_square(&counts, &star).p_value;
     let entropy: f64 = proj
@@ -217,10 +212,18 @@ fn yes(b: bool) -> String {
     if b { "yes" } else { "no" }.into()
 }
 
+/// `--help` text of this binary.
+const ABOUT: &str = "E1: LMS validation (Leviathan loop vs exact μ^proj). `--seed` (default 1): first seed of the main table (LM draft noise and loop RNG); the full run uses `seed`, `seed + 1`, `seed + 2`, `--quick` only `seed`.";
+
 fn main() -> anyhow::Result<()> {
-    let args = CommonArgs::from_env().map_err(anyhow::Error::msg)?;
+    let args = CommonArgs::parse_with_about(ABOUT);
+    let first_seed = args.seed_or(1);
     let n = if args.quick { 2_000 } else { 10_000 };
-    let seeds: &[u64] = if args.quick { &[1] } else { &[1, 2, 3] };
+    let seeds: Vec<u64> = if args.quick {
+        vec![first_seed]
+    } else {
+        (first_seed..first_seed + 3).collect()
+    };
     let temps: &[f64] = if args.quick {
         &[1.0, 0.25]
     } else {
@@ -230,7 +233,7 @@ fn main() -> anyhow::Result<()> {
     let t0 = std::time::Instant::now();
     let mut rows = Vec::new();
     for &temp in temps {
-        for &seed in seeds {
+        for &seed in &seeds {
             rows.extend(settings(seed, temp, n, reps)?);
         }
     }

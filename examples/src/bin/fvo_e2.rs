@@ -11,24 +11,21 @@
 //!   δ/(Φ̄ − δ) with the sup δ (vacuous when δ ≥ Φ̄),
 //! - cost per position: extra model forwards per scored position.
 //!
-//! `cargo run --release -p examples --bin fvo_e2 -- [--out DIR] [--quick]`
+//! `cargo run --release -p examples --bin fvo_e2 -- [--out DIR] [--quick] [--seed N]`
 
-#[path = "fvo/common.rs"]
-mod common;
-
-use common::{compare, exp, f4, progress, Comparison};
+use examples::fvo::{compare, exp, f4, progress, Comparison};
+use examples::report::{write_json, CommonArgs, MarkdownTable};
 use serde::Serialize;
 use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_phi::certificates::theorem7_bound;
 use zapspec_phi::{
-    Exact, ExactConfig, MonteCarlo, OneStepCheap, OneStepTrue, PhiEstimator, Uniform,
+    Exact, ExactConfig, Frozen, Metered, MonteCarlo, OneStepCheap, OneStepTrue, PhiEstimator,
+    Uniform, WithModel,
 };
+use zapspec_testkit::bytelm::NoisyLm;
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::{DyckConstraint, DyckSpec};
-use zapspec_verify::adapters::{EstimatorPhi, FrozenPhi};
-use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use zapspec_verify::toys::NoisyLm;
-use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
+use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
 
 type Est = Box<dyn PhiEstimator<DyckConstraint, BigramLm>>;
 
@@ -65,10 +62,13 @@ fn estimators(seed: u64, horizon: usize) -> Vec<Est> {
     v
 }
 
+/// `--help` text of this binary.
+const ABOUT: &str = "E2: the Φ estimator hierarchy on bounded Dyck. `--seed` (default 1): seed of the toy bigram target LM (and, ×7919, of the Monte Carlo estimators).";
+
 fn main() -> anyhow::Result<()> {
-    let args = CommonArgs::from_env().map_err(anyhow::Error::msg)?;
+    let args = CommonArgs::parse_with_about(ABOUT);
     let n = if args.quick { 2_000 } else { 10_000 };
-    let lm_seed = 1u64;
+    let lm_seed = args.seed_or(1);
     let t0 = std::time::Instant::now();
     let mut rows: Vec<Row> = Vec::new();
     let mut tables = String::new();
@@ -115,7 +115,8 @@ fn main() -> anyhow::Result<()> {
         {
             let t1 = std::time::Instant::now();
             let name = est.name();
-            let mut frozen = FrozenPhi::new(EstimatorPhi::new(est, BigramLm::new(3, lm_seed)));
+            let mut frozen =
+                Frozen::new(WithModel::new(Metered::new(est), BigramLm::new(3, lm_seed)));
             let law = exp(&tree.log_mu_phi(&mut frozen)?);
             // δ against the exact Φ of every prefix
             let mut delta: f64 = 0.0;
@@ -200,11 +201,11 @@ fn main() -> anyhow::Result<()> {
             let tvs: Vec<f64> = (0..8u64)
                 .map(|s| {
                     let est = MonteCarlo::new(k, spec.max_len + 1, 0xABC0 + s);
-                    let mut f = FrozenPhi::new(EstimatorPhi::new(est, BigramLm::new(3, lm_seed)));
+                    let mut f = Frozen::new(WithModel::new(est, BigramLm::new(3, lm_seed)));
                     tree.log_mu_phi(&mut f).map(|l| tv(&exp(&l), &star))
                 })
                 .collect::<Result<_, _>>()?;
-            let (m, sd) = zapspec_verify::stats::mean_sd(&tvs);
+            let (m, sd) = zapspec_phi::metrics::mean_sd(&tvs);
             mc_t.row(&[
                 k.to_string(),
                 format!("{} ± {}", f4(m), f4(sd)),
@@ -215,7 +216,7 @@ fn main() -> anyhow::Result<()> {
                 serde_json::json!({"grammar": gname, "k": k, "tvs": tvs, "mean": m, "sd": sd}),
             );
         }
-        let floor = zapspec_verify::stats::noise_floor(&mut seeded_rng(5), &star, n, 20).0;
+        let floor = zapspec_phi::metrics::noise_floor(&mut seeded_rng(5), &star, n, 20).0;
         tables.push_str(&format!(
             "### Dyck {gname}: |L| = {}, Φ̄ = {}, TV(μproj, μ*) = {}, noise floor of an exact sampler at N = {n}: {}\n\n{}\n",
             tree.num_members(),
@@ -233,7 +234,7 @@ fn main() -> anyhow::Result<()> {
             let mut p = MemoLm::new(BigramLm::new(3, s));
             let tr = PrefixTree::enumerate(&c, &mut p, 1_000_000)?;
             let st = exp(&tr.log_mu_star());
-            let mut one = EstimatorPhi::new(OneStepCheap::new(), BigramLm::new(3, s));
+            let mut one = WithModel::new(OneStepCheap::new(), BigramLm::new(3, s));
             seed_rows.push(serde_json::json!({
                 "grammar": gname, "lm_seed": s,
                 "tv_uniform": tv(&exp(&tr.log_mu_proj()), &st),

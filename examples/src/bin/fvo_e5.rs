@@ -4,24 +4,19 @@
 //! (exact, by enumeration), and under N samples of the Leviathan loop and
 //! the exact-Φ FVO-Spec loop. Writes PNG histograms with plotters.
 //!
-//! `cargo run --release -p examples --bin fvo_e5 -- [--out DIR] [--quick]`
+//! `cargo run --release -p examples --bin fvo_e5 -- [--out DIR] [--quick] [--seed N]`
 
-#[path = "fvo/common.rs"]
-mod common;
-
-use common::{exp, f4, progress};
+use examples::fvo::{exp, f4, progress};
+use examples::report::{write_json, CommonArgs, MarkdownTable};
 use plotters::prelude::*;
 use zapspec_core::prob::{kl, seeded_rng};
 use zapspec_core::TokenId;
 use zapspec_phi::{Exact, ExactConfig, OneStepCheap};
+use zapspec_phi::{Frozen, WithModel};
+use zapspec_testkit::bytelm::NoisyLm;
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::{DyckConstraint, DyckSpec};
-use zapspec_verify::adapters::{EstimatorPhi, FrozenPhi};
-use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use zapspec_verify::toys::NoisyLm;
-use zapspec_verify::{
-    MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, UniformPhi, VerifierKind,
-};
+use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
 
 fn max_depth(s: &[TokenId]) -> usize {
     let (mut d, mut m) = (0i64, 0i64);
@@ -99,10 +94,13 @@ fn plot(
     Ok(())
 }
 
+/// `--help` text of this binary.
+const ABOUT: &str = "E5: depth and length bias on Dyck D_(3,16). `--seed` (default 1): seed of the toy bigram target LM.";
+
 fn main() -> anyhow::Result<()> {
-    let args = CommonArgs::from_env().map_err(anyhow::Error::msg)?;
+    let args = CommonArgs::parse_with_about(ABOUT);
     let n = if args.quick { 2_000 } else { 10_000 };
-    let lm_seed = 1u64;
+    let lm_seed = args.seed_or(1);
     let t0 = std::time::Instant::now();
     let spec = DyckSpec {
         kinds: 1,
@@ -116,11 +114,11 @@ fn main() -> anyhow::Result<()> {
     let index = tree.member_index();
     let star = exp(&tree.log_mu_star());
     let proj = exp(&tree.log_mu_proj());
-    let one = exp(&tree.log_mu_phi(&mut EstimatorPhi::new(
+    let one = exp(&tree.log_mu_phi(&mut WithModel::new(
         OneStepCheap::new(),
         BigramLm::new(3, lm_seed),
     ))?);
-    let exact = exp(&tree.log_mu_phi(&mut EstimatorPhi::new(
+    let exact = exp(&tree.log_mu_phi(&mut WithModel::new(
         Exact::new(ExactConfig::default()),
         BigramLm::new(3, lm_seed),
     ))?);
@@ -141,7 +139,7 @@ fn main() -> anyhow::Result<()> {
             let mut dec = SpeculativeDecoder::new(
                 MemoLm::new(BigramLm::new(3, lm_seed)),
                 draft,
-                UniformPhi,
+                zapspec_phi::Uniform,
                 cfg,
             )?;
             dec.sample_counts(&c, &index, n, &mut seeded_rng(500 + k as u64), |_| {
@@ -149,7 +147,7 @@ fn main() -> anyhow::Result<()> {
             })?
             .0
         } else {
-            let phi = FrozenPhi::new(EstimatorPhi::new(
+            let phi = Frozen::new(WithModel::new(
                 Exact::new(ExactConfig::default()),
                 BigramLm::new(3, lm_seed),
             ));

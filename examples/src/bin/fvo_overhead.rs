@@ -7,10 +7,10 @@
 //!
 //! - **Uniform**: FVO-Spec with `Φ̂ ≡ 1` (the baseline round; its law is
 //!   the LMS/Leviathan one, Prop. 3);
-//! - **OneStep-Cheap**: FVO-Spec with [`OneStepCheapPhi`] (the estimator
+//! - **OneStep-Cheap**: FVO-Spec with [`OneStepCheap`] (the estimator
 //!   fed the verifier's own target row `p_t`);
 //! - **naive Def. 9 (before)**: FVO-Spec with the pre-fix pipeline — the
-//!   generic [`EstimatorPhi`] adapter, which re-runs its own copy of the
+//!   generic [`WithModel`] adapter, which re-runs its own copy of the
 //!   target to get `p_t` (one extra forward per scored position), around
 //!   the straightforward evaluation of eq. (1) (a fresh `|V|`-bit mask per
 //!   candidate, f64 log-softmax over `V`, a `|V|`-sized result:
@@ -25,35 +25,31 @@
 //! model. Blocks of R rounds from a fresh sequence are timed for each
 //! variant in rotating order; the overhead is the median over blocks of
 //! the paired per-block ratio, and the Φ̂ share is the time spent inside
-//! the Φ̂ source over the round time (timed around each call).
+//! the Φ̂ estimator over the round time (timed around each call).
 //!
-//! `cargo run --release -p examples --bin fvo_overhead -- [--out DIR] [--quick]`
+//! `cargo run --release -p examples --bin fvo_overhead -- [--out DIR] [--quick] [--seed N]`
 //! (`FVO_OVERHEAD_ONLY=<substring>` runs only the settings whose name
 //! contains it)
-
-#[path = "fvo/common.rs"]
-mod common;
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use clap::Parser;
+use examples::report::{write_json, CommonArgs, MarkdownTable};
 use serde::Serialize;
 use zapspec_core::prob::seeded_rng;
 use zapspec_core::{
-    Constraint, LanguageModel, Rejected, RollbackError, TokenId, TokenSet, Vocabulary,
+    Constraint, LanguageModel, LookAhead, RejectReason, Rejected, RollbackError, TokenId, TokenSet,
+    Vocabulary,
 };
 use zapspec_phi::{
-    log_normaliser, onestep_cheap_reference, Dfa, DfaConstraint, OneStepCheap, PhiCost, PhiError,
-    PhiEstimator,
+    log_normaliser, onestep_cheap_reference, Dfa, DfaConstraint, NoModel, OneStepCheap, PhiCost,
+    PhiError, PhiEstimator, PhiQuery, Uniform, WithModel,
 };
 use zapspec_testkit::toy::{splitmix64, BigramLm};
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
-use zapspec_verify::adapters::{EstimatorPhi, OneStepCheapPhi};
-use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use zapspec_verify::{
-    DecodeState, PhiSource, SpecConfig, SpeculativeDecoder, UniformPhi, VerifierKind,
-};
+use zapspec_verify::{DecodeState, SpecConfig, SpeculativeDecoder, VerifierKind};
 use zapspec_vocab::TiktokenBpe;
 use zapspec_vocab::TokenVocab;
 
@@ -72,7 +68,7 @@ fn thread_cpu_seconds() -> f64 {
         .map_or(f64::NAN, |ns| ns * 1e-9)
 }
 
-/// A Φ̂ source that accumulates the wall time spent inside it.
+/// A Φ̂ estimator that accumulates the wall time spent inside it.
 struct Timed<F> {
     inner: F,
     seconds: f64,
@@ -89,36 +85,30 @@ impl<F> Timed<F> {
     }
 }
 
-impl<C: Constraint, F: PhiSource<C>> PhiSource<C> for Timed<F> {
+impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> for Timed<F> {
     fn name(&self) -> String {
         self.inner.name()
     }
-    fn log_phi(
+    fn log_phi_into(
         &mut self,
-        prefix: &[TokenId],
-        constraint: &C,
-        mask: &TokenSet,
-        logits: &[f32],
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
         out: &mut [f64],
-    ) -> Result<(), String> {
+    ) -> Result<PhiCost, PhiError> {
         let t = Instant::now();
-        let r = self.inner.log_phi(prefix, constraint, mask, logits, out);
+        let r = self.inner.log_phi_into(q, model, out);
         self.seconds += t.elapsed().as_secs_f64();
         self.calls += 1;
         r
     }
     fn log_phi_shifted(
         &mut self,
-        prefix: &[TokenId],
-        constraint: &C,
-        mask: &TokenSet,
-        logits: &[f32],
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
         out: &mut [f64],
-    ) -> Result<(), String> {
+    ) -> Result<PhiCost, PhiError> {
         let t = Instant::now();
-        let r = self
-            .inner
-            .log_phi_shifted(prefix, constraint, mask, logits, out);
+        let r = self.inner.log_phi_shifted(q, model, out);
         self.seconds += t.elapsed().as_secs_f64();
         self.calls += 1;
         r
@@ -126,25 +116,26 @@ impl<C: Constraint, F: PhiSource<C>> PhiSource<C> for Timed<F> {
 }
 
 /// The pre-fix evaluation of Def. 9 as a `PhiEstimator` (for the
-/// "before" column through the generic adapter).
+/// "before" column through the generic adapter): a `|V|`-sized result,
+/// copied onto the mask.
 #[derive(Default)]
-struct NaiveOneStep {
-    cost: PhiCost,
-}
+struct NaiveOneStep;
 
 impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for NaiveOneStep {
-    fn log_phi(&mut self, c: &C, _m: &mut M, logits: &[f32]) -> Result<Vec<f64>, PhiError> {
-        self.cost.calls += 1;
-        onestep_cheap_reference(c, logits)
-    }
     fn name(&self) -> String {
         "naive Def. 9".into()
     }
-    fn cost(&self) -> PhiCost {
-        self.cost
-    }
-    fn reset_cost(&mut self) {
-        self.cost = PhiCost::default();
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        _: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        let v = onestep_cheap_reference(q.constraint, q.logits)?;
+        for y in q.mask.iter() {
+            out[y as usize] = v.get(y as usize).copied().unwrap_or(f64::NEG_INFINITY);
+        }
+        Ok(PhiCost::default())
     }
 }
 
@@ -177,7 +168,7 @@ impl<C: Constraint> Embed<C> {
     }
 }
 
-impl<C: Constraint> Constraint for Embed<C> {
+impl<C: LookAhead> Constraint for Embed<C> {
     fn vocab_size(&self) -> usize {
         self.vocab_size
     }
@@ -195,18 +186,6 @@ impl<C: Constraint> Constraint for Embed<C> {
         }
         self.scratch = l;
     }
-    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
-        if !self.inner.allowed_sparse(out) {
-            *out = self.inner.mask().iter().collect();
-        }
-        for t in out.iter_mut() {
-            *t = self.to_outer(*t);
-        }
-        true
-    }
-    fn mask_key(&self) -> Option<u64> {
-        self.inner.mask_key()
-    }
     fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
         match self.to_inner(t) {
             Some(i) => self
@@ -216,7 +195,7 @@ impl<C: Constraint> Constraint for Embed<C> {
             None => Err(Rejected {
                 token: t,
                 position: self.inner.num_tokens(),
-                reason: "not a token of the embedded language".into(),
+                reason: RejectReason::NotAllowed,
             }),
         }
     }
@@ -231,6 +210,23 @@ impl<C: Constraint> Constraint for Embed<C> {
     }
     fn num_tokens(&self) -> usize {
         self.inner.num_tokens()
+    }
+}
+
+/// Forwards the inner constraint's sparse list (mapped to outer ids) and
+/// mask key.
+impl<C: LookAhead> LookAhead for Embed<C> {
+    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
+        if !self.inner.allowed_sparse(out) {
+            *out = self.inner.mask().iter().collect();
+        }
+        for t in out.iter_mut() {
+            *t = self.to_outer(*t);
+        }
+        true
+    }
+    fn mask_key(&self) -> Option<u64> {
+        self.inner.mask_key()
     }
 }
 
@@ -342,7 +338,7 @@ type Dec<F> = SpeculativeDecoder<BigramLm, BigramLm, Timed<F>>;
 
 /// Runs `rounds` rounds from a fresh sequence (restarting it when finished
 /// or long), returns (wall s, cpu s, rows, tokens).
-fn block<C: Constraint, F: PhiSource<C>>(
+fn block<C: Constraint, F: PhiEstimator<C, NoModel>>(
     dec: &mut Dec<F>,
     c: &C,
     seed: u64,
@@ -375,7 +371,16 @@ fn block<C: Constraint, F: PhiSource<C>>(
     ))
 }
 
-fn measure<C: Constraint>(
+/// What every setting of one run shares: the base seed and the
+/// `--only` filter.
+struct RunArgs {
+    seed: u64,
+    only: Option<String>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure<C: LookAhead>(
+    run: &RunArgs,
     name: &str,
     c: &C,
     vocab: usize,
@@ -384,8 +389,8 @@ fn measure<C: Constraint>(
     with_naive: bool,
     naive_calls: usize,
 ) -> anyhow::Result<Option<Setting>> {
-    // FVO_OVERHEAD_ONLY=<substring>: run only the matching settings
-    if let Ok(only) = std::env::var("FVO_OVERHEAD_ONLY") {
+    // --only / FVO_OVERHEAD_ONLY=<substring>: run only the matching settings
+    if let Some(only) = &run.only {
         if !name.contains(only.as_str()) {
             return Ok(None);
         }
@@ -398,18 +403,18 @@ fn measure<C: Constraint>(
     };
     let target = || BigramLm::new(vocab, 1);
     let draft = || BigramLm::new(vocab, 1).with_scale(1.6);
-    let mut du: Dec<UniformPhi> =
-        SpeculativeDecoder::new(target(), draft(), Timed::new(UniformPhi), cfg.clone())?;
-    let mut dof: Dec<OneStepCheapPhi> = SpeculativeDecoder::new(
+    let mut du: Dec<Uniform> =
+        SpeculativeDecoder::new(target(), draft(), Timed::new(Uniform), cfg.clone())?;
+    let mut dof: Dec<OneStepCheap> = SpeculativeDecoder::new(
         target(),
         draft(),
-        Timed::new(OneStepCheapPhi::new()),
+        Timed::new(OneStepCheap::new()),
         cfg.clone(),
     )?;
-    let mut dn: Dec<EstimatorPhi<NaiveOneStep, BigramLm>> = SpeculativeDecoder::new(
+    let mut dn: Dec<WithModel<NaiveOneStep, BigramLm>> = SpeculativeDecoder::new(
         target(),
         draft(),
-        Timed::new(EstimatorPhi::new(NaiveOneStep::default(), target())),
+        Timed::new(WithModel::new(NaiveOneStep, target())),
         cfg,
     )?;
     let nv = if with_naive { 3 } else { 2 };
@@ -423,9 +428,9 @@ fn measure<C: Constraint>(
             phi: 0.0,
         })
         .collect();
-    let pb = common::progress(blocks, name.to_string());
+    let pb = examples::fvo::progress(blocks, name.to_string());
     for b in 0..blocks {
-        let seed = 1000 + b as u64;
+        let seed = run.seed + b as u64;
         for j in 0..nv {
             let v = (j + b) % nv; // rotate the order
             let (w, cpu, rows, tokens) = match v {
@@ -462,6 +467,7 @@ fn measure<C: Constraint>(
         let mut lm = target();
         let mut one = OneStepCheap::new();
         let mut out = vec![0.0; vocab];
+        let mut no_model = NoModel::new(vocab);
         for _ in 0..40 {
             if st.is_finished() || st.committed.len() >= MAX_COMMITTED {
                 st = DecodeState::new(c.clone());
@@ -473,7 +479,8 @@ fn measure<C: Constraint>(
             per.positions += 1;
             per.valid += m.count() as f64;
             let t = Instant::now();
-            one.log_phi_into(&st.constraint, &m, &logits, &mut out)?;
+            let q = PhiQuery::new(&st.committed, &st.constraint, &m, &logits);
+            one.log_phi_into(&q, &mut no_model, &mut out)?;
             per.fast_us += t.elapsed().as_secs_f64() * 1e6;
             let t = Instant::now();
             one.log_phi_into_shifted(&st.constraint, &m, &logits, &mut out)?;
@@ -551,8 +558,30 @@ fn measure<C: Constraint>(
     }))
 }
 
+/// OneStep-Cheap overhead per FVO-Spec round (§6.5).
+///
+/// `--seed` (default 1000): base seed of the timed blocks (block b decodes with
+/// `seed + b`).
+#[derive(Parser, Debug)]
+struct Cli {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Run only the settings whose name contains this (also read from
+    /// the `FVO_OVERHEAD_ONLY` environment variable).
+    #[arg(long)]
+    only: Option<String>,
+}
+
 fn main() -> anyhow::Result<()> {
-    let args = CommonArgs::from_env().map_err(anyhow::Error::msg)?;
+    let cli = Cli::parse();
+    let args = &cli.common;
+    let run = RunArgs {
+        seed: args.seed_or(1000),
+        only: cli
+            .only
+            .clone()
+            .or_else(|| std::env::var("FVO_OVERHEAD_ONLY").ok()),
+    };
     let scale = if args.quick { 1 } else { 3 };
     let t0 = Instant::now();
     let mut out: Vec<Setting> = Vec::new();
@@ -564,6 +593,7 @@ fn main() -> anyhow::Result<()> {
     };
     let dyck = DyckConstraint::new(spec);
     out.extend(measure(
+        &run,
         "Dyck D_{3,16}, V = 3 (App. G toy)",
         &dyck,
         3,
@@ -586,6 +616,7 @@ fn main() -> anyhow::Result<()> {
         scratch: Vec::new(),
     };
     out.extend(measure(
+        &run,
         "Dyck D_{3,16} over r50k (V = 50,257)",
         &embed,
         r50k.len(),
@@ -610,6 +641,7 @@ fn main() -> anyhow::Result<()> {
         .collect();
     let wide = TrieConstraint::new(Arc::new(TokenTrie::new(&seqs)), v, r50k.eos());
     out.extend(measure(
+        &run,
         "trie, 2,000 strings, root fan-out ≈ 2,000, r50k",
         &wide,
         v,
@@ -620,7 +652,7 @@ fn main() -> anyhow::Result<()> {
     )?);
 
     let o200k = TokenVocab::tiktoken(TiktokenBpe::O200k)?;
-    let texts: Vec<String> = zapspec_verify::toys::json_schemas(true)
+    let texts: Vec<String> = examples::toys::json_schemas(true)
         .into_iter()
         .find(|s| s.name.starts_with("flag-code"))
         .map(|s| s.strings)
@@ -632,6 +664,7 @@ fn main() -> anyhow::Result<()> {
         .collect::<Result<Vec<_>, _>>()?;
     let schema = TrieConstraint::from_sequences(&o200k, seqs);
     out.extend(measure(
+        &run,
         "JSON schema E (2,000 strings) tokenized by o200k",
         &schema,
         o200k.len(),
@@ -644,6 +677,7 @@ fn main() -> anyhow::Result<()> {
     let dfa = Arc::new(json_object_dfa(&o200k)?);
     let regex = DfaConstraint::new(dfa);
     out.extend(measure(
+        &run,
         "regex {\"[a-z_]+\":[0-9]+(,…)*} as a token DFA over o200k",
         &regex,
         o200k.len(),

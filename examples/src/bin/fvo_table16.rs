@@ -6,26 +6,22 @@
 //! `zapspec_phi::ExactTrie`; samples μ*), and the equality diagnostic
 //! with the same exact-Φ target (biased, App. H.7).
 //!
-//! `cargo run --release -p examples --bin fvo_table16 -- [--out DIR] [--quick]`
-
-#[path = "fvo/common.rs"]
-mod common;
+//! `cargo run --release -p examples --bin fvo_table16 -- [--out DIR] [--quick] [--seed N]`
 
 use std::sync::Arc;
 
-use common::{compare, exp, f4, progress, Comparison};
+use examples::fvo::{compare, exp, f4, progress, Comparison};
+use examples::report::{write_json, CommonArgs, MarkdownTable};
+use examples::toys::{json_corpus, json_schemas};
 use serde::Serialize;
 use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_core::TokenId;
 use zapspec_phi::ExactTrie;
+use zapspec_phi::{Frozen, WithModel};
+use zapspec_testkit::bytelm::{CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB};
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::TrieConstraint;
-use zapspec_verify::adapters::{EstimatorPhi, FrozenPhi};
-use zapspec_verify::report::{write_json, CommonArgs, MarkdownTable};
-use zapspec_verify::toys::{
-    json_corpus, json_schemas, CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB,
-};
-use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
+use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
 
 #[derive(Serialize)]
 struct VerifierRun {
@@ -47,10 +43,13 @@ struct Row {
     runs: Vec<VerifierRun>,
 }
 
+/// `--help` text of this binary.
+const ABOUT: &str = "Table 16: the finite-trie loop on schemas A–E. `--seed` (default 16): seed of the draft noise and the sampling runs.";
+
 fn main() -> anyhow::Result<()> {
-    let args = CommonArgs::from_env().map_err(anyhow::Error::msg)?;
+    let args = CommonArgs::parse_with_about(ABOUT);
     let n = if args.quick { 5_000 } else { 50_000 };
-    let seed = 16u64;
+    let seed = args.seed_or(16);
     let t0 = std::time::Instant::now();
     let lm = CharBigramLm::fit(&json_corpus(), 0.1, 1.0);
     let mut rows = Vec::new();
@@ -67,8 +66,7 @@ fn main() -> anyhow::Result<()> {
         let star = exp(&tree.log_mu_star());
         let proj = exp(&tree.log_mu_proj());
         // the exact Φ comes from the future-validity crate's token-trie DP
-        let mut exact =
-            FrozenPhi::new(EstimatorPhi::new(ExactTrie::new(), MemoLm::new(lm.clone())));
+        let mut exact = Frozen::new(WithModel::new(ExactTrie::new(), MemoLm::new(lm.clone())));
         let doob = exp(&tree.log_mu_phi(&mut exact)?);
         let mut runs = Vec::new();
         for (k, kind) in [
@@ -86,7 +84,7 @@ fn main() -> anyhow::Result<()> {
                 ..SpecConfig::default()
             };
             let draft = MemoLm::new(NoisyLm::new(lm.clone(), 0.5, seed));
-            let phi = FrozenPhi::new(EstimatorPhi::new(ExactTrie::new(), MemoLm::new(lm.clone())));
+            let phi = Frozen::new(WithModel::new(ExactTrie::new(), MemoLm::new(lm.clone())));
             let mut dec = SpeculativeDecoder::new(MemoLm::new(lm.clone()), draft, phi, cfg)?;
             let mut rng = seeded_rng(seed * 100 + k as u64);
             let pb = progress(n, format!("{} {}", schema.name, kind.name()));
@@ -95,7 +93,7 @@ fn main() -> anyhow::Result<()> {
             let cmp = compare(&mut seeded_rng(seed ^ 0xB007), &counts, &star, 200, 20);
             runs.push(VerifierRun {
                 verifier: kind.name().to_string(),
-                tv_to_mu_proj: zapspec_verify::stats::tv_counts(&counts, &proj),
+                tv_to_mu_proj: zapspec_phi::metrics::tv_counts(&counts, &proj),
                 vs_mu_star: cmp,
                 acceptance: stats.acceptance_rate(),
                 tokens_per_round: stats.tokens_per_round(),

@@ -48,7 +48,7 @@ struct Args {
     /// MaskBench directory (JSON files with a `tests` array).
     #[arg(long, default_value = "../shared/data/maskbench")]
     data: PathBuf,
-    /// Output directory (default: models/<kind>-bytes).
+    /// Output directory (default: `models/<kind>-bytes`).
     #[arg(long)]
     out: Option<PathBuf>,
     #[arg(long, default_value_t = 128)]

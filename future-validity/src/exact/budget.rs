@@ -13,7 +13,12 @@
 //! μ^proj and exact μ^Φ every string of a group has the same probability, so
 //! the TV is `½ Σ_groups |M̂_g − M*_g|` exactly (for other kernels this is a
 //! lower bound).
+//!
+//! [`summarize`] puts these together into one row of Table 8
+//! ([`BudgetSummary`]; the paper's settings are [`TABLE8_SETTINGS`]); it is
+//! the one implementation the Table 8 experiment and its snapshot test use.
 
+use serde::Serialize;
 use zapspec_core::{prob, LanguageModel, Logits, ModelError, TokenId};
 
 use super::regular::{Dfa, FiniteStateLm, RegularDp, RegularDpConfig, DEAD};
@@ -22,7 +27,9 @@ use crate::error::PhiError;
 /// `L_{n,K}`: tokens 0 and 1, EOS = 2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetLanguage {
+    /// String length `n`.
     pub n: usize,
+    /// Budget `K`: most ones a member may hold.
     pub k: usize,
 }
 
@@ -30,6 +37,7 @@ pub struct BudgetLanguage {
 pub const BUDGET_EOS: TokenId = 2;
 
 impl BudgetLanguage {
+    /// `L_{n,K}`; `K > n` is a configuration error.
     pub fn new(n: usize, k: usize) -> Result<Self, PhiError> {
         if k > n {
             return Err(PhiError::config(
@@ -67,7 +75,15 @@ impl BudgetLanguage {
         Dfa::new(ns, 3, BUDGET_EOS, 0, acc, trans).expect("budget DFA")
     }
 
-    /// Number of members, `Σ_{c≤K} C(n, c)`.
+    /// Number of members, `Σ_{c≤K} C(n, c)`, exactly (`O(nK)` integer
+    /// arithmetic; exact while the count fits in a `u128`).
+    pub fn num_members(&self) -> u128 {
+        (0..=self.k)
+            .map(|c| (0..c).fold(1u128, |r, i| r * (self.n - i) as u128 / (i + 1) as u128))
+            .sum()
+    }
+
+    /// Number of members, `Σ_{c≤K} C(n, c)`, in floating point.
     pub fn num_strings(&self) -> f64 {
         (0..=self.k)
             .map(|c| log_binom(self.n, c).exp())
@@ -80,13 +96,16 @@ impl BudgetLanguage {
 /// `n` bits (its state is the position, capped at `n`).
 #[derive(Debug, Clone)]
 pub struct BernoulliLm {
+    /// Probability of token 1 at each of the first `n` positions.
     pub p1: f64,
+    /// Number of bits before the forced EOS.
     pub n: usize,
     context: Vec<TokenId>,
     forwards: usize,
 }
 
 impl BernoulliLm {
+    /// The model; `p1` must lie in `(0, 1)`.
     pub fn new(p1: f64, n: usize) -> Result<Self, PhiError> {
         if !(p1 > 0.0 && p1 < 1.0) {
             return Err(PhiError::config("p1", format!("{p1} is not in (0, 1)")));
@@ -98,6 +117,7 @@ impl BernoulliLm {
             forwards: 0,
         })
     }
+    /// Forward calls made so far (`prefill` + `next_logits`).
     pub fn forwards(&self) -> usize {
         self.forwards
     }
@@ -254,5 +274,83 @@ pub fn tv_phi_star(lang: BudgetLanguage, p1: f64, dp: &RegularDp<usize>) -> f64 
         let a = p1.ln() + phi(t + 1, c + 1);
         let b = (-p1).ln_1p() + phi(t + 1, c);
         (a - prob::log_add_exp(a, b)).exp()
+    })
+}
+
+/// The `(n, K, p₁)` settings of App. H.4's Table 8, in the paper's order.
+pub const TABLE8_SETTINGS: [(usize, usize, f64); 8] = [
+    (20, 10, 0.62),
+    (22, 11, 0.65),
+    (24, 12, 0.68),
+    (24, 10, 0.65),
+    (24, 8, 0.70),
+    (26, 13, 0.68),
+    (28, 14, 0.68),
+    (30, 15, 0.70),
+];
+
+/// Exact summary of `L_{n,K}` under Bernoulli(p₁): one row of App. H.4's
+/// Table 8, computed without sampling or enumerating strings.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetSummary {
+    /// String length `n`.
+    pub n: usize,
+    /// Budget `K`.
+    pub k: usize,
+    /// Bernoulli parameter `p₁`.
+    pub p1: f64,
+    /// `|L_{n,K}| = Σ_{c≤K} C(n,c)`.
+    pub valid_strings: u128,
+    /// `(n+1)(K+1)` DFA states `(t, c)`.
+    pub dfa_states: usize,
+    /// `TV(μ^proj, μ*)` by [`grouped_tv`] ([`tv_proj_star`]).
+    pub tv_proj_star: f64,
+    /// `TV(μ^Φ, μ*)` with Φ from the DP ([`tv_phi_star`]).
+    pub tv_phi_star: f64,
+    /// `max_{(t,c)} |Σ_y π(y|t,c) − 1|` over the reachable states of the
+    /// Doob kernel `π(1|t,c) = p₁Φ(t+1,c+1)/Φ(t,c)`.
+    pub doob_residual: f64,
+    /// Probability of token 1 at the root under local masking (`p₁`, or 0
+    /// when `K = 0`).
+    pub root_p1_proj: f64,
+    /// Probability of token 1 at the root under the Doob kernel.
+    pub root_p1_phi: f64,
+}
+
+/// Solves the DP ([`solve`]) and summarises `L_{n,K}` under Bernoulli(p₁)
+/// exactly ([`BudgetSummary`]). Cost: the DP over `(n+1)(K+1)` states plus
+/// two `O(nK)` grouped-TV sweeps.
+pub fn summarize(lang: BudgetLanguage, p1: f64) -> Result<BudgetSummary, PhiError> {
+    let (dfa, dp) = solve(lang, p1)?;
+    let (n, k) = (lang.n, lang.k);
+    let phi = |t: usize, c: usize| dp.get(lang.state(t, c), &t);
+    let (l1, l0) = (p1.ln(), (-p1).ln_1p());
+    let mut residual: f64 = 0.0;
+    for t in 0..n {
+        for c in 0..=k.min(t) {
+            let Some(here) = phi(t, c) else { continue };
+            let one = match phi(t + 1, c + 1) {
+                Some(v) if c < k => (l1 + v - here).exp(),
+                _ => 0.0,
+            };
+            let zero = phi(t + 1, c).map_or(0.0, |v| (l0 + v - here).exp());
+            residual = residual.max((one + zero - 1.0).abs());
+        }
+    }
+    let root_p1_phi = match (k > 0).then(|| phi(1, 1).zip(phi(0, 0))).flatten() {
+        Some((a, b)) => (l1 + a - b).exp(),
+        None => 0.0,
+    };
+    Ok(BudgetSummary {
+        n,
+        k,
+        p1,
+        valid_strings: lang.num_members(),
+        dfa_states: dfa.num_states,
+        tv_proj_star: tv_proj_star(lang, p1),
+        tv_phi_star: tv_phi_star(lang, p1, &dp),
+        doob_residual: residual,
+        root_p1_proj: if k > 0 { p1 } else { 0.0 },
+        root_p1_phi,
     })
 }

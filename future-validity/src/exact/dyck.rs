@@ -23,7 +23,9 @@ use zapspec_testkit::{DyckConstraint, DyckSpec};
 
 use super::regular::FiniteStateLm;
 use crate::error::PhiError;
-use crate::estimator::{check_vocab, clamp_log, PhiCost, PhiEstimator};
+use crate::estimator::{
+    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery,
+};
 
 type Key<S> = (Vec<u16>, usize, S);
 
@@ -35,6 +37,7 @@ pub struct DyckMarkovDp<S: Clone + Eq + Hash> {
 }
 
 impl<S: Clone + Eq + Hash> DyckMarkovDp<S> {
+    /// An empty memo for `spec`.
     pub fn new(spec: DyckSpec) -> Self {
         DyckMarkovDp {
             spec,
@@ -108,22 +111,20 @@ impl<S: Clone + Eq + Hash> DyckMarkovDp<S> {
 #[derive(Debug, Clone)]
 pub struct ExactDyckMarkov<S: Clone + Eq + Hash> {
     dp: Option<DyckMarkovDp<S>>,
-    cost: PhiCost,
 }
 
 impl<S: Clone + Eq + Hash> Default for ExactDyckMarkov<S> {
     fn default() -> Self {
-        ExactDyckMarkov {
-            dp: None,
-            cost: PhiCost::default(),
-        }
+        ExactDyckMarkov { dp: None }
     }
 }
 
 impl<S: Clone + Eq + Hash> ExactDyckMarkov<S> {
+    /// An estimator whose DP is set up on first use.
     pub fn new() -> Self {
         Self::default()
     }
+    /// The memoised DP, once set up.
     pub fn dp(&self) -> Option<&DyckMarkovDp<S>> {
         self.dp.as_ref()
     }
@@ -151,19 +152,38 @@ fn replay(spec: DyckSpec, toks: &[TokenId]) -> Result<Vec<u16>, PhiError> {
     Ok(st)
 }
 
+/// Uses the model only through [`FiniteStateLm`] (no forwards); reports no
+/// work.
 impl<S, M> PhiEstimator<DyckConstraint, M> for ExactDyckMarkov<S>
 where
     S: Clone + Eq + Hash,
     M: LanguageModel + FiniteStateLm<State = S>,
 {
-    fn log_phi(
+    fn name(&self) -> String {
+        "Exact-DyckDP".into()
+    }
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, DyckConstraint>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        check_query(q, out)?;
+        let full = self.full(q.constraint, model, q.logits)?;
+        copy_on_mask(&full, q.mask, out);
+        Ok(PhiCost::default())
+    }
+}
+
+impl<S: Clone + Eq + Hash> ExactDyckMarkov<S> {
+    /// `log Φ` of every candidate as a `|V|` vector (`-inf` elsewhere).
+    fn full<M: LanguageModel + FiniteStateLm<State = S>>(
         &mut self,
         constraint: &DyckConstraint,
         model: &mut M,
         logits: &[f32],
     ) -> Result<Vec<f64>, PhiError> {
         let v = check_vocab(constraint, model, logits)?;
-        self.cost.calls += 1;
         let spec = constraint.spec();
         let mut out = vec![f64::NEG_INFINITY; v];
         if constraint.is_finished() {
@@ -208,21 +228,5 @@ where
             };
         }
         Ok(out)
-    }
-    fn name(&self) -> String {
-        "Exact-DyckDP".into()
-    }
-    fn cost(&self) -> PhiCost {
-        self.cost
-    }
-    fn reset_cost(&mut self) {
-        self.cost = PhiCost::default();
-    }
-}
-
-impl<S: Clone + Eq + Hash> ExactDyckMarkov<S> {
-    /// Costs accumulated so far (same as [`PhiEstimator::cost`]).
-    pub fn cost(&self) -> PhiCost {
-        self.cost
     }
 }

@@ -19,8 +19,11 @@ use std::collections::HashMap;
 
 use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
 
+use super::tree::{expand, log_phi_of};
 use crate::error::PhiError;
-use crate::estimator::{check_vocab, clamp_log, valid_set, PhiCost, PhiEstimator};
+use crate::estimator::{
+    check_query, check_vocab, copy_on_mask, valid_set, PhiCost, PhiEstimator, PhiQuery,
+};
 
 /// Limits of the enumeration.
 #[derive(Debug, Clone, Copy)]
@@ -51,11 +54,13 @@ pub struct Exact {
     config: ExactConfig,
     /// `log Φ(context)`, keyed by the model's full context.
     memo: HashMap<Vec<TokenId>, f64>,
-    cost: PhiCost,
+    /// Work of the call in progress (returned and zeroed at its end).
+    work: PhiCost,
     visited: usize,
 }
 
 impl Exact {
+    /// An estimator with an empty memo.
     pub fn new(config: ExactConfig) -> Self {
         Exact {
             config,
@@ -85,7 +90,7 @@ impl Exact {
             return Ok(v);
         }
         let logits = model.next_logits()?;
-        self.cost.forwards += 1;
+        self.work.forwards += 1;
         let mut c = constraint.fork();
         self.visited = 0;
         let v = self.node(&mut c, model, &logits, 0)?;
@@ -106,18 +111,16 @@ impl Exact {
         let lp = prob::log_softmax(logits);
         let mut out = vec![f64::NEG_INFINITY; v];
         let mut c = constraint.fork();
-        let mut terms = Vec::with_capacity(mask.count());
         self.visited = 0;
         for y in mask.iter() {
-            let val = if y == eos {
+            out[y as usize] = if y == eos {
                 0.0
             } else {
                 self.child(&mut c, model, y, 0)?
             };
-            out[y as usize] = val;
-            terms.push(lp[y as usize] + val);
         }
-        Ok((out, clamp_log(prob::logsumexp(&terms))))
+        let here = log_phi_of(&lp, &mask, eos, |u| Ok(out[u as usize]))?;
+        Ok((out, here))
     }
 
     /// `log Φ(x·u)`: advance, look up or compute, restore.
@@ -141,9 +144,9 @@ impl Exact {
             });
         }
         c.advance(u)?;
-        self.cost.constraint_ops += 1;
+        self.work.constraint_ops += 1;
         let rows = m.prefill(&[u]);
-        self.cost.forwards += 1;
+        self.work.forwards += 1;
         let r = match rows {
             Ok(rows) => {
                 let row: Vec<f32> = rows.row(0).to_vec();
@@ -174,58 +177,33 @@ impl Exact {
                 depth,
             });
         }
-        if logits.len() != c.vocab_size() {
-            return Err(PhiError::VocabMismatch {
-                what: "logits",
-                got: logits.len(),
-                want: c.vocab_size(),
-            });
-        }
         let eos = c.eos();
-        let mask = c.mask();
-        self.cost.constraint_ops += 1;
-        let lp = prob::log_softmax(logits);
-        let mut terms = Vec::with_capacity(mask.count());
-        for u in mask.iter() {
-            if u == eos {
-                terms.push(lp[u as usize]);
-            } else if lp[u as usize] > f64::NEG_INFINITY {
-                let v = self.child(c, m, u, depth)?;
-                terms.push(lp[u as usize] + v);
-            }
-        }
-        Ok(clamp_log(prob::logsumexp(&terms)))
+        let (mask, lp) = expand(c, logits, "logits")?;
+        self.work.constraint_ops += 1;
+        log_phi_of(&lp, &mask, eos, |u| self.child(c, m, u, depth))
     }
 }
 
+/// Reports the forwards and constraint operations of the enumeration
+/// below the prefix (memoised prefixes cost nothing).
 impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for Exact {
-    fn log_phi(
-        &mut self,
-        constraint: &C,
-        model: &mut M,
-        logits: &[f32],
-    ) -> Result<Vec<f64>, PhiError> {
-        check_vocab(constraint, model, logits)?;
-        self.cost.calls += 1;
-        let (out, here) = self.candidates(constraint, model, logits)?;
-        self.memo.entry(model.context().to_vec()).or_insert(here);
-        Ok(out)
-    }
     fn name(&self) -> String {
         "Exact".into()
     }
-    fn cost(&self) -> PhiCost {
-        self.cost
-    }
-    fn reset_cost(&mut self) {
-        self.cost = PhiCost::default();
-    }
-}
-
-impl Exact {
-    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
-    /// without naming the constraint and model types).
-    pub fn cost(&self) -> PhiCost {
-        self.cost
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        check_vocab(q.constraint, model, q.logits)?;
+        check_query(q, out)?;
+        self.work = PhiCost::default();
+        let r = self.candidates(q.constraint, model, q.logits);
+        let work = std::mem::take(&mut self.work);
+        let (full, here) = r?;
+        self.memo.entry(model.context().to_vec()).or_insert(here);
+        copy_on_mask(&full, q.mask, out);
+        Ok(work)
     }
 }

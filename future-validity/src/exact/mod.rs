@@ -4,6 +4,7 @@
 //! | module | language | model | DP over |
 //! |---|---|---|---|
 //! | [`enumerate`] | any constraint whose language below the prefix is finite (bounded Dyck `D_{d,L}`, a finite token trie, …) | any [`LanguageModel`](zapspec_core::LanguageModel) | the tree of valid prefixes (one forward per prefix, memoised) |
+//! | [`tree`] | any finite-language constraint, enumerated from any prefix | any | the same tree, stored ([`PrefixTree`]; same per-prefix expansion and backward step as [`enumerate`]): exact `μ*`, `μ^proj`, any kernel's terminal law, Φ at every prefix |
 //! | [`trie`] | a finite token trie ([`TrieConstraint`](zapspec_testkit::TrieConstraint)) | any | trie nodes (backward DP, one forward per node) |
 //! | [`dyck`] | bounded Dyck ([`DyckConstraint`](zapspec_testkit::DyckConstraint)) | finite-state (Markov) LMs | (stack, length, LM state) |
 //! | [`regular`] | a DFA | finite-state LMs | (DFA state, LM state) |
@@ -17,6 +18,8 @@ pub mod dyck;
 pub mod enumerate;
 pub mod regular;
 
+pub mod tree;
 pub mod trie;
 
 pub use enumerate::{Exact, ExactConfig};
+pub use tree::PrefixTree;

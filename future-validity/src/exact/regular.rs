@@ -19,14 +19,17 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use zapspec_core::{prob, Constraint, LanguageModel, Rejected, RollbackError, TokenId, TokenSet};
+use zapspec_core::{prob, Constraint, LanguageModel, LookAhead, RejectReason, TokenId, TokenSet};
 use zapspec_testkit::toy::BigramLm;
 
 use crate::error::PhiError;
-use crate::estimator::{check_vocab, clamp_log, PhiCost, PhiEstimator};
+use crate::estimator::{
+    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery,
+};
 
 /// A language model whose next-token law is a function of a finite state.
 pub trait FiniteStateLm {
+    /// The model's state (e.g. the previous token of a bigram model).
     type State: Clone + Eq + Hash;
     /// The model state after `context` (prompt included).
     fn state_of(&self, context: &[TokenId]) -> Self::State;
@@ -56,10 +59,15 @@ pub const DEAD: u32 = u32::MAX;
 /// token (EOS ends the string; it has no transition).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dfa {
+    /// Number of states `0..num_states`.
     pub num_states: usize,
+    /// Size of the token vocabulary (EOS included).
     pub vocab_size: usize,
+    /// The EOS token (no transition; allowed in accepting states).
     pub eos: TokenId,
+    /// The start state.
     pub start: u32,
+    /// `accepting[q]`: `q` ends a member.
     pub accepting: Vec<bool>,
     /// `trans[q * vocab_size + t]`: next state or [`DEAD`].
     pub trans: Vec<u32>,
@@ -170,6 +178,8 @@ impl Dfa {
         })
     }
 
+    /// The state after `t` from `q`, if it is live (`None` for EOS, ids
+    /// outside the vocabulary and dead transitions). O(1).
     #[inline]
     pub fn step(&self, q: u32, t: TokenId) -> Option<u32> {
         if t as usize >= self.vocab_size {
@@ -179,12 +189,16 @@ impl Dfa {
         (r != DEAD && self.live[r as usize]).then_some(r)
     }
 
+    /// Whether an accepting state is reachable from `q`.
     pub fn is_live(&self, q: u32) -> bool {
         self.live[q as usize]
     }
 }
 
-/// A [`Constraint`] that runs a [`Dfa`] (shared, immutable).
+/// A [`Constraint`] that runs a [`Dfa`] (shared, immutable): a
+/// [`Matcher`](zapspec_core::Matcher) whose mask is a copy of the state's
+/// precomputed one, with the state as [`LookAhead`] mask key and one table
+/// look-up per successor key. `O(1)` per advance and rollback.
 #[derive(Debug, Clone)]
 pub struct DfaConstraint {
     dfa: std::sync::Arc<Dfa>,
@@ -193,6 +207,7 @@ pub struct DfaConstraint {
 }
 
 impl DfaConstraint {
+    /// The matcher at the DFA's start state.
     pub fn new(dfa: std::sync::Arc<Dfa>) -> Self {
         let s = dfa.start;
         DfaConstraint {
@@ -201,6 +216,7 @@ impl DfaConstraint {
             finished: false,
         }
     }
+    /// The shared automaton.
     pub fn dfa(&self) -> &std::sync::Arc<Dfa> {
         &self.dfa
     }
@@ -210,18 +226,16 @@ impl DfaConstraint {
     }
 }
 
-impl Constraint for DfaConstraint {
+impl zapspec_core::Matcher for DfaConstraint {
     fn vocab_size(&self) -> usize {
         self.dfa.vocab_size
     }
     fn eos(&self) -> TokenId {
         self.dfa.eos
     }
-    fn fill_mask(&mut self, mask: &mut TokenSet) {
-        if self.finished {
-            mask.clear();
-            return;
-        }
+    /// Copies the state's precomputed mask (`|V|/64` words; EOS included
+    /// when the state accepts).
+    fn fill_next(&mut self, mask: &mut TokenSet) {
         let m = &self.dfa.masks[self.state() as usize];
         if mask.universe() == m.universe() {
             mask.words_mut().copy_from_slice(m.words());
@@ -229,6 +243,35 @@ impl Constraint for DfaConstraint {
             *mask = m.clone();
         }
     }
+    fn step(&mut self, t: TokenId) -> Result<(), RejectReason> {
+        if t as usize >= self.dfa.vocab_size {
+            return Err(RejectReason::OutOfVocabulary);
+        }
+        let r = self
+            .dfa
+            .step(self.state(), t)
+            .ok_or(RejectReason::NotAllowed)?;
+        self.states.push(r);
+        Ok(())
+    }
+    fn unstep(&mut self, n: usize) {
+        self.states.truncate(self.states.len() - n);
+    }
+    fn num_steps(&self) -> usize {
+        self.states.len() - 1
+    }
+    fn is_complete(&self) -> bool {
+        self.dfa.accepting[self.state() as usize]
+    }
+    fn finished(&self) -> bool {
+        self.finished
+    }
+    fn set_finished(&mut self, finished: bool) {
+        self.finished = finished;
+    }
+}
+
+impl LookAhead for DfaConstraint {
     fn mask_key(&self) -> Option<u64> {
         // the mask is a function of the DFA state
         Some(if self.finished {
@@ -243,45 +286,6 @@ impl Constraint for DfaConstraint {
         }
         self.dfa.step(self.state(), t).map(u64::from)
     }
-    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
-        let position = self.num_tokens();
-        let reject = |reason: &str| Rejected {
-            token: t,
-            position,
-            reason: reason.into(),
-        };
-        if self.finished {
-            return Err(reject("already finished"));
-        }
-        if t == self.dfa.eos {
-            if self.is_accepting() {
-                self.finished = true;
-                return Ok(());
-            }
-            return Err(reject("EOS in a non-accepting state"));
-        }
-        match self.dfa.step(self.state(), t) {
-            Some(r) => {
-                self.states.push(r);
-                Ok(())
-            }
-            None => Err(reject("no transition to a live state")),
-        }
-    }
-    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
-        let n = zapspec_core::constraint::rollback_eos(n, self.num_tokens(), &mut self.finished)?;
-        self.states.truncate(self.states.len() - n);
-        Ok(())
-    }
-    fn is_accepting(&self) -> bool {
-        !self.finished && self.dfa.accepting[self.state() as usize]
-    }
-    fn is_finished(&self) -> bool {
-        self.finished
-    }
-    fn num_tokens(&self) -> usize {
-        self.states.len() - 1 + usize::from(self.finished)
-    }
 }
 
 /// Configuration of [`RegularDp::solve`].
@@ -291,6 +295,7 @@ pub struct RegularDpConfig {
     pub max_states: usize,
     /// Value-iteration tolerance (cyclic graphs only).
     pub tol: f64,
+    /// Most value-iteration sweeps (cyclic graphs only).
     pub max_iters: usize,
 }
 
@@ -569,6 +574,7 @@ impl<S: Clone + Eq + Hash> RegularDp<S> {
             .map(|&i| self.log_phi[i as usize])
     }
 
+    /// Number of solved product states.
     pub fn num_states(&self) -> usize {
         self.log_phi.len()
     }
@@ -581,7 +587,6 @@ impl<S: Clone + Eq + Hash> RegularDp<S> {
 pub struct ExactRegular<S: Clone + Eq + Hash> {
     table: Option<(Vec<TokenId>, RegularDp<S>)>,
     config: RegularDpConfig,
-    cost: PhiCost,
 }
 
 impl<S: Clone + Eq + Hash> Default for ExactRegular<S> {
@@ -589,36 +594,56 @@ impl<S: Clone + Eq + Hash> Default for ExactRegular<S> {
         ExactRegular {
             table: None,
             config: RegularDpConfig::default(),
-            cost: PhiCost::default(),
         }
     }
 }
 
 impl<S: Clone + Eq + Hash> ExactRegular<S> {
+    /// An estimator whose DP is solved on first use.
     pub fn new(config: RegularDpConfig) -> Self {
         ExactRegular {
             config,
             ..Default::default()
         }
     }
+    /// The solved DP, once solved.
     pub fn table(&self) -> Option<&RegularDp<S>> {
         self.table.as_ref().map(|(_, t)| t)
     }
 }
 
+/// Uses the model only through [`FiniteStateLm`] (no forwards); reports no
+/// work.
 impl<S, M> PhiEstimator<DfaConstraint, M> for ExactRegular<S>
 where
     S: Clone + Eq + Hash,
     M: LanguageModel + FiniteStateLm<State = S>,
 {
-    fn log_phi(
+    fn name(&self) -> String {
+        "Exact-DFA".into()
+    }
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, DfaConstraint>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        check_query(q, out)?;
+        let full = self.full(q.constraint, model, q.logits)?;
+        copy_on_mask(&full, q.mask, out);
+        Ok(PhiCost::default())
+    }
+}
+
+impl<S: Clone + Eq + Hash> ExactRegular<S> {
+    /// `log Φ` of every candidate as a `|V|` vector (`-inf` elsewhere).
+    fn full<M: LanguageModel + FiniteStateLm<State = S>>(
         &mut self,
         constraint: &DfaConstraint,
         model: &mut M,
         logits: &[f32],
     ) -> Result<Vec<f64>, PhiError> {
         let v = check_vocab(constraint, model, logits)?;
-        self.cost.calls += 1;
         let mut out = vec![f64::NEG_INFINITY; v];
         if constraint.is_finished() {
             return Ok(out);
@@ -661,21 +686,5 @@ where
             }
         }
         Ok(out)
-    }
-    fn name(&self) -> String {
-        "Exact-DFA".into()
-    }
-    fn cost(&self) -> PhiCost {
-        self.cost
-    }
-    fn reset_cost(&mut self) {
-        self.cost = PhiCost::default();
-    }
-}
-
-impl<S: Clone + Eq + Hash> ExactRegular<S> {
-    /// Costs accumulated so far (same as [`PhiEstimator::cost`]).
-    pub fn cost(&self) -> PhiCost {
-        self.cost
     }
 }

@@ -16,14 +16,18 @@ use zapspec_testkit::TokenTrie;
 use zapspec_testkit::TrieConstraint;
 
 use crate::error::PhiError;
-use crate::estimator::{check_vocab, clamp_log, PhiCost, PhiEstimator};
+use crate::estimator::{
+    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery,
+};
 
 /// Model probabilities on a trie and the exact Φ of every node.
 #[derive(Debug, Clone)]
 pub struct TrieTable {
+    /// The finite language.
     pub trie: Arc<TokenTrie>,
     /// The prompt (model context before the first constrained token).
     pub prompt: Vec<TokenId>,
+    /// The EOS token.
     pub eos: TokenId,
     /// `log p(u | node)` for every child edge `u`, in trie order.
     pub edge_logp: Vec<Vec<(TokenId, f64)>>,
@@ -178,10 +182,12 @@ impl TrieTable {
 #[derive(Debug, Clone, Default)]
 pub struct ExactTrie {
     table: Option<TrieTable>,
-    cost: PhiCost,
+    /// Work of the call in progress (returned and zeroed at its end).
+    work: PhiCost,
 }
 
 impl ExactTrie {
+    /// An estimator whose table is built on first use.
     pub fn new() -> Self {
         Self::default()
     }
@@ -190,10 +196,11 @@ impl ExactTrie {
     pub fn with_table(table: TrieTable) -> Self {
         ExactTrie {
             table: Some(table),
-            cost: PhiCost::default(),
+            work: PhiCost::default(),
         }
     }
 
+    /// The current table, once built.
     pub fn table(&self) -> Option<&TrieTable> {
         self.table.as_ref()
     }
@@ -219,7 +226,7 @@ impl ExactTrie {
         if fresh {
             let prompt = prompt.to_vec();
             let t = TrieTable::build(c.trie().clone(), c.eos(), model, &prompt)?;
-            self.cost.forwards += t.forwards;
+            self.work.forwards += t.forwards;
             self.table = Some(t);
         }
         self.table
@@ -228,37 +235,30 @@ impl ExactTrie {
     }
 }
 
+/// Reports the forwards of a table (re)build, which happens on the first
+/// call for a trie and prompt; later calls are look-ups.
 impl<M: LanguageModel> PhiEstimator<TrieConstraint, M> for ExactTrie {
-    fn log_phi(
-        &mut self,
-        constraint: &TrieConstraint,
-        model: &mut M,
-        logits: &[f32],
-    ) -> Result<Vec<f64>, PhiError> {
-        let v = check_vocab(constraint, model, logits)?;
-        self.cost.calls += 1;
-        if constraint.is_finished() {
-            return Ok(vec![f64::NEG_INFINITY; v]);
-        }
-        let node = constraint.node();
-        let t = self.ensure(constraint, model)?;
-        Ok(t.candidates(node, v))
-    }
     fn name(&self) -> String {
         "Exact-Trie".into()
     }
-    fn cost(&self) -> PhiCost {
-        self.cost
-    }
-    fn reset_cost(&mut self) {
-        self.cost = PhiCost::default();
-    }
-}
-
-impl ExactTrie {
-    /// Costs accumulated so far (same as [`PhiEstimator::cost`], callable
-    /// without naming the constraint and model types).
-    pub fn cost(&self) -> PhiCost {
-        self.cost
+    fn log_phi_into(
+        &mut self,
+        q: &PhiQuery<'_, TrieConstraint>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> Result<PhiCost, PhiError> {
+        let v = check_vocab(q.constraint, model, q.logits)?;
+        check_query(q, out)?;
+        self.work = PhiCost::default();
+        let full = if q.constraint.is_finished() {
+            Ok(vec![f64::NEG_INFINITY; v])
+        } else {
+            let node = q.constraint.node();
+            self.ensure(q.constraint, model)
+                .map(|t| t.candidates(node, v))
+        };
+        let work = std::mem::take(&mut self.work);
+        copy_on_mask(&full?, q.mask, out);
+        Ok(work)
     }
 }

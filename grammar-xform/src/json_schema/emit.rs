@@ -127,7 +127,7 @@ pub(crate) fn multiple_of(
         None => Ok(None),
         Some(Value::Number(n)) => Multiple::new(n)
             .map(Some)
-            .map_err(|r| SchemaError::unsupported("multipleOf", ptr, r)),
+            .map_err(|r| SchemaError::unsupported("multipleOf", ptr, r.to_string())),
         Some(_) => Err(SchemaError::invalid("multipleOf", ptr, "must be a number")),
     }
 }
@@ -155,7 +155,7 @@ pub(crate) fn string_hir(
         Some(Value::String(f)) => match formats::format_regex(f) {
             Some(r) => out.push((
                 super::strings::parse_hir(r)
-                    .map_err(|r| SchemaError::unsupported("format", ptr, r))?,
+                    .map_err(|r| SchemaError::unsupported("format", ptr, r.to_string()))?,
                 "format",
             )),
             None => notes.push((ptr.to_string(), format!("format: {f}"))),
@@ -297,9 +297,10 @@ impl<'a> Emitter<'a> {
                     _ => None,
                 };
                 number_regex_multiple(&b, grid)
-                    .map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r))?
+                    .map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r.to_string()))?
             } else {
-                integer_regex(&b).map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r))?
+                integer_regex(&b)
+                    .map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r.to_string()))?
             };
             match r {
                 Some(r) => self.g.add_rule(nt, vec![re(r)]),
@@ -363,7 +364,7 @@ impl<'a> Emitter<'a> {
                 match with_length(h.clone(), min, max) {
                     Ok(Some(h)) => {
                         let r = constrained_string_regex(&h)
-                            .map_err(|r| SchemaError::unsupported(kw, &s.ptr, r))?;
+                            .map_err(|r| SchemaError::unsupported(kw, &s.ptr, r.to_string()))?;
                         self.g.add_rule(nt, vec![re(r)]);
                     }
                     _ => self
@@ -394,7 +395,7 @@ impl<'a> Emitter<'a> {
             .iter()
             .map(|(h, k)| KeyPattern::from_hir(k, h.clone()))
             .collect::<Result<_, _>>()
-            .map_err(|r| SchemaError::unsupported(kw, ptr, r))?;
+            .map_err(|r| SchemaError::unsupported(kw, ptr, r.to_string()))?;
         let refs: Vec<&KeyPattern> = pats.iter().collect();
         let ka = KeyAutomaton::with_length(&refs, min, max).map_err(|r| {
             SchemaError::unsupported(

@@ -1,8 +1,14 @@
-//! Errors of the JSON Schema compiler. Every variant carries the JSON
-//! pointer (RFC 6901, as a URI fragment without the `#`) of the schema
-//! location it is about.
+//! Errors of the JSON Schema compiler. Every variant of [`SchemaError`]
+//! carries the JSON pointer (RFC 6901, as a URI fragment without the `#`)
+//! of the schema location it is about. The crate-internal builders of
+//! regexes and automata fail with the typed reasons below
+//! ([`PatternError`], [`NumberError`], [`KeyError`], [`Unsat`]), which the
+//! compiler turns into a [`SchemaError`] whose `reason` is their message.
 
+use serde_json::{Number, Value};
 use thiserror::Error;
+
+use crate::error::GrammarError;
 
 /// Why a schema did not compile.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -12,29 +18,43 @@ pub enum SchemaError {
     /// invalid instances.
     #[error("unsupported keyword `{keyword}` at `{pointer}`: {reason}")]
     Unsupported {
+        /// The keyword refused.
         keyword: String,
+        /// JSON pointer of the schema that uses it.
         pointer: String,
+        /// Why (which use of the keyword is not implemented).
         reason: String,
     },
 
     /// A key that is no JSON Schema keyword, refused because the options
     /// say [`super::UnknownKeywords::Reject`].
     #[error("unknown keyword `{keyword}` at `{pointer}`")]
-    UnknownKeyword { keyword: String, pointer: String },
+    UnknownKeyword {
+        /// The unknown key.
+        keyword: String,
+        /// JSON pointer of the schema that has it.
+        pointer: String,
+    },
 
     /// A `$ref` that cannot be resolved inside the document.
     #[error("bad $ref `{reference}` at `{pointer}`: {reason}")]
     BadRef {
+        /// The `$ref` value.
         reference: String,
+        /// JSON pointer of the schema holding the `$ref`.
         pointer: String,
+        /// Why it does not resolve.
         reason: String,
     },
 
     /// A keyword whose value has the wrong shape (e.g. `minLength: -1`).
     #[error("invalid value of `{keyword}` at `{pointer}`: {reason}")]
     Invalid {
+        /// The keyword whose value is malformed.
         keyword: String,
+        /// JSON pointer of the schema that has it.
         pointer: String,
+        /// What shape the value must have.
         reason: String,
     },
 
@@ -42,11 +62,21 @@ pub enum SchemaError {
     /// required property whose schema is `false`). `pointer` is the first
     /// contradiction found.
     #[error("unsatisfiable schema at `{pointer}`: {reason}")]
-    Unsatisfiable { pointer: String, reason: String },
+    Unsatisfiable {
+        /// JSON pointer of the first contradiction.
+        pointer: String,
+        /// The contradiction.
+        reason: String,
+    },
 
     /// The grammar would exceed a size limit of [`super::JsonSchemaOptions`].
     #[error("schema too large at `{pointer}`: {reason}")]
-    TooLarge { pointer: String, reason: String },
+    TooLarge {
+        /// JSON pointer of the schema that exceeds the limit.
+        pointer: String,
+        /// Which limit, and by how much.
+        reason: String,
+    },
 }
 
 impl SchemaError {
@@ -90,6 +120,136 @@ impl SchemaError {
             reason: reason.into(),
         }
     }
+}
+
+/// Why a `pattern` (or a `format`'s regex) has no exact translation into a
+/// regex terminal over canonical JSON string encodings (module `strings`).
+/// The compiler reports it as [`SchemaError::Unsupported`] with this
+/// message as the reason.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub(crate) enum PatternError {
+    /// A literal of the parsed regex that is not UTF-8.
+    #[error("non-UTF-8 literal")]
+    NonUtf8Literal,
+    /// A byte class (`(?-u:…)`), which has no meaning over characters.
+    #[error("byte classes are not supported")]
+    ByteClass,
+    /// A look-around left inside the HIR after anchors were resolved.
+    #[error("a look-around assertion inside the pattern")]
+    LookInside,
+    /// The pattern ends in an unfinished escape.
+    #[error("pattern ends with a backslash")]
+    TrailingBackslash,
+    /// `\D`, `\W` or `\S` inside `[…]` (the escape is the field).
+    #[error("negated class escape \\{0} inside a character class")]
+    NegatedClassEscapeInClass(char),
+    /// `\b` or `\B` outside a class.
+    #[error("word boundaries (\\b, \\B) are not supported")]
+    WordBoundary,
+    /// `\1`…`\9` or `\k<name>`.
+    #[error("backreferences are not supported")]
+    Backreference,
+    /// `\c` not followed by an ASCII letter.
+    #[error("bad \\c escape")]
+    BadControlEscape,
+    /// An escape of a letter or digit that ECMA-262 does not define.
+    #[error("unknown escape \\{0}")]
+    UnknownEscape(char),
+    /// `(?=…)`, `(?!…)`, `(?<=…)` or `(?<!…)`.
+    #[error("look-around groups are not supported")]
+    LookAroundGroup,
+    /// A `[` without its `]`.
+    #[error("unterminated character class")]
+    UnterminatedClass,
+    /// `regex-syntax` rejected the rewritten pattern; the field is the last
+    /// line of its message.
+    #[error("{0}")]
+    Parse(String),
+    /// Distributing alternations around `^`/`$` would give more than 256
+    /// top-level alternatives.
+    #[error("too many alternatives around anchors")]
+    TooManyAnchorAlternatives,
+    /// An anchor or look-around inside a repetition.
+    #[error("anchors or look-arounds inside a repetition are not supported")]
+    AnchorInRepetition,
+    /// An anchor or look-around that is neither leading `^` nor trailing `$`
+    /// of a top-level alternative.
+    #[error("anchors or look-arounds in the middle of the pattern are not supported")]
+    AnchorInMiddle,
+    /// Length bounds that the pattern neither implies nor contradicts, on a
+    /// pattern that is no repetition of one class (needs the key automaton).
+    #[error("a pattern/format combined with minLength/maxLength that it does not imply")]
+    LengthNotImplied,
+    /// A length bound above `u32::MAX` (the limit of a HIR repetition).
+    #[error("length bound too large")]
+    LengthTooLarge,
+}
+
+/// Why numeric bounds or a `multipleOf` have no exact regex (module
+/// `numbers`). Reported as [`SchemaError::Unsupported`] with this message.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub(crate) enum NumberError {
+    /// A float bound of an `integer` that is not finite or has magnitude
+    /// `1e30` or more.
+    #[error("bound out of range")]
+    IntegerBoundOutOfRange,
+    /// A finite float bound whose integer part exceeds `u128`.
+    #[error("bound {0} out of range")]
+    BoundOutOfRange(f64),
+    /// A NaN or infinite bound.
+    #[error("bound {0} is not finite")]
+    BoundNotFinite(f64),
+    /// `multipleOf` zero or negative.
+    #[error("multipleOf must be positive")]
+    MultipleNotPositive,
+    /// An integer `multipleOf` above `max` (the grammar has one state per
+    /// residue).
+    #[error("multipleOf above {max}")]
+    MultipleTooLarge {
+        /// The largest supported integer `multipleOf`.
+        max: u64,
+    },
+    /// A `multipleOf` that is neither `10^-d` nor an integer.
+    #[error("multipleOf {0} is neither a power of ten at most 1 nor an integer")]
+    MultipleUnsupported(Number),
+}
+
+/// Why a key pattern or the product automaton of key patterns (module
+/// `keys`) could not be built. Reported as [`SchemaError::Unsupported`].
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub(crate) enum KeyError {
+    /// The pattern has no exact translation.
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    /// The translated regex did not compile to a byte DFA.
+    #[error(transparent)]
+    Dfa(#[from] GrammarError),
+    /// More patterns than the 64 bits of a region mask.
+    #[error("more than 64 patterns")]
+    TooManyPatterns,
+    /// The product automaton would exceed `limit` states.
+    #[error("the key automaton of patternProperties exceeds {limit} states")]
+    TooManyStates {
+        /// The state limit ([`super::keys::MAX_KEY_STATES`]).
+        limit: usize,
+    },
+}
+
+/// Why a conjunction of schemas admits no value. Not a refusal: the branch
+/// is dropped and the reason recorded, and only when every branch is
+/// dropped does it become [`SchemaError::Unsatisfiable`] with this message.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub(crate) enum Unsat {
+    /// A required property whose (combined) schema is `false`.
+    #[error("required property `{0}` has schema false")]
+    RequiredFalse(String),
+    /// A required, undeclared property that the pattern/additional
+    /// property schemas forbid.
+    #[error("required property `{0}` is not allowed by patternProperties/additionalProperties")]
+    RequiredNotAllowed(String),
+    /// `allOf` members whose `type`s do not intersect.
+    #[error("allOf of disjoint types {0} and {1}")]
+    DisjointTypes(Value, Value),
 }
 
 /// Appends one reference token to a JSON pointer, escaping `~` and `/`.

@@ -41,6 +41,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
+use super::error::KeyError;
 use super::strings::{constrained_string_regex, encode_class, encode_str, translate_pattern};
 use crate::dfa::TerminalDfa;
 
@@ -61,15 +62,15 @@ pub(crate) struct KeyPattern {
 impl KeyPattern {
     /// Compiles a pattern; `Err(reason)` when it cannot be translated
     /// exactly.
-    pub fn new(source: &str) -> Result<KeyPattern, String> {
+    pub fn new(source: &str) -> Result<KeyPattern, KeyError> {
         Self::from_hir(source, translate_pattern(source)?)
     }
 
     /// A pattern given as a full-match HIR over decoded characters
     /// (e.g. a `format`); `source` names it in messages.
-    pub fn from_hir(source: &str, hir: Hir) -> Result<KeyPattern, String> {
+    pub fn from_hir(source: &str, hir: Hir) -> Result<KeyPattern, KeyError> {
         let key_regex = constrained_string_regex(&hir)?;
-        let dfa = TerminalDfa::regex(&key_regex).map_err(|e| e.to_string())?;
+        let dfa = TerminalDfa::regex(&key_regex)?;
         Ok(KeyPattern {
             source: source.to_string(),
             hir,
@@ -192,7 +193,7 @@ impl LenBound {
 
 impl KeyAutomaton {
     /// The product of the patterns (at most 64) and the trie of `names`.
-    pub fn new(pats: &[&KeyPattern], names: &[&str]) -> Result<KeyAutomaton, String> {
+    pub fn new(pats: &[&KeyPattern], names: &[&str]) -> Result<KeyAutomaton, KeyError> {
         Self::build(pats, names, None)
     }
 
@@ -204,7 +205,7 @@ impl KeyAutomaton {
         pats: &[&KeyPattern],
         min: u64,
         max: Option<u64>,
-    ) -> Result<KeyAutomaton, String> {
+    ) -> Result<KeyAutomaton, KeyError> {
         Self::build(pats, &[], Some(LenBound { min, max }))
     }
 
@@ -212,9 +213,9 @@ impl KeyAutomaton {
         pats: &[&KeyPattern],
         names: &[&str],
         len: Option<LenBound>,
-    ) -> Result<KeyAutomaton, String> {
+    ) -> Result<KeyAutomaton, KeyError> {
         if pats.len() > 64 {
-            return Err("more than 64 patterns".into());
+            return Err(KeyError::TooManyPatterns);
         }
         let mut bounds = BTreeSet::new();
         bounds.insert(0u32);
@@ -277,9 +278,9 @@ impl KeyAutomaton {
                     Some(&id) => id,
                     None => {
                         if states.len() >= MAX_KEY_STATES {
-                            return Err(format!(
-                                "the key automaton of patternProperties exceeds {MAX_KEY_STATES} states"
-                            ));
+                            return Err(KeyError::TooManyStates {
+                                limit: MAX_KEY_STATES,
+                            });
                         }
                         let id = states.len() as u32;
                         ids.insert(key.clone(), id);

@@ -113,9 +113,13 @@ pub const UNSUPPORTED: &[&str] = &[
 /// The class of a keyword.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeywordClass {
+    /// Affects validity and is compiled.
     Supported,
+    /// Only annotates ([`ANNOTATIONS`]); ignored.
     Annotation,
+    /// Affects validity but is not implemented ([`UNSUPPORTED`]); refused.
     Unsupported,
+    /// No keyword of any draft; see [`UnknownKeywords`](super::UnknownKeywords).
     Unknown,
 }
 

@@ -39,12 +39,12 @@
 //!   the declared ones, with values valid for the `additionalProperties`
 //!   schema. Extra keys are canonically encoded strings that differ from
 //!   every declared name (a trie-complement regex), so no key can repeat.
-//! * **Strings.** See [`strings`](self::strings): free strings allow every
+//! * **Strings.** See module `strings`: free strings allow every
 //!   JSON escape; strings constrained by `pattern`/`format` and extra keys
 //!   use serde_json's canonical escaping, which makes `pattern` translation
 //!   exact. `minLength`/`maxLength` count decoded characters (Unicode
 //!   scalar values; a surrogate-pair escape is one character).
-//! * **Numbers.** See [`numbers`](self::numbers): integers are canonical
+//! * **Numbers.** See module `numbers`: integers are canonical
 //!   decimal integers (`1.0` is not generated for `integer`); bounds are
 //!   exact; bounded numbers are plain decimals without exponent.
 //! * **`not`**: exact for the forms whose complement is a union of simple
@@ -108,13 +108,9 @@
 //!   both members of an `allOf` (or next to another member's
 //!   `additionalProperties`), `enum`/`const` of objects or arrays next to
 //!   object/array keywords, `$ref` outside the document.
-//! * **MaskBench census** (`cargo test -p tests --test maskbench_census --
-//!   --nocapture`, default options): 6,332 of 6,730 schemas compile
-//!   (94.1%); all 7,881 valid test instances of compiled schemas are
-//!   accepted, 158 of them (2.0%) only after reordering keys to schema
-//!   order; 12,463 of 12,517 invalid instances are rejected (every accepted
-//!   one the census lists fails `oneOf` — read as `anyOf` under the default
-//!   [`OneOfMode::AsAnyOf`] — or a `format` that is an annotation here).
+//! * **Coverage** on MaskBench: `cargo test -p tests --test
+//!   maskbench_census -- --nocapture` (recorded results:
+//!   `examples/results/history_zapspec_grammar.md`).
 //! * Recursion: a subschema that is just a `$ref` becomes one shared
 //!   nonterminal; everything is emitted from a work queue, never by
 //!   recursion over the schema, so deep schemas cannot overflow the stack.
@@ -142,7 +138,10 @@ pub enum Whitespace {
     /// No whitespace: serde_json's compact output.
     Compact,
     /// Up to `max_ws` bytes of `[ \t\n\r]` between any two tokens.
-    Flexible { max_ws: usize },
+    Flexible {
+        /// Most whitespace bytes in one run.
+        max_ws: usize,
+    },
 }
 
 /// What to do with keys that are no JSON Schema keyword.
@@ -173,7 +172,9 @@ pub enum OneOfMode {
 /// Options of [`compile_json_schema`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonSchemaOptions {
+    /// Whitespace between tokens.
     pub whitespace: Whitespace,
+    /// Whether keys that are no keyword are ignored or refused.
     pub unknown_keywords: UnknownKeywords,
     /// Most branches one schema node may expand to when `anyOf`/`oneOf`
     /// are distributed over `allOf` and sibling keywords.

@@ -21,7 +21,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{push_ptr, SchemaError};
+use super::error::{push_ptr, SchemaError, Unsat};
 use super::keywords::{classify, is_noop, KeywordClass};
 use super::{JsonSchemaOptions, OneOfMode, UnknownKeywords};
 
@@ -892,7 +892,7 @@ impl<'a> Normalizer<'a> {
             match merge2(acc, m, &p)? {
                 Ok(x) => acc = x,
                 Err(reason) => {
-                    self.note_unsat(&p, reason);
+                    self.note_unsat(&p, reason.to_string());
                     return Ok(None);
                 }
             }
@@ -1035,7 +1035,7 @@ fn merge2(
     mut a: Map<String, Value>,
     mut b: Map<String, Value>,
     ptr: &str,
-) -> Result<Result<Map<String, Value>, String>, SchemaError> {
+) -> Result<Result<Map<String, Value>, Unsat>, SchemaError> {
     // objects: properties/additionalProperties per key
     let (a_pp, b_pp) = (
         a.contains_key("patternProperties"),
@@ -1132,7 +1132,7 @@ fn merge2(
                     parse_types(&v).unwrap_or(T_ALL),
                 );
                 if t == 0 {
-                    return Ok(Err(format!("allOf of disjoint types {old} and {v}")));
+                    return Ok(Err(Unsat::DisjointTypes(old, v)));
                 }
                 types_value(t)
             }

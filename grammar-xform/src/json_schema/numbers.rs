@@ -31,6 +31,8 @@
 
 use serde_json::Number;
 
+use super::error::NumberError;
+
 /// The JSON number syntax.
 pub(crate) const NUMBER: &str = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
 /// The JSON integer syntax (canonical: no `-0`).
@@ -222,7 +224,7 @@ fn alt(v: &[String]) -> String {
 
 /// The regex of the integers in the bounds; `None` if there are none.
 /// `Err` if a bound is not representable.
-pub(crate) fn integer_regex(b: &Bounds) -> Result<Option<String>, String> {
+pub(crate) fn integer_regex(b: &Bounds) -> Result<Option<String>, NumberError> {
     if b.lo.is_none() && b.hi.is_none() {
         return Ok(Some(INTEGER.into()));
     }
@@ -234,7 +236,7 @@ pub(crate) fn integer_regex(b: &Bounds) -> Result<Option<String>, String> {
             } else {
                 v.floor().map(|f| f + 1)
             };
-            Some(c.ok_or("bound out of range")?)
+            Some(c.ok_or(NumberError::IntegerBoundOutOfRange)?)
         }
     };
     let hi = match b.hi {
@@ -245,7 +247,7 @@ pub(crate) fn integer_regex(b: &Bounds) -> Result<Option<String>, String> {
             } else {
                 v.ceil().map(|f| f - 1)
             };
-            Some(c.ok_or("bound out of range")?)
+            Some(c.ok_or(NumberError::IntegerBoundOutOfRange)?)
         }
     };
     if let (Some(l), Some(h)) = (lo, hi) {
@@ -316,7 +318,7 @@ impl Dec {
 /// `f64` is taken as the shortest decimal that round-trips to it (what
 /// serde_json wrote, e.g. `0.1` for `0.1`), so comparisons are exact on
 /// the decimal the schema author wrote.
-pub(crate) fn signed_dec(n: Num) -> Result<(bool, Dec), String> {
+pub(crate) fn signed_dec(n: Num) -> Result<(bool, Dec), NumberError> {
     match n {
         Num::Int(i) => Ok((
             i < 0,
@@ -326,11 +328,10 @@ pub(crate) fn signed_dec(n: Num) -> Result<(bool, Dec), String> {
             },
         )),
         Num::Float(f) if f.is_finite() => {
-            let d = Dec::parse(&format!("{}", f.abs()))
-                .ok_or_else(|| format!("bound {f} out of range"))?;
+            let d = Dec::parse(&format!("{}", f.abs())).ok_or(NumberError::BoundOutOfRange(f))?;
             Ok((f < 0.0 && d != Dec::zero(), d))
         }
-        Num::Float(f) => Err(format!("bound {f} is not finite")),
+        Num::Float(f) => Err(NumberError::BoundNotFinite(f)),
     }
 }
 
@@ -349,10 +350,10 @@ pub(crate) const MAX_MULTIPLE: u64 = 1000;
 impl Multiple {
     /// Reads `multipleOf`; `Err(reason)` for values that are neither a
     /// power of ten nor an integer up to [`MAX_MULTIPLE`].
-    pub fn new(n: &Number) -> Result<Multiple, String> {
+    pub fn new(n: &Number) -> Result<Multiple, NumberError> {
         let (neg, d) = signed_dec(Num::from_json(n))?;
         if neg || d == Dec::zero() {
-            return Err("multipleOf must be positive".into());
+            return Err(NumberError::MultipleNotPositive);
         }
         if d.int == 0 {
             let (last, rest) = d.frac.split_last().unwrap_or((&b'0', &[]));
@@ -363,12 +364,10 @@ impl Multiple {
             return Ok(match d.int {
                 1 => Multiple::Grid(0),
                 k if k <= MAX_MULTIPLE as u128 => Multiple::Int(k as u64),
-                _ => return Err(format!("multipleOf above {MAX_MULTIPLE}")),
+                _ => return Err(NumberError::MultipleTooLarge { max: MAX_MULTIPLE }),
             });
         }
-        Err(format!(
-            "multipleOf {n} is neither a power of ten at most 1 nor an integer"
-        ))
+        Err(NumberError::MultipleUnsupported(n.clone()))
     }
 
     /// Whether a number (as serde_json holds it) is a multiple.
@@ -586,7 +585,7 @@ fn magnitude_dec(lo: (&Dec, bool), hi: Option<(&Dec, bool)>, fr: Frac2) -> Vec<S
 /// The regex of the numbers in the bounds; `Ok(None)` if there are none;
 /// `Err` for bounds out of range.
 #[cfg(test)]
-pub(crate) fn number_regex(b: &Bounds) -> Result<Option<String>, String> {
+pub(crate) fn number_regex(b: &Bounds) -> Result<Option<String>, NumberError> {
     number_regex_multiple(b, None)
 }
 
@@ -595,7 +594,7 @@ pub(crate) fn number_regex(b: &Bounds) -> Result<Option<String>, String> {
 pub(crate) fn number_regex_multiple(
     b: &Bounds,
     frac_digits: Option<usize>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, NumberError> {
     if b.lo.is_none() && b.hi.is_none() && frac_digits.is_none() {
         return Ok(Some(NUMBER.into()));
     }

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::emit::{get_u64, lit, re, Emitter};
-use super::error::{push_ptr, SchemaError};
+use super::error::{push_ptr, SchemaError, Unsat};
 use super::keys::{KeyAutomaton, KeyPattern, RegionGrammar};
 use super::normalize::{all_of, Simple};
 use super::strings::{encode_class, encode_str, key_regex_excluding};
@@ -95,7 +95,7 @@ pub(crate) fn pattern_properties(
 
 /// The layout of an object schema; `Ok(Err(reason))` when a required
 /// member is impossible.
-pub(crate) fn object_layout(s: &Simple) -> Result<Result<Layout, String>, SchemaError> {
+pub(crate) fn object_layout(s: &Simple) -> Result<Result<Layout, Unsat>, SchemaError> {
     let ptr = &s.ptr;
     let props = match s.map.get("properties") {
         None => serde_json::Map::new(),
@@ -158,7 +158,7 @@ pub(crate) fn object_layout(s: &Simple) -> Result<Result<Layout, String>, Schema
         };
         if v == &Value::Bool(false) {
             if req {
-                return Ok(Err(format!("required property `{k}` has schema false")));
+                return Ok(Err(Unsat::RequiredFalse(k.clone())));
             }
             continue;
         }
@@ -174,9 +174,7 @@ pub(crate) fn object_layout(s: &Simple) -> Result<Result<Layout, String>, Schema
         if !props.contains_key(r) {
             let sch = layout.extra_schema(r);
             if sch == Value::Bool(false) {
-                return Ok(Err(format!(
-                    "required property `{r}` is not allowed by patternProperties/additionalProperties"
-                )));
+                return Ok(Err(Unsat::RequiredNotAllowed(r.clone())));
             }
             layout.names.push(r.clone());
             layout.members.push((r.clone(), sch, true));
@@ -216,7 +214,7 @@ fn extra_regions(
     }
     let pats: Vec<&KeyPattern> = patterns.iter().map(|(p, _)| p).collect();
     let ka = KeyAutomaton::new(&pats, names)
-        .map_err(|r| SchemaError::unsupported("patternProperties", ptr, r))?;
+        .map_err(|r| SchemaError::unsupported("patternProperties", ptr, r.to_string()))?;
     let pp_ptr = push_ptr(ptr, "patternProperties");
     let mut out = Vec::new();
     for set in ka.regions() {
@@ -261,7 +259,7 @@ impl Emitter<'_> {
         } = match object_layout(s)? {
             Ok(x) => x,
             Err(reason) => {
-                self.norm.note_unsat(&ptr, reason);
+                self.norm.note_unsat(&ptr, reason.to_string());
                 return Ok(());
             }
         };

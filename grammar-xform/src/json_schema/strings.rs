@@ -32,6 +32,8 @@ use regex_syntax::hir::{
     Capture, Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition,
 };
 
+use super::error::PatternError;
+
 /// The regex of one character of a free JSON string (any escape allowed).
 pub(crate) const FREE_UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:[0-9a-cA-CeEfF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})))"#;
 
@@ -120,16 +122,16 @@ pub(crate) fn encode_str(s: &str) -> String {
 /// Translates a HIR over decoded characters into the HIR of their
 /// canonical JSON encodings (see the module docs). Look-arounds must have
 /// been removed.
-pub(crate) fn encode_hir(h: &Hir) -> Result<Hir, String> {
+pub(crate) fn encode_hir(h: &Hir) -> Result<Hir, PatternError> {
     Ok(match h.kind() {
         HirKind::Empty => Hir::empty(),
         HirKind::Literal(l) => {
-            let s = std::str::from_utf8(&l.0).map_err(|_| "non-UTF-8 literal".to_string())?;
+            let s = std::str::from_utf8(&l.0).map_err(|_| PatternError::NonUtf8Literal)?;
             Hir::literal(encode_str(s).into_bytes())
         }
         HirKind::Class(Class::Unicode(c)) => encode_class(c),
-        HirKind::Class(Class::Bytes(_)) => return Err("byte classes are not supported".into()),
-        HirKind::Look(_) => return Err("a look-around assertion inside the pattern".into()),
+        HirKind::Class(Class::Bytes(_)) => return Err(PatternError::ByteClass),
+        HirKind::Look(_) => return Err(PatternError::LookInside),
         HirKind::Repetition(r) => {
             let mut sub = encode_hir(&r.sub)?;
             if matches!(sub.kind(), HirKind::Repetition(_)) {
@@ -161,7 +163,7 @@ const ECMA_WS: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x
 
 /// Rewrites an ECMA-262 pattern into `regex-syntax` syntax (see the
 /// module docs).
-pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, String> {
+pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
     let chars: Vec<char> = p.chars().collect();
     let mut out = String::with_capacity(p.len() + 16);
     let mut in_class = false;
@@ -175,7 +177,7 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, String> {
         match c {
             '\\' => {
                 let Some(&e) = chars.get(i + 1) else {
-                    return Err("pattern ends with a backslash".into());
+                    return Err(PatternError::TrailingBackslash);
                 };
                 i += 2;
                 match e {
@@ -193,19 +195,17 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, String> {
                         }
                     }
                     'D' | 'W' | 'S' if in_class => {
-                        return Err(format!(
-                            "negated class escape \\{e} inside a character class"
-                        ))
+                        return Err(PatternError::NegatedClassEscapeInClass(e))
                     }
                     'D' => out.push_str("[^0-9]"),
                     'W' => out.push_str("[^A-Za-z0-9_]"),
                     'S' => out.push_str(&format!("[^{ECMA_WS}]")),
                     'b' if in_class => out.push_str(r"\x08"),
-                    'b' | 'B' => return Err("word boundaries (\\b, \\B) are not supported".into()),
-                    '1'..='9' | 'k' => return Err("backreferences are not supported".into()),
+                    'b' | 'B' => return Err(PatternError::WordBoundary),
+                    '1'..='9' | 'k' => return Err(PatternError::Backreference),
                     'c' => {
                         let Some(&l) = chars.get(i).filter(|l| l.is_ascii_alphabetic()) else {
-                            return Err("bad \\c escape".into());
+                            return Err(PatternError::BadControlEscape);
                         };
                         out.push_str(&format!(r"\x{{{:X}}}", (l as u32) % 32));
                         i += 1;
@@ -220,7 +220,7 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, String> {
                         out.push('\\');
                         out.push(e);
                     }
-                    e if e.is_ascii_alphanumeric() => return Err(format!("unknown escape \\{e}")),
+                    e if e.is_ascii_alphanumeric() => return Err(PatternError::UnknownEscape(e)),
                     e => {
                         // identity escape of punctuation; escape it for regex-syntax
                         out.push_str(&regex_syntax::escape(&e.to_string()));
@@ -266,7 +266,7 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, String> {
             '(' if !in_class && chars.get(i + 1) == Some(&'?') => {
                 let next: String = chars[i + 2..chars.len().min(i + 4)].iter().collect();
                 if next.starts_with('=') || next.starts_with('!') || next == "<=" || next == "<!" {
-                    return Err("look-around groups are not supported".into());
+                    return Err(PatternError::LookAroundGroup);
                 }
                 out.push('(');
             }
@@ -305,25 +305,27 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, String> {
         i += 1;
     }
     if in_class {
-        return Err("unterminated character class".into());
+        return Err(PatternError::UnterminatedClass);
     }
     Ok(out)
 }
 
 /// Parses a regex (regex-syntax dialect) over decoded characters.
-pub(crate) fn parse_hir(re: &str) -> Result<Hir, String> {
+pub(crate) fn parse_hir(re: &str) -> Result<Hir, PatternError> {
     regex_syntax::ParserBuilder::new()
         .unicode(true)
         .utf8(true)
         .build()
         .parse(re)
         .map_err(|e| {
-            e.to_string()
-                .lines()
-                .last()
-                .unwrap_or("parse error")
-                .trim()
-                .to_string()
+            PatternError::Parse(
+                e.to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or("parse error")
+                    .trim()
+                    .to_string(),
+            )
         })
 }
 
@@ -347,7 +349,7 @@ const MAX_ANCHOR_ALTERNATIVES: usize = 256;
 /// and alternations that contain `^`/`$` are distributed over (so that
 /// `^(?:$|a$)`, which `regex-syntax` makes of `^$|^a$`, becomes
 /// `^$ | ^a$`).
-fn anchor_alternatives(h: &Hir) -> Result<Vec<Vec<Hir>>, String> {
+fn anchor_alternatives(h: &Hir) -> Result<Vec<Vec<Hir>>, PatternError> {
     let has_look = |h: &Hir| !h.properties().look_set().is_empty();
     if !has_look(h) {
         return Ok(vec![vec![h.clone()]]);
@@ -360,7 +362,7 @@ fn anchor_alternatives(h: &Hir) -> Result<Vec<Vec<Hir>>, String> {
             for x in v {
                 out.extend(anchor_alternatives(x)?);
                 if out.len() > MAX_ANCHOR_ALTERNATIVES {
-                    return Err("too many alternatives around anchors".into());
+                    return Err(PatternError::TooManyAnchorAlternatives);
                 }
             }
             Ok(out)
@@ -370,7 +372,7 @@ fn anchor_alternatives(h: &Hir) -> Result<Vec<Vec<Hir>>, String> {
             for it in items {
                 let alts = anchor_alternatives(it)?;
                 if acc.len() * alts.len() > MAX_ANCHOR_ALTERNATIVES {
-                    return Err("too many alternatives around anchors".into());
+                    return Err(PatternError::TooManyAnchorAlternatives);
                 }
                 let mut next = Vec::with_capacity(acc.len() * alts.len());
                 for a in &acc {
@@ -384,7 +386,7 @@ fn anchor_alternatives(h: &Hir) -> Result<Vec<Vec<Hir>>, String> {
             }
             Ok(acc)
         }
-        _ => Err("anchors or look-arounds inside a repetition are not supported".into()),
+        _ => Err(PatternError::AnchorInRepetition),
     }
 }
 
@@ -393,7 +395,7 @@ fn anchor_alternatives(h: &Hir) -> Result<Vec<Vec<Hir>>, String> {
 /// ([`anchor_alternatives`]); each is padded with `.*` (any character) on
 /// each end that is not anchored by a leading `^` / trailing `$`. Anchors
 /// elsewhere, and other look-arounds, are refused.
-pub(crate) fn search_to_full_match(h: &Hir) -> Result<Hir, String> {
+pub(crate) fn search_to_full_match(h: &Hir) -> Result<Hir, PatternError> {
     if h.properties().look_set().is_empty() {
         return Ok(Hir::concat(vec![any_star(), h.clone(), any_star()]));
     }
@@ -411,9 +413,7 @@ pub(crate) fn search_to_full_match(h: &Hir) -> Result<Hir, String> {
             right = true;
         }
         if items.iter().any(|x| !x.properties().look_set().is_empty()) {
-            return Err(
-                "anchors or look-arounds in the middle of the pattern are not supported".into(),
-            );
+            return Err(PatternError::AnchorInMiddle);
         }
         let mut v = Vec::new();
         if !left {
@@ -474,7 +474,7 @@ pub(crate) fn char_len_range(h: &Hir) -> (u64, Option<u64>) {
 /// returned), when they contradict (`Ok(None)`), or when the HIR is a
 /// repetition of one character class (the bounds move into the
 /// repetition). Otherwise an error.
-pub(crate) fn with_length(h: Hir, min: u64, max: Option<u64>) -> Result<Option<Hir>, String> {
+pub(crate) fn with_length(h: Hir, min: u64, max: Option<u64>) -> Result<Option<Hir>, PatternError> {
     let (a, b) = char_len_range(&h);
     let within = a >= min
         && match (b, max) {
@@ -497,11 +497,7 @@ pub(crate) fn with_length(h: Hir, min: u64, max: Option<u64>) -> Result<Option<H
             (r.sub.as_ref().clone(), r.min as u64, r.max.map(u64::from))
         }
         HirKind::Class(_) => (core.clone(), 1, Some(1)),
-        _ => {
-            return Err(
-                "a pattern/format combined with minLength/maxLength that it does not imply".into(),
-            )
-        }
+        _ => return Err(PatternError::LengthNotImplied),
     };
     let lo = rmin.max(min);
     let hi = match (rmax, max) {
@@ -512,7 +508,7 @@ pub(crate) fn with_length(h: Hir, min: u64, max: Option<u64>) -> Result<Option<H
     if hi.is_some_and(|hi| hi < lo) {
         return Ok(None);
     }
-    let to32 = |x: u64| u32::try_from(x).map_err(|_| "length bound too large".to_string());
+    let to32 = |x: u64| u32::try_from(x).map_err(|_| PatternError::LengthTooLarge);
     Ok(Some(Hir::repetition(Repetition {
         min: to32(lo)?,
         max: hi.map(to32).transpose()?,
@@ -524,14 +520,14 @@ pub(crate) fn with_length(h: Hir, min: u64, max: Option<u64>) -> Result<Option<H
 /// The regex (over the canonical encoding, with quotes) of a constrained
 /// string whose decoded content fully matches `full` (a HIR over decoded
 /// characters).
-pub(crate) fn constrained_string_regex(full: &Hir) -> Result<String, String> {
+pub(crate) fn constrained_string_regex(full: &Hir) -> Result<String, PatternError> {
     let enc = encode_hir(full)?;
     Ok(format!("\"(?:{enc})\""))
 }
 
 /// Translates a JSON Schema `pattern` into a full-match HIR over decoded
 /// characters.
-pub(crate) fn translate_pattern(p: &str) -> Result<Hir, String> {
+pub(crate) fn translate_pattern(p: &str) -> Result<Hir, PatternError> {
     let re = ecma_to_regex_syntax(p)?;
     let h = parse_hir(&re)?;
     search_to_full_match(&h)

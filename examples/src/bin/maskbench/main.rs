@@ -62,7 +62,7 @@ use run::{InstanceOrder, SchemaResult, Status};
 struct Args {
     /// Directory of MaskBench schema files.
     dir: PathBuf,
-    /// Engines, comma-separated: all, zapspec[:variant], llguidance, kbnf,
+    /// Engines, comma-separated: all, `zapspec[:variant]`, llguidance, kbnf,
     /// kbnf-nocache, kbnf-json, kbnf-json-nocache.
     #[arg(long, default_value = "all")]
     engine: String,

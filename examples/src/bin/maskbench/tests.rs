@@ -67,7 +67,7 @@ impl Compiled for EnumCompiled {
         self.mask.contains(self.cur.eos())
     }
     fn advance(&mut self, t: TokenId) -> Result<(), String> {
-        self.cur.advance(t).map_err(|r| r.reason)
+        self.cur.advance(t).map_err(|r| r.reason.to_string())
     }
 }
 

@@ -195,7 +195,7 @@ impl Compiled for ZapCompiled {
     }
 
     fn advance(&mut self, t: TokenId) -> Result<(), String> {
-        self.m.advance(t).map_err(|r| r.reason)
+        self.m.advance(t).map_err(|r| r.reason.to_string())
     }
 
     fn peak_items(&self) -> Option<usize> {

@@ -1,13 +1,14 @@
-//! Shared helpers of the `fvo_*` experiment binaries (included with
-//! `#[path]`; not a binary itself).
-#![allow(dead_code)]
+//! Helpers of the `fvo_*` experiment binaries (future-validity paper,
+//! App. G/H): a progress bar, and the comparison of an empirical law with an
+//! exact one (TV, bootstrap interval, exact-sampler noise floor, χ² and G
+//! tests — the statistics themselves live in [`zapspec_phi::metrics`]).
 
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use zapspec_core::prob::SeededRng;
-use zapspec_verify::stats::{bootstrap_tv_ci, chi_square, g_test, noise_floor, tv_counts};
+use zapspec_phi::metrics::{bootstrap_tv_ci, chi_square, g_test, noise_floor, tv_counts};
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).
 pub fn progress(len: usize, msg: impl Into<String>) -> ProgressBar {
@@ -25,21 +26,30 @@ pub fn progress(len: usize, msg: impl Into<String>) -> ProgressBar {
 /// An empirical law compared with an exact one.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
+    /// Number of samples.
     pub n: usize,
+    /// Plug-in TV of the counts to the exact law.
     pub tv: f64,
+    /// Bootstrap 95% interval of the TV ([`bootstrap_tv_ci`]).
     pub ci_lo: f64,
+    /// Upper end of the interval.
     pub ci_hi: f64,
-    /// Mean and sd of the TV of an exact iid sampler at the same N.
+    /// Mean of the TV of an exact iid sampler at the same N.
     pub noise_floor: f64,
+    /// Standard deviation of that TV.
     pub noise_floor_sd: f64,
     /// `tv − noise_floor`: what the sampler adds beyond sampling noise.
     pub excess: f64,
-    /// Pearson χ² and likelihood-ratio G goodness-of-fit p-values (cells
-    /// with expected count < 5 pooled).
+    /// Pearson χ² goodness-of-fit p-value (cells with expected count < 5
+    /// pooled).
     pub chi2_p: f64,
+    /// Likelihood-ratio G test p-value (same pooling).
     pub g_p: f64,
 }
 
+/// Compares `counts` with `law`: TV, a `bootstrap`-resample interval, the
+/// noise floor over `floor_reps` exact samples, χ² and G p-values (in that
+/// order of RNG use).
 pub fn compare(
     rng: &mut SeededRng,
     counts: &[usize],
@@ -64,10 +74,12 @@ pub fn compare(
     }
 }
 
+/// Elementwise `exp` (log-probabilities to probabilities).
 pub fn exp(v: &[f64]) -> Vec<f64> {
     v.iter().map(|x| x.exp()).collect()
 }
 
+/// [`crate::report::fmt_num`] under the short name the tables use.
 pub fn f4(x: f64) -> String {
-    zapspec_verify::report::fmt_num(x)
+    crate::report::fmt_num(x)
 }
