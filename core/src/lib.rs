@@ -8,12 +8,21 @@
 //! | [`token_set`] | [`TokenSet`], a bitset over the vocabulary |
 //! | [`constraint`] | the [`Constraint`] matcher trait, [`Matcher`] (a language's own transitions; the EOS / finished / rollback bookkeeping is derived once), the [`LookAhead`] extension of one-step look-ahead, typed refusals ([`Rejected`], [`RejectReason`]); reference matchers — a finite token trie, a bounded Dyck automaton — live in `zapspec-testkit` |
 //! | [`model`] | the [`LanguageModel`] and [`DiffusionModel`] traits |
-//! | [`prob`] | log-space probability helpers: log-softmax, masked renormalisation, seeded sampling, TV, KL |
+//! | [`prob`] | log-space probability helpers generic over `num_traits::Float` (f32 logits in, f64 laws out): log-softmax, masked renormalisation, seeded sampling, TV, KL |
 //!
 //! Crates meet only through these traits: an Earley matcher, a Dyck automaton,
 //! a finite trie and the Copy-as-Decode FSM are interchangeable behind
 //! [`Constraint`]; a toy LM, a trained CPU model and a CUDA model behind
 //! [`LanguageModel`].
+//!
+//! Entry points: implement [`Matcher`] (or [`Constraint`] by hand) for a
+//! language, [`LanguageModel`] / [`DiffusionModel`] for a model,
+//! [`Vocabulary`] for a tokenizer. Costs: a [`TokenSet`] is `|V|/64` words
+//! and its set operations are word-parallel; nothing in the traits
+//! allocates except the provided conveniences ([`Constraint::mask`],
+//! [`Constraint::forced_tokens`], [`LanguageModel::logits_for`]). Depends on
+//! no tokenizer or model crate (`thiserror`, `ndarray`, `num-traits`,
+//! `rand`, `rand_chacha` only).
 
 pub mod constraint;
 pub mod model;

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use clap::Parser;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use zapspec_core::{Constraint, TokenSet, Vocabulary};
@@ -71,14 +72,26 @@ fn config(name: &str) -> EngineConfig {
     }
 }
 
+/// TBM and TTFM of the engine per `EngineConfig` ablation on a seeded
+/// sample of MaskBench schemas over o200k.
+#[derive(Parser, Debug)]
+struct Cli {
+    /// Number of schemas in the sample.
+    #[arg(default_value_t = 50)]
+    n_schemas: usize,
+    /// Seed of the sample.
+    #[arg(default_value_t = 1)]
+    seed: u64,
+    /// Comma list of configurations (full, noslice, noshare, plainindex,
+    /// nopruning, nocache, nostate, nofuse, baseline).
+    #[arg(default_value = "full,nopruning,nostate")]
+    configs: String,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(50);
-    let seed: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1);
-    let configs: Vec<String> = args
-        .get(3)
-        .map(|s| s.split(',').map(String::from).collect())
-        .unwrap_or_else(|| vec!["full".into(), "nopruning".into(), "nostate".into()]);
+    let cli = Cli::parse();
+    let (n, seed) = (cli.n_schemas, cli.seed);
+    let configs: Vec<String> = cli.configs.split(',').map(String::from).collect();
     let dir = std::env::var_os("MASKBENCH_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {

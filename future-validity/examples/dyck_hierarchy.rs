@@ -7,6 +7,7 @@
 //!
 //! Prints a Markdown table per language and one JSON line per row.
 
+use clap::Parser;
 use zapspec_phi::metrics::{StructuralStats, TerminalLaws};
 use zapspec_phi::{
     BudgetGatedHybrid, ExactDyckMarkov, HybridConfig, MonteCarlo, MonteCarloConfig, OneStepCheap,
@@ -15,10 +16,20 @@ use zapspec_phi::{
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 
+/// Exact estimator hierarchy on D_{3,12} and D_{3,16} under a seeded
+/// toy bigram LM.
+#[derive(Parser, Debug)]
+struct Cli {
+    /// Seed of the toy LM.
+    #[arg(default_value_t = 0)]
+    seed: u64,
+    /// Logit scale of the toy LM (an inverse temperature).
+    #[arg(default_value_t = 2.0)]
+    scale: f32,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let seed: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let scale: f32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2.0);
+    let Cli { seed, scale } = Cli::parse();
     for (d, l) in [(3usize, 12usize), (3, 16)] {
         let spec = DyckSpec {
             kinds: 1,
