@@ -18,8 +18,7 @@ use std::collections::HashMap;
 
 use zapspec_core::{Constraint, LanguageModel, TokenId};
 
-use crate::error::PhiError;
-use crate::estimator::{PhiCost, PhiEstimator, PhiQuery};
+use crate::estimator::{PhiCost, PhiEstimator, PhiQuery, PhiResult};
 
 /// An estimator plus the model it queries: implements [`PhiEstimator`] for
 /// any outer model type (the outer model is not touched).
@@ -55,12 +54,7 @@ where
     fn name(&self) -> String {
         self.estimator.name()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        _: &mut N,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, _: &mut N, out: &mut [f64]) -> PhiResult {
         let logits = self.model.logits_for(q.prefix)?;
         let inner = PhiQuery {
             logits: &logits,
@@ -121,12 +115,7 @@ where
     fn name(&self) -> String {
         self.inner.name()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        model: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
         if let Some(v) = self.table.get(q.prefix) {
             for &(t, l) in v {
                 if let Some(o) = out.get_mut(t as usize) {

@@ -83,6 +83,9 @@ impl PhiCost {
     }
 }
 
+/// What one Φ̂ call returns: the work it did, or why it failed.
+pub type PhiResult = Result<PhiCost, PhiError>;
+
 /// Everything an estimator sees at decoding position `t`.
 ///
 /// `prefix` is every generated token before `t` (a prompt, if any, is not
@@ -152,12 +155,7 @@ pub trait PhiEstimator<C: Constraint, M: LanguageModel> {
     /// next-token logits; the estimator may move its context but restores
     /// it before returning. Returns the work this call did (`calls` left
     /// at 0; a failed call's work is not reported).
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        model: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError>;
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult;
 
     /// `log Φ̂_t(y) + c_t` for every `y ∈ q.mask`, where `c_t` is finite and
     /// the same for every candidate of the position. The FVO-Spec law
@@ -171,7 +169,7 @@ pub trait PhiEstimator<C: Constraint, M: LanguageModel> {
         q: &PhiQuery<'_, C>,
         model: &mut M,
         out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    ) -> PhiResult {
         self.log_phi_into(q, model, out)
     }
 
@@ -208,20 +206,10 @@ macro_rules! forward_phi_estimator {
             fn name(&self) -> String {
                 (**self).name()
             }
-            fn log_phi_into(
-                &mut self,
-                q: &PhiQuery<'_, C>,
-                model: &mut M,
-                out: &mut [f64],
-            ) -> Result<PhiCost, PhiError> {
+            fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
                 (**self).log_phi_into(q, model, out)
             }
-            fn log_phi_shifted(
-                &mut self,
-                q: &PhiQuery<'_, C>,
-                model: &mut M,
-                out: &mut [f64],
-            ) -> Result<PhiCost, PhiError> {
+            fn log_phi_shifted(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
                 (**self).log_phi_shifted(q, model, out)
             }
         }
@@ -278,12 +266,7 @@ impl<C: Constraint, M: LanguageModel, E: PhiEstimator<C, M>> PhiEstimator<C, M> 
     fn name(&self) -> String {
         self.inner.name()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        model: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
         let c = self.inner.log_phi_into(q, model, out)?;
         self.cost.record(&c);
         Ok(c)
@@ -293,7 +276,7 @@ impl<C: Constraint, M: LanguageModel, E: PhiEstimator<C, M>> PhiEstimator<C, M> 
         q: &PhiQuery<'_, C>,
         model: &mut M,
         out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    ) -> PhiResult {
         let c = self.inner.log_phi_shifted(q, model, out)?;
         self.cost.record(&c);
         Ok(c)
@@ -338,21 +321,18 @@ impl LanguageModel for NoModel {
 /// the constraint's vocabulary size. Returns that size.
 pub fn check_query<C: Constraint>(q: &PhiQuery<'_, C>, out: &[f64]) -> Result<usize, PhiError> {
     let v = q.constraint.vocab_size();
-    if q.logits.len() != v {
-        return Err(PhiError::VocabMismatch {
-            what: "logits",
-            got: q.logits.len(),
-            want: v,
-        });
-    }
-    if out.len() != v {
-        return Err(PhiError::VocabMismatch {
-            what: "output buffer",
-            got: out.len(),
-            want: v,
-        });
-    }
+    same_vocab("logits", q.logits.len(), v)?;
+    same_vocab("output buffer", out.len(), v)?;
     Ok(v)
+}
+
+/// `Ok` when `what` has the constraint's vocabulary size `want`.
+fn same_vocab(what: &'static str, got: usize, want: usize) -> Result<(), PhiError> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(PhiError::VocabMismatch { what, got, want })
+    }
 }
 
 /// Copies the entries of a full `log Φ̂` vector on `mask` into `out` (for
@@ -380,20 +360,8 @@ pub fn check_vocab<C: Constraint, M: LanguageModel>(
     logits: &[f32],
 ) -> Result<usize, PhiError> {
     let v = c.vocab_size();
-    if m.vocab_size() != v {
-        return Err(PhiError::VocabMismatch {
-            what: "model",
-            got: m.vocab_size(),
-            want: v,
-        });
-    }
-    if logits.len() != v {
-        return Err(PhiError::VocabMismatch {
-            what: "logits",
-            got: logits.len(),
-            want: v,
-        });
-    }
+    same_vocab("model", m.vocab_size(), v)?;
+    same_vocab("logits", logits.len(), v)?;
     Ok(v)
 }
 

@@ -9,9 +9,8 @@
 
 use zapspec_core::{prob, LanguageModel, LookAhead};
 
-use crate::error::PhiError;
 use crate::estimator::{
-    check_query, check_vocab, copy_on_mask, doob_kernel, PhiCost, PhiEstimator, PhiQuery,
+    check_query, check_vocab, copy_on_mask, doob_kernel, PhiEstimator, PhiQuery, PhiResult,
 };
 use crate::montecarlo::{MonteCarlo, MonteCarloConfig};
 use crate::onestep::OneStepCheap;
@@ -115,12 +114,7 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for BudgetGatedHybrid {
     fn name(&self) -> String {
         format!("Hybrid(k={})", self.config.mc.k)
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        model: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
         let (mask, logits) = (q.mask, q.logits);
         check_vocab(q.constraint, model, logits)?;
         let v = check_query(q, out)?;

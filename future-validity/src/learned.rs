@@ -29,7 +29,7 @@ use zapspec_testkit::TrieConstraint;
 
 use crate::error::PhiError;
 use crate::estimator::{
-    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery,
+    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
 use crate::exact::trie::TrieTable;
 
@@ -466,7 +466,7 @@ impl<M: LanguageModel> PhiEstimator<TrieConstraint, M> for LearnedPhi {
         q: &PhiQuery<'_, TrieConstraint>,
         model: &mut M,
         out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    ) -> PhiResult {
         let (constraint, logits) = (q.constraint, q.logits);
         let v = check_vocab(constraint, model, logits)?;
         check_query(q, out)?;

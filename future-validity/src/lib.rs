@@ -128,7 +128,7 @@ pub use adapters::{Frozen, WithModel};
 pub use error::PhiError;
 pub use estimator::{
     check_query, doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set, Metered, NoModel,
-    PhiCost, PhiEstimator, PhiQuery,
+    PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
 pub use exact::budget::{BernoulliLm, BudgetLanguage};
 pub use exact::dyck::{DyckMarkovDp, ExactDyckMarkov};

@@ -26,7 +26,7 @@ use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
 use crate::certificates::{hoeffding_half_width, theorem7_bound};
 use crate::error::PhiError;
 use crate::estimator::{
-    check_query, check_vocab, ln_prob, log_mass, PhiCost, PhiEstimator, PhiQuery,
+    check_query, check_vocab, ln_prob, log_mass, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
 
 /// How a rollout draws its tokens.
@@ -234,12 +234,7 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for MonteCarlo {
     fn name(&self) -> String {
         format!("MC(k={})", self.config.k)
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        model: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
         self.work = PhiCost::default();
         let r = self.score(q, model, out);
         let work = std::mem::take(&mut self.work);

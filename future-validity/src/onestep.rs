@@ -26,7 +26,7 @@ use zapspec_core::{prob, Constraint, LanguageModel, LookAhead, TokenSet};
 
 use crate::error::PhiError;
 use crate::estimator::{
-    check_query, check_vocab, log_mass, valid_set, PhiCost, PhiEstimator, PhiQuery,
+    check_query, check_vocab, log_mass, valid_set, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
 
 /// Tier 1a: Def. 9 with the current logits (no extra forward).
@@ -581,12 +581,7 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
     fn name(&self) -> String {
         "OneStep-Cheap".into()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        _: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, _: &mut M, out: &mut [f64]) -> PhiResult {
         check_query(q, out)?;
         let norm = Norm::full(q.logits);
         let ops = self.score(q.constraint, q.mask.iter(), q.logits, norm, |y, l| {
@@ -597,12 +592,7 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
             ..PhiCost::default()
         })
     }
-    fn log_phi_shifted(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        _: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_shifted(&mut self, q: &PhiQuery<'_, C>, _: &mut M, out: &mut [f64]) -> PhiResult {
         let (_, ops) = self.shifted(q.constraint, q.mask, q.logits, out)?;
         Ok(PhiCost {
             constraint_ops: ops,
@@ -858,12 +848,7 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for OneStepTrue {
     fn name(&self) -> String {
         "OneStep-True".into()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        model: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
         check_vocab(q.constraint, model, q.logits)?;
         check_query(q, out)?;
         let mut cost = PhiCost::default();

@@ -6,8 +6,7 @@
 
 use zapspec_core::{Constraint, LanguageModel};
 
-use crate::error::PhiError;
-use crate::estimator::{check_query, PhiCost, PhiEstimator, PhiQuery};
+use crate::estimator::{check_query, PhiCost, PhiEstimator, PhiQuery, PhiResult};
 
 /// Tier 0: the constant estimator (a no-op by shift invariance). Runs no
 /// model, so it works with any `M`, [`crate::NoModel`] included.
@@ -25,12 +24,7 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for Uniform {
     fn name(&self) -> String {
         "Uniform".into()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        _: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, _: &mut M, out: &mut [f64]) -> PhiResult {
         check_query(q, out)?;
         for y in q.mask.iter() {
             if let Some(o) = out.get_mut(y as usize) {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use zapspec_core::{Constraint, LanguageModel, TokenId};
 pub use zapspec_phi::exact::tree::{Node, PrefixTree};
-use zapspec_phi::{NoModel, PhiCost, PhiError, PhiEstimator, PhiQuery};
+use zapspec_phi::{NoModel, PhiCost, PhiError, PhiEstimator, PhiQuery, PhiResult};
 
 use crate::phi::target_log_law;
 use crate::VerifyError;
@@ -92,12 +92,7 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for ExactPhi {
     fn name(&self) -> String {
         "Exact".into()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        _: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, _: &mut M, out: &mut [f64]) -> PhiResult {
         let cands = self.table.get(q.prefix).ok_or_else(|| {
             PhiError::Unsupported(format!(
                 "prefix {:?} is not in the enumerated language",

@@ -44,7 +44,7 @@ use zapspec_core::{
 };
 use zapspec_phi::{
     log_normaliser, onestep_cheap_reference, Dfa, DfaConstraint, NoModel, OneStepCheap, PhiCost,
-    PhiError, PhiEstimator, PhiQuery, Uniform, WithModel,
+    PhiEstimator, PhiQuery, PhiResult, Uniform, WithModel,
 };
 use zapspec_testkit::toy::{splitmix64, BigramLm};
 use zapspec_testkit::TokenTrie;
@@ -89,12 +89,7 @@ impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> 
     fn name(&self) -> String {
         self.inner.name()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        model: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
         let t = Instant::now();
         let r = self.inner.log_phi_into(q, model, out);
         self.seconds += t.elapsed().as_secs_f64();
@@ -106,7 +101,7 @@ impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> 
         q: &PhiQuery<'_, C>,
         model: &mut M,
         out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    ) -> PhiResult {
         let t = Instant::now();
         let r = self.inner.log_phi_shifted(q, model, out);
         self.seconds += t.elapsed().as_secs_f64();
@@ -125,12 +120,7 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for NaiveOneStep {
     fn name(&self) -> String {
         "naive Def. 9".into()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        _: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, _: &mut M, out: &mut [f64]) -> PhiResult {
         let v = onestep_cheap_reference(q.constraint, q.logits)?;
         for y in q.mask.iter() {
             out[y as usize] = v.get(y as usize).copied().unwrap_or(f64::NEG_INFINITY);

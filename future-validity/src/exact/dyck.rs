@@ -24,7 +24,7 @@ use zapspec_testkit::{DyckConstraint, DyckSpec};
 use super::regular::FiniteStateLm;
 use crate::error::PhiError;
 use crate::estimator::{
-    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery,
+    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
 
 type Key<S> = (Vec<u16>, usize, S);
@@ -167,7 +167,7 @@ where
         q: &PhiQuery<'_, DyckConstraint>,
         model: &mut M,
         out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    ) -> PhiResult {
         check_query(q, out)?;
         let full = self.full(q.constraint, model, q.logits)?;
         copy_on_mask(&full, q.mask, out);

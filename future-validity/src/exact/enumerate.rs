@@ -22,7 +22,7 @@ use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
 use super::tree::{expand, log_phi_of};
 use crate::error::PhiError;
 use crate::estimator::{
-    check_query, check_vocab, copy_on_mask, valid_set, PhiCost, PhiEstimator, PhiQuery,
+    check_query, check_vocab, copy_on_mask, valid_set, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
 
 /// Limits of the enumeration.
@@ -190,12 +190,7 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for Exact {
     fn name(&self) -> String {
         "Exact".into()
     }
-    fn log_phi_into(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        model: &mut M,
-        out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
         check_vocab(q.constraint, model, q.logits)?;
         check_query(q, out)?;
         self.work = PhiCost::default();

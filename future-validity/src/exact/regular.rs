@@ -24,7 +24,7 @@ use zapspec_testkit::toy::BigramLm;
 
 use crate::error::PhiError;
 use crate::estimator::{
-    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery,
+    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
 
 /// A language model whose next-token law is a function of a finite state.
@@ -627,7 +627,7 @@ where
         q: &PhiQuery<'_, DfaConstraint>,
         model: &mut M,
         out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    ) -> PhiResult {
         check_query(q, out)?;
         let full = self.full(q.constraint, model, q.logits)?;
         copy_on_mask(&full, q.mask, out);

@@ -17,7 +17,7 @@ use zapspec_testkit::TrieConstraint;
 
 use crate::error::PhiError;
 use crate::estimator::{
-    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery,
+    check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
 
 /// Model probabilities on a trie and the exact Φ of every node.
@@ -246,7 +246,7 @@ impl<M: LanguageModel> PhiEstimator<TrieConstraint, M> for ExactTrie {
         q: &PhiQuery<'_, TrieConstraint>,
         model: &mut M,
         out: &mut [f64],
-    ) -> Result<PhiCost, PhiError> {
+    ) -> PhiResult {
         let v = check_vocab(q.constraint, model, q.logits)?;
         check_query(q, out)?;
         self.work = PhiCost::default();
