@@ -130,6 +130,30 @@ fn budget_dp_matches_binomial_closed_form() {
 }
 
 #[test]
+fn budget_member_counts_are_exact_or_refused_never_wrapped() {
+    // Σ_{c≤K} C(n, c) against a Pascal-triangle reference in u128.
+    let pascal = |n: usize, k: usize| -> u128 {
+        let mut row = vec![1u128];
+        for _ in 0..n {
+            let mut next = vec![1u128; row.len() + 1];
+            for i in 1..row.len() {
+                next[i] = row[i - 1] + row[i];
+            }
+            row = next;
+        }
+        row[..=k].iter().sum()
+    };
+    for (n, k) in [(20usize, 10usize), (30, 15), (100, 3), (120, 60), (5, 5)] {
+        let lang = BudgetLanguage::new(n, k).unwrap();
+        assert_eq!(lang.num_members(), Some(pascal(n, k)), "({n},{k})");
+    }
+    // C(200, 100) ≈ 9.1e58 > u128::MAX: refused, not wrapped.
+    let big = BudgetLanguage::new(200, 100).unwrap();
+    assert_eq!(big.num_members(), None);
+    assert!(big.num_strings().is_finite() && big.num_strings() > 1e59);
+}
+
+#[test]
 fn budget_grouped_tv_reproduces_table_8_and_brute_force() {
     // Table 8 of the paper (TV(μ^proj, μ*)), to the printed precision.
     for (n, k, p, want, strings) in [

@@ -75,12 +75,19 @@ impl BudgetLanguage {
         Dfa::new(ns, 3, BUDGET_EOS, 0, acc, trans).expect("budget DFA")
     }
 
-    /// Number of members, `Σ_{c≤K} C(n, c)`, exactly (`O(nK)` integer
-    /// arithmetic; exact while the count fits in a `u128`).
-    pub fn num_members(&self) -> u128 {
-        (0..=self.k)
-            .map(|c| (0..c).fold(1u128, |r, i| r * (self.n - i) as u128 / (i + 1) as u128))
-            .sum()
+    /// Number of members, `Σ_{c≤K} C(n, c)`, exactly (`O(nK)` checked
+    /// integer arithmetic); `None` when the count (or an intermediate
+    /// product) does not fit in a `u128` — never a wrapped value.
+    pub fn num_members(&self) -> Option<u128> {
+        let mut total: u128 = 0;
+        for c in 0..=self.k {
+            let mut r: u128 = 1;
+            for i in 0..c {
+                r = r.checked_mul((self.n - i) as u128)? / (i + 1) as u128;
+            }
+            total = total.checked_add(r)?;
+        }
+        Some(total)
     }
 
     /// Number of members, `Σ_{c≤K} C(n, c)`, in floating point.
@@ -299,8 +306,9 @@ pub struct BudgetSummary {
     pub k: usize,
     /// Bernoulli parameter `p₁`.
     pub p1: f64,
-    /// `|L_{n,K}| = Σ_{c≤K} C(n,c)`.
-    pub valid_strings: u128,
+    /// `|L_{n,K}| = Σ_{c≤K} C(n,c)`; `None` when it exceeds `u128`
+    /// ([`BudgetLanguage::num_members`]).
+    pub valid_strings: Option<u128>,
     /// `(n+1)(K+1)` DFA states `(t, c)`.
     pub dfa_states: usize,
     /// `TV(μ^proj, μ*)` by [`grouped_tv`] ([`tv_proj_star`]).
