@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use zapspec_copy::fsm::reference::{is_program, is_program_prefix};
+mod reference;
+use reference::{is_program, is_program_prefix};
 use zapspec_copy::fsm::{ByteState, FsmConfig, Phase, ProgramConstraint, ProgramFsm};
 use zapspec_core::{Constraint, RejectReason, TokenId, TokenSet, Vocabulary};
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
