@@ -50,28 +50,44 @@
 //!   `lines="i-j"`; `I = 0`, `I > J` and `J > n` are errors.
 //!
 //! Costs are stated per module; nothing here panics on bad input — errors
-//! are typed ([`ParseError`], [`ResolveError`]).
+//! are typed ([`ParseError`], [`ResolveError`], [`BoundError`]).
+//!
+//! ## Coverage, bounds, perturbation (Fig. 4, Fig. 6)
+//!
+//! | module | entry points | cost |
+//! |---|---|---|
+//! | [`coverage`] | [`line_cover`] (oracle program tokenized op by op), [`token_cover`] / [`TokenMatcher`] (greedy longest-match cover at minimum span `m`, [`MIN_SPANS`]), [`Cover`] (token counts, span-length histogram, [`Cover::merge`]), [`bound`] = `1/((1−f) + f/s)`, [`KernelSpeedups`] (`s(N)`, log-log interpolated, clamped), [`histogram_bound`] = `T / (G + Σ len/s(len))`, [`Tokenizer`] (any `Fn(&str) -> Vec<TokenId>`) | line cover: the oracle diff plus one tokenizer pass; token cover: a suffix automaton of the input, expected `O(|in| + |out|)` once, then `O(|out|)` per `m` |
+//! | [`perturb`] | [`perturbation_em`]`(pairs, eps, trials, seed)`, [`perturb_program`] (endpoints ± uniform `[−ε, ε]`, clamped to `1..=n`, swapped if reversed; `ChaCha8Rng`) | one oracle diff per pair, then `O(|P| + |D′|)` per trial |
+//!
+//! The composition of coverage with the kernel table, and the noise model,
+//! are our readings of the paper; both are spelled out in the module docs.
+//! The `copy_coverage` binary of the `examples` crate runs all of it on the
+//! edit corpora (results in `examples/results/copy_coverage.md`).
 //!
 //! ## Not built yet
 //!
-//! This crate is the first slice of its issue. Still to come: GEN_BODY
+//! This crate is a slice of its issue. Still to come: GEN_BODY
 //! delegating to an inner `Constraint` (grammar-constrained gen text);
-//! coverage (line-level and token-level greedy cover at minimum span `m`)
-//! and the closed-form speed-up bound `1/((1−f) + f/s(m))`; the
-//! perturbation study; executing programs against a `LanguageModel`
-//! (copies as one `prefill` each) beside full regeneration and
-//! prompt-lookup speculative decoding; canonical tokenization at span
-//! boundaries; corpora from a git repository's history; fuzzing the
-//! parser.
+//! executing programs against a `LanguageModel` (copies as one `prefill`
+//! each) beside full regeneration and prompt-lookup speculative decoding;
+//! canonical tokenization at span boundaries; corpora from a git
+//! repository's history; fuzzing the parser.
 
+pub mod coverage;
 pub mod error;
 pub mod fsm;
 pub mod oracle;
+pub mod perturb;
 pub mod program;
 pub mod resolve;
 
+pub use coverage::{
+    bound, histogram_bound, line_cover, token_cover, BoundError, Cover, KernelSpeedups,
+    TokenMatcher, Tokenizer, MIN_SPANS,
+};
 pub use error::{OpKind, ParseError, ParseErrorKind, ResolveError};
 pub use fsm::{ByteState, FsmConfig, FsmError, Phase, ProgramConstraint, ProgramFsm, VocabTrie};
 pub use oracle::oracle_program;
+pub use perturb::{perturb_program, perturbation_em};
 pub use program::{Op, Program, ProgramStats};
 pub use resolve::{resolve, LineIndex};
