@@ -222,13 +222,11 @@ impl zapspec_core::Matcher for TrieConstraint {
     }
 }
 
-impl LookAhead for TrieConstraint {
-    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
-        out.clear();
-        if self.finished {
-            return true;
-        }
-        let n = self.node();
+impl TrieConstraint {
+    /// Pushes the tokens allowed at trie node `n` (its children inside the
+    /// vocabulary, then EOS when `n` ends a member): the sparse mask of
+    /// that node, shared by both look-ahead hooks.
+    fn push_allowed(&self, n: usize, out: &mut Vec<TokenId>) {
         out.extend(
             self.trie
                 .children(n)
@@ -238,6 +236,16 @@ impl LookAhead for TrieConstraint {
         if self.trie.is_terminal(n) {
             out.push(self.eos);
         }
+    }
+}
+
+impl LookAhead for TrieConstraint {
+    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
+        out.clear();
+        if self.finished {
+            return true;
+        }
+        self.push_allowed(self.node(), out);
         true
     }
     fn mask_key(&self) -> Option<u64> {
@@ -258,15 +266,7 @@ impl LookAhead for TrieConstraint {
                 continue;
             }
             next.clear();
-            next.extend(
-                self.trie
-                    .children(c)
-                    .map(|(u, _)| u)
-                    .filter(|&u| (u as usize) < self.vocab_size),
-            );
-            if self.trie.is_terminal(c) {
-                next.push(self.eos);
-            }
+            self.push_allowed(c, &mut next);
             f(t, &next);
         }
         true
