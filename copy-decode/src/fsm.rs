@@ -47,9 +47,10 @@
 //! token's bytes (`O(|token|)`) and recomputes the forced bytes
 //! (`O(256 · |forced|)`).
 //!
-//! GEN_BODY delegation to an inner constraint (the paper's free generation
-//! under a nested grammar) is **not done** in this slice: the body is any
-//! UTF-8 text under the escape rule.
+//! Here the body is any UTF-8 text under the escape rule; to constrain it
+//! by an inner constraint (a grammar for the new text), use
+//! [`NestedProgramConstraint`](crate::NestedProgramConstraint)
+//! ([`crate::gen_body`]), which reuses these tables.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -65,7 +66,7 @@ const COPY_CLOSE: &[u8] = b"\"/>\n";
 /// `<gen>`.
 const GEN_OPEN: &[u8] = b"<gen>";
 /// `</gen>` (the raw end of a body; `\n` follows it).
-const GEN_END: &[u8] = b"</gen>";
+pub(crate) const GEN_END: &[u8] = b"</gen>";
 /// `</program>`.
 const CLOSE_TAG: &[u8] = b"</program>";
 
@@ -185,6 +186,16 @@ impl ByteState {
             GenOpen(_) | Body(_) | Esc | Utf8 { .. } => Phase::GenBody,
             CloseTag(_) | Done => Phase::Close,
         }
+    }
+
+    /// True for the states inside a gen body at which body text may
+    /// continue (`Body`, `Esc`, `Utf8`), i.e. where a GEN_BODY delegate
+    /// ([`crate::gen_body`]) consults its inner constraint.
+    pub fn in_body(self) -> bool {
+        matches!(
+            self,
+            ByteState::Body(_) | ByteState::Esc | ByteState::Utf8 { .. }
+        )
     }
 
     /// True for the state of a complete program.
@@ -419,18 +430,33 @@ impl VocabTrie {
     /// document of `n` lines): one pruned depth-first walk,
     /// `O(visited nodes)`.
     pub fn mask_from(&self, start: ByteState, n: u64) -> TokenSet {
+        self.mask_walk(start, |s, b| s.step(b, n), |_| true)
+    }
+
+    /// The mask of tokens whose bytes, run through any byte automaton from
+    /// `start` with `step`, never die and end in a state `accept` takes:
+    /// one pruned depth-first walk, `O(visited nodes)`. A subtree is
+    /// skipped as soon as its prefix dies.
+    pub fn mask_walk<S: Copy>(
+        &self,
+        start: S,
+        step: impl Fn(S, u8) -> Option<S>,
+        accept: impl Fn(S) -> bool,
+    ) -> TokenSet {
         let mut mask = TokenSet::new(self.vocab_size);
-        let mut states: Vec<ByteState> = vec![start];
+        let mut states: Vec<S> = vec![start];
         let mut i = 0usize;
         while let Some(node) = self.nodes.get(i) {
             let d = node.depth as usize;
             states.truncate(d);
-            match states.last().and_then(|s| s.step(node.byte, n)) {
+            match states.last().and_then(|&s| step(s, node.byte)) {
                 None => i = node.end as usize,
                 Some(s) => {
                     states.push(s);
-                    for &t in &self.tokens[node.tok_start as usize..node.tok_end as usize] {
-                        mask.insert(t);
+                    if accept(s) {
+                        for &t in &self.tokens[node.tok_start as usize..node.tok_end as usize] {
+                            mask.insert(t);
+                        }
                     }
                     i += 1;
                 }
@@ -500,6 +526,11 @@ impl<V: Vocabulary> ProgramFsm<V> {
     /// The number of source lines `n`.
     pub fn num_lines(&self) -> u64 {
         self.n
+    }
+
+    /// The settings the tables were compiled with.
+    pub fn config(&self) -> FsmConfig {
+        self.config
     }
 
     /// The vocabulary.

@@ -76,6 +76,7 @@
 pub mod coverage;
 pub mod error;
 pub mod fsm;
+pub mod gen_body;
 pub mod oracle;
 pub mod perturb;
 pub mod program;
@@ -87,6 +88,7 @@ pub use coverage::{
 };
 pub use error::{OpKind, ParseError, ParseErrorKind, ResolveError};
 pub use fsm::{ByteState, FsmConfig, FsmError, Phase, ProgramConstraint, ProgramFsm, VocabTrie};
+pub use gen_body::{GenBodyError, NestedProgramConstraint};
 pub use oracle::oracle_program;
 pub use perturb::{perturb_program, perturbation_em};
 pub use program::{Op, Program, ProgramStats};
