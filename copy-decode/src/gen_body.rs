@@ -13,38 +13,50 @@
 //!
 //! 1. A token sequence is allowed iff its bytes are a prefix of a valid
 //!    program (exactly as for [`ProgramConstraint`](crate::ProgramConstraint))
-//!    and **every gen body is token-aligned**: a body — the bytes between
-//!    `<gen>` and the first raw `</gen>`, or to the end for the open body —
-//!    that is non-empty starts at a token boundary and, once closed, ends
-//!    at one (the closing `</gen>` starts a token). An empty body may sit
-//!    inside one token (`<gen></gen>` as part of a token).
-//! 2. The tokens that make up a body are fed, in order, to a **fresh copy
-//!    of the inner constraint** (each gen op's text is one member of the
-//!    inner language): every one must be allowed, and a body may be closed
-//!    only where the inner constraint is accepting (an empty body needs the
-//!    inner constraint to accept the empty sequence). The inner EOS is
-//!    never fed; the close plays its role.
-//! 3. The inner constraint sees the body **as written**, i.e. after
+//!    and **every gen body is token-aligned**: a closed body — the bytes
+//!    between `<gen>` and the first raw `</gen>` — that is non-empty
+//!    starts at a token boundary and ends at one (the closing `</gen>`
+//!    starts a token, though it may span several). An empty closed body
+//!    may sit inside one token (`<gen></gen>` as part of a token).
+//! 2. The tokens that make up a closed body are fed, in order, to a
+//!    **fresh copy of the inner constraint** (each gen op's text is one
+//!    member of the inner language): every one must be allowed, and the
+//!    inner constraint must accept after the last (an empty body: accept
+//!    the empty sequence). The inner EOS is never fed; the close plays its
+//!    role.
+//! 3. The open body (the last one, not closed yet) must have a reading
+//!    that can still close: either (h1) it is all body text — aligned, its
+//!    tokens allowed by the inner constraint — or (h2) it is body text
+//!    followed by a close in progress: a proper prefix of `</gen>` that
+//!    begins at a token boundary where the body text so far is aligned
+//!    and accepted by the inner constraint. Both can hold: `</` may be
+//!    body text of an HTML grammar and the start of the close; the matcher
+//!    tracks both (the inner constraint is fed a token only while h1 is
+//!    alive; per body token it keeps the body offset and whether a close
+//!    may begin there), and the next token decides. This is what lets a
+//!    byte-level or BPE vocabulary, where `</gen>` is several tokens,
+//!    close a body whose inner language has no `<`.
+//! 4. The inner constraint sees the body **as written**, i.e. after
 //!    escaping (`\\` and `<\/gen>`; see the crate docs). For inner
 //!    languages that never contain `\` or `</gen>` — most grammars of code
 //!    edits — the written body is the text.
-//! 4. An allowed sequence is one whose every prefix satisfies 1–2, so the
-//!    language is prefix-closed. Consequence: body tokens that happen to
-//!    spell a prefix of `</gen>` (`</`, `</ge`) are body text and must be
-//!    allowed by the inner constraint; if the next token completes the
-//!    raw `</gen>`, the body ends where that prefix began, which must be a
-//!    token boundary at which the inner constraint was accepting (the
-//!    matcher keeps, per body token, the body offset and whether the inner
-//!    constraint accepted there). A token that carries body text and then
-//!    the close (`x</gen>`) is never allowed: the inner constraint cannot
-//!    take part of a token.
 //!
-//! So within a body, token `t` is allowed iff either (a) its bytes stay
-//! body text (never complete `</gen>`) and the inner constraint allows
-//! `t`, or (b) it starts the close (`</gen>…`, or the rest of a `</gen>`
-//! begun at an accepting boundary) and its remaining bytes are valid
-//! structure — which may open a new body only at the token's end or as an
-//! empty body.
+//! A token that carries body text and then (the start of) the close
+//! (`x</gen>`, `x</`) is never allowed unless the whole token is body text
+//! the inner constraint allows: the inner constraint cannot take part of
+//! a token. Likewise a non-empty body cannot start inside the token that
+//! ends `<gen>` — so a program tokenized canonically as a whole (BPE may
+//! merge `>` with the body's first bytes) may need re-tokenizing op by op
+//! before a nested constraint accepts it; a decoder sampling under the
+//! constraint produces aligned tokens by construction.
+//!
+//! So within a body, token `t` is allowed iff (a) its bytes stay body
+//! text (never complete `</gen>`) and either the inner constraint allows
+//! `t` (h1 alive) or the token begins or continues a close in progress
+//! from an accepting boundary (h2); or (b) it completes a close begun at
+//! an accepting boundary (by `t` itself or by the tokens just before it)
+//! and its remaining bytes are valid structure, which may open a new body
+//! only at the token's end or as an empty body.
 //!
 //! **No dead-end guarantee.** The program FSM alone never reaches a state
 //! without continuations; the intersection with an arbitrary inner
@@ -100,6 +112,9 @@ enum Tw {
     Close(u8),
     /// Body text only: the walk must not complete `</gen>`.
     Body(ByteState),
+    /// `k` bytes of a `</gen>` begun at a token boundary, not completed in
+    /// this token (a close in progress).
+    Partial(u8),
 }
 
 fn tw_step(w: Tw, b: u8, n: u64, empty_ok: bool) -> Option<Tw> {
@@ -120,6 +135,10 @@ fn tw_step(w: Tw, b: u8, n: u64, empty_ok: bool) -> Option<Tw> {
             })
         }
         Tw::Body(s) => s.step(b, n).filter(|t| t.in_body()).map(Tw::Body),
+        Tw::Partial(k) => {
+            let k = k as usize;
+            (k + 1 < GEN_END.len() && GEN_END[k] == b).then_some(Tw::Partial(k as u8 + 1))
+        }
     }
 }
 
@@ -132,6 +151,7 @@ fn tw_accept(w: Tw) -> bool {
 fn tw_end(w: Tw) -> (ByteState, bool) {
     match w {
         Tw::S(s) | Tw::Body(s) => (s, false),
+        Tw::Partial(k) => (ByteState::Body(k), false),
         Tw::Opened => (ByteState::Body(0), true),
         // Not accepted; never reached by callers.
         Tw::Close(_) => (ByteState::GenClose, false),
@@ -147,6 +167,9 @@ enum MaskKey {
     /// Tokens that complete a `</gen>` of which `k` bytes are matched and
     /// continue as valid structure.
     Close(u8),
+    /// Tokens that continue a `</gen>` of which `k` bytes are matched
+    /// (`k = 0`: begin one) without completing it.
+    Partial(u8),
 }
 
 /// The shared tables of a [`NestedProgramConstraint`]: the program FSM and
@@ -181,6 +204,7 @@ impl<V: Vocabulary> Tables<V> {
             MaskKey::Struct(s) => Tw::S(s),
             MaskKey::Body(s) => Tw::Body(s),
             MaskKey::Close(k) => Tw::Close(k),
+            MaskKey::Partial(k) => Tw::Partial(k),
         };
         let n = self.fsm.num_lines();
         let empty_ok = self.empty_ok;
@@ -204,7 +228,11 @@ struct Entry<C> {
     state: ByteState,
     /// Bytes of the open body after the token (0 outside a body).
     body_len: usize,
-    /// Whether the inner constraint accepted after the token (in a body).
+    /// Every token of the open body so far was fed to (and allowed by)
+    /// the inner constraint — the body-text reading is alive.
+    whole: bool,
+    /// `whole` and the inner constraint accepts after the token: a close
+    /// may begin here.
     accepting: bool,
     /// The token was fed to the inner constraint.
     fed: bool,
@@ -278,6 +306,7 @@ impl<V: Vocabulary, C: Constraint> NestedProgramConstraint<V, C> {
             history: vec![Entry {
                 state: ByteState::START,
                 body_len: 0,
+                whole: false,
                 accepting: false,
                 fed: false,
                 opened: false,
@@ -313,8 +342,9 @@ impl<V: Vocabulary, C: Constraint> NestedProgramConstraint<V, C> {
         }
     }
 
-    /// Whether the inner constraint accepted at the body offset `m` bytes
-    /// before the current one, which must be a token boundary of this body.
+    /// Whether a close may begin at the body offset `m` bytes before the
+    /// current one: a token boundary of this body where every body token
+    /// so far was fed to the inner constraint and it accepted.
     fn boundary_accepting(&self, m: usize) -> bool {
         let Some(cur) = self.history.last() else {
             return false;
@@ -345,6 +375,7 @@ impl<V: Vocabulary, C: Constraint> NestedProgramConstraint<V, C> {
         self.history.push(Entry {
             state,
             body_len: 0,
+            whole: opened,
             accepting: opened && self.tables.empty_ok,
             fed: false,
             opened,
@@ -374,9 +405,11 @@ impl<V: Vocabulary, C: Constraint> zapspec_core::Matcher for NestedProgramConstr
             return;
         }
         let size = self.tables.fsm.vocab().len();
-        // Body text the inner constraint allows.
+        let whole = self.history.last().is_some_and(|e| e.whole);
+        // Body text the inner constraint allows (while it has seen every
+        // body token).
         let mut allowed = TokenSet::new(size);
-        if let Some(inner) = self.inner.as_mut() {
+        if let (true, Some(inner)) = (whole, self.inner.as_mut()) {
             let im = inner.mask();
             if im.universe() == size {
                 allowed = im;
@@ -386,13 +419,17 @@ impl<V: Vocabulary, C: Constraint> zapspec_core::Matcher for NestedProgramConstr
                 }
             }
             allowed.remove(inner.eos());
+            allowed.intersect_with(&self.tables.mask(MaskKey::Body(s)));
         }
-        allowed.intersect_with(&self.tables.mask(MaskKey::Body(s)));
         if let ByteState::Body(m) = s {
-            if self.inner_accepting() {
+            // A close begun here (in progress or completed by the token).
+            if self.boundary_accepting(0) {
+                allowed.union_with(&self.tables.mask(MaskKey::Partial(0)));
                 allowed.union_with(&self.tables.mask(MaskKey::Close(0)));
             }
+            // A close begun `m` bytes back, continued or completed.
             if m > 0 && self.boundary_accepting(m as usize) {
+                allowed.union_with(&self.tables.mask(MaskKey::Partial(m)));
                 allowed.union_with(&self.tables.mask(MaskKey::Close(m)));
             }
         }
@@ -417,21 +454,42 @@ impl<V: Vocabulary, C: Constraint> zapspec_core::Matcher for NestedProgramConstr
             self.push_structural(end, None);
             return Ok(());
         }
-        // (a) body text the inner constraint allows.
+        // (a) body text: fed to the inner constraint while it has seen
+        // every body token and allows this one, or a close in progress
+        // begun at an accepting boundary (or both).
         if let Some(Tw::Body(next)) = self.tables.walk(Tw::Body(s), bytes) {
-            let len = bytes.len();
-            let inner = self.inner.as_mut().ok_or(RejectReason::NotAllowed)?;
-            if t as usize >= inner.vocab_size() || t == inner.eos() {
+            let (body_len, whole) = self
+                .history
+                .last()
+                .map_or((0, false), |e| (e.body_len, e.whole));
+            let new_len = body_len + bytes.len();
+            let in_progress = match next {
+                ByteState::Body(m2) if m2 > 0 => {
+                    // The close began `m2` bytes before the token's end.
+                    new_len.checked_sub(m2 as usize).is_some_and(|start| {
+                        start <= body_len && { self.boundary_accepting(body_len - start) }
+                    })
+                }
+                _ => false,
+            };
+            let mut fed = false;
+            if whole {
+                if let Some(inner) = self.inner.as_mut() {
+                    fed = (t as usize) < inner.vocab_size()
+                        && t != inner.eos()
+                        && inner.advance(t).is_ok();
+                }
+            }
+            if !fed && !in_progress {
                 return Err(RejectReason::NotAllowed);
             }
-            inner.advance(t).map_err(|_| RejectReason::NotAllowed)?;
-            let accepting = inner.is_accepting();
-            let body_len = self.history.last().map_or(0, |e| e.body_len) + len;
+            let accepting = fed && self.inner_accepting();
             self.history.push(Entry {
                 state: next,
-                body_len,
+                body_len: new_len,
+                whole: fed,
                 accepting,
-                fed: true,
+                fed,
                 opened: false,
                 closed: None,
             });
@@ -442,7 +500,7 @@ impl<V: Vocabulary, C: Constraint> zapspec_core::Matcher for NestedProgramConstr
             return Err(RejectReason::NotAllowed);
         };
         let (start, ok) = if bytes.first() == Some(&GEN_END[0]) {
-            (Tw::Close(0), self.inner_accepting())
+            (Tw::Close(0), self.boundary_accepting(0))
         } else if m > 0 {
             (Tw::Close(m), self.boundary_accepting(m as usize))
         } else {

@@ -75,6 +75,7 @@
 
 pub mod coverage;
 pub mod error;
+pub mod execute;
 pub mod fsm;
 pub mod gen_body;
 pub mod oracle;
@@ -87,6 +88,10 @@ pub use coverage::{
     TokenMatcher, Tokenizer, MIN_SPANS,
 };
 pub use error::{OpKind, ParseError, ParseErrorKind, ResolveError};
+pub use execute::{
+    lookup_draft, prompt_lookup, regenerate, CopyDecoder, ExecConfig, ExecError, ExecStats,
+    Execution, LookupConfig, ProgramMatcher, Target,
+};
 pub use fsm::{ByteState, FsmConfig, FsmError, Phase, ProgramConstraint, ProgramFsm, VocabTrie};
 pub use gen_body::{GenBodyError, NestedProgramConstraint};
 pub use oracle::oracle_program;

@@ -124,19 +124,39 @@ fn semantic_ok<C: Constraint>(vocab: &TokenVocab, toks: &[TokenId], n: u64, prot
             }
             continue;
         }
-        let Some(i) = bounds.iter().position(|&b| b == start) else {
-            return false;
+        // Fed to a fresh inner constraint: the tokens between two
+        // boundaries, or `None` when they are not boundaries or a token
+        // is refused.
+        let feed = |from: usize, to: usize| -> Option<C> {
+            let i = bounds.iter().position(|&b| b == from)?;
+            let j = bounds.iter().position(|&b| b == to)?;
+            let mut c = proto.clone();
+            for &t in &toks[i..j] {
+                if t as usize >= c.vocab_size() || t == c.eos() || c.advance(t).is_err() {
+                    return None;
+                }
+            }
+            Some(c)
         };
-        let Some(j) = bounds.iter().position(|&b| b == stop) else {
-            return false;
-        };
-        let mut c = proto.clone();
-        for &t in &toks[i..j] {
-            if t as usize >= c.vocab_size() || t == c.eos() || c.advance(t).is_err() {
+        if end.is_some() {
+            if !feed(start, stop).is_some_and(|c| c.is_accepting()) {
                 return false;
             }
+            continue;
         }
-        if end.is_some() && !c.is_accepting() {
+        // The open body: all body text (h1), or body text then a close in
+        // progress begun at a boundary where the inner constraint accepted
+        // (h2).
+        let body = &bytes[start..stop];
+        let h1 = feed(start, stop).is_some();
+        let h2 = body.iter().rposition(|&c| c == b'<').is_some_and(|k| {
+            let tail = &body[k..];
+            tail.len() < 6
+                && b"</gen>".starts_with(tail)
+                && bounds.contains(&(start + k))
+                && feed(start, start + k).is_some_and(|c| c.is_accepting())
+        });
+        if !(h1 || h2) {
             return false;
         }
     }

@@ -1,0 +1,814 @@
+//! Executing edits against a [`LanguageModel`] (paper Fig. 1(c), §2.2 and
+//! the serving-layer primitive of §2.4): Copy-as-Decode, where each copy
+//! op's lines enter the model's context in one parallel `prefill` instead
+//! of one decode step per token, beside the two alternatives a user would
+//! pick — full autoregressive regeneration ([`regenerate`]) and
+//! prompt-lookup (n-gram) speculative decoding with greedy verification
+//! ([`prompt_lookup`], what vLLM's `ngram` speculator does).
+//!
+//! ## The cost model (what a "forward" is)
+//!
+//! Every [`LanguageModel::prefill`] or [`LanguageModel::next_logits`] call
+//! is one forward. Tokens that need no decision — the prompt, forced
+//! structural literals (the FSM's forced bytes: `<program>\n<`, `/>\n<`
+//! after a copy's closing `"`, the rest of `</program>`…) and a completed
+//! copy op's lines — are queued and appended together with the next
+//! decided token, in one forward. So, with an unbounded window,
+//!
+//! - Copy-as-Decode: `forwards = 1 + decisions`, where a decision is a
+//!   program token not entirely inside the forced bytes at its position
+//!   (op-type letters, line digits, the `"` ending a number, gen text,
+//!   the `/` of `</program>`…); the `1` is the prompt, and the last
+//!   forward yields the logits that choose EOS;
+//! - regeneration of `D′` (`T` tokens): `forwards = 1 + T`;
+//! - prompt lookup: `forwards = 1 + rounds`, each round appending the
+//!   token chosen from the previous logits plus a draft of up to
+//!   [`LookupConfig::num_draft`] tokens, of which the matching prefix is
+//!   kept (the rest is truncated from the cache).
+//!
+//! A model with a short window (the shipped byte-level model has 64
+//! positions) gets the same calls split into chunks that fit; when the
+//! context is full, the oldest tokens are dropped and the last
+//! [`ExecConfig::slide_keep`] re-prefilled (one more forward, counted in
+//! [`ExecStats::slide_forwards`]). Those extra forwards are reported, not
+//! hidden.
+//!
+//! ## Driving modes
+//!
+//! [`CopyDecoder::execute_program`] runs a given program teacher-forced (the oracle
+//! programs of the paper's upper-bound analysis: the model runs every
+//! forward a real decode would, and the program's own token is taken at
+//! each decision); [`CopyDecoder::decode_program`] samples a program from the model's
+//! masked logits under any [`ProgramMatcher`] ([`ProgramConstraint`] or a
+//! [`NestedProgramConstraint`] with a grammar for gen bodies). The
+//! baselines take a [`Target`]: teacher-forced on `D′` (a model whose
+//! greedy output is `D′`, the same idealisation as oracle programs) or
+//! the model's own greedy output.
+//!
+//! ## Context layout (our reading)
+//!
+//! The model's context is the prompt, then the program's tokens with each
+//! copy op's lines inserted right after the token that completes the op
+//! (its final `\n`), so the model sees the edited document as it is
+//! written. Copied lines are tokenized span by span with the caller's
+//! tokenizer — which may differ from how `D′` tokenizes as a whole at span
+//! boundaries (see `copy_coverage`'s notes on canonical tokenization).
+
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use zapspec_core::model::{LanguageModel, ModelError};
+use zapspec_core::{Constraint, Rejected, TokenId, Vocabulary};
+
+use crate::coverage::Tokenizer;
+use crate::error::{ParseError, ResolveError};
+use crate::fsm::{ByteState, ProgramConstraint};
+use crate::gen_body::NestedProgramConstraint;
+use crate::program::Program;
+use crate::resolve::LineIndex;
+
+/// Errors while executing or decoding.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// The model failed (bad token, context overflow, backend error).
+    #[error("model: {0}")]
+    Model(#[from] ModelError),
+    /// The constraint refused a program token (a teacher-forced token or
+    /// a token of a forced literal).
+    #[error("program token refused: {0}")]
+    Refused(#[from] Rejected),
+    /// No token is allowed (the intersection with an inner constraint
+    /// reached a dead end).
+    #[error("empty mask after {tokens} program tokens")]
+    EmptyMask {
+        /// Program tokens consumed.
+        tokens: usize,
+    },
+    /// The program did not end within [`ExecConfig::max_tokens`].
+    #[error("no EOS within {max} tokens")]
+    TokenLimit {
+        /// The limit.
+        max: usize,
+    },
+    /// The teacher-forced program ended where EOS is not allowed.
+    #[error("the program's tokens end before a complete program")]
+    Incomplete,
+    /// The decoded program is not UTF-8 text.
+    #[error("decoded program is not UTF-8")]
+    NotUtf8,
+    /// The decoded program does not parse (cannot happen under the FSM;
+    /// reported rather than trusted).
+    #[error("decoded program: {0}")]
+    Parse(#[from] ParseError),
+    /// The program does not resolve against the document.
+    #[error("resolve: {0}")]
+    Resolve(#[from] ResolveError),
+    /// The window is too small to hold one token beyond what is kept.
+    #[error("model window of {window} tokens cannot slide (keeping {keep})")]
+    Window {
+        /// The model's window.
+        window: usize,
+        /// Tokens kept when sliding.
+        keep: usize,
+    },
+}
+
+/// Settings shared by the executors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecConfig {
+    /// Most tokens decided (program tokens or output tokens) before giving
+    /// up (default 1,000,000).
+    pub max_tokens: usize,
+    /// Tokens kept when a full window slides (default 0: half the model's
+    /// window).
+    pub slide_keep: usize,
+    /// Most tokens per forward (default `usize::MAX`; the window bounds it
+    /// anyway).
+    pub max_chunk: usize,
+    /// Sampling temperature for [`decode_program`] (default 0: greedy).
+    pub temperature: f32,
+    /// Seed of the sampler (default 0).
+    pub seed: u64,
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        ExecConfig {
+            max_tokens: 1_000_000,
+            slide_keep: 0,
+            max_chunk: usize::MAX,
+            temperature: 0.0,
+            seed: 0,
+        }
+    }
+}
+
+/// Counts and times of one execution.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExecStats {
+    /// Model forward calls, all kinds.
+    pub forwards: usize,
+    /// Of which re-prefills after a window slide.
+    pub slide_forwards: usize,
+    /// Tokens appended to the context (prompt, decided, forced, copied,
+    /// drafts — rejected drafts included; slides excluded).
+    pub tokens_in: usize,
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// Tokens decided one per forward (program decisions, regenerated
+    /// tokens, the token before each draft).
+    pub decided: usize,
+    /// Program tokens inside forced literals (appended without a decision).
+    pub forced: usize,
+    /// Copy ops executed.
+    pub copies: usize,
+    /// Tokens appended by copy prefills.
+    pub copied: usize,
+    /// Draft tokens proposed (prompt lookup).
+    pub drafted: usize,
+    /// Draft tokens accepted (prompt lookup).
+    pub accepted: usize,
+    /// Output tokens: `D′`'s tokens for the baselines; copied plus gen
+    /// tokens for Copy-as-Decode.
+    pub output_tokens: usize,
+    /// Wall-clock of the whole call.
+    pub elapsed: Duration,
+    /// Of which inside model calls.
+    pub model_time: Duration,
+}
+
+impl ExecStats {
+    /// Output tokens per second of wall-clock.
+    pub fn tokens_per_sec(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.output_tokens as f64 / s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The result of an execution.
+#[derive(Debug, Clone)]
+pub struct Execution {
+    /// The output: `D′` for Copy-as-Decode (the resolved program) and
+    /// teacher-forced baselines, the model's greedy text otherwise (lossy
+    /// UTF-8).
+    pub output: String,
+    /// The program's tokens (Copy-as-Decode) or the output tokens.
+    pub tokens: Vec<TokenId>,
+    /// Counts and times.
+    pub stats: ExecStats,
+}
+
+/// What a baseline decodes towards.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// Teacher-forced: the model's choice at each step is the next token
+    /// of this sequence (then EOS).
+    Teacher(&'a [TokenId]),
+    /// The model's own greedy choice, until `eos` or `max_new` tokens.
+    Greedy {
+        /// The end-of-sequence token.
+        eos: TokenId,
+        /// Most tokens to generate.
+        max_new: usize,
+    },
+}
+
+/// A program constraint that reports the literal bytes every continuation
+/// starts with, so an executor can append them without a decision.
+pub trait ProgramMatcher: Constraint {
+    /// The forced bytes now (empty when there is a choice).
+    fn forced(&self) -> Vec<u8>;
+}
+
+impl<V: Vocabulary> ProgramMatcher for ProgramConstraint<V> {
+    fn forced(&self) -> Vec<u8> {
+        self.forced_bytes().to_vec()
+    }
+}
+
+impl<V: Vocabulary, C: Constraint> ProgramMatcher for NestedProgramConstraint<V, C> {
+    fn forced(&self) -> Vec<u8> {
+        self.forced_bytes()
+    }
+}
+
+/// The model behind the executors: forwards with chunking, window slides,
+/// counts and model time.
+struct Session<'m, M> {
+    model: &'m mut M,
+    cfg: ExecConfig,
+    stats: ExecStats,
+}
+
+impl<'m, M: LanguageModel> Session<'m, M> {
+    fn new(model: &'m mut M, cfg: &ExecConfig) -> Self {
+        model.truncate(0);
+        Session {
+            model,
+            cfg: cfg.clone(),
+            stats: ExecStats::default(),
+        }
+    }
+
+    fn slide(&mut self) -> Result<(), ExecError> {
+        let window = self.model.max_context();
+        let keep = if self.cfg.slide_keep == 0 {
+            window / 2
+        } else {
+            self.cfg.slide_keep
+        };
+        if keep >= window {
+            return Err(ExecError::Window { window, keep });
+        }
+        let ctx = self.model.context();
+        let kept = ctx[ctx.len().saturating_sub(keep)..].to_vec();
+        let t = Instant::now();
+        self.model.truncate(0);
+        if !kept.is_empty() {
+            self.model.prefill(&kept)?;
+            self.stats.forwards += 1;
+            self.stats.slide_forwards += 1;
+        }
+        self.stats.model_time += t.elapsed();
+        Ok(())
+    }
+
+    /// Appends `tokens` (non-empty) and returns the logits after each of
+    /// them (`all`) or only after the last.
+    fn forward(&mut self, tokens: &[TokenId], all: bool) -> Result<Vec<Vec<f32>>, ExecError> {
+        self.stats.tokens_in += tokens.len();
+        let mut rows = Vec::new();
+        let mut rest = tokens;
+        while !rest.is_empty() {
+            let room = self
+                .model
+                .max_context()
+                .saturating_sub(self.model.context().len());
+            if room == 0 {
+                self.slide()?;
+                continue;
+            }
+            let take = room.min(self.cfg.max_chunk.max(1)).min(rest.len());
+            let t = Instant::now();
+            let out = self.model.prefill(&rest[..take])?;
+            self.stats.model_time += t.elapsed();
+            self.stats.forwards += 1;
+            let n = out.nrows();
+            for i in 0..n {
+                if all || (i + 1 == n && take == rest.len()) {
+                    rows.push(out.row(i).to_vec());
+                }
+            }
+            rest = &rest[take..];
+        }
+        Ok(rows)
+    }
+
+    /// Logits after appending `pending` (or of the current context when
+    /// `pending` is empty).
+    fn logits(&mut self, pending: &[TokenId]) -> Result<Vec<f32>, ExecError> {
+        if pending.is_empty() {
+            let t = Instant::now();
+            let l = self.model.next_logits()?;
+            self.stats.model_time += t.elapsed();
+            self.stats.forwards += 1;
+            return Ok(l);
+        }
+        Ok(self.forward(pending, false)?.pop().unwrap_or_default())
+    }
+}
+
+/// Index of the largest logit allowed by `ok` (ties: lowest id).
+fn argmax(logits: &[f32], ok: impl Fn(TokenId) -> bool) -> Option<TokenId> {
+    let mut best: Option<(TokenId, f32)> = None;
+    for (i, &l) in logits.iter().enumerate() {
+        let t = i as TokenId;
+        if ok(t) && best.is_none_or(|(_, b)| l > b) {
+            best = Some((t, l));
+        }
+    }
+    best.map(|(t, _)| t)
+}
+
+/// Samples from `softmax(logits / temperature)` restricted to `allowed`.
+fn sample(
+    logits: &[f32],
+    allowed: &[TokenId],
+    temperature: f32,
+    rng: &mut ChaCha8Rng,
+) -> Option<TokenId> {
+    if temperature <= 0.0 {
+        let best = allowed.iter().copied().max_by(|&a, &b| {
+            let la = logits.get(a as usize).copied().unwrap_or(f32::NEG_INFINITY);
+            let lb = logits.get(b as usize).copied().unwrap_or(f32::NEG_INFINITY);
+            la.total_cmp(&lb).then(b.cmp(&a))
+        });
+        return best;
+    }
+    let l = |t: TokenId| logits.get(t as usize).copied().unwrap_or(f32::NEG_INFINITY);
+    let max = allowed
+        .iter()
+        .map(|&t| l(t))
+        .fold(f32::NEG_INFINITY, f32::max);
+    let w: Vec<f64> = allowed
+        .iter()
+        .map(|&t| (((l(t) - max) / temperature) as f64).exp())
+        .collect();
+    let total: f64 = w.iter().sum();
+    if total.is_nan() || total <= 0.0 {
+        return allowed.first().copied();
+    }
+    let mut u = rng.random::<f64>() * total;
+    for (&t, &wi) in allowed.iter().zip(&w) {
+        if u < wi {
+            return Some(t);
+        }
+        u -= wi;
+    }
+    allowed.last().copied()
+}
+
+/// Tracks the program's bytes and reports each copy op when its final
+/// `\n` is read.
+struct OpScanner {
+    state: ByteState,
+    n: u64,
+    range: (u64, u64),
+}
+
+impl OpScanner {
+    fn new(n: usize) -> Self {
+        OpScanner {
+            state: ByteState::START,
+            n: n as u64,
+            range: (0, 0),
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8], copies: &mut Vec<(usize, usize)>) {
+        for &b in bytes {
+            let Some(next) = self.state.step(b, self.n) else {
+                // Not a program prefix: the constraint refused it first.
+                return;
+            };
+            if let (ByteState::Second { lo, val }, ByteState::CopyClose(1)) = (self.state, next) {
+                self.range = (lo, val);
+            }
+            if matches!(
+                (self.state, next),
+                (ByteState::CopyClose(3), ByteState::AwaitOp)
+            ) {
+                copies.push((self.range.0 as usize, self.range.1 as usize));
+            }
+            self.state = next;
+        }
+    }
+}
+
+/// How program tokens are chosen.
+enum Drive<'a> {
+    Teacher(&'a [TokenId]),
+    Sample(Box<ChaCha8Rng>),
+}
+
+/// The shared loop of [`CopyDecoder::execute_program`] and
+/// [`CopyDecoder::decode_program`].
+#[allow(clippy::too_many_arguments)]
+fn run<M, C, V, T>(
+    model: &mut M,
+    mut c: C,
+    vocab: &V,
+    tok: &T,
+    prompt: &[TokenId],
+    doc: &str,
+    mut drive: Drive<'_>,
+    cfg: &ExecConfig,
+) -> Result<Execution, ExecError>
+where
+    M: LanguageModel,
+    C: ProgramMatcher,
+    V: Vocabulary + ?Sized,
+    T: Tokenizer + ?Sized,
+{
+    let start = Instant::now();
+    let lines = LineIndex::new(doc);
+    let mut scan = OpScanner::new(lines.len());
+    let mut sess = Session::new(model, cfg);
+    sess.stats.prompt_tokens = prompt.len();
+    let mut pending: Vec<TokenId> = prompt.to_vec();
+    let mut program: Vec<TokenId> = Vec::new();
+    let mut copies: Vec<(usize, usize)> = Vec::new();
+    let mut k = 0usize;
+    loop {
+        // Tokens inside the forced literal: appended without a decision.
+        loop {
+            let f = c.forced();
+            if f.is_empty() {
+                break;
+            }
+            let toks: Vec<TokenId> = match &drive {
+                Drive::Teacher(ts) => {
+                    let mut run = Vec::new();
+                    let mut used = 0usize;
+                    while let Some(&t) = ts.get(k + run.len()) {
+                        let b = vocab.token_bytes(t);
+                        if b.is_empty() || used + b.len() > f.len() || f[used..used + b.len()] != *b
+                        {
+                            break;
+                        }
+                        used += b.len();
+                        run.push(t);
+                    }
+                    k += run.len();
+                    run
+                }
+                Drive::Sample(_) => {
+                    let text = std::str::from_utf8(&f).map_err(|_| ExecError::NotUtf8)?;
+                    tok.tokenize(text)
+                }
+            };
+            if toks.is_empty() {
+                break;
+            }
+            for t in toks {
+                c.advance(t)?;
+                program.push(t);
+                pending.push(t);
+                sess.stats.forced += 1;
+                scan.push(vocab.token_bytes(t), &mut copies);
+            }
+            flush_copies(&mut copies, &lines, tok, &mut pending, &mut sess.stats);
+        }
+        if program.len() >= cfg.max_tokens {
+            return Err(ExecError::TokenLimit {
+                max: cfg.max_tokens,
+            });
+        }
+        // A decision: logits for the next position.
+        let logits = sess.logits(&pending)?;
+        pending.clear();
+        let t = match &mut drive {
+            Drive::Teacher(ts) => match ts.get(k) {
+                Some(&t) => {
+                    k += 1;
+                    t
+                }
+                None if c.is_accepting() => c.eos(),
+                None => return Err(ExecError::Incomplete),
+            },
+            Drive::Sample(rng) => {
+                let mask = c.mask();
+                let allowed: Vec<TokenId> = mask.iter().collect();
+                sample(&logits, &allowed, cfg.temperature, rng).ok_or(ExecError::EmptyMask {
+                    tokens: program.len(),
+                })?
+            }
+        };
+        c.advance(t)?;
+        if c.is_finished() {
+            break;
+        }
+        program.push(t);
+        pending.push(t);
+        sess.stats.decided += 1;
+        scan.push(vocab.token_bytes(t), &mut copies);
+        flush_copies(&mut copies, &lines, tok, &mut pending, &mut sess.stats);
+    }
+    let bytes: Vec<u8> = program
+        .iter()
+        .flat_map(|&t| vocab.token_bytes(t).iter().copied())
+        .collect();
+    let text = String::from_utf8(bytes).map_err(|_| ExecError::NotUtf8)?;
+    let parsed = Program::parse(&text)?;
+    let output = lines.resolve(&parsed)?;
+    let mut stats = sess.stats;
+    stats.elapsed = start.elapsed();
+    // D′'s tokens, to compare throughput with the baselines (after the
+    // clock stops).
+    stats.output_tokens = tok.tokenize(&output).len();
+    Ok(Execution {
+        output,
+        tokens: program,
+        stats,
+    })
+}
+
+fn flush_copies<T: Tokenizer + ?Sized>(
+    copies: &mut Vec<(usize, usize)>,
+    lines: &LineIndex<'_>,
+    tok: &T,
+    pending: &mut Vec<TokenId>,
+    stats: &mut ExecStats,
+) {
+    for (i, j) in copies.drain(..) {
+        // In range: the FSM bounds I and J by the document's line count.
+        if let Some(text) = lines.span(i, j) {
+            let ids = tok.tokenize(text);
+            stats.copies += 1;
+            stats.copied += ids.len();
+            pending.extend(ids);
+        }
+    }
+}
+
+/// Copy-as-Decode over one vocabulary and tokenizer: the executor of
+/// programs ([`execute_program`](Self::execute_program), teacher-forced)
+/// and the decoder of programs ([`decode_program`](Self::decode_program),
+/// sampled). `tok` tokenizes copied lines, forced literals and a given
+/// program's text.
+#[derive(Debug, Clone)]
+pub struct CopyDecoder<'a, V: ?Sized, T: ?Sized> {
+    /// The model's vocabulary (token bytes).
+    pub vocab: &'a V,
+    /// The tokenizer of the same vocabulary.
+    pub tok: &'a T,
+    /// Settings.
+    pub cfg: ExecConfig,
+}
+
+impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
+    /// An executor over `vocab` and `tok` with settings `cfg`.
+    pub fn new(vocab: &'a V, tok: &'a T, cfg: ExecConfig) -> Self {
+        CopyDecoder { vocab, tok, cfg }
+    }
+
+    /// Copy-as-Decode with a given program, teacher-forced: the program's
+    /// tokens (its printed text through the tokenizer) are checked by `c`
+    /// (at its start, for a document of `doc`'s line count), the model
+    /// runs every forward a decoder would — one per decision, forced
+    /// literals and copied lines appended with the next decision — and the
+    /// output is `R(P, D)`. See the [module docs](self) for the cost model.
+    pub fn execute_program<M: LanguageModel, C: ProgramMatcher>(
+        &self,
+        model: &mut M,
+        c: C,
+        prompt: &[TokenId],
+        doc: &str,
+        program: &Program,
+    ) -> Result<Execution, ExecError> {
+        let ids = self.tok.tokenize(&program.print());
+        run(
+            model,
+            c,
+            self.vocab,
+            self.tok,
+            prompt,
+            doc,
+            Drive::Teacher(&ids),
+            &self.cfg,
+        )
+    }
+
+    /// Copy-as-Decode, sampled: the model writes a program under `c`
+    /// (greedy at temperature 0, else seeded sampling), forced literals are
+    /// tokenized and appended without a decision, copies are prefilled;
+    /// the output is the resolved program. Errors on a dead end
+    /// ([`ExecError::EmptyMask`]) or past [`ExecConfig::max_tokens`].
+    pub fn decode_program<M: LanguageModel, C: ProgramMatcher>(
+        &self,
+        model: &mut M,
+        c: C,
+        prompt: &[TokenId],
+        doc: &str,
+    ) -> Result<Execution, ExecError> {
+        let rng = ChaCha8Rng::seed_from_u64(self.cfg.seed);
+        run(
+            model,
+            c,
+            self.vocab,
+            self.tok,
+            prompt,
+            doc,
+            Drive::Sample(Box::new(rng)),
+            &self.cfg,
+        )
+    }
+}
+
+/// Full autoregressive regeneration: one forward per output token (plus
+/// the prompt's). Output tokens are returned; `output` is their lossy
+/// UTF-8 text when `vocab` is given.
+pub fn regenerate<M: LanguageModel, V: Vocabulary>(
+    model: &mut M,
+    vocab: &V,
+    prompt: &[TokenId],
+    target: Target<'_>,
+    cfg: &ExecConfig,
+) -> Result<Execution, ExecError> {
+    let start = Instant::now();
+    let mut sess = Session::new(model, cfg);
+    sess.stats.prompt_tokens = prompt.len();
+    let mut pending = prompt.to_vec();
+    let mut out = Vec::new();
+    loop {
+        let logits = sess.logits(&pending)?;
+        pending.clear();
+        let next = match target {
+            Target::Teacher(ts) => ts.get(out.len()).copied(),
+            Target::Greedy { eos, max_new } => {
+                if out.len() >= max_new {
+                    None
+                } else {
+                    argmax(&logits, |_| true).filter(|&t| t != eos)
+                }
+            }
+        };
+        let Some(t) = next else { break };
+        if out.len() >= cfg.max_tokens {
+            return Err(ExecError::TokenLimit {
+                max: cfg.max_tokens,
+            });
+        }
+        out.push(t);
+        pending.push(t);
+        sess.stats.decided += 1;
+    }
+    let mut stats = sess.stats;
+    stats.output_tokens = out.len();
+    stats.elapsed = start.elapsed();
+    Ok(Execution {
+        output: String::from_utf8_lossy(&decode(vocab, &out)).into_owned(),
+        tokens: out,
+        stats,
+    })
+}
+
+fn decode<V: Vocabulary>(vocab: &V, ids: &[TokenId]) -> Vec<u8> {
+    ids.iter()
+        .flat_map(|&t| vocab.token_bytes(t).iter().copied())
+        .collect()
+}
+
+/// Settings of [`prompt_lookup`] (defaults: vLLM's documented `ngram`
+/// example, `num_speculative_tokens = 5`, `prompt_lookup_max = 4`, with
+/// `prompt_lookup_min = 1`; not tuned here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookupConfig {
+    /// Longest n-gram matched (tried first).
+    pub max_ngram: usize,
+    /// Shortest n-gram matched.
+    pub min_ngram: usize,
+    /// Most draft tokens per round.
+    pub num_draft: usize,
+}
+
+impl Default for LookupConfig {
+    fn default() -> Self {
+        LookupConfig {
+            max_ngram: 4,
+            min_ngram: 1,
+            num_draft: 5,
+        }
+    }
+}
+
+/// The draft of prompt lookup: for `n` from `max_ngram` down to
+/// `min_ngram`, the last `n` tokens of `seq` are searched for earlier in
+/// `seq` (most recent occurrence first); the first hit's following tokens
+/// (at most `num_draft`) are the draft. `O(|seq| · n)` per call.
+pub fn lookup_draft(seq: &[TokenId], cfg: &LookupConfig) -> Vec<TokenId> {
+    let len = seq.len();
+    let hi = cfg.max_ngram.min(len.saturating_sub(1));
+    for n in (cfg.min_ngram.max(1)..=hi).rev() {
+        let pat = &seq[len - n..];
+        // Occurrences ending before the suffix itself, most recent first.
+        for s in (0..len - n).rev() {
+            if &seq[s..s + n] == pat {
+                let from = s + n;
+                let to = (from + cfg.num_draft).min(len);
+                if from < to {
+                    return seq[from..to].to_vec();
+                }
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// Prompt-lookup speculative decoding with greedy verification: each
+/// round appends the token chosen from the last logits plus an n-gram
+/// draft from `prompt ++ output` ([`lookup_draft`]) in one forward, keeps
+/// the draft's prefix that the target agrees with (teacher-forced: equal
+/// to the next tokens of `D′`; greedy: the model's argmax), takes the
+/// logits after the last kept token for the next round and truncates the
+/// rejected tokens from the cache. Lossless: the output equals
+/// [`regenerate`]'s for the same target.
+pub fn prompt_lookup<M: LanguageModel, V: Vocabulary>(
+    model: &mut M,
+    vocab: &V,
+    prompt: &[TokenId],
+    target: Target<'_>,
+    lookup: &LookupConfig,
+    cfg: &ExecConfig,
+) -> Result<Execution, ExecError> {
+    let start = Instant::now();
+    let mut sess = Session::new(model, cfg);
+    sess.stats.prompt_tokens = prompt.len();
+    let mut seq: Vec<TokenId> = prompt.to_vec();
+    let p = prompt.len();
+    let mut logits = sess.logits(prompt)?;
+    // The target's choice given the logits after `seq`.
+    let choose = |logits: &[f32], produced: usize| -> Option<TokenId> {
+        match target {
+            Target::Teacher(ts) => ts.get(produced).copied(),
+            Target::Greedy { eos, max_new } => {
+                if produced >= max_new {
+                    None
+                } else {
+                    argmax(logits, |_| true).filter(|&t| t != eos)
+                }
+            }
+        }
+    };
+    while let Some(next) = choose(&logits, seq.len() - p) {
+        if seq.len() - p >= cfg.max_tokens {
+            return Err(ExecError::TokenLimit {
+                max: cfg.max_tokens,
+            });
+        }
+        seq.push(next);
+        sess.stats.decided += 1;
+        let mut draft = lookup_draft(&seq, lookup);
+        if let Target::Greedy { max_new, .. } = target {
+            draft.truncate(max_new.saturating_sub(seq.len() - p));
+        }
+        sess.stats.drafted += draft.len();
+        let mut batch = Vec::with_capacity(draft.len() + 1);
+        batch.push(next);
+        batch.extend_from_slice(&draft);
+        let rows = sess.forward(&batch, true)?;
+        let mut kept = 0usize;
+        while kept < draft.len() {
+            let row = rows.get(kept).map(Vec::as_slice).unwrap_or(&[]);
+            if choose(row, seq.len() - p) != Some(draft[kept]) {
+                break;
+            }
+            seq.push(draft[kept]);
+            kept += 1;
+        }
+        sess.stats.accepted += kept;
+        let rejected = draft.len() - kept;
+        if rejected > 0 {
+            let len = sess.model.context().len();
+            let t = Instant::now();
+            sess.model.truncate(len.saturating_sub(rejected));
+            sess.stats.model_time += t.elapsed();
+        }
+        logits = rows.get(kept).cloned().unwrap_or_default();
+    }
+    let out = seq[p..].to_vec();
+    let mut stats = sess.stats;
+    stats.output_tokens = out.len();
+    stats.elapsed = start.elapsed();
+    Ok(Execution {
+        output: String::from_utf8_lossy(&decode(vocab, &out)).into_owned(),
+        tokens: out,
+        stats,
+    })
+}

@@ -1,0 +1,298 @@
+//! Executing programs against toy models: oracle programs resolve to `D′`
+//! with forward counts equal to the closed forms of the module docs
+//! (decisions counted independently with the reference recognizer);
+//! prompt lookup is lossless; sampled programs always resolve; a short
+//! window slides without changing the output.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+mod reference;
+use reference::{is_program, is_program_prefix};
+use zapspec_copy::{
+    lookup_draft, oracle_program, prompt_lookup, regenerate, CopyDecoder, ExecConfig, ExecError,
+    LookupConfig, NestedProgramConstraint, Program, ProgramConstraint, Target,
+};
+use zapspec_core::model::{LanguageModel, Logits, ModelError};
+use zapspec_core::{TokenId, Vocabulary};
+use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::TrieConstraint;
+use zapspec_vocab::TokenVocab;
+
+fn bytes_vocab() -> Arc<TokenVocab> {
+    Arc::new(TokenVocab::bytes())
+}
+
+/// Program bytes that need a decision: those where more than one byte
+/// continues the prefix (by the reference recognizer).
+fn decisions(program: &str, n: u64) -> usize {
+    let b = program.as_bytes();
+    (0..b.len())
+        .filter(|&p| {
+            let mut q = b[..p].to_vec();
+            q.push(0);
+            (0..=255u8)
+                .filter(|&x| {
+                    *q.last_mut().unwrap() = x;
+                    is_program_prefix(&q, n)
+                })
+                .count()
+                > 1
+        })
+        .count()
+}
+
+fn line_doc() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            Just("fn a() {}\n"),
+            Just("let x = 1;\n"),
+            Just("}\n"),
+            Just("x </gen> \\ y\n"),
+            Just("\n"),
+            Just("return x;")
+        ],
+        0..8,
+    )
+    .prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Oracle programs executed on a byte vocabulary: output `D′`, and
+    /// forwards = 1 + decisions (Copy-as-Decode), 1 + |D′| (regeneration),
+    /// 1 + rounds (prompt lookup, output `D′`).
+    #[test]
+    fn oracle_execution_closed_forms(before in line_doc(), after in line_doc(), seed in 0u64..4) {
+        let vocab = bytes_vocab();
+        let tok = |s: &str| vocab.encode(s).unwrap();
+        let n = before.split_inclusive('\n').count();
+        let program = oracle_program(&before, &after);
+        let printed = program.print();
+        prop_assert!(is_program(printed.as_bytes(), n as u64));
+        let prompt = tok(&before);
+        let mut lm = BigramLm::new(vocab.len(), seed);
+        let c = ProgramConstraint::new(Arc::clone(&vocab), n).unwrap();
+        let cfg = ExecConfig::default();
+        let ex = CopyDecoder::new(&*vocab, &tok, cfg.clone()).execute_program(&mut lm, c, &prompt, &before, &program).unwrap();
+        prop_assert_eq!(&ex.output, &after);
+        let d = decisions(&printed, n as u64);
+        prop_assert_eq!(ex.stats.decided, d);
+        prop_assert_eq!(ex.stats.forwards, 1 + d);
+        prop_assert_eq!(lm.forwards(), 1 + d);
+        prop_assert_eq!(ex.stats.decided + ex.stats.forced, printed.len());
+        let copied: usize = program.ops.iter().filter_map(|op| op.lines()).map(|r| {
+            before.split_inclusive('\n').skip(r.start() - 1).take(r.end() - r.start() + 1).map(str::len).sum::<usize>()
+        }).sum();
+        prop_assert_eq!(ex.stats.copied, copied);
+        prop_assert_eq!(ex.stats.tokens_in, prompt.len() + printed.len() + copied);
+        prop_assert_eq!(ex.stats.output_tokens, after.len());
+
+        let target = tok(&after);
+        let re = regenerate(&mut lm, &*vocab, &prompt, Target::Teacher(&target), &cfg).unwrap();
+        prop_assert_eq!(&re.output, &after);
+        prop_assert_eq!(re.stats.forwards, 1 + after.len());
+
+        let pl = prompt_lookup(&mut lm, &*vocab, &prompt, Target::Teacher(&target), &LookupConfig::default(), &cfg).unwrap();
+        prop_assert_eq!(&pl.output, &after);
+        prop_assert_eq!(pl.stats.decided + pl.stats.accepted, after.len());
+        prop_assert_eq!(pl.stats.forwards, 1 + pl.stats.decided);
+    }
+}
+
+/// Greedy prompt lookup equals greedy regeneration (losslessness), on a
+/// bigram model whose greedy text cycles (so drafts are accepted).
+#[test]
+fn prompt_lookup_is_lossless() {
+    let vocab = bytes_vocab();
+    for seed in 0..6u64 {
+        let mut lm = BigramLm::new(vocab.len(), seed);
+        let prompt = vocab.encode("abcabcabd").unwrap();
+        let target = Target::Greedy {
+            eos: vocab.eos(),
+            max_new: 200,
+        };
+        let cfg = ExecConfig::default();
+        let plain = regenerate(&mut lm, &*vocab, &prompt, target, &cfg).unwrap();
+        let fast = prompt_lookup(
+            &mut lm,
+            &*vocab,
+            &prompt,
+            target,
+            &LookupConfig::default(),
+            &cfg,
+        )
+        .unwrap();
+        assert_eq!(plain.tokens, fast.tokens, "seed {seed}");
+        assert!(fast.stats.forwards <= plain.stats.forwards);
+        if plain.tokens.len() == 200 {
+            // A cycle: drafts from the output itself are accepted.
+            assert!(fast.stats.accepted > 0, "seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn lookup_draft_takes_the_most_recent_longest_match() {
+    let cfg = LookupConfig {
+        max_ngram: 3,
+        min_ngram: 1,
+        num_draft: 2,
+    };
+    // suffix [1,2] occurs at 0 and 4 (most recent: 4 → draft [7, 1]).
+    assert_eq!(lookup_draft(&[1, 2, 5, 9, 1, 2, 7, 1, 2], &cfg), vec![7, 1]);
+    assert_eq!(lookup_draft(&[1, 2, 3], &cfg), Vec::<TokenId>::new());
+    assert_eq!(lookup_draft(&[], &cfg), Vec::<TokenId>::new());
+}
+
+/// A model with a short window over a bigram LM (whose logits depend on
+/// the last token only, so sliding does not change them).
+struct Windowed {
+    lm: BigramLm,
+    window: usize,
+}
+
+impl LanguageModel for Windowed {
+    fn vocab_size(&self) -> usize {
+        self.lm.vocab_size()
+    }
+    fn context(&self) -> &[TokenId] {
+        self.lm.context()
+    }
+    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
+        let len = self.lm.context().len() + tokens.len();
+        if len > self.window {
+            return Err(ModelError::ContextOverflow {
+                len,
+                max: self.window,
+            });
+        }
+        self.lm.prefill(tokens)
+    }
+    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
+        self.lm.next_logits()
+    }
+    fn truncate(&mut self, len: usize) {
+        self.lm.truncate(len)
+    }
+    fn max_context(&self) -> usize {
+        self.window
+    }
+}
+
+#[test]
+fn short_window_slides() {
+    let vocab = bytes_vocab();
+    let tok = |s: &str| vocab.encode(s).unwrap();
+    let before = "line one\nline two\nline three\nline four\n".repeat(4);
+    let after = before.replace("three", "3");
+    let program = oracle_program(&before, &after);
+    let n = before.lines().count();
+    let mut lm = Windowed {
+        lm: BigramLm::new(vocab.len(), 1),
+        window: 24,
+    };
+    let prompt = tok(&before);
+    let cfg = ExecConfig::default();
+    let c = ProgramConstraint::new(Arc::clone(&vocab), n).unwrap();
+    let ex = CopyDecoder::new(&*vocab, &tok, cfg.clone())
+        .execute_program(&mut lm, c, &prompt, &before, &program)
+        .unwrap();
+    assert_eq!(ex.output, after);
+    assert!(ex.stats.slide_forwards > 0);
+    assert!(ex.stats.forwards > 1 + ex.stats.decided);
+    let target = tok(&after);
+    let pl = prompt_lookup(
+        &mut lm,
+        &*vocab,
+        &prompt,
+        Target::Teacher(&target),
+        &LookupConfig::default(),
+        &cfg,
+    )
+    .unwrap();
+    assert_eq!(pl.output, after);
+    // A window that cannot slide is a typed error.
+    let mut tiny = Windowed {
+        lm: BigramLm::new(vocab.len(), 1),
+        window: 1,
+    };
+    let cfg1 = ExecConfig {
+        slide_keep: 1,
+        ..ExecConfig::default()
+    };
+    let err = regenerate(&mut tiny, &*vocab, &prompt, Target::Teacher(&target), &cfg1);
+    assert!(matches!(err, Err(ExecError::Window { .. })), "{err:?}");
+}
+
+/// Sampled programs (any seed, temperature 1) end as a valid program that
+/// resolves, or stop at the token limit; never anything else.
+#[test]
+fn sampled_programs_resolve() {
+    let vocab = bytes_vocab();
+    let tok = |s: &str| vocab.encode(s).unwrap();
+    let doc = "a\nb\nc\n";
+    let mut ok = 0;
+    for seed in 0..20u64 {
+        let mut lm = BigramLm::new(vocab.len(), seed).with_scale(1.0);
+        let c = ProgramConstraint::new(Arc::clone(&vocab), 3).unwrap();
+        let cfg = ExecConfig {
+            temperature: 1.0,
+            seed,
+            max_tokens: 400,
+            ..ExecConfig::default()
+        };
+        match CopyDecoder::new(&*vocab, &tok, cfg).decode_program(&mut lm, c, &[], doc) {
+            Ok(ex) => {
+                let text = String::from_utf8(vocab.decode(&ex.tokens)).unwrap();
+                let p = Program::parse(&text).unwrap();
+                assert_eq!(zapspec_copy::resolve(&p, doc).unwrap(), ex.output);
+                ok += 1;
+            }
+            Err(ExecError::TokenLimit { .. }) => {}
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    assert!(ok > 0);
+}
+
+/// With a nested constraint, every gen op's text is a member of the inner
+/// language (here a finite one: "x = 1;\n" or "y;\n").
+#[test]
+fn nested_gen_bodies_follow_the_inner_language() {
+    let vocab = bytes_vocab();
+    let tok = |s: &str| vocab.encode(s).unwrap();
+    let doc = "a\nb\n";
+    let members = ["x = 1;\n", "y;\n"];
+    let seqs: Vec<Vec<TokenId>> = members.iter().map(|m| tok(m)).collect();
+    let mut seen = 0;
+    for seed in 0..30u64 {
+        let mut lm = BigramLm::new(vocab.len(), seed).with_scale(0.5);
+        let fsm = Arc::new(
+            zapspec_copy::ProgramFsm::new(Arc::clone(&vocab), 2, Default::default()).unwrap(),
+        );
+        let inner = TrieConstraint::from_sequences(&*vocab, &seqs);
+        let c = NestedProgramConstraint::new(fsm, inner).unwrap();
+        let cfg = ExecConfig {
+            temperature: 1.0,
+            seed,
+            max_tokens: 300,
+            ..ExecConfig::default()
+        };
+        match CopyDecoder::new(&*vocab, &tok, cfg).decode_program(&mut lm, c, &[], doc) {
+            Ok(ex) => {
+                let text = String::from_utf8(vocab.decode(&ex.tokens)).unwrap();
+                for op in Program::parse(&text).unwrap().ops {
+                    if let zapspec_copy::Op::Gen { text } = op {
+                        assert!(members.contains(&text.as_str()), "{text:?}");
+                        seen += 1;
+                    }
+                }
+            }
+            Err(ExecError::TokenLimit { .. }) => {}
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    assert!(seen > 0);
+}
