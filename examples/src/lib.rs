@@ -5,12 +5,16 @@
 //! |---|---|
 //! | [`report`] | [`report::CommonArgs`] (`--out`, `--quick`, a `clap::Args`), Markdown tables, JSON output |
 //! | [`fvo`] | helpers of the `fvo_*` experiments: progress bar, empirical-vs-exact [`fvo::Comparison`] |
+//! | [`llg`] | llguidance over a zapspec vocabulary (the baseline engine) |
+//! | [`smollm2`] | the real model: SmolLM2-135M-Instruct GGUF, its tokenizer and chat template, with a clear error when it is not fetched |
 //! | [`toys`] | experiment data: the finite JSON schemas A–E and the byte-LM corpus |
 //! | [`host`], [`kbnf_ir`], [`maskstats`] | MaskBench and pipeline helpers |
 
 pub mod fvo;
 pub mod host;
 pub mod kbnf_ir;
+pub mod llg;
 pub mod maskstats;
 pub mod report;
+pub mod smollm2;
 pub mod toys;

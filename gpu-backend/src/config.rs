@@ -114,6 +114,11 @@ pub struct ModelConfig {
     /// MLP activation; only `silu` (SwiGLU) is supported.
     #[serde(default = "default_act")]
     pub hidden_act: String,
+    /// Rotary embedding on adjacent pairs `(x₀,x₁), (x₂,x₃), …` (GGUF /
+    /// Meta layout, llama.cpp's `LLAMA_ROPE_TYPE_NORM`) instead of halves
+    /// `(xᵢ, x_{i+d/2})` (Hugging Face layout). Not a Hugging Face field.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rope_interleaved: bool,
     /// HF RoPE scaling section; kept for round trips, refused by
     /// [`Self::validate`] unless absent or `null`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,6 +154,7 @@ impl Default for ModelConfig {
             tie_word_embeddings: false,
             attention_bias: None,
             hidden_act: "silu".into(),
+            rope_interleaved: false,
             rope_scaling: None,
             bos_token_id: None,
             eos_token_id: None,
@@ -178,6 +184,7 @@ impl ModelConfig {
             tie_word_embeddings: true,
             attention_bias: None,
             hidden_act: "silu".into(),
+            rope_interleaved: false,
             rope_scaling: None,
             bos_token_id: Some(151_643.into()),
             eos_token_id: Some(151_643.into()),

@@ -12,6 +12,9 @@
 //! * [`load_causal`] / [`load_diffusion`]: a checkpoint directory
 //!   (`config.json` + safetensors) → [`CausalLm`] / [`DiffusionLm`], with
 //!   every tensor checked by name and shape ([`ModelError`] otherwise).
+//! * [`load_gguf`]: a Llama GGUF file (llama.cpp's format, e.g. SmolLM2
+//!   `Q4_1`) → [`CausalLm`], quantised (`QMatMul`) or dequantised to f32
+//!   ([`GgufOptions`]).
 //! * [`Backend`]: `cpu`, `cuda`, `cuda:N` → a candle [`Device`] and dtype.
 //! * [`Transformer::forward`]: the one primitive — new tokens at arbitrary
 //!   positions over a [`KvCache`] under an [`AttnMask`].
@@ -22,6 +25,7 @@
 //! | [`config`] | [`ModelConfig`]: HF `config.json` of a Llama/Qwen2 decoder + a `zapspec` section for diffusion models |
 //! | [`weights`] | tensor names/shapes, safetensors load/save with checked errors, seeded random init |
 //! | [`mask`] | [`AttnMask`]: causal, tree, Spiffy draft-block (Fig. 3), blockwise-causal masks |
+//! | [`gguf`] | Llama checkpoints in one GGUF file: config from metadata, quantised or dequantised weights |
 //! | [`transformer`] | [`Transformer`]: the decoder; one forward = new tokens at any positions over a [`KvCache`] under any mask |
 //! | [`causal`] | [`CausalLm`]: parallel prefill (Copy-as-Decode §2.4), truncate, fork, draft-tree scoring |
 //! | [`diffusion`] | [`DiffusionLm`]: masked diffusion LM with Spiffy draft blocks (§4.3), prefix/dual caches, blockwise-causal variant |
@@ -45,12 +49,14 @@
 //!
 //! Not done: no fused attention kernels (attention is plain matmul +
 //! softmax, so long contexts cost O(n²) memory); the `cuda` feature is not
-//! built in CI (no CUDA toolkit there); no quantised weights; no
+//! built in CI (no CUDA toolkit there); quantised weights only from GGUF
+//! files of the Llama architecture; no
 //! `rope_scaling` (Llama 3.1-style) support.
 
 pub mod causal;
 pub mod config;
 pub mod diffusion;
+pub mod gguf;
 pub mod mask;
 pub mod train;
 pub mod transformer;
@@ -63,6 +69,7 @@ pub use candle_core::{DType, Device};
 pub use causal::CausalLm;
 pub use config::{DiffusionAttention, ModelConfig, ModelKind};
 pub use diffusion::{DiffusionCache, DiffusionLm};
+pub use gguf::{load_gguf, GgufOptions, GgufWeights};
 pub use mask::AttnMask;
 pub use transformer::{KvCache, LogitRows, Transformer};
 use zapspec_core::ModelError;

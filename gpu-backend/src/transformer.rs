@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::Linear;
 use zapspec_core::{ModelError, TokenId};
@@ -160,16 +161,60 @@ pub struct ForwardOut {
     pub kv: KvCache,
 }
 
-struct Block {
-    ln1: Tensor,
-    ln2: Tensor,
-    q: Linear,
-    k: Linear,
-    v: Linear,
-    o: Linear,
-    gate: Linear,
-    up: Linear,
-    down: Linear,
+/// A weight matrix applied as `x · Wᵀ (+ b)`: dense (f32/bf16, with an
+/// optional bias) or block-quantised (GGUF `Q4_1`, `Q8_0`, …, through
+/// candle's `QMatMul`, which multiplies without dequantising the weights).
+#[derive(Debug, Clone)]
+pub enum Proj {
+    /// A dense matrix `(out, in)` and optional bias `(out)`.
+    Dense(Linear),
+    /// A quantised matrix `(out, in)`.
+    Quant(QMatMul),
+}
+
+impl Proj {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Proj::Dense(l) => l.forward(x),
+            Proj::Quant(q) => q.forward(x),
+        }
+    }
+}
+
+/// The tensors of one decoder layer.
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// Input RMSNorm weight `(hidden)`.
+    pub ln1: Tensor,
+    /// Post-attention RMSNorm weight `(hidden)`.
+    pub ln2: Tensor,
+    /// Query projection.
+    pub q: Proj,
+    /// Key projection.
+    pub k: Proj,
+    /// Value projection.
+    pub v: Proj,
+    /// Attention output projection.
+    pub o: Proj,
+    /// SwiGLU gate projection.
+    pub gate: Proj,
+    /// SwiGLU up projection.
+    pub up: Proj,
+    /// SwiGLU down projection.
+    pub down: Proj,
+}
+
+/// A model's tensors once built: what [`Transformer::from_parts`] takes.
+#[derive(Debug, Clone)]
+pub struct Parts {
+    /// Token embedding `(vocab, hidden)`, dense (looked up by row).
+    pub embed: Tensor,
+    /// Decoder layers.
+    pub blocks: Vec<Block>,
+    /// Final RMSNorm weight `(hidden)`.
+    pub norm: Tensor,
+    /// LM head `(vocab, hidden)`.
+    pub lm_head: Proj,
 }
 
 /// A decoder-only transformer of the Llama/Qwen2 family (RMSNorm, RoPE,
@@ -183,7 +228,7 @@ pub struct Transformer {
     embed: Tensor,
     blocks: Vec<Block>,
     norm: Tensor,
-    lm_head: Tensor,
+    lm_head: Proj,
     /// `(max_position_embeddings, head_dim / 2)` RoPE tables.
     cos: Tensor,
     sin: Tensor,
@@ -232,8 +277,16 @@ impl Transformer {
         Self::build(cfg, w, device).map_err(crate::backend)
     }
 
-    /// Writes `dir/config.json` + `dir/model.safetensors`.
+    /// Writes `dir/config.json` + `dir/model.safetensors` (dense models
+    /// only).
     pub fn save(&self, dir: &Path) -> Result<(), ModelError> {
+        if self.is_quantized() {
+            return Err(ModelError::Checkpoint {
+                path: dir.display().to_string(),
+                reason: "a quantised model cannot be saved as safetensors".into(),
+            });
+        }
+        weights::check_weights(&self.cfg, &self.weights, "<weights to save>")?;
         weights::write_checkpoint(dir, &self.cfg, &self.weights)
     }
 
@@ -243,16 +296,15 @@ impl Transformer {
                 .cloned()
                 .ok_or_else(|| candle_core::Error::Msg(format!("missing tensor {n}")))
         };
-        let lin = |p: &str, bias: bool| -> candle_core::Result<Linear> {
+        let lin = |p: &str, bias: bool| -> candle_core::Result<Proj> {
             let b = if bias {
                 Some(get(&format!("{p}.bias"))?)
             } else {
                 None
             };
-            Ok(Linear::new(get(&format!("{p}.weight"))?, b))
+            Ok(Proj::Dense(Linear::new(get(&format!("{p}.weight"))?, b)))
         };
         let embed = get("model.embed_tokens.weight")?;
-        let dtype = embed.dtype();
         let mut blocks = Vec::with_capacity(cfg.num_hidden_layers);
         for l in 0..cfg.num_hidden_layers {
             let p = format!("model.layers.{l}");
@@ -274,19 +326,56 @@ impl Transformer {
             get("lm_head.weight")?
         };
         let norm = get("model.norm.weight")?;
+        let parts = Parts {
+            embed,
+            blocks,
+            norm,
+            lm_head: Proj::Dense(Linear::new(lm_head, None)),
+        };
+        Self::assemble(cfg, parts, w, device)
+    }
+
+    /// A model from tensors already built (e.g. quantised GGUF weights, see
+    /// [`crate::gguf`]); `weights` holds whatever named dense tensors
+    /// [`weights`](Self::weights) should report (may be empty). The caller
+    /// has checked shapes against `cfg`.
+    pub fn from_parts(
+        cfg: ModelConfig,
+        parts: Parts,
+        weights: Weights,
+        device: &Device,
+    ) -> Result<Self, ModelError> {
+        cfg.validate("<in-memory config>")?;
+        Self::assemble(cfg, parts, weights, device).map_err(crate::backend)
+    }
+
+    fn assemble(
+        cfg: ModelConfig,
+        parts: Parts,
+        weights: Weights,
+        device: &Device,
+    ) -> candle_core::Result<Self> {
+        let dtype = parts.embed.dtype();
         let (cos, sin) = rope_tables(&cfg, dtype, device)?;
         Ok(Transformer {
             device: device.clone(),
             dtype,
-            embed,
-            blocks,
-            norm,
-            lm_head,
+            embed: parts.embed,
+            blocks: parts.blocks,
+            norm: parts.norm,
+            lm_head: parts.lm_head,
             cos,
             sin,
-            weights: w,
+            weights,
             cfg,
         })
+    }
+
+    /// Whether any weight matrix is block-quantised (such a model cannot
+    /// be trained or saved as safetensors).
+    pub fn is_quantized(&self) -> bool {
+        matches!(self.lm_head, Proj::Quant(_))
+            || self.blocks.iter().any(|b| matches!(b.q, Proj::Quant(_)))
     }
 
     /// The model's configuration.
@@ -399,7 +488,7 @@ impl Transformer {
         };
         let h =
             candle_nn::ops::rms_norm(&h.contiguous()?, &self.norm, self.cfg.rms_norm_eps as f32)?;
-        let logits = h.matmul(&self.lm_head.t()?)?.to_dtype(DType::F32)?;
+        let logits = self.lm_head.forward(&h)?.to_dtype(DType::F32)?;
         Ok(ForwardOut {
             logits: Some(logits),
             kv,
@@ -421,7 +510,10 @@ impl Transformer {
             x = self.block(blk, &x, &cos, &sin, None, Some(mask), true)?.0;
         }
         let h = candle_nn::ops::rms_norm_slow(&x, &self.norm, self.cfg.rms_norm_eps as f32)?;
-        h.broadcast_matmul(&self.lm_head.t()?)
+        match &self.lm_head {
+            Proj::Dense(l) => h.broadcast_matmul(&l.weight().t()?),
+            Proj::Quant(_) => candle_core::bail!("a quantised model cannot be trained"),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -451,12 +543,12 @@ impl Transformer {
         );
         let rep = hq / hkv;
         let h = norm(x, &b.ln1)?;
-        let rope = |t: Tensor| {
-            if train {
-                candle_nn::rotary_emb::rope_slow(&t, cos, sin)
-            } else {
-                candle_nn::rotary_emb::rope(&t, cos, sin)
-            }
+        let interleaved = self.cfg.rope_interleaved;
+        let rope = |t: Tensor| match (train, interleaved) {
+            (true, false) => candle_nn::rotary_emb::rope_slow(&t, cos, sin),
+            (false, false) => candle_nn::rotary_emb::rope(&t, cos, sin),
+            (true, true) => candle_nn::rotary_emb::rope_i_slow(&t, cos, sin),
+            (false, true) => candle_nn::rotary_emb::rope_i(&t, cos, sin),
         };
         let q =
             b.q.forward(&h)?

@@ -15,8 +15,14 @@
 //!   via the `tokenizers` crate, with byte-level BPE tokens (GPT-2 style
 //!   `Ġ` alphabet) and SentencePiece byte-fallback tokens (`<0x0A>`, `▁`)
 //!   decoded to their real bytes;
+//! - `TokenVocab::from_gguf` (cargo feature `gguf`): the byte-level BPE
+//!   stored in a GGUF file's metadata (llama.cpp layout), e.g. SmolLM2's,
+//!   with control tokens special and llama.cpp's pre-tokenizer;
 //! - [`TokenVocab::bytes`] and [`TokenVocab::from_tokens`] for byte-level and
 //!   hand-made vocabularies in tests and toy models.
+//!
+//! [`ChatMl`] builds chat prompts (system / user / assistant) as token ids
+//! for ChatML models.
 //!
 //! Costs: a [`TokenVocab`] stores all token bytes in one flat buffer plus a
 //! `u32` offset and a special flag per token ([`TokenVocab::heap_bytes`]);
@@ -28,6 +34,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+
+pub mod chat;
+#[cfg(feature = "gguf")]
+pub mod gguf;
+
+pub use chat::{ChatMl, Message, Role};
+#[cfg(feature = "gguf")]
+pub use gguf::{GgufTokenizerInfo, PreTokenizer};
 
 pub use zapspec_core::{TokenId, Vocabulary};
 

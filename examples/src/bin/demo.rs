@@ -1,4 +1,6 @@
-//! The main pipeline, end to end on the shipped byte-level causal LM:
+//! The main pipeline, end to end on the shipped byte-level causal LM (or,
+//! with `--model smollm2`, on the real SmolLM2-135M-Instruct, prompted with
+//! a chat instruction; fetch it first with `scripts/fetch-smollm2.sh`):
 //!
 //! JSON Schema → `grammar-xform` (compile, simplify) → `earley` (compile for
 //! the byte vocabulary) → per step: `Constraint::fill_mask` → logits from the
@@ -10,6 +12,7 @@
 //!
 //! ```sh
 //! cargo run --release -p examples --bin demo -- [--schema FILE] [--seed N]
+//! cargo run --release -p examples --bin demo -- --model smollm2
 //! ```
 
 use std::path::PathBuf;
@@ -31,17 +34,26 @@ struct Args {
     /// A JSON Schema file, or a MaskBench file (its `schema` field is used).
     #[arg(long, default_value = "examples/data/event.schema.json")]
     schema: PathBuf,
-    /// Checkpoint directory (config.json + model.safetensors).
-    #[arg(long, default_value = "models/causal-bytes")]
-    model: PathBuf,
+    /// `bytes` (the shipped byte-level model), `smollm2` (the real
+    /// SmolLM2-135M-Instruct GGUF), or a checkpoint directory
+    /// (config.json + model.safetensors) of a byte-level model.
+    #[arg(long, default_value = "bytes")]
+    model: String,
+    /// The instruction given to a chat model (`--model smollm2`); the
+    /// schema is appended to it.
+    #[arg(
+        long,
+        default_value = "Create a calendar event for the team's quarterly review on 2026-12-03; it is confirmed and held online. Answer with one JSON object only."
+    )]
+    instruction: String,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Sampling temperature.
     #[arg(long, default_value_t = 0.8)]
     temperature: f32,
-    /// Stop after this many bytes.
+    /// Stop after this many generated tokens.
     #[arg(long, default_value_t = 600)]
-    max_bytes: usize,
+    max_tokens: usize,
 }
 
 /// Next-token logits for `tokens`, keeping the model inside its window of
@@ -71,17 +83,18 @@ struct Sampled {
 
 fn sample(
     lm: &mut zapspec_backend::CausalLm,
+    prompt: &[TokenId],
     mut constraint: Option<&mut zapspec_earley::EarleyMatcher>,
     vocab: &TokenVocab,
     args: &Args,
 ) -> Result<Sampled> {
     let mut rng = seeded_rng(args.seed);
-    let mut tokens: Vec<TokenId> = Vec::new();
+    let mut tokens: Vec<TokenId> = prompt.to_vec();
     let mut mask = TokenSet::new(vocab.len());
     let (mut mask_us, mut model_us) = (Vec::new(), Vec::new());
     lm.truncate(0);
     let window = lm.max_context();
-    while tokens.len() < args.max_bytes {
+    while tokens.len() - prompt.len() < args.max_tokens {
         let t0 = Instant::now();
         let logits: Vec<f32> = next_logits(lm, &tokens, window)?
             .iter()
@@ -103,7 +116,7 @@ fn sample(
         }
         if t == vocab.eos() {
             return Ok(Sampled {
-                bytes: vocab.decode(&tokens),
+                bytes: vocab.decode(&tokens[prompt.len()..]),
                 ended: true,
                 mask_us,
                 model_us,
@@ -112,7 +125,7 @@ fn sample(
         tokens.push(t);
     }
     Ok(Sampled {
-        bytes: vocab.decode(&tokens),
+        bytes: vocab.decode(&tokens[prompt.len()..]),
         ended: false,
         mask_us,
         model_us,
@@ -155,8 +168,48 @@ fn main() -> Result<()> {
         t0.elapsed().as_secs_f64() * 1e3
     );
 
-    // 2. Grammar → Earley engine over the model's byte vocabulary.
-    let vocab = Arc::new(TokenVocab::bytes());
+    // 2. The model and its vocabulary.
+    let t2 = Instant::now();
+    let (mut lm, vocab, prompt) = if args.model == "smollm2" {
+        let m = examples::smollm2::SmolLm2::load(zapspec_backend::GgufWeights::default(), 8192)?;
+        let user = format!(
+            "{}\nThe JSON Schema of the answer:\n{}",
+            args.instruction,
+            serde_json::to_string(schema)?
+        );
+        let prompt = m.prompt(None, &user)?;
+        (m.lm, m.vocab, prompt)
+    } else {
+        let dir = if args.model == "bytes" {
+            PathBuf::from("models/causal-bytes")
+        } else {
+            PathBuf::from(&args.model)
+        };
+        if !dir.join("model.safetensors").exists() {
+            bail!(
+                "no checkpoint in {} (run from the repository root; --model bytes, smollm2 or a directory)",
+                dir.display()
+            );
+        }
+        let lm = zapspec_backend::load_causal(&dir, &zapspec_backend::Device::Cpu)?;
+        (lm, Arc::new(TokenVocab::bytes()), Vec::new())
+    };
+    println!(
+        "model: {} ({} tokens) loaded in {:.1} ms; prompt of {} tokens\n",
+        args.model,
+        vocab.len(),
+        t2.elapsed().as_secs_f64() * 1e3,
+        prompt.len()
+    );
+    if lm.vocab_size() != vocab.len() {
+        bail!(
+            "model has {} tokens, its vocabulary {}",
+            lm.vocab_size(),
+            vocab.len()
+        );
+    }
+
+    // 3. Grammar → Earley engine over the model's vocabulary.
     let engine = Engine::new(vocab.clone());
     let t1 = Instant::now();
     let compiled = engine.compile(&g, EngineConfig::default())?;
@@ -169,41 +222,28 @@ fn main() -> Result<()> {
         vocab.len()
     );
 
-    // 3. The shipped model.
-    if !args.model.join("model.safetensors").exists() {
-        bail!(
-            "no checkpoint in {} (run from the repository root)",
-            args.model.display()
-        );
-    }
-    let t2 = Instant::now();
-    let mut lm = zapspec_backend::load_causal(&args.model, &zapspec_backend::Device::Cpu)?;
-    println!(
-        "model: {} loaded in {:.1} ms\n",
-        args.model.display(),
-        t2.elapsed().as_secs_f64() * 1e3
-    );
-    if lm.vocab_size() != vocab.len() {
-        bail!(
-            "model has {} tokens, the byte vocabulary {}",
-            lm.vocab_size(),
-            vocab.len()
-        );
-    }
-
     // 4. Constrained and unconstrained samples, same seed.
     let reference = Recognizer::new(&g)?;
-    let constrained = sample(&mut lm, Some(&mut matcher), &vocab, &args)?;
-    let free = sample(&mut lm, None, &vocab, &args)?;
-    println!("| run | bytes | ended with EOS | serde_json parses | in the grammar (reference) |");
-    println!("|---|---:|---|---|---|");
-    for (name, s) in [("constrained", &constrained), ("unconstrained", &free)] {
+    let t3 = Instant::now();
+    let constrained = sample(&mut lm, &prompt, Some(&mut matcher), &vocab, &args)?;
+    let c_secs = t3.elapsed().as_secs_f64();
+    let t4 = Instant::now();
+    let free = sample(&mut lm, &prompt, None, &vocab, &args)?;
+    let f_secs = t4.elapsed().as_secs_f64();
+    println!("| run | tokens | bytes | ended with EOS | serde_json parses | in the grammar (reference) | tokens/s |");
+    println!("|---|---:|---:|---|---|---|---:|");
+    for (name, s, secs) in [
+        ("constrained", &constrained, c_secs),
+        ("unconstrained", &free, f_secs),
+    ] {
         let parses = serde_json::from_slice::<serde_json::Value>(&s.bytes).is_ok();
         let member = s.ended && reference.recognizes(&s.bytes);
         println!(
-            "| {name} | {} | {} | {parses} | {member} |",
+            "| {name} | {} | {} | {} | {parses} | {member} | {:.1} |",
+            s.model_us.len(),
             s.bytes.len(),
-            s.ended
+            s.ended,
+            s.model_us.len() as f64 / secs
         );
     }
     println!(
@@ -211,8 +251,8 @@ fn main() -> Result<()> {
         String::from_utf8_lossy(&constrained.bytes)
     );
     println!(
-        "unconstrained output (first 120 bytes):\n\n    {}\n",
-        String::from_utf8_lossy(&free.bytes[..free.bytes.len().min(120)]).replace('\n', "\\n")
+        "unconstrained output (first 300 bytes):\n\n    {}\n",
+        String::from_utf8_lossy(&free.bytes[..free.bytes.len().min(300)]).replace('\n', "\\n")
     );
     println!(
         "per step (constrained): mask p50 {:.1} µs, p99 {:.1} µs; model forward p50 {:.1} µs — the mask costs {:.1}% of a step",

@@ -36,6 +36,9 @@ enum Which {
     Qwen,
     Shipped,
     Both,
+    /// The real SmolLM2-135M-Instruct (Q4_1 GGUF dequantised to f32; fetch
+    /// it with `scripts/fetch-smollm2.sh`), at full depth.
+    Smollm2,
 }
 
 #[derive(Parser, Debug)]
@@ -96,13 +99,13 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-fn study(name: &str, model: Transformer, full_layers: usize, a: &Args) -> Result<Study> {
+fn study(name: &str, model: Arc<Transformer>, full_layers: usize, a: &Args) -> Result<Study> {
     let cfg = model.config().clone();
     let vocab = cfg.vocab_size as u32;
     let mut rng = zapspec_core::prob::seeded_rng(a.seed);
     let mut toks =
         |n: usize| -> Vec<TokenId> { (0..n).map(|_| rng.random_range(0..vocab)).collect() };
-    let mut base = CausalLm::new(Arc::new(model)).with_bos(None);
+    let mut base = CausalLm::new(model).with_bos(None);
     let prefix = toks(a.prefix);
     for chunk in prefix.chunks(256) {
         base.prefill_last(chunk)?;
@@ -188,7 +191,12 @@ fn main() -> Result<()> {
             cfg.num_hidden_layers
         );
         let m = Transformer::random(cfg, a.seed, dtype, &device)?;
-        studies.push(study("Qwen2.5-1.5B shape (random weights)", m, full, &a)?);
+        studies.push(study(
+            "Qwen2.5-1.5B shape (random weights)",
+            Arc::new(m),
+            full,
+            &a,
+        )?);
         write_outputs(&studies, &machine, &a)?;
     }
     if matches!(a.model, Which::Shipped | Which::Both) {
@@ -204,8 +212,28 @@ fn main() -> Result<()> {
         };
         if let Some(m) = model {
             let l = m.config().num_hidden_layers;
-            studies.push(study(&format!("shipped {}", dir.display()), m, l, &a)?);
+            studies.push(study(
+                &format!("shipped {}", dir.display()),
+                Arc::new(m),
+                l,
+                &a,
+            )?);
         }
+    }
+    if a.model == Which::Smollm2 {
+        let path = examples::smollm2::require_model()?;
+        let opts = zapspec_backend::GgufOptions {
+            weights: zapspec_backend::GgufWeights::default(),
+            max_context: Some(need),
+        };
+        let lm = zapspec_backend::load_gguf(&path, &device, &opts)?;
+        let l = lm.model().config().num_hidden_layers;
+        studies.push(study(
+            "SmolLM2-135M-Instruct (Q4_1 GGUF dequantised to f32, real weights)",
+            lm.model().clone(),
+            l,
+            &a,
+        )?);
     }
     write_outputs(&studies, &machine, &a)?;
     eprintln!("wrote {}/kernel_study.{{md,json,png}}", a.out.display());

@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use llguidance::api::TopLevelGrammar;
-use llguidance::toktrie::{ApproximateTokEnv, SimpleVob, TokEnv, TokRxInfo, TokTrie};
-use llguidance::{JsonCompileOptions, Matcher, ParserFactory};
+use llguidance::toktrie::SimpleVob;
+use llguidance::{Matcher, ParserFactory};
 use serde_json::Value;
-use zapspec_core::{TokenId, Vocabulary};
+use zapspec_core::TokenId;
 use zapspec_vocab::TokenVocab;
 
 use crate::adapter::{Adapter, CompileFailure, Compiled};
@@ -22,29 +22,9 @@ pub struct LlgAdapter {
     eos: TokenId,
 }
 
-/// The toktrie environment of a vocabulary: ordinary tokens keep their
-/// bytes, EOS becomes `\xFF<|endoftext|>` (llguidance's special-token
-/// convention), other special tokens and holes have no bytes.
-pub fn tok_env(vocab: &TokenVocab) -> TokEnv {
-    let eos = vocab.eos();
-    let words: Vec<Vec<u8>> = (0..vocab.len() as TokenId)
-        .map(|t| {
-            if t == eos {
-                b"\xFF<|endoftext|>".to_vec()
-            } else if vocab.is_special(t) {
-                Vec::new()
-            } else {
-                vocab.token_bytes(t).to_vec()
-            }
-        })
-        .collect();
-    let info = TokRxInfo::new(words.len() as u32, eos);
-    Arc::new(ApproximateTokEnv::new(TokTrie::from(&info, &words)))
-}
-
 impl LlgAdapter {
     pub fn new(vocab: &TokenVocab) -> anyhow::Result<Self> {
-        let env = tok_env(vocab);
+        let env = examples::llg::tok_env(vocab);
         let mut factory = ParserFactory::new_simple(&env)?;
         factory.quiet();
         Ok(LlgAdapter {
@@ -79,15 +59,7 @@ fn category(msg: &str) -> String {
 
 impl Adapter for LlgAdapter {
     fn compile(&mut self, schema: &Value) -> Result<Box<dyn Compiled>, CompileFailure> {
-        let mut schema = schema.clone();
-        if schema.is_object() {
-            let opts = JsonCompileOptions {
-                whitespace_flexible: false,
-                ..JsonCompileOptions::default()
-            };
-            opts.apply_to(&mut schema);
-        }
-        let grammar = TopLevelGrammar::from_json_schema(schema);
+        let grammar = TopLevelGrammar::from_json_schema(examples::llg::compact_schema(schema));
         let parser = self
             .factory
             .create_parser(grammar)

