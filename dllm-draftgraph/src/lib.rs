@@ -56,7 +56,7 @@
 //!
 //! 1. **Which marginals drafts are written in** (§4.4.2, line 199: "the
 //!    current block state `X_k(t)` with a set of additionally unmasked
-//!    tokens"; Alg. 2 records `L = t' − t` from 0, and App. D.4's
+//!    tokens"; Alg. 2 records `L = t' − t` from 0 (line 249), and App. D.4's
 //!    "level 1 = (1,1),(2,1)"). Drafts are built *before* the call that
 //!    verifies them, so from the previous call's marginals `p(·|A)`, where
 //!    `A` (the *anchor*) is the last state the model scored and the
@@ -65,7 +65,7 @@
 //!    formulas have two tokens under `S = 1`, as in App. D.4. Formulas not
 //!    strictly containing `Y \ A` can never be accepted and are skipped
 //!    before pruning.
-//! 2. **Matching with dynamic unmasking** (Alg. 1 compares `t_m = t`,
+//! 2. **Matching with dynamic unmasking** (Alg. 1, line 134, compares `t_m = t`,
 //!    which presumes a fixed `S_t`). Drafts are matched by block content:
 //!    the first acceptance of a call may be any sent draft equal to the
 //!    new state, later ones must be children of the last accepted draft
@@ -73,19 +73,19 @@
 //!    all losslessness needs (App. A.1).
 //! 3. **The parent relation under dynamic unmasking** (Eqs. 4–6 assume a
 //!    known `S_{t_b}`). Calibrated graphs use Alg. 2's edges, every strict
-//!    subset pair `p ⊂ q` (line 267); [`graph::is_parent`] checks Eqs. 4–6
+//!    subset pair `p ⊂ q` (line 268); [`graph::is_parent`] checks Eqs. 4–6
 //!    when `S` is static.
-//! 4. **`count(q)` of a set kept at several levels** (Alg. 2, Eq. 27): one
+//! 4. **`count(q)` of a set kept at several levels** (Alg. 2 lines 264–265, Eq. 27): one
 //!    node at its lowest level, counted as a cumulative state over all
 //!    levels (how often the draft would have equalled a true later state).
 //!    Alg. 2's "top-3 in-edges" add the three most frequent predecessor
 //!    sets of each level as nodes of the level above; all subset edges are
 //!    then added.
-//! 5. **childScore of a node without children** (Eq. 13, an empty GM): the
+//! 5. **childScore of a node without children** (Eq. 13, line 222: an empty GM): the
 //!    total score is then the local score.
-//! 6. **Subgraph size** (Eq. 26 asks `|g| = D`): `min(D, #nodes reachable
+//! 6. **Subgraph size** (Eq. 26, line 509, asks `|g| = D`): `min(D, #nodes reachable
 //!    from the root levels)`, the largest feasible size.
-//! 7. **Confidence for sampling** (§3.1 "per-token probabilities"): the
+//! 7. **Confidence for sampling** (§3.1, line 66: "per-token probabilities"): the
 //!    untempered model probability of the chosen token (LLaDA/Fast-dLLM);
 //!    position ranks for drafting use `max_v p_n(v)` (Eq. 8), also
 //!    untempered. Temperature only changes which token is drawn.
