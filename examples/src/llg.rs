@@ -81,7 +81,7 @@ impl LlgMatcher {
             let hi = src.get(2 * i + 1).copied().unwrap_or(0) as u64;
             *w = lo | (hi << 32);
         }
-        if n % 64 != 0 {
+        if !n.is_multiple_of(64) {
             if let Some(last) = out.words_mut().last_mut() {
                 *last &= (1u64 << (n % 64)) - 1;
             }

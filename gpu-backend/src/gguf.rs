@@ -322,7 +322,6 @@ pub fn load_gguf(path: &Path, device: &Device, opts: &GgufOptions) -> Result<Cau
     } else {
         Some(proj("output.weight", "lm_head.weight".into())?)
     };
-    drop(proj);
     let mut load = |name: &str| {
         content
             .tensor(&mut reader, name, device)

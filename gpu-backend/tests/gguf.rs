@@ -47,27 +47,66 @@ fn write_gguf(path: &Path, cfg: &ModelConfig, w: &Weights, dtype: GgmlDType, arc
     use gguf_file::Value as V;
     let md: Vec<(String, V)> = vec![
         ("general.architecture".into(), V::String(arch.into())),
-        ("llama.block_count".into(), V::U32(cfg.num_hidden_layers as u32)),
-        ("llama.context_length".into(), V::U32(cfg.max_position_embeddings as u32)),
-        ("llama.embedding_length".into(), V::U32(cfg.hidden_size as u32)),
-        ("llama.feed_forward_length".into(), V::U32(cfg.intermediate_size as u32)),
-        ("llama.attention.head_count".into(), V::U32(cfg.num_attention_heads as u32)),
-        ("llama.attention.head_count_kv".into(), V::U32(cfg.kv_heads() as u32)),
+        (
+            "llama.block_count".into(),
+            V::U32(cfg.num_hidden_layers as u32),
+        ),
+        (
+            "llama.context_length".into(),
+            V::U32(cfg.max_position_embeddings as u32),
+        ),
+        (
+            "llama.embedding_length".into(),
+            V::U32(cfg.hidden_size as u32),
+        ),
+        (
+            "llama.feed_forward_length".into(),
+            V::U32(cfg.intermediate_size as u32),
+        ),
+        (
+            "llama.attention.head_count".into(),
+            V::U32(cfg.num_attention_heads as u32),
+        ),
+        (
+            "llama.attention.head_count_kv".into(),
+            V::U32(cfg.kv_heads() as u32),
+        ),
         ("llama.rope.freq_base".into(), V::F32(cfg.rope_theta as f32)),
-        ("llama.attention.layer_norm_rms_epsilon".into(), V::F32(cfg.rms_norm_eps as f32)),
+        (
+            "llama.attention.layer_norm_rms_epsilon".into(),
+            V::F32(cfg.rms_norm_eps as f32),
+        ),
         ("llama.vocab_size".into(), V::U32(cfg.vocab_size as u32)),
     ];
     let mut tensors: Vec<(String, QTensor)> = Vec::new();
     let q = |t: &Tensor, dt: GgmlDType| QTensor::quantize(t, dt).unwrap();
-    tensors.push(("token_embd.weight".into(), q(&w["model.embed_tokens.weight"], dtype)));
-    tensors.push(("output_norm.weight".into(), q(&w["model.norm.weight"], GgmlDType::F32)));
+    tensors.push((
+        "token_embd.weight".into(),
+        q(&w["model.embed_tokens.weight"], dtype),
+    ));
+    tensors.push((
+        "output_norm.weight".into(),
+        q(&w["model.norm.weight"], GgmlDType::F32),
+    ));
     for l in 0..cfg.num_hidden_layers {
         let hf = |n: &str| &w[&format!("model.layers.{l}.{n}.weight")];
         let g = |n: &str| format!("blk.{l}.{n}.weight");
         tensors.push((g("attn_norm"), q(hf("input_layernorm"), GgmlDType::F32)));
-        tensors.push((g("ffn_norm"), q(hf("post_attention_layernorm"), GgmlDType::F32)));
-        tensors.push((g("attn_q"), q(&permute_rows(hf("self_attn.q_proj"), cfg.num_attention_heads), dtype)));
-        tensors.push((g("attn_k"), q(&permute_rows(hf("self_attn.k_proj"), cfg.kv_heads()), dtype)));
+        tensors.push((
+            g("ffn_norm"),
+            q(hf("post_attention_layernorm"), GgmlDType::F32),
+        ));
+        tensors.push((
+            g("attn_q"),
+            q(
+                &permute_rows(hf("self_attn.q_proj"), cfg.num_attention_heads),
+                dtype,
+            ),
+        ));
+        tensors.push((
+            g("attn_k"),
+            q(&permute_rows(hf("self_attn.k_proj"), cfg.kv_heads()), dtype),
+        ));
         tensors.push((g("attn_v"), q(hf("self_attn.v_proj"), dtype)));
         tensors.push((g("attn_output"), q(hf("self_attn.o_proj"), dtype)));
         tensors.push((g("ffn_gate"), q(hf("mlp.gate_proj"), dtype)));
@@ -99,7 +138,10 @@ fn opts(weights: GgufWeights) -> GgufOptions {
 }
 
 fn max_diff(a: &ndarray::Array2<f32>, b: &ndarray::Array2<f32>) -> f32 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 const TOKENS: [u32; 12] = [5, 17, 90, 3, 3, 64, 1, 0, 42, 77, 12, 95];
@@ -125,7 +167,12 @@ fn f32_gguf_equals_the_hugging_face_layout() {
             .rows()
             .into_iter()
             .zip(want.rows().into_iter().skip(5))
-            .flat_map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y).abs()).collect::<Vec<_>>())
+            .flat_map(|(a, b)| {
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| (x - y).abs())
+                    .collect::<Vec<_>>()
+            })
             .fold(0.0, f32::max);
         assert!(d < 1e-4, "{mode:?} incremental: {d}");
     }
@@ -147,8 +194,16 @@ fn q8_gguf_is_close_and_both_modes_agree() {
         .prefill(&TOKENS)
         .unwrap();
     let scale = want.iter().map(|x| x.abs()).fold(0.0, f32::max);
-    assert!(max_diff(&deq, &want) < 0.05 * scale, "deq {}", max_diff(&deq, &want));
-    assert!(max_diff(&qua, &deq) < 0.05 * scale, "quant {}", max_diff(&qua, &deq));
+    assert!(
+        max_diff(&deq, &want) < 0.05 * scale,
+        "deq {}",
+        max_diff(&deq, &want)
+    );
+    assert!(
+        max_diff(&qua, &deq) < 0.05 * scale,
+        "quant {}",
+        max_diff(&qua, &deq)
+    );
 }
 
 fn expect_checkpoint_error(r: Result<CausalLm, ModelError>, needle: &str) {
@@ -177,7 +232,13 @@ fn broken_files_are_clear_errors() {
     expect_checkpoint_error(load(&p), "not a readable GGUF");
 
     let p = tmp("garbage.gguf");
-    std::fs::write(&p, (0..4096u32).map(|i| (i * 2654435761 >> 13) as u8).collect::<Vec<_>>()).unwrap();
+    std::fs::write(
+        &p,
+        (0..4096u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     expect_checkpoint_error(load(&p), "not a readable GGUF");
 
     for cut in [bytes.len() / 2, bytes.len() - 1, 64, 24] {
@@ -209,5 +270,50 @@ fn broken_files_are_clear_errors() {
         let p = tmp("flip.gguf");
         std::fs::write(&p, &b).unwrap();
         let _ = load(&p);
+    }
+}
+
+#[test]
+fn tree_scoring_and_forks_work_on_gguf_models() {
+    let cfg = tiny();
+    let w = random_weights(&cfg, 5, DType::F32, &Device::Cpu).unwrap();
+    let path = tmp("tree.gguf");
+    write_gguf(&path, &cfg, &w, GgmlDType::Q8_0, "llama");
+    for mode in [GgufWeights::Dequantized, GgufWeights::Quantized] {
+        let mut lm = load_gguf(&path, &Device::Cpu, &opts(mode)).unwrap();
+        lm.prefill(&TOKENS[..4]).unwrap();
+        let fork = lm.clone();
+        // Tree: 0 → 1 → 2 and 0 → 3 (two branches).
+        let parents = [None, Some(0), Some(1), Some(0)];
+        let toks = [7, 8, 9, 10];
+        let tree = lm.score_tree(&parents, &toks).unwrap();
+        for (branch, rows) in [
+            (&[7u32, 8, 9][..], [0usize, 1, 2]),
+            (&[7, 10][..], [0, 3, 0]),
+        ] {
+            let mut f = fork.clone();
+            let want = f.prefill(branch).unwrap();
+            for (k, &row) in rows.iter().take(branch.len()).enumerate() {
+                let d = tree
+                    .row(row)
+                    .iter()
+                    .zip(want.row(k))
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f32::max);
+                assert!(d < 1e-3, "{mode:?}: tree row {row} vs prefix row {k}: {d}");
+            }
+        }
+        // Committing a branch equals prefilling it.
+        lm.commit_tree_path(&[0, 3]).unwrap();
+        let mut f = fork.clone();
+        f.prefill(&[7, 10]).unwrap();
+        let (a, b) = (lm.next_logits().unwrap(), f.next_logits().unwrap());
+        let d = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(d < 1e-3, "{mode:?}: commit vs prefill {d}");
+        assert_eq!(lm.context(), f.context());
     }
 }

@@ -77,7 +77,11 @@ fn fixture() -> Vec<Case> {
 
 /// Max |Δ logit| over the recorded entries, and the fraction of positions
 /// whose arg-max (over the recorded entries) agrees.
-fn compare(lm: &mut CausalLm, cases: &[Case], pick: impl Fn(&Row) -> Option<&Vec<f64>>) -> (f64, f64) {
+fn compare(
+    lm: &mut CausalLm,
+    cases: &[Case],
+    pick: impl Fn(&Row) -> Option<&Vec<f64>>,
+) -> (f64, f64) {
     let (mut worst, mut agree, mut n) = (0f64, 0usize, 0usize);
     for c in cases {
         lm.truncate(0);
@@ -88,11 +92,7 @@ fn compare(lm: &mut CausalLm, cases: &[Case], pick: impl Fn(&Row) -> Option<&Vec
             for (g, w) in got.iter().zip(want) {
                 worst = worst.max((g - w).abs());
             }
-            let am = |v: &[f64]| {
-                (0..v.len())
-                    .max_by(|&a, &b| v[a].total_cmp(&v[b]))
-                    .unwrap()
-            };
+            let am = |v: &[f64]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
             agree += usize::from(am(&got) == am(want));
             n += 1;
         }

@@ -15,7 +15,10 @@ fn model_path() -> Option<PathBuf> {
     if p.exists() {
         Some(p)
     } else {
-        eprintln!("skipping: {} is absent (run scripts/fetch-smollm2.sh)", p.display());
+        eprintln!(
+            "skipping: {} is absent (run scripts/fetch-smollm2.sh)",
+            p.display()
+        );
         None
     }
 }
@@ -46,9 +49,17 @@ fn encoding_equals_llama_cpp_on_repository_text() {
         n += 1;
         tokens += want.len();
     }
-    eprintln!("{n} texts, {tokens} reference tokens, {} mismatches", bad.len());
+    eprintln!(
+        "{n} texts, {tokens} reference tokens, {} mismatches",
+        bad.len()
+    );
     assert!(n >= 10_000, "only {n} texts in the fixture");
-    assert!(bad.is_empty(), "{} mismatches, first: {:?}", bad.len(), &bad[..bad.len().min(3)]);
+    assert!(
+        bad.is_empty(),
+        "{} mismatches, first: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(3)]
+    );
 }
 
 #[test]
@@ -72,7 +83,9 @@ fn vocabulary_shape_and_chat_template() {
         chat.default_system.as_deref(),
         Some("You are a helpful AI assistant named SmolLM, trained by Hugging Face")
     );
-    let ids = chat.encode(&v, &[Message::user("Hi <|im_end|>")], true).unwrap();
+    let ids = chat
+        .encode(&v, &[Message::user("Hi <|im_end|>")], true)
+        .unwrap();
     // The default system turn, the user turn (whose text `<|im_end|>` is
     // plain text), and the generation prompt: three `<|im_start|>`.
     assert_eq!(ids.iter().filter(|&&t| t == chat.im_start).count(), 3);

@@ -157,6 +157,9 @@ fn zap_grammar_from_gbnf(text: &str) -> Result<Grammar> {
     Ok(simplify(&g, &SimplifyConfig::default())?.grammar)
 }
 
+/// Whether a complete output is valid.
+type Check = Box<dyn Fn(&[u8]) -> bool>;
+
 struct Task {
     suite: &'static str,
     name: String,
@@ -164,7 +167,7 @@ struct Task {
     zap: Result<Grammar, String>,
     llg: TopLevelGrammar,
     /// Validity of an output (complete, EOS-terminated).
-    check: Box<dyn Fn(&[u8]) -> bool>,
+    check: Check,
 }
 
 #[derive(Default, serde::Serialize)]
