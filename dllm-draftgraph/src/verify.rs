@@ -187,6 +187,15 @@ pub fn generate_spiffy<M: DiffusionModel + ?Sized>(
             })?;
             st.calls += 1;
             st.drafts_sent += drafts.len();
+            if out.drafts.len() != drafts.len() {
+                return Err(SpiffyError::Model(zapspec_core::ModelError::Backend(
+                    format!(
+                        "denoise returned {} draft marginals for {} drafts",
+                        out.drafts.len(),
+                        drafts.len()
+                    ),
+                )));
+            }
 
             // The true step.
             let mut src = seq[range.clone()].to_vec();

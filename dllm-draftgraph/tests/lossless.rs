@@ -230,3 +230,48 @@ fn bad_config_is_an_error() {
     };
     assert!(generate(&mut m, &[99], &ok).is_err());
 }
+
+/// A model that loses its draft marginals or returns short rows: an error,
+/// never a panic.
+#[test]
+fn misbehaving_model_is_an_error() {
+    use zapspec_core::{BlockMarginals, DiffusionModel, ModelError};
+    struct Broken(ToyDiffusion, bool);
+    impl DiffusionModel for Broken {
+        fn vocab_size(&self) -> usize {
+            self.0.vocab_size()
+        }
+        fn mask_token(&self) -> TokenId {
+            self.0.mask_token()
+        }
+        fn denoise(
+            &mut self,
+            seq: &[TokenId],
+            block: std::ops::Range<usize>,
+            drafts: &[Vec<TokenId>],
+        ) -> Result<BlockMarginals, ModelError> {
+            let mut out = self.0.denoise(seq, block, drafts)?;
+            if self.1 {
+                out.drafts.clear();
+            } else {
+                out.main = out.main.slice(ndarray::s![1.., ..]).to_owned();
+            }
+            Ok(out)
+        }
+        fn nfe(&self) -> usize {
+            self.0.nfe()
+        }
+    }
+    let cfg = SpiffyConfig {
+        decode: DecodeConfig {
+            gen_len: 8,
+            block_len: 8,
+            ..DecodeConfig::default()
+        },
+        ..SpiffyConfig::default()
+    };
+    for drop_drafts in [true, false] {
+        let mut m = Broken(toy(3, 4.0), drop_drafts);
+        assert!(generate_spiffy(&mut m, &[1], &DraftGraph::top1_chain(4), &cfg).is_err());
+    }
+}
