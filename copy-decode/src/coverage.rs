@@ -54,7 +54,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use zapspec_core::TokenId;
+use zapspec_core::{TokenId, Vocabulary};
 
 use crate::oracle::oracle_program;
 use crate::program::Op;
@@ -162,6 +162,91 @@ pub fn line_cover<T: Tokenizer + ?Sized>(before: &str, after: &str, tok: &T) -> 
         }
     }
     cover
+}
+
+/// Span-wise vs whole-output tokenization of `D′` (the crate docs'
+/// canonical-tokenization note): Copy-as-Decode appends each op's text
+/// (a copy's lines, a gen op's text) tokenized on its own, while a model
+/// that wrote `D′` would see `tok(D′)`. Summed over pairs with
+/// [`SpanTokenization::merge`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpanTokenization {
+    /// Pairs measured.
+    pub pairs: usize,
+    /// Pairs whose span-wise tokens differ from `tok(D′)`.
+    pub pairs_differing: usize,
+    /// Boundaries between consecutive non-empty op texts.
+    pub boundaries: usize,
+    /// Of which fall inside a token of `tok(D′)` (a merge across the
+    /// boundary, so span-wise tokens must differ there).
+    pub boundaries_crossed: usize,
+    /// Tokens of `tok(D′)`.
+    pub whole_tokens: usize,
+    /// Tokens span by span.
+    pub span_tokens: usize,
+}
+
+impl SpanTokenization {
+    /// Adds another measurement's counts.
+    pub fn merge(&mut self, o: &SpanTokenization) {
+        self.pairs += o.pairs;
+        self.pairs_differing += o.pairs_differing;
+        self.boundaries += o.boundaries;
+        self.boundaries_crossed += o.boundaries_crossed;
+        self.whole_tokens += o.whole_tokens;
+        self.span_tokens += o.span_tokens;
+    }
+}
+
+/// Measures [`SpanTokenization`] for one pair with the oracle program's
+/// spans; `vocab` gives token lengths (the vocabulary of `tok`).
+/// `O(|D′|)` plus one tokenizer pass over `D′` and one per op.
+pub fn span_tokenization<T: Tokenizer + ?Sized, V: Vocabulary + ?Sized>(
+    before: &str,
+    after: &str,
+    tok: &T,
+    vocab: &V,
+) -> SpanTokenization {
+    let program = oracle_program(before, after);
+    let index = LineIndex::new(before);
+    let mut spans: Vec<&str> = Vec::new();
+    for op in &program.ops {
+        let text = match op {
+            Op::Copy { start, end } => index.span(*start, *end).unwrap_or(""),
+            Op::Gen { text } => text.as_str(),
+        };
+        if !text.is_empty() {
+            spans.push(text);
+        }
+    }
+    let whole = tok.tokenize(after);
+    let mut span_ids: Vec<TokenId> = Vec::new();
+    for s in &spans {
+        span_ids.extend(tok.tokenize(s));
+    }
+    // Byte offsets where tokens of tok(D′) end.
+    let mut ends = std::collections::HashSet::new();
+    let mut off = 0usize;
+    for &t in &whole {
+        off += vocab.token_bytes(t).len();
+        ends.insert(off);
+    }
+    let mut at = 0usize;
+    let mut crossed = 0usize;
+    for s in spans.iter().take(spans.len().saturating_sub(1)) {
+        at += s.len();
+        if !ends.contains(&at) {
+            crossed += 1;
+        }
+    }
+    SpanTokenization {
+        pairs: 1,
+        pairs_differing: usize::from(whole != span_ids),
+        boundaries: spans.len().saturating_sub(1),
+        boundaries_crossed: crossed,
+        whole_tokens: whole.len(),
+        span_tokens: span_ids.len(),
+    }
 }
 
 /// Token-level greedy cover of one pair at minimum span `m` (see the module

@@ -18,13 +18,18 @@
 //! - Copy-as-Decode: `forwards = 1 + decisions`, where a decision is a
 //!   program token not entirely inside the forced bytes at its position
 //!   (op-type letters, line digits, the `"` ending a number, gen text,
-//!   the `/` of `</program>`…); the `1` is the prompt, and the last
-//!   forward yields the logits that choose EOS;
-//! - regeneration of `D′` (`T` tokens): `forwards = 1 + T`;
-//! - prompt lookup: `forwards = 1 + rounds`, each round appending the
-//!   token chosen from the previous logits plus a draft of up to
+//!   the `/` of `</program>`…); the `1` is the forward that appends the
+//!   forced `<program>\n<` (after it the last forward yields the logits
+//!   that choose EOS);
+//! - regeneration of `D′` (`T` tokens): `forwards = T`;
+//! - prompt lookup: `forwards = rounds`, each round appending the token
+//!   chosen from the previous logits plus a draft of up to
 //!   [`LookupConfig::num_draft`] tokens, of which the matching prefix is
-//!   kept (the rest is truncated from the cache).
+//!   kept (the rest is truncated from the cache);
+//!
+//! plus, for all three, the prompt's own forward
+//! ([`ExecStats::prompt_forwards`]; with an empty prompt, one
+//! `next_logits` call instead for the baselines).
 //!
 //! A model with a short window (the shipped byte-level model has 64
 //! positions) gets the same calls split into chunks that fit; when the
@@ -152,6 +157,11 @@ pub struct ExecStats {
     pub forwards: usize,
     /// Of which re-prefills after a window slide.
     pub slide_forwards: usize,
+    /// Of which appended the prompt (its own forwards, slides included);
+    /// `forwards - prompt_forwards` is the cost of the edit itself.
+    pub prompt_forwards: usize,
+    /// Of the slides, those while appending the prompt.
+    pub prompt_slides: usize,
     /// Tokens appended to the context (prompt, decided, forced, copied,
     /// drafts — rejected drafts included; slides excluded).
     pub tokens_in: usize,
@@ -175,14 +185,31 @@ pub struct ExecStats {
     pub output_tokens: usize,
     /// Wall-clock of the whole call.
     pub elapsed: Duration,
+    /// Of which appending the prompt.
+    pub prompt_time: Duration,
     /// Of which inside model calls.
     pub model_time: Duration,
 }
 
 impl ExecStats {
-    /// Output tokens per second of wall-clock.
+    /// Wall-clock of the edit itself (the prompt's forwards excluded).
+    pub fn edit_time(&self) -> Duration {
+        self.elapsed.saturating_sub(self.prompt_time)
+    }
+
+    /// Forwards of the edit itself (the prompt's excluded).
+    pub fn edit_forwards(&self) -> usize {
+        self.forwards - self.prompt_forwards
+    }
+
+    /// Window slides during the edit itself.
+    pub fn edit_slides(&self) -> usize {
+        self.slide_forwards - self.prompt_slides
+    }
+
+    /// Output tokens per second of the edit's wall-clock.
     pub fn tokens_per_sec(&self) -> f64 {
-        let s = self.elapsed.as_secs_f64();
+        let s = self.edit_time().as_secs_f64();
         if s > 0.0 {
             self.output_tokens as f64 / s
         } else {
@@ -240,13 +267,13 @@ impl<V: Vocabulary, C: Constraint> ProgramMatcher for NestedProgramConstraint<V,
 
 /// The model behind the executors: forwards with chunking, window slides,
 /// counts and model time.
-struct Session<'m, M> {
+struct Session<'m, M: ?Sized> {
     model: &'m mut M,
     cfg: ExecConfig,
     stats: ExecStats,
 }
 
-impl<'m, M: LanguageModel> Session<'m, M> {
+impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
     fn new(model: &'m mut M, cfg: &ExecConfig) -> Self {
         model.truncate(0);
         Session {
@@ -308,6 +335,34 @@ impl<'m, M: LanguageModel> Session<'m, M> {
             rest = &rest[take..];
         }
         Ok(rows)
+    }
+
+    /// Appends the prompt in its own forward(s); the logits after it
+    /// (`None` for an empty prompt).
+    fn prompt(&mut self, prompt: &[TokenId]) -> Result<Option<Vec<f32>>, ExecError> {
+        self.stats.prompt_tokens = prompt.len();
+        if prompt.is_empty() {
+            return Ok(None);
+        }
+        let t = Instant::now();
+        let l = self.forward(prompt, false)?.pop();
+        self.stats.prompt_time = t.elapsed();
+        self.stats.prompt_forwards = self.stats.forwards;
+        self.stats.prompt_slides = self.stats.slide_forwards;
+        Ok(l)
+    }
+
+    /// Logits after appending `pending`; when `pending` is empty, `last`
+    /// (the logits of the previous forward) or one `next_logits` call.
+    fn logits_or(
+        &mut self,
+        pending: &[TokenId],
+        last: &mut Option<Vec<f32>>,
+    ) -> Result<Vec<f32>, ExecError> {
+        match last.take() {
+            Some(l) if pending.is_empty() => Ok(l),
+            _ => self.logits(pending),
+        }
     }
 
     /// Logits after appending `pending` (or of the current context when
@@ -431,7 +486,7 @@ fn run<M, C, V, T>(
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError>
 where
-    M: LanguageModel,
+    M: LanguageModel + ?Sized,
     C: ProgramMatcher,
     V: Vocabulary + ?Sized,
     T: Tokenizer + ?Sized,
@@ -440,8 +495,8 @@ where
     let lines = LineIndex::new(doc);
     let mut scan = OpScanner::new(lines.len());
     let mut sess = Session::new(model, cfg);
-    sess.stats.prompt_tokens = prompt.len();
-    let mut pending: Vec<TokenId> = prompt.to_vec();
+    let mut last = sess.prompt(prompt)?;
+    let mut pending: Vec<TokenId> = Vec::new();
     let mut program: Vec<TokenId> = Vec::new();
     let mut copies: Vec<(usize, usize)> = Vec::new();
     let mut k = 0usize;
@@ -491,7 +546,7 @@ where
             });
         }
         // A decision: logits for the next position.
-        let logits = sess.logits(&pending)?;
+        let logits = sess.logits_or(&pending, &mut last)?;
         pending.clear();
         let t = match &mut drive {
             Drive::Teacher(ts) => match ts.get(k) {
@@ -584,7 +639,7 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
     /// runs every forward a decoder would — one per decision, forced
     /// literals and copied lines appended with the next decision — and the
     /// output is `R(P, D)`. See the [module docs](self) for the cost model.
-    pub fn execute_program<M: LanguageModel, C: ProgramMatcher>(
+    pub fn execute_program<M: LanguageModel + ?Sized, C: ProgramMatcher>(
         &self,
         model: &mut M,
         c: C,
@@ -610,7 +665,7 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
     /// tokenized and appended without a decision, copies are prefilled;
     /// the output is the resolved program. Errors on a dead end
     /// ([`ExecError::EmptyMask`]) or past [`ExecConfig::max_tokens`].
-    pub fn decode_program<M: LanguageModel, C: ProgramMatcher>(
+    pub fn decode_program<M: LanguageModel + ?Sized, C: ProgramMatcher>(
         &self,
         model: &mut M,
         c: C,
@@ -634,7 +689,7 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
 /// Full autoregressive regeneration: one forward per output token (plus
 /// the prompt's). Output tokens are returned; `output` is their lossy
 /// UTF-8 text when `vocab` is given.
-pub fn regenerate<M: LanguageModel, V: Vocabulary>(
+pub fn regenerate<M: LanguageModel + ?Sized, V: Vocabulary + ?Sized>(
     model: &mut M,
     vocab: &V,
     prompt: &[TokenId],
@@ -643,11 +698,11 @@ pub fn regenerate<M: LanguageModel, V: Vocabulary>(
 ) -> Result<Execution, ExecError> {
     let start = Instant::now();
     let mut sess = Session::new(model, cfg);
-    sess.stats.prompt_tokens = prompt.len();
-    let mut pending = prompt.to_vec();
+    let mut last = sess.prompt(prompt)?;
+    let mut pending = Vec::new();
     let mut out = Vec::new();
     loop {
-        let logits = sess.logits(&pending)?;
+        let logits = sess.logits_or(&pending, &mut last)?;
         pending.clear();
         let next = match target {
             Target::Teacher(ts) => ts.get(out.len()).copied(),
@@ -679,7 +734,7 @@ pub fn regenerate<M: LanguageModel, V: Vocabulary>(
     })
 }
 
-fn decode<V: Vocabulary>(vocab: &V, ids: &[TokenId]) -> Vec<u8> {
+fn decode<V: Vocabulary + ?Sized>(vocab: &V, ids: &[TokenId]) -> Vec<u8> {
     ids.iter()
         .flat_map(|&t| vocab.token_bytes(t).iter().copied())
         .collect()
@@ -739,7 +794,7 @@ pub fn lookup_draft(seq: &[TokenId], cfg: &LookupConfig) -> Vec<TokenId> {
 /// logits after the last kept token for the next round and truncates the
 /// rejected tokens from the cache. Lossless: the output equals
 /// [`regenerate`]'s for the same target.
-pub fn prompt_lookup<M: LanguageModel, V: Vocabulary>(
+pub fn prompt_lookup<M: LanguageModel + ?Sized, V: Vocabulary + ?Sized>(
     model: &mut M,
     vocab: &V,
     prompt: &[TokenId],
@@ -749,10 +804,12 @@ pub fn prompt_lookup<M: LanguageModel, V: Vocabulary>(
 ) -> Result<Execution, ExecError> {
     let start = Instant::now();
     let mut sess = Session::new(model, cfg);
-    sess.stats.prompt_tokens = prompt.len();
     let mut seq: Vec<TokenId> = prompt.to_vec();
     let p = prompt.len();
-    let mut logits = sess.logits(prompt)?;
+    let mut logits = match sess.prompt(prompt)? {
+        Some(l) => l,
+        None => sess.logits(&[])?,
+    };
     // The target's choice given the logits after `seq`.
     let choose = |logits: &[f32], produced: usize| -> Option<TokenId> {
         match target {

@@ -32,6 +32,32 @@
 //! `O(Σ|token bytes|)` once per vocabulary; a cached mask is one
 //! `|V|/64`-word copy.
 //!
+//! ### GEN_BODY delegation
+//!
+//! [`gen_body`]: [`NestedProgramConstraint`] is the same FSM whose every
+//! gen body is constrained by a fresh copy of an inner
+//! `zapspec_core::Constraint` (an Earley matcher for a grammar, a trie, a
+//! Dyck matcher…) over the same vocabulary — the composition this
+//! workspace exists for. Per body step: the inner constraint's mask plus
+//! two `|V|/64`-word set operations; masks of the program part are cached
+//! as above.
+//!
+//! ## Execution against a model
+//!
+//! [`execute`]: [`CopyDecoder`] executes a program with any
+//! `zapspec_core::LanguageModel` — teacher-forced
+//! ([`CopyDecoder::execute_program`], for oracle programs) or sampled
+//! under a [`ProgramMatcher`] ([`CopyDecoder::decode_program`]) — where a
+//! copy op's lines, like forced literals, are appended in the one
+//! `prefill` that carries the next decided token (the paper's parallel
+//! prefill); beside the baselines [`regenerate`] and [`prompt_lookup`]
+//! (n-gram drafts from the prompt, greedy verification). Every call
+//! returns [`ExecStats`]: forwards (closed forms in the module docs),
+//! tokens decided / forced / copied / drafted / accepted, window slides,
+//! wall-clock. Cost beyond the model: `O(|token|)` per program token, one
+//! tokenizer call per copy; prompt lookup's draft search is
+//! `O(|prompt + output| · max_ngram)` per round.
+//!
 //! ### Our readings where the paper is ambiguous
 //!
 //! - **Surface syntax.** A program is exactly `<program>\n`, then each op
@@ -48,6 +74,36 @@
 //!   newline, so CRLF documents and missing final newlines are preserved.
 //! - **Ranges are 1-based and inclusive**, as in the paper's
 //!   `lines="i-j"`; `I = 0`, `I > J` and `J > n` are errors.
+//! - **Token-aligned gen bodies** under delegation (the paper's FSM has a
+//!   GEN_BODY state but says nothing of tokens that straddle `<gen>` /
+//!   `</gen>`): a non-empty body starts and ends at token boundaries, its
+//!   tokens are fed to the inner constraint, the close may begin only
+//!   where the inner constraint accepts, and a close in progress (`</`,
+//!   `</ge` spread over tokens) is tracked beside the body-text reading;
+//!   see [`gen_body`].
+//! - **Where copied lines enter the context**: right after the token that
+//!   completes the copy op (its `\n`), together with the following forced
+//!   literal and the next decided token, in one `prefill`; the paper
+//!   prefills the copy "in one forward" and force-prefills literals
+//!   "in a single parallel forward" without saying whether they share it.
+//! - **Oracle execution is teacher-forced**: the model runs every forward
+//!   a decoder would and the program's own token is taken at each
+//!   decision; the baselines are teacher-forced on `D′` alike (a model
+//!   whose greedy output is `D′`), so the comparison isolates the
+//!   mechanism, as the paper's upper-bound analysis does.
+//! - **Canonical tokenization at span boundaries.** Copies are tokenized
+//!   span by span (each copy's lines on their own), gen text as part of
+//!   the program. A BPE tokenizer may tokenize `D′` differently as a whole
+//!   where a span meets its neighbour (a merge across the line boundary);
+//!   then the model's context after a copy is not the canonical
+//!   tokenization of the `D′` prefix, which can skew its next-token
+//!   distribution (llguidance's notes on fast-forward tokens describe the
+//!   effect). Line-level copies end in `\n`, and BPEs such as o200k have
+//!   tokens that join a newline with the next line's indentation
+//!   (`"\n    "`), so indented code is where the two disagree;
+//!   [`span_tokenization`] measures it per pair. The byte-level model of
+//!   the `copy_exec` experiment has no merges: there both tokenizations
+//!   agree exactly.
 //!
 //! Costs are stated per module; nothing here panics on bad input — errors
 //! are typed ([`ParseError`], [`ResolveError`], [`BoundError`]).
@@ -66,12 +122,12 @@
 //!
 //! ## Not built yet
 //!
-//! This crate is a slice of its issue. Still to come: GEN_BODY
-//! delegating to an inner `Constraint` (grammar-constrained gen text);
-//! executing programs against a `LanguageModel` (copies as one `prefill`
-//! each) beside full regeneration and prompt-lookup speculative decoding;
-//! canonical tokenization at span boundaries; corpora from a git
-//! repository's history; fuzzing the parser.
+//! This crate is a slice of its issue. Still to come: re-tokenizing
+//! copies canonically at span boundaries (the disagreement is measured,
+//! not yet corrected); corpora from a
+//! git repository's history; fuzzing the parser beyond proptests; the
+//! execution experiment on a real pretrained model (`copy_exec --model`
+//! is the plug-in point).
 
 pub mod coverage;
 pub mod error;
@@ -84,8 +140,8 @@ pub mod program;
 pub mod resolve;
 
 pub use coverage::{
-    bound, histogram_bound, line_cover, token_cover, BoundError, Cover, KernelSpeedups,
-    TokenMatcher, Tokenizer, MIN_SPANS,
+    bound, histogram_bound, line_cover, span_tokenization, token_cover, BoundError, Cover,
+    KernelSpeedups, SpanTokenization, TokenMatcher, Tokenizer, MIN_SPANS,
 };
 pub use error::{OpKind, ParseError, ParseErrorKind, ResolveError};
 pub use execute::{

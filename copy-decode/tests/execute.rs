@@ -79,8 +79,10 @@ proptest! {
         prop_assert_eq!(&ex.output, &after);
         let d = decisions(&printed, n as u64);
         prop_assert_eq!(ex.stats.decided, d);
-        prop_assert_eq!(ex.stats.forwards, 1 + d);
-        prop_assert_eq!(lm.forwards(), 1 + d);
+        let pf = usize::from(!prompt.is_empty());
+        prop_assert_eq!(ex.stats.prompt_forwards, pf);
+        prop_assert_eq!(ex.stats.forwards, pf + 1 + d);
+        prop_assert_eq!(lm.forwards(), pf + 1 + d);
         prop_assert_eq!(ex.stats.decided + ex.stats.forced, printed.len());
         let copied: usize = program.ops.iter().filter_map(|op| op.lines()).map(|r| {
             before.split_inclusive('\n').skip(r.start() - 1).take(r.end() - r.start() + 1).map(str::len).sum::<usize>()
@@ -93,6 +95,7 @@ proptest! {
         let re = regenerate(&mut lm, &*vocab, &prompt, Target::Teacher(&target), &cfg).unwrap();
         prop_assert_eq!(&re.output, &after);
         prop_assert_eq!(re.stats.forwards, 1 + after.len());
+        prop_assert_eq!(re.stats.forwards - re.stats.prompt_forwards, after.len() + 1 - pf);
 
         let pl = prompt_lookup(&mut lm, &*vocab, &prompt, Target::Teacher(&target), &LookupConfig::default(), &cfg).unwrap();
         prop_assert_eq!(&pl.output, &after);
@@ -295,4 +298,35 @@ fn nested_gen_bodies_follow_the_inner_language() {
         }
     }
     assert!(seen > 0);
+}
+
+/// Span-wise vs whole tokenization: bytes never differ; o200k merges a
+/// newline with the next line's indentation across a span boundary.
+#[test]
+fn span_tokenization_bytes_and_o200k() {
+    let before = "def f():\n    return 1\n";
+    let after = "def f():\n    return 2\n";
+    let bytes = bytes_vocab();
+    let st = zapspec_copy::span_tokenization(
+        before,
+        after,
+        &|s: &str| bytes.encode(s).unwrap(),
+        &*bytes,
+    );
+    assert_eq!(
+        (
+            st.pairs,
+            st.pairs_differing,
+            st.boundaries,
+            st.boundaries_crossed
+        ),
+        (1, 0, 1, 0)
+    );
+    assert_eq!(st.whole_tokens, after.len());
+    let o200k = zapspec_vocab::TokenVocab::tiktoken(zapspec_vocab::TiktokenBpe::O200k).unwrap();
+    let st =
+        zapspec_copy::span_tokenization(before, after, &|s: &str| o200k.encode(s).unwrap(), &o200k);
+    assert_eq!(st.boundaries, 1);
+    assert_eq!(st.boundaries_crossed, 1, "{st:?}");
+    assert_eq!(st.pairs_differing, 1);
 }

@@ -1,0 +1,545 @@
+//! Copy-as-Decode executed against a real model (paper `002_*`, Fig. 1(c)
+//! and §2.4), beside what a user would pick instead: full autoregressive
+//! regeneration of `D′`, and prompt-lookup (n-gram) speculative decoding
+//! with greedy verification (vLLM's `ngram` speculator).
+//!
+//! ```text
+//! cargo run -p examples --bin copy_exec -- --pairs 50 --out examples/results
+//! cargo run -p examples --bin copy_exec -- my_edits.jsonl --pairs 20
+//! ```
+//!
+//! For the first `--pairs` pairs of each JSONL corpus (default: the three
+//! `../shared/data/edits` corpora, first 10 pairs each — the order of the
+//! files, not a selection), with the prompt = the document `D`:
+//!
+//! - **Copy-as-Decode** runs the oracle program teacher-forced through
+//!   [`CopyDecoder::execute_program`] (one forward per decision; forced
+//!   literals and each copy's lines appended with the next decision) and
+//!   checks that the output is `D′` byte for byte;
+//! - **regeneration** decodes `D′` teacher-forced, one forward per token;
+//! - **prompt lookup** drafts from `D ++ output` ([`LookupConfig`]
+//!   defaults, not tuned) and verifies against `D′` (a model whose greedy
+//!   output is `D′` — the same idealisation as oracle programs).
+//!
+//! It reports forwards of the edit (the prompt's own forwards excluded),
+//! the closed-form forwards with an unbounded window, window slides,
+//! wall-clock and output tokens/s, and the closed-form bound of the paper
+//! (`T / (G + Σ len/s(len))`, line-level cover) with `s(N)` measured live
+//! on the same model (prefill of `N` tokens vs `N` decode steps after an
+//! 8-token prefix) and with `s(N) = N` (every forward costs the same: the
+//! bound on forward counts).
+//!
+//! `--model` picks the model behind `zapspec_core::LanguageModel`; only
+//! `bytes` (the shipped byte-level causal LM, `models/causal-bytes`: 2
+//! layers, width 64, a 64-position window, CPU) exists today. A real
+//! pretrained LLM (SmolLM2, being added to `gpu-backend`) plugs in as one
+//! more arm of [`load_model`]: a `LanguageModel`, its vocabulary and a
+//! tokenizer are all the executors need. With the 64-position window,
+//! long copies are split into window-sized forwards and the context slides
+//! (the oldest tokens dropped, the last 32 re-prefilled), which the
+//! measured columns include and the closed-form columns do not.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, ValueEnum};
+use serde_json::json;
+use zapspec_copy::{
+    histogram_bound, line_cover, oracle_program, prompt_lookup, regenerate, span_tokenization,
+    CopyDecoder, Cover, ExecConfig, ExecStats, FsmConfig, KernelSpeedups, LookupConfig,
+    ProgramConstraint, ProgramFsm, SpanTokenization, Target, VocabTrie,
+};
+use zapspec_core::{LanguageModel, TokenId};
+use zapspec_vocab::{TiktokenBpe, TokenVocab};
+
+use examples::report::{write_json, MarkdownTable};
+
+/// The models `--model` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModelKind {
+    /// The shipped byte-level causal LM (`models/causal-bytes`), CPU.
+    Bytes,
+}
+
+/// Command line.
+#[derive(Parser, Debug)]
+#[command(about = "Copy-as-Decode vs regeneration vs prompt lookup, executed on a model")]
+struct Args {
+    /// JSONL files of {"before", "after"} pairs.
+    #[arg(default_values = [
+        "../shared/data/edits/humanevalfix-py.jsonl",
+        "../shared/data/edits/humanevalfix-js.jsonl",
+        "../shared/data/edits/ripgrep.jsonl",
+    ])]
+    paths: Vec<PathBuf>,
+    /// The first N pairs of each corpus.
+    #[arg(long, default_value_t = 10)]
+    pairs: usize,
+    /// The model (only `bytes` today).
+    #[arg(long, value_enum, default_value = "bytes")]
+    model: ModelKind,
+    /// Seed (recorded; the teacher-forced runs draw no random numbers).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Timing repetitions per point of the live kernel study.
+    #[arg(long, default_value_t = 20)]
+    kernel_reps: usize,
+    /// Output folder.
+    #[arg(long, default_value = "target/experiments")]
+    out: PathBuf,
+}
+
+/// A model with its vocabulary, described for the report.
+struct Loaded {
+    lm: Box<dyn LanguageModel>,
+    vocab: Arc<TokenVocab>,
+    desc: String,
+}
+
+/// The extension point for more models (one arm per `--model`).
+fn load_model(kind: ModelKind) -> Result<Loaded> {
+    match kind {
+        ModelKind::Bytes => {
+            let dir = zapspec_backend::shipped_models_dir().join("causal-bytes");
+            if !dir.join("model.safetensors").exists() {
+                bail!("no checkpoint in {}", dir.display());
+            }
+            let lm = zapspec_backend::load_causal(&dir, &zapspec_backend::Device::Cpu)?;
+            let desc = format!(
+                "causal-bytes ({}; byte vocabulary of 257, window {} positions, CPU f32)",
+                dir.display(),
+                lm.max_context()
+            );
+            Ok(Loaded {
+                lm: Box::new(lm),
+                vocab: Arc::new(TokenVocab::bytes()),
+                desc,
+            })
+        }
+    }
+}
+
+fn read_pairs(path: &Path, limit: usize) -> Result<Vec<(String, String)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut pairs = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if pairs.len() >= limit {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: bad JSON", path.display(), i + 1))?;
+        let field = |k: &str| {
+            v.get(k)
+                .and_then(|x| x.as_str())
+                .map(str::to_owned)
+                .with_context(|| format!("{}:{}: no string field {k:?}", path.display(), i + 1))
+        };
+        pairs.push((field("before")?, field("after")?));
+    }
+    Ok(pairs)
+}
+
+/// `s(N)`: time of `N` decode steps over time of one prefill of `N`
+/// tokens, after an 8-token prefix, median over `reps`.
+fn live_kernel(lm: &mut dyn LanguageModel, reps: usize) -> Result<Vec<(usize, f64)>> {
+    let prefix: Vec<TokenId> = (0..8).map(|i| 97 + i).collect();
+    let room = lm.max_context().saturating_sub(prefix.len()).min(512);
+    let mut out = Vec::new();
+    for n in [1usize, 2, 4, 8, 16, 32, 48, 64, 128, 256, 512] {
+        if n > room {
+            break;
+        }
+        let toks: Vec<TokenId> = (0..n).map(|i| 97 + (i % 26) as TokenId).collect();
+        let (mut pre, mut dec) = (Vec::new(), Vec::new());
+        for _ in 0..reps.max(1) {
+            lm.truncate(0);
+            lm.prefill(&prefix)?;
+            let t = Instant::now();
+            lm.prefill(&toks)?;
+            pre.push(t.elapsed().as_secs_f64());
+            lm.truncate(0);
+            lm.prefill(&prefix)?;
+            let t = Instant::now();
+            for &x in &toks {
+                lm.prefill(&[x])?;
+            }
+            dec.push(t.elapsed().as_secs_f64());
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        out.push((n, med(&mut dec) / med(&mut pre).max(1e-12)));
+    }
+    lm.truncate(0);
+    Ok(out)
+}
+
+/// Sums of one method's stats over pairs.
+#[derive(Debug, Clone, Default)]
+struct Sum {
+    forwards: usize,
+    closed: usize,
+    slides: usize,
+    secs: f64,
+    out_tokens: usize,
+    decided: usize,
+}
+
+impl Sum {
+    fn add(&mut self, s: &ExecStats, closed: usize) {
+        self.forwards += s.edit_forwards();
+        self.closed += closed;
+        self.slides += s.edit_slides();
+        self.secs += s.edit_time().as_secs_f64();
+        self.out_tokens += s.output_tokens;
+        self.decided += s.decided;
+    }
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "forwards": self.forwards, "closed_form_forwards": self.closed,
+            "slide_forwards": self.slides, "seconds": self.secs,
+            "output_tokens": self.out_tokens, "decided": self.decided,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct CorpusResult {
+    name: String,
+    pairs: usize,
+    cad: Sum,
+    regen: Sum,
+    lookup: Sum,
+    cover: Cover,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let present: Vec<&PathBuf> = args.paths.iter().filter(|p| p.exists()).collect();
+    for p in args.paths.iter().filter(|p| !p.exists()) {
+        println!("skipping {}: not found", p.display());
+    }
+    if present.is_empty() {
+        println!("no corpus found; nothing to do (the edits corpora live in ../shared/data/edits)");
+        return Ok(());
+    }
+    let Loaded {
+        mut lm,
+        vocab,
+        desc,
+    } = load_model(args.model)?;
+    let tok = |s: &str| vocab.encode(s).unwrap_or_default();
+    let trie = Arc::new(VocabTrie::new(&*vocab)?);
+    println!("model: {desc}");
+
+    let kernel = live_kernel(lm.as_mut(), args.kernel_reps)?;
+    let speedups = KernelSpeedups::new(kernel.iter().copied())?;
+    let per_forward = KernelSpeedups::new([(1, 1.0), (1 << 20, (1 << 20) as f64)])?;
+    println!(
+        "live s(N): {}",
+        kernel
+            .iter()
+            .map(|(n, s)| format!("{n}:{s:.1}x"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+
+    let cfg = ExecConfig {
+        seed: args.seed,
+        ..ExecConfig::default()
+    };
+    let lookup_cfg = LookupConfig::default();
+    let decoder = CopyDecoder::new(&*vocab, &tok, cfg.clone());
+    let started = Instant::now();
+    let mut results: Vec<CorpusResult> = Vec::new();
+    let mut rows = Vec::new();
+    for path in present {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let pairs = read_pairs(path, args.pairs)?;
+        let mut r = CorpusResult {
+            name: name.clone(),
+            pairs: pairs.len(),
+            ..CorpusResult::default()
+        };
+        for (i, (before, after)) in pairs.iter().enumerate() {
+            let program = oracle_program(before, after);
+            let n = before.split_inclusive('\n').count();
+            let fsm = Arc::new(ProgramFsm::with_trie(
+                Arc::clone(&vocab),
+                Arc::clone(&trie),
+                n,
+                FsmConfig::default(),
+            )?);
+            let prompt = tok(before);
+            let target = tok(after);
+            let cad = decoder.execute_program(
+                lm.as_mut(),
+                ProgramConstraint::from_fsm(fsm),
+                &prompt,
+                before,
+                &program,
+            )?;
+            if cad.output != *after {
+                bail!("{name} pair {i}: Copy-as-Decode output differs from D′");
+            }
+            let re = regenerate(
+                lm.as_mut(),
+                &*vocab,
+                &prompt,
+                Target::Teacher(&target),
+                &cfg,
+            )?;
+            let pl = prompt_lookup(
+                lm.as_mut(),
+                &*vocab,
+                &prompt,
+                Target::Teacher(&target),
+                &lookup_cfg,
+                &cfg,
+            )?;
+            if re.output != *after || pl.output != *after {
+                bail!("{name} pair {i}: a baseline's output differs from D′");
+            }
+            let cover = line_cover(before, after, &tok);
+            r.cad.add(&cad.stats, 1 + cad.stats.decided);
+            r.regen.add(&re.stats, target.len());
+            r.lookup.add(&pl.stats, pl.stats.decided);
+            r.cover.merge(&cover);
+            rows.push(json!({
+                "corpus": name, "pair": i, "before_bytes": before.len(), "after_tokens": target.len(),
+                "ops": program.ops.len(), "copies": cad.stats.copies, "copied_tokens": cad.stats.copied,
+                "cad": {"forwards": cad.stats.edit_forwards(), "closed_form": 1 + cad.stats.decided,
+                        "slides": cad.stats.edit_slides(), "seconds": cad.stats.edit_time().as_secs_f64(),
+                        "decided": cad.stats.decided, "forced": cad.stats.forced},
+                "regenerate": {"forwards": re.stats.edit_forwards(), "slides": re.stats.edit_slides(),
+                               "seconds": re.stats.edit_time().as_secs_f64()},
+                "prompt_lookup": {"forwards": pl.stats.edit_forwards(), "slides": pl.stats.edit_slides(),
+                                  "seconds": pl.stats.edit_time().as_secs_f64(),
+                                  "drafted": pl.stats.drafted, "accepted": pl.stats.accepted},
+            }));
+            eprintln!(
+                "{name} {i}: |D′| {} tok, forwards CaD {} / regen {} / lookup {}",
+                target.len(),
+                cad.stats.edit_forwards(),
+                re.stats.edit_forwards(),
+                pl.stats.edit_forwards()
+            );
+        }
+        results.push(r);
+    }
+    let mut pooled = CorpusResult {
+        name: "pooled".into(),
+        ..CorpusResult::default()
+    };
+    for r in &results {
+        pooled.pairs += r.pairs;
+        for (a, b) in [
+            (&mut pooled.cad, &r.cad),
+            (&mut pooled.regen, &r.regen),
+            (&mut pooled.lookup, &r.lookup),
+        ] {
+            a.forwards += b.forwards;
+            a.closed += b.closed;
+            a.slides += b.slides;
+            a.secs += b.secs;
+            a.out_tokens += b.out_tokens;
+            a.decided += b.decided;
+        }
+        pooled.cover.merge(&r.cover);
+    }
+    results.push(pooled);
+
+    let mut table = MarkdownTable::new(&[
+        "corpus",
+        "pairs",
+        "method",
+        "forwards (measured)",
+        "forwards (unbounded window)",
+        "slides",
+        "wall s",
+        "tok/s",
+        "speed-up vs regen: forwards / unbounded / wall",
+    ]);
+    let mut bounds = MarkdownTable::new(&[
+        "corpus",
+        "line cover f",
+        "bound, s(N)=N (forwards)",
+        "realised CaD, unbounded forwards",
+        "bound, live s(N) (wall)",
+        "realised CaD, wall",
+    ]);
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+    for r in &results {
+        for (m, s) in [
+            ("regenerate", &r.regen),
+            ("prompt lookup", &r.lookup),
+            ("Copy-as-Decode", &r.cad),
+        ] {
+            table.row(&[
+                r.name.clone(),
+                r.pairs.to_string(),
+                m.to_string(),
+                s.forwards.to_string(),
+                s.closed.to_string(),
+                s.slides.to_string(),
+                format!("{:.2}", s.secs),
+                format!("{:.0}", s.out_tokens as f64 / s.secs.max(1e-9)),
+                format!(
+                    "{:.2}x / {:.2}x / {:.2}x",
+                    ratio(r.regen.forwards as f64, s.forwards as f64),
+                    ratio(r.regen.closed as f64, s.closed as f64),
+                    ratio(r.regen.secs, s.secs)
+                ),
+            ]);
+        }
+        bounds.row(&[
+            r.name.clone(),
+            format!("{:.1}%", 100.0 * r.cover.fraction()),
+            format!("{:.2}x", histogram_bound(&r.cover, &per_forward)),
+            format!("{:.2}x", ratio(r.regen.closed as f64, r.cad.closed as f64)),
+            format!("{:.2}x", histogram_bound(&r.cover, &speedups)),
+            format!("{:.2}x", ratio(r.regen.secs, r.cad.secs)),
+        ]);
+    }
+    // Tokenizers over every pair of each corpus: line cover with the
+    // model's tokenizer and with o200k; span-wise vs whole tokenization.
+    let o200k = TokenVocab::tiktoken(TiktokenBpe::O200k)?;
+    let otok = |s: &str| o200k.encode(s).unwrap_or_default();
+    let mut tokt = MarkdownTable::new(&[
+        "corpus",
+        "pairs (all)",
+        "line cover f, model tokenizer",
+        "line cover f, o200k",
+        "o200k: pairs with span-wise ≠ whole tokens",
+        "o200k: span boundaries inside a token",
+        "o200k: tokens span-wise / whole",
+        "model tokenizer: pairs differing",
+    ]);
+    let mut tok_json = Vec::new();
+    let (mut all_m, mut all_o) = (Cover::default(), Cover::default());
+    let (mut all_so, mut all_sm) = (SpanTokenization::default(), SpanTokenization::default());
+    let mut tok_rows = Vec::new();
+    for path in args.paths.iter().filter(|p| p.exists()) {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (mut cm, mut co) = (Cover::default(), Cover::default());
+        let (mut so, mut sm) = (SpanTokenization::default(), SpanTokenization::default());
+        for (before, after) in read_pairs(path, usize::MAX)? {
+            cm.merge(&line_cover(&before, &after, &tok));
+            co.merge(&line_cover(&before, &after, &otok));
+            so.merge(&span_tokenization(&before, &after, &otok, &o200k));
+            sm.merge(&span_tokenization(&before, &after, &tok, &*vocab));
+        }
+        all_m.merge(&cm);
+        all_o.merge(&co);
+        all_so.merge(&so);
+        all_sm.merge(&sm);
+        tok_rows.push((name, cm, co, so, sm));
+    }
+    tok_rows.push(("pooled".into(), all_m, all_o, all_so, all_sm));
+    for (name, cm, co, so, sm) in &tok_rows {
+        let frac = |a: usize, b: usize| {
+            if b > 0 {
+                format!("{a} / {b} ({:.1}%)", 100.0 * a as f64 / b as f64)
+            } else {
+                "0 / 0".into()
+            }
+        };
+        tokt.row(&[
+            name.clone(),
+            so.pairs.to_string(),
+            format!("{:.1}%", 100.0 * cm.fraction()),
+            format!("{:.1}%", 100.0 * co.fraction()),
+            frac(so.pairs_differing, so.pairs),
+            frac(so.boundaries_crossed, so.boundaries),
+            format!("{} / {}", so.span_tokens, so.whole_tokens),
+            frac(sm.pairs_differing, sm.pairs),
+        ]);
+        tok_json.push(json!({
+            "corpus": name, "pairs": so.pairs, "line_cover_model": cm.fraction(),
+            "line_cover_o200k": co.fraction(),
+            "o200k": {"pairs_differing": so.pairs_differing, "boundaries": so.boundaries,
+                      "boundaries_crossed": so.boundaries_crossed, "span_tokens": so.span_tokens,
+                      "whole_tokens": so.whole_tokens},
+            "model_pairs_differing": sm.pairs_differing,
+        }));
+    }
+    let total = started.elapsed().as_secs_f64();
+    let kernel_line = kernel
+        .iter()
+        .map(|(n, s)| format!("s({n}) = {s:.1}x"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let md = format!(
+        "# Copy-as-Decode executed: forwards and wall-clock\n\n\
+         Command: `cargo run {}-p examples --bin copy_exec -- --pairs {} --seed {} --out {}` \
+         ({:.0} s in all).\n\nModel: {desc}. Subset: the first {} pairs of each corpus, in file order. \
+         Prompt = the document D for every method; forwards and wall-clock exclude the prompt's own \
+         forwards. Copy-as-Decode runs the oracle program teacher-forced; regeneration and prompt lookup \
+         (n-gram {}..={}, {} draft tokens) are teacher-forced on D′. Every output equals D′ byte for byte.\n\n\
+         Live kernel on this model: {kernel_line}.\n\n{}\n\
+         ## Realised vs closed-form bound (line-level cover)\n\n{}\n\
+         The `s(N) = N` bound counts forwards: every forward costs the same whatever its length, so it \
+         compares with the unbounded-window forward ratio; the live-`s(N)` bound compares with wall-clock. \
+         The realised ratio sits below the bound because Copy-as-Decode also decides the program's own \
+         tokens (tags, line digits) one forward each, which the bound (only copied vs generated output \
+         tokens) does not charge. Wall-clock on a 2-core machine shared with other builds: read ratios, \
+         not absolute seconds.\n\n\
+         ## Tokenizers: coverage and span-wise vs whole tokenization (all pairs)\n\n{}\n\
+         Copy-as-Decode appends each op's text tokenized on its own; a model that wrote D′ would see \
+         `tok(D′)`. A span boundary inside a token of `tok(D′)` (o200k joins a newline with the next \
+         line's indentation) means the context after a copy is not the canonical tokenization of the \
+         D′ prefix. The byte-level model has no merges, so its two tokenizations always agree.\n",
+        if cfg!(debug_assertions) { "" } else { "--release " },
+        args.pairs,
+        args.seed,
+        args.out.display(),
+        total,
+        args.pairs,
+        lookup_cfg.min_ngram,
+        lookup_cfg.max_ngram,
+        lookup_cfg.num_draft,
+        table.render(),
+        bounds.render(),
+        tokt.render(),
+    );
+    println!("{md}");
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::write(args.out.join("copy_exec.md"), &md)?;
+    let summary: Vec<serde_json::Value> = results
+        .iter()
+        .map(|r| {
+            json!({
+                "corpus": r.name, "pairs": r.pairs,
+                "line_cover": r.cover.fraction(),
+                "bound_forwards": histogram_bound(&r.cover, &per_forward),
+                "bound_live_kernel": histogram_bound(&r.cover, &speedups),
+                "copy_as_decode": r.cad.json(), "regenerate": r.regen.json(),
+                "prompt_lookup": r.lookup.json(),
+            })
+        })
+        .collect();
+    write_json(
+        &args.out,
+        "copy_exec",
+        &json!({
+            "model": desc, "seed": args.seed, "pairs_per_corpus": args.pairs,
+            "kernel": kernel, "lookup": {"min_ngram": lookup_cfg.min_ngram,
+            "max_ngram": lookup_cfg.max_ngram, "num_draft": lookup_cfg.num_draft},
+            "summary": summary, "pairs": rows, "seconds": total, "tokenizers": tok_json,
+        }),
+    )?;
+    Ok(())
+}
