@@ -132,7 +132,8 @@ pub struct ExecConfig {
     /// Most tokens per forward (default `usize::MAX`; the window bounds it
     /// anyway).
     pub max_chunk: usize,
-    /// Sampling temperature for [`decode_program`] (default 0: greedy).
+    /// Sampling temperature for [`CopyDecoder::decode_program`] (default
+    /// 0: greedy).
     pub temperature: f32,
     /// Seed of the sampler (default 0).
     pub seed: u64,

@@ -98,10 +98,11 @@
 //!   then the model's context after a copy is not the canonical
 //!   tokenization of the `D′` prefix, which can skew its next-token
 //!   distribution (llguidance's notes on fast-forward tokens describe the
-//!   effect). Line-level copies end in `\n`, and BPEs such as o200k have
-//!   tokens that join a newline with the next line's indentation
-//!   (`"\n    "`), so indented code is where the two disagree;
-//!   [`span_tokenization`] measures it per pair. The byte-level model of
+//!   effect). Line-level copies end in `\n`; o200k's pre-tokenizer joins a
+//!   run of newlines (`"\n\n"`, `"\r\n"` runs) into one token, so a span
+//!   boundary followed by a blank line is where the two disagree;
+//!   [`span_tokenization`] measures it per pair (`copy_exec` reports it per
+//!   corpus). The byte-level model of
 //!   the `copy_exec` experiment has no merges: there both tokenizations
 //!   agree exactly.
 //!

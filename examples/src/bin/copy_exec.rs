@@ -499,8 +499,8 @@ fn main() -> Result<()> {
          not absolute seconds.\n\n\
          ## Tokenizers: coverage and span-wise vs whole tokenization (all pairs)\n\n{}\n\
          Copy-as-Decode appends each op's text tokenized on its own; a model that wrote D′ would see \
-         `tok(D′)`. A span boundary inside a token of `tok(D′)` (o200k joins a newline with the next \
-         line's indentation) means the context after a copy is not the canonical tokenization of the \
+         `tok(D′)`. A span boundary inside a token of `tok(D′)` (o200k reads a run of newlines, `\\n\\n`, \
+         as one token) means the context after a copy is not the canonical tokenization of the \
          D′ prefix. The byte-level model has no merges, so its two tokenizations always agree.\n",
         if cfg!(debug_assertions) { "" } else { "--release " },
         args.pairs,
