@@ -70,7 +70,9 @@ use crate::coverage::Tokenizer;
 use crate::error::{ParseError, ResolveError};
 use crate::fsm::{ByteState, ProgramConstraint};
 use crate::gen_body::NestedProgramConstraint;
-use crate::program::Program;
+use crate::program::{
+    escape_gen_text, print_op, Op, Program, GEN_OPEN, PROGRAM_CLOSE, PROGRAM_OPEN,
+};
 use crate::resolve::LineIndex;
 
 /// Errors while executing or decoding.
@@ -635,7 +637,8 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
     }
 
     /// Copy-as-Decode with a given program, teacher-forced: the program's
-    /// tokens (its printed text through the tokenizer) are checked by `c`
+    /// tokens ([`tokenize_program`]: op by op, gen bodies on their own)
+    /// are checked by `c`
     /// (at its start, for a document of `doc`'s line count), the model
     /// runs every forward a decoder would — one per decision, forced
     /// literals and copied lines appended with the next decision — and the
@@ -648,7 +651,7 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
         doc: &str,
         program: &Program,
     ) -> Result<Execution, ExecError> {
-        let ids = self.tok.tokenize(&program.print());
+        let ids = tokenize_program(program, self.tok);
         run(
             model,
             c,
@@ -685,6 +688,38 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
             &self.cfg,
         )
     }
+}
+
+/// The tokens of `program`'s printed text, tokenized piece by piece: the
+/// header, each copy op with its `\n`, each gen op as `<gen>`, its
+/// (escaped) text and `</gen>\n` separately, and `</program>`. Gen bodies
+/// are thus token-aligned, as a [`NestedProgramConstraint`] requires (a
+/// whole-text BPE tokenization may merge `>` with a body's first bytes);
+/// the bytes equal [`Program::print`]'s. For a byte-level vocabulary this
+/// is the whole-text tokenization.
+pub fn tokenize_program<T: Tokenizer + ?Sized>(program: &Program, tok: &T) -> Vec<TokenId> {
+    let mut ids = tok.tokenize(PROGRAM_OPEN);
+    let mut piece = String::new();
+    for op in &program.ops {
+        piece.clear();
+        match op {
+            Op::Copy { .. } => {
+                print_op(op, &mut piece);
+                piece.push('\n');
+                ids.extend(tok.tokenize(&piece));
+            }
+            Op::Gen { text } => {
+                ids.extend(tok.tokenize(GEN_OPEN));
+                escape_gen_text(text, &mut piece);
+                if !piece.is_empty() {
+                    ids.extend(tok.tokenize(&piece));
+                }
+                ids.extend(tok.tokenize("</gen>\n"));
+            }
+        }
+    }
+    ids.extend(tok.tokenize(PROGRAM_CLOSE));
+    ids
 }
 
 /// Full autoregressive regeneration: one forward per output token (plus

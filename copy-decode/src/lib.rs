@@ -146,8 +146,8 @@ pub use coverage::{
 };
 pub use error::{OpKind, ParseError, ParseErrorKind, ResolveError};
 pub use execute::{
-    lookup_draft, prompt_lookup, regenerate, CopyDecoder, ExecConfig, ExecError, ExecStats,
-    Execution, LookupConfig, ProgramMatcher, Target,
+    lookup_draft, prompt_lookup, regenerate, tokenize_program, CopyDecoder, ExecConfig, ExecError,
+    ExecStats, Execution, LookupConfig, ProgramMatcher, Target,
 };
 pub use fsm::{ByteState, FsmConfig, FsmError, Phase, ProgramConstraint, ProgramFsm, VocabTrie};
 pub use gen_body::{GenBodyError, NestedProgramConstraint};

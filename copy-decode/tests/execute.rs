@@ -332,3 +332,77 @@ fn span_tokenization_bytes_and_o200k() {
     assert_eq!(st.boundaries_crossed, 1, "{st:?}");
     assert_eq!(st.pairs_differing, 1);
 }
+
+/// Logits all zero (a cheap model over a large vocabulary).
+struct ConstLm {
+    vocab: usize,
+    ctx: Vec<TokenId>,
+}
+
+impl LanguageModel for ConstLm {
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+    fn context(&self) -> &[TokenId] {
+        &self.ctx
+    }
+    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
+        self.ctx.extend_from_slice(tokens);
+        Ok(Logits::zeros((tokens.len(), self.vocab)))
+    }
+    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
+        Ok(vec![0.0; self.vocab])
+    }
+    fn truncate(&mut self, len: usize) {
+        self.ctx.truncate(len);
+    }
+}
+
+/// o200k: the op-by-op program tokenization spells the printed program,
+/// and an oracle program executes under the plain FSM and under a nested
+/// one whose inner language holds the gen texts (body-aligned tokens);
+/// a gen text outside the inner language is refused.
+#[test]
+fn o200k_oracle_execution_plain_and_nested() {
+    let vocab =
+        Arc::new(zapspec_vocab::TokenVocab::tiktoken(zapspec_vocab::TiktokenBpe::O200k).unwrap());
+    let tok = |s: &str| vocab.encode(s).unwrap();
+    let before = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n";
+    let after = "fn main() {\n    let x = 2;\n    println!(\"{x}\");\n}\n";
+    let program = oracle_program(before, after);
+    let ids = zapspec_copy::tokenize_program(&program, &tok);
+    assert_eq!(vocab.decode(&ids), program.print().as_bytes());
+    let fsm =
+        Arc::new(zapspec_copy::ProgramFsm::new(Arc::clone(&vocab), 4, Default::default()).unwrap());
+    let dec = CopyDecoder::new(&*vocab, &tok, ExecConfig::default());
+    let mut lm = ConstLm {
+        vocab: vocab.len(),
+        ctx: Vec::new(),
+    };
+    let prompt = tok(before);
+    let c = ProgramConstraint::from_fsm(Arc::clone(&fsm));
+    let ex = dec
+        .execute_program(&mut lm, c, &prompt, before, &program)
+        .unwrap();
+    assert_eq!(ex.output, after);
+    assert_eq!(ex.stats.copies, 2);
+    let gens: Vec<Vec<TokenId>> = program
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            zapspec_copy::Op::Gen { text } => Some(tok(text)),
+            _ => None,
+        })
+        .collect();
+    let inner = TrieConstraint::from_sequences(&*vocab, &gens);
+    let c = NestedProgramConstraint::new(Arc::clone(&fsm), inner).unwrap();
+    let nested = dec
+        .execute_program(&mut lm, c, &prompt, before, &program)
+        .unwrap();
+    assert_eq!(nested.output, after);
+    assert_eq!(nested.stats.forwards, ex.stats.forwards);
+    let inner = TrieConstraint::from_sequences(&*vocab, [tok("    let x = 3;\n")]);
+    let c = NestedProgramConstraint::new(fsm, inner).unwrap();
+    let err = dec.execute_program(&mut lm, c, &prompt, before, &program);
+    assert!(matches!(err, Err(ExecError::Refused(_))), "{err:?}");
+}
