@@ -3,12 +3,14 @@
 //! exact one (TV, bootstrap interval, exact-sampler noise floor, χ² and G
 //! tests — the statistics themselves live in [`zapspec_phi::metrics`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use zapspec_core::prob::SeededRng;
+use zapspec_core::{Constraint, LanguageModel};
 use zapspec_phi::metrics::{bootstrap_tv_ci, chi_square, g_test, noise_floor, tv_counts};
+use zapspec_phi::{PhiEstimator, PhiQuery, PhiResult};
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).
 pub fn progress(len: usize, msg: impl Into<String>) -> ProgressBar {
@@ -82,4 +84,50 @@ pub fn exp(v: &[f64]) -> Vec<f64> {
 /// [`crate::report::fmt_num`] under the short name the tables use.
 pub fn f4(x: f64) -> String {
     crate::report::fmt_num(x)
+}
+
+/// A Φ̂ estimator that accumulates the wall time spent inside it.
+pub struct Timed<F> {
+    /// The wrapped estimator.
+    pub inner: F,
+    /// Seconds spent in calls so far.
+    pub seconds: f64,
+    /// Number of calls so far.
+    pub calls: u64,
+}
+
+impl<F> Timed<F> {
+    /// Wraps `inner` with zeroed counters.
+    pub fn new(inner: F) -> Self {
+        Timed {
+            inner,
+            seconds: 0.0,
+            calls: 0,
+        }
+    }
+}
+
+impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> for Timed<F> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
+        let t = Instant::now();
+        let r = self.inner.log_phi_into(q, model, out);
+        self.seconds += t.elapsed().as_secs_f64();
+        self.calls += 1;
+        r
+    }
+    fn log_phi_shifted(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        out: &mut [f64],
+    ) -> PhiResult {
+        let t = Instant::now();
+        let r = self.inner.log_phi_shifted(q, model, out);
+        self.seconds += t.elapsed().as_secs_f64();
+        self.calls += 1;
+        r
+    }
 }

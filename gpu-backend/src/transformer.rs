@@ -371,6 +371,29 @@ impl Transformer {
         })
     }
 
+    /// The same model with only its first `layers` decoder layers, then the
+    /// final norm and the LM head: a self-speculative drafter (early exit,
+    /// as LayerSkip / Draft & Verify use) that shares every tensor with
+    /// `self` (no copy) and its tokenizer. `layers` is clamped to
+    /// `1..=num_hidden_layers`.
+    pub fn first_layers(&self, layers: usize) -> Transformer {
+        let k = layers.clamp(1, self.blocks.len().max(1));
+        let mut cfg = self.cfg.clone();
+        cfg.num_hidden_layers = k;
+        Transformer {
+            cfg,
+            device: self.device.clone(),
+            dtype: self.dtype,
+            embed: self.embed.clone(),
+            blocks: self.blocks[..k.min(self.blocks.len())].to_vec(),
+            norm: self.norm.clone(),
+            lm_head: self.lm_head.clone(),
+            cos: self.cos.clone(),
+            sin: self.sin.clone(),
+            weights: Weights::new(),
+        }
+    }
+
     /// Whether any weight matrix is block-quantised (such a model cannot
     /// be trained or saved as safetensors).
     pub fn is_quantized(&self) -> bool {

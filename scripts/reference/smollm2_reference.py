@@ -9,8 +9,11 @@ gguf_tokenizer` check without Python.
   (llama.cpp's own Python reader); and, when `llama_cpp` (llama-cpp-python) is
   installed, llama.cpp's logits for the same tokens (quantised matmuls, as
   llama.cpp runs them);
-* tokens: llama.cpp's tokenizer (`special=False`) on >= 10,000 lines of this
-  repository's sources and docs, plus whole files (multi-line inputs).
+* tokens: a byte-level BPE written here from the algorithm (GPT-2's byte
+  alphabet, llama.cpp's `smollm` pre-tokenizer regexes, merges by rank) on
+  >= 10,000 lines of this repository's sources and docs plus whole files,
+  checked against llama.cpp's tokenizer (`special=False`) when llama_cpp is
+  installed.
 
 Usage (from the repository root, after scripts/fetch-smollm2.sh):
   pip install numpy gguf llama-cpp-python
@@ -42,9 +45,10 @@ TOP = 16
 
 def weights():
     r = GGUFReader(MODEL)
-    md = {}
+    md = {"tokens": r.fields["tokenizer.ggml.tokens"].contents(),
+          "merges": r.fields["tokenizer.ggml.merges"].contents()}
     for k, f in r.fields.items():
-        if k.startswith("tokenizer.ggml."):
+        if k.startswith("tokenizer."):
             continue
         try:
             md[k] = f.contents()
@@ -109,6 +113,62 @@ def forward(md, w, ids):
     return h @ head.T
 
 
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+class PyBpe:
+    """GPT-2 byte-level BPE with llama.cpp's `smollm` pre-tokenizer: the text
+    is split into single digits (\\p{N}) and the rest, the rest by GPT-2's
+    regex, each piece mapped to the byte alphabet and merged by rank."""
+
+    def __init__(self, tokens, merges):
+        import regex
+        self.ids = {t: i for i, t in enumerate(tokens)}
+        self.ranks = {tuple(m.split(" ", 1)): r for r, m in enumerate(merges)}
+        self.b2u = bytes_to_unicode()
+        self.digits = regex.compile(r"\p{N}")
+        self.gpt2 = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+        self.cache = {}
+
+    def bpe(self, piece):
+        if piece in self.cache:
+            return self.cache[piece]
+        word = list(piece)
+        while len(word) > 1:
+            best = min(range(len(word) - 1), key=lambda i: self.ranks.get((word[i], word[i + 1]), 1 << 60))
+            if (word[best], word[best + 1]) not in self.ranks:
+                break
+            word = word[:best] + [word[best] + word[best + 1]] + word[best + 2:]
+        out = [self.ids[w] for w in word]
+        self.cache[piece] = out
+        return out
+
+    def encode(self, text):
+        # split off every digit, then GPT-2's regex inside the other spans
+        spans, last = [], 0
+        for m in self.digits.finditer(text):
+            if m.start() > last:
+                spans.append(text[last:m.start()])
+            spans.append(m.group())
+            last = m.end()
+        if last < len(text):
+            spans.append(text[last:])
+        ids = []
+        for span in spans:
+            for piece in self.gpt2.findall(span):
+                ids.extend(self.bpe("".join(self.b2u[b] for b in piece.encode("utf-8"))))
+        return ids
+
+
 def repo_lines():
     files = subprocess.run(
         ["git", "ls-files", "*.rs", "*.md", "*.toml", "*.gbnf", "*.py", "*.sh"],
@@ -147,17 +207,19 @@ def main():
     except Exception as e:  # noqa: BLE001
         print(f"llama_cpp unavailable ({e}); writing numpy logits only", file=sys.stderr)
 
-    tok = None
+    py = PyBpe(md["tokens"], md["merges"])
+    tok = py.encode
     if llm is not None:
-        tok = lambda s: llm.tokenize(s.encode("utf-8"), add_bos=False, special=False)
+        llama_tok = lambda s: llm.tokenize(s.encode("utf-8"), add_bos=False, special=False)
+        def tok(s):
+            a, b = py.encode(s), llama_tok(s)
+            if a != b:
+                print(f"python BPE and llama.cpp disagree on {s!r}: {a} vs {b}", file=sys.stderr)
+            return b
 
     cases = []
     for text in PROMPTS:
-        if tok is not None:
-            ids = tok(text)
-        else:
-            sys.exit("the prompts are tokenized by llama.cpp; install llama-cpp-python")
-        ids = ids[:POSITIONS]
+        ids = tok(text)[:POSITIONS]
         ref = forward(md, w, np.array(ids))
         case = {"text": text, "ids": ids, "rows": []}
         lc = None
@@ -178,7 +240,8 @@ def main():
                   f"argmax agree {np.mean(ref.argmax(-1) == lc.argmax(-1)):.3f}")
     os.makedirs(os.path.dirname(LOGITS_OUT), exist_ok=True)
     with open(LOGITS_OUT, "w") as f:
-        json.dump({"model": os.path.basename(MODEL), "positions": POSITIONS, "stride": STRIDE,
+        json.dump({"model": os.path.basename(MODEL), "tokenizer": "llama.cpp" if llm else "python BPE",
+                   "positions": POSITIONS, "stride": STRIDE,
                    "top": TOP, "cases": cases}, f, separators=(",", ":"))
         f.write("\n")
 
@@ -186,10 +249,11 @@ def main():
     os.makedirs(os.path.dirname(TOKENS_OUT), exist_ok=True)
     n = 0
     with open(TOKENS_OUT, "w") as f:
-        for text in lines + docs + extra:
+        # every third distinct line (>= 10,000), spread over all tracked files
+        for text in lines[::3] + docs[:20] + extra:
             f.write(json.dumps({"text": text, "ids": tok(text)}, ensure_ascii=False) + "\n")
             n += 1
-    print(f"wrote {LOGITS_OUT} and {n} tokenized texts ({len(lines)} lines, {len(docs)} files) to {TOKENS_OUT}")
+    print(f"wrote {LOGITS_OUT} and {n} tokenized texts ({len(lines[::3])} lines, {len(docs[:20])} files) to {TOKENS_OUT}")
 
 
 if __name__ == "__main__":

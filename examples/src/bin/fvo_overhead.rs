@@ -35,6 +35,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
+use examples::fvo::Timed;
 use examples::report::{write_json, CommonArgs, MarkdownTable};
 use serde::Serialize;
 use zapspec_core::prob::seeded_rng;
@@ -66,48 +67,6 @@ fn thread_cpu_seconds() -> f64 {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
         .map_or(f64::NAN, |ns| ns * 1e-9)
-}
-
-/// A Φ̂ estimator that accumulates the wall time spent inside it.
-struct Timed<F> {
-    inner: F,
-    seconds: f64,
-    calls: u64,
-}
-
-impl<F> Timed<F> {
-    fn new(inner: F) -> Self {
-        Timed {
-            inner,
-            seconds: 0.0,
-            calls: 0,
-        }
-    }
-}
-
-impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> for Timed<F> {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-    fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
-        let t = Instant::now();
-        let r = self.inner.log_phi_into(q, model, out);
-        self.seconds += t.elapsed().as_secs_f64();
-        self.calls += 1;
-        r
-    }
-    fn log_phi_shifted(
-        &mut self,
-        q: &PhiQuery<'_, C>,
-        model: &mut M,
-        out: &mut [f64],
-    ) -> PhiResult {
-        let t = Instant::now();
-        let r = self.inner.log_phi_shifted(q, model, out);
-        self.seconds += t.elapsed().as_secs_f64();
-        self.calls += 1;
-        r
-    }
 }
 
 /// The pre-fix evaluation of Def. 9 as a `PhiEstimator` (for the
