@@ -85,8 +85,9 @@ struct Args {
     /// Temperatures of the sweep (comma separated).
     #[arg(long, default_value = "0,0.5,1")]
     temps: String,
-    /// Timing repeats of each setting and prompt (the minimum is kept).
-    #[arg(long, default_value_t = 2)]
+    /// Timing repeats of each setting and prompt (the minimum is kept;
+    /// the recorded results use 2).
+    #[arg(long, default_value_t = 1)]
     repeats: usize,
 }
 
