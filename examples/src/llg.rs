@@ -89,8 +89,19 @@ impl LlgMatcher {
         Ok(())
     }
 
-    /// Consumes a token.
-    pub fn advance(&mut self, t: TokenId) -> anyhow::Result<()> {
+    /// Consumes a token. EOS is not fed to llguidance (its matcher stops
+    /// once the grammar is complete and refuses further tokens); it is
+    /// checked against `Matcher::is_accepting` instead, so the protocol is
+    /// that of a zapspec `Constraint`: `advance(eos)` succeeds iff the
+    /// output is complete.
+    pub fn advance(&mut self, t: TokenId, eos: TokenId) -> anyhow::Result<()> {
+        if t == eos {
+            return match self.m.is_accepting() {
+                Ok(true) => Ok(()),
+                Ok(false) => anyhow::bail!("llguidance: EOS before the grammar is complete"),
+                Err(e) => anyhow::bail!("llguidance: {e}"),
+            };
+        }
         self.m.consume_token(t).map_err(|e| anyhow::anyhow!("{e}"))
     }
 }

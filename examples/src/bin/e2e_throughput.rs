@@ -126,7 +126,7 @@ fn generate(
             match &mut guide {
                 Guide::None => {}
                 Guide::Zap(m) => m.advance(t)?,
-                Guide::Llg(m) => m.advance(t)?,
+                Guide::Llg(m) => m.advance(t, vocab.eos())?,
             }
             run.mask_s += ta.elapsed().as_secs_f64();
             if t == vocab.eos() {

@@ -12,7 +12,7 @@ use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::SimpleVob;
 use llguidance::{Matcher, ParserFactory};
 use serde_json::Value;
-use zapspec_core::TokenId;
+use zapspec_core::{TokenId, Vocabulary};
 use zapspec_vocab::TokenVocab;
 
 use crate::adapter::{Adapter, CompileFailure, Compiled};
