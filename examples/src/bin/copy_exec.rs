@@ -29,12 +29,14 @@
 //! 8-token prefix) and with `s(N) = N` (every forward costs the same: the
 //! bound on forward counts).
 //!
-//! `--model` picks the model behind `zapspec_core::LanguageModel`; only
-//! `bytes` (the shipped byte-level causal LM, `models/causal-bytes`: 2
-//! layers, width 64, a 64-position window, CPU) exists today. A real
-//! pretrained LLM (SmolLM2, being added to `gpu-backend`) plugs in as one
-//! more arm of [`load_model`]: a `LanguageModel`, its vocabulary and a
-//! tokenizer are all the executors need. With the 64-position window,
+//! `--model` picks the model behind `zapspec_core::LanguageModel`: `bytes`
+//! (the shipped byte-level causal LM, `models/causal-bytes`: 2 layers,
+//! width 64, a 64-position window, CPU; results in `copy_exec.md`) or
+//! `smollm2` (SmolLM2-135M-Instruct, `Q4_1` GGUF fetched by
+//! `scripts/fetch-smollm2.sh`, CPU, an 8,192-token window; results in
+//! `copy_exec_smollm2.md`). More models plug in as arms of
+//! [`load_model`]: a `LanguageModel`, its vocabulary and a tokenizer are
+//! all the executors need. With the 64-position window,
 //! long copies are split into window-sized forwards and the context slides
 //! (the oldest tokens dropped, the last 32 re-prefilled), which the
 //! measured columns include and the closed-form columns do not.
@@ -51,7 +53,7 @@ use zapspec_copy::{
     CopyDecoder, Cover, ExecConfig, ExecStats, FsmConfig, KernelSpeedups, LookupConfig,
     ProgramConstraint, ProgramFsm, SpanTokenization, Target, VocabTrie,
 };
-use zapspec_core::{LanguageModel, TokenId};
+use zapspec_core::{LanguageModel, TokenId, Vocabulary};
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
 
 use examples::report::{write_json, MarkdownTable};
@@ -61,6 +63,9 @@ use examples::report::{write_json, MarkdownTable};
 enum ModelKind {
     /// The shipped byte-level causal LM (`models/causal-bytes`), CPU.
     Bytes,
+    /// SmolLM2-135M-Instruct (`Q4_1` GGUF, `scripts/fetch-smollm2.sh`),
+    /// CPU, an 8,192-token window.
+    Smollm2,
 }
 
 /// Command line.
@@ -77,7 +82,7 @@ struct Args {
     /// The first N pairs of each corpus.
     #[arg(long, default_value_t = 10)]
     pairs: usize,
-    /// The model (only `bytes` today).
+    /// The model.
     #[arg(long, value_enum, default_value = "bytes")]
     model: ModelKind,
     /// Seed (recorded; the teacher-forced runs draw no random numbers).
@@ -86,6 +91,9 @@ struct Args {
     /// Timing repetitions per point of the live kernel study.
     #[arg(long, default_value_t = 20)]
     kernel_reps: usize,
+    /// Largest span length N of the live kernel study.
+    #[arg(long, default_value_t = 512)]
+    kernel_max: usize,
     /// Output folder.
     #[arg(long, default_value = "target/experiments")]
     out: PathBuf,
@@ -118,6 +126,21 @@ fn load_model(kind: ModelKind) -> Result<Loaded> {
                 desc,
             })
         }
+        ModelKind::Smollm2 => {
+            let m =
+                examples::smollm2::SmolLm2::load(zapspec_backend::GgufWeights::Quantized, 8192)?;
+            let desc = format!(
+                "SmolLM2-135M-Instruct ({}; Q4_1 GGUF, vocabulary of {}, window {} tokens, CPU)",
+                examples::smollm2::model_path().display(),
+                m.vocab.len(),
+                m.lm.max_context()
+            );
+            Ok(Loaded {
+                lm: Box::new(m.lm),
+                vocab: m.vocab,
+                desc,
+            })
+        }
     }
 }
 
@@ -147,9 +170,9 @@ fn read_pairs(path: &Path, limit: usize) -> Result<Vec<(String, String)>> {
 
 /// `s(N)`: time of `N` decode steps over time of one prefill of `N`
 /// tokens, after an 8-token prefix, median over `reps`.
-fn live_kernel(lm: &mut dyn LanguageModel, reps: usize) -> Result<Vec<(usize, f64)>> {
+fn live_kernel(lm: &mut dyn LanguageModel, reps: usize, max: usize) -> Result<Vec<(usize, f64)>> {
     let prefix: Vec<TokenId> = (0..8).map(|i| 97 + i).collect();
-    let room = lm.max_context().saturating_sub(prefix.len()).min(512);
+    let room = lm.max_context().saturating_sub(prefix.len()).min(max);
     let mut out = Vec::new();
     for n in [1usize, 2, 4, 8, 16, 32, 48, 64, 128, 256, 512] {
         if n > room {
@@ -239,7 +262,7 @@ fn main() -> Result<()> {
     let trie = Arc::new(VocabTrie::new(&*vocab)?);
     println!("model: {desc}");
 
-    let kernel = live_kernel(lm.as_mut(), args.kernel_reps)?;
+    let kernel = live_kernel(lm.as_mut(), args.kernel_reps, args.kernel_max)?;
     let speedups = KernelSpeedups::new(kernel.iter().copied())?;
     let per_forward = KernelSpeedups::new([(1, 1.0), (1 << 20, (1 << 20) as f64)])?;
     println!(
@@ -424,6 +447,7 @@ fn main() -> Result<()> {
         "o200k: span boundaries inside a token",
         "o200k: tokens span-wise / whole",
         "model tokenizer: pairs differing",
+        "model tokenizer: span boundaries inside a token",
     ]);
     let mut tok_json = Vec::new();
     let (mut all_m, mut all_o) = (Cover::default(), Cover::default());
@@ -466,6 +490,7 @@ fn main() -> Result<()> {
             frac(so.boundaries_crossed, so.boundaries),
             format!("{} / {}", so.span_tokens, so.whole_tokens),
             frac(sm.pairs_differing, sm.pairs),
+            frac(sm.boundaries_crossed, sm.boundaries),
         ]);
         tok_json.push(json!({
             "corpus": name, "pairs": so.pairs, "line_cover_model": cm.fraction(),
@@ -474,6 +499,7 @@ fn main() -> Result<()> {
                       "boundaries_crossed": so.boundaries_crossed, "span_tokens": so.span_tokens,
                       "whole_tokens": so.whole_tokens},
             "model_pairs_differing": sm.pairs_differing,
+            "model_boundaries": sm.boundaries, "model_boundaries_crossed": sm.boundaries_crossed,
         }));
     }
     let total = started.elapsed().as_secs_f64();
@@ -484,7 +510,7 @@ fn main() -> Result<()> {
         .join(", ");
     let md = format!(
         "# Copy-as-Decode executed: forwards and wall-clock\n\n\
-         Command: `cargo run {}-p examples --bin copy_exec -- --pairs {} --seed {} --out {}` \
+         Command: `cargo run {}-p examples --bin copy_exec -- {}` \
          ({:.0} s in all).\n\nModel: {desc}. Subset: the first {} pairs of each corpus, in file order. \
          Prompt = the document D for every method; forwards and wall-clock exclude the prompt's own \
          forwards. Copy-as-Decode runs the oracle program teacher-forced; regeneration and prompt lookup \
@@ -501,23 +527,35 @@ fn main() -> Result<()> {
          Copy-as-Decode appends each op's text tokenized on its own; a model that wrote D′ would see \
          `tok(D′)`. A span boundary inside a token of `tok(D′)` (o200k reads a run of newlines, `\\n\\n`, \
          as one token) means the context after a copy is not the canonical tokenization of the \
-         D′ prefix. The byte-level model has no merges, so its two tokenizations always agree.\n",
+         D′ prefix; GPT-2-style pre-tokenizers (SmolLM2's) read a newline and the next line's \
+         indentation as one pre-token (`\\s+(?!\\S)`), so indented code disagrees at most boundaries. \
+         The byte-level model has no merges, so its two tokenizations always agree.\n",
         if cfg!(debug_assertions) { "" } else { "--release " },
-        args.pairs,
-        args.seed,
-        args.out.display(),
+        std::env::args().skip(1).collect::<Vec<_>>().join(" "),
         total,
         args.pairs,
         lookup_cfg.min_ngram,
         lookup_cfg.max_ngram,
         lookup_cfg.num_draft,
-        table.render(),
-        bounds.render(),
+        if args.pairs == 0 {
+            "(No pairs executed: `--pairs 0`; only the tokenizer table below.)\n".to_string()
+        } else {
+            table.render()
+        },
+        if args.pairs == 0 {
+            "(none)\n".to_string()
+        } else {
+            bounds.render()
+        },
         tokt.render(),
     );
     println!("{md}");
     std::fs::create_dir_all(&args.out)?;
-    std::fs::write(args.out.join("copy_exec.md"), &md)?;
+    let stem = match args.model {
+        ModelKind::Bytes => "copy_exec",
+        ModelKind::Smollm2 => "copy_exec_smollm2",
+    };
+    std::fs::write(args.out.join(format!("{stem}.md")), &md)?;
     let summary: Vec<serde_json::Value> = results
         .iter()
         .map(|r| {
@@ -533,7 +571,7 @@ fn main() -> Result<()> {
         .collect();
     write_json(
         &args.out,
-        "copy_exec",
+        stem,
         &json!({
             "model": desc, "seed": args.seed, "pairs_per_corpus": args.pairs,
             "kernel": kernel, "lookup": {"min_ngram": lookup_cfg.min_ngram,
