@@ -3,12 +3,15 @@
 //! exact one (TV, bootstrap interval, exact-sampler noise floor, χ² and G
 //! tests — the statistics themselves live in [`zapspec_phi::metrics`]).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use zapspec_core::prob::SeededRng;
-use zapspec_core::{Constraint, LanguageModel};
+use zapspec_core::{
+    Constraint, LanguageModel, LookAhead, RejectReason, Rejected, RollbackError, TokenId, TokenSet,
+};
 use zapspec_phi::metrics::{bootstrap_tv_ci, chi_square, g_test, noise_floor, tv_counts};
 use zapspec_phi::{PhiEstimator, PhiQuery, PhiResult};
 
@@ -129,5 +132,113 @@ impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> 
         self.seconds += t.elapsed().as_secs_f64();
         self.calls += 1;
         r
+    }
+}
+
+/// A constraint over a small vocabulary (ids `0..k`, EOS `k`) embedded in
+/// a large one: inner token `i` is outer token `map[i]`, inner EOS the
+/// outer EOS; every other outer token is refused. (Dyck over the bracket
+/// tokens of a real tokenizer.)
+#[derive(Clone)]
+pub struct Embed<C> {
+    inner: C,
+    map: Arc<Vec<TokenId>>,
+    vocab_size: usize,
+    eos: TokenId,
+    scratch: Vec<TokenId>,
+}
+
+impl<C: Constraint> Embed<C> {
+    /// Embeds `inner`: its token `i` becomes `map[i]`, its EOS becomes
+    /// `eos`, in a vocabulary of `vocab_size` tokens.
+    pub fn new(inner: C, map: Vec<TokenId>, vocab_size: usize, eos: TokenId) -> Self {
+        Embed {
+            inner,
+            map: Arc::new(map),
+            vocab_size,
+            eos,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The embedded constraint.
+    pub fn inner(&self) -> &C {
+        &self.inner
+    }
+
+    fn to_inner(&self, t: TokenId) -> Option<TokenId> {
+        if t == self.eos {
+            return Some(self.inner.eos());
+        }
+        self.map.iter().position(|&m| m == t).map(|i| i as TokenId)
+    }
+    fn to_outer(&self, i: TokenId) -> TokenId {
+        if i == self.inner.eos() {
+            self.eos
+        } else {
+            self.map[i as usize]
+        }
+    }
+}
+
+impl<C: LookAhead> Constraint for Embed<C> {
+    fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+    fn eos(&self) -> TokenId {
+        self.eos
+    }
+    fn fill_mask(&mut self, mask: &mut TokenSet) {
+        mask.clear();
+        let mut l = std::mem::take(&mut self.scratch);
+        if !self.inner.allowed_sparse(&mut l) {
+            l = self.inner.mask().iter().collect();
+        }
+        for &i in &l {
+            mask.insert(self.to_outer(i));
+        }
+        self.scratch = l;
+    }
+    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
+        match self.to_inner(t) {
+            Some(i) => self
+                .inner
+                .advance(i)
+                .map_err(|e| Rejected { token: t, ..e }),
+            None => Err(Rejected {
+                token: t,
+                position: self.inner.num_tokens(),
+                reason: RejectReason::NotAllowed,
+            }),
+        }
+    }
+    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
+        self.inner.rollback(n)
+    }
+    fn is_accepting(&self) -> bool {
+        self.inner.is_accepting()
+    }
+    fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+    fn num_tokens(&self) -> usize {
+        self.inner.num_tokens()
+    }
+}
+
+/// Forwards the inner constraint's sparse list (mapped to outer ids) and
+/// mask key.
+impl<C: LookAhead> LookAhead for Embed<C> {
+    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
+        if !self.inner.allowed_sparse(out) {
+            *out = self.inner.mask().iter().collect();
+        }
+        for t in out.iter_mut() {
+            *t = self.to_outer(*t);
+        }
+        true
+    }
+    fn mask_key(&self) -> Option<u64> {
+        self.inner.mask_key()
     }
 }

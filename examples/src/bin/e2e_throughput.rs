@@ -276,6 +276,7 @@ fn main() -> Result<()> {
         "mask share of a step",
         "ended (EOS)",
         "valid",
+        "errors",
         "compile (mean ms)",
     ]);
     for (si, suite) in suites.iter().enumerate() {
@@ -298,6 +299,7 @@ fn main() -> Result<()> {
                 ),
                 format!("{}/{}", a.ended, a.outputs),
                 format!("{}/{}", a.valid, a.outputs),
+                a.errors.to_string(),
                 format!(
                     "{:.2}",
                     1e3 * a.compile_s / (a.outputs + a.compile_failures).max(1) as f64

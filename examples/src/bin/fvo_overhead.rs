@@ -35,14 +35,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use examples::fvo::Timed;
+use examples::fvo::{Embed, Timed};
 use examples::report::{write_json, CommonArgs, MarkdownTable};
 use serde::Serialize;
 use zapspec_core::prob::seeded_rng;
-use zapspec_core::{
-    Constraint, LanguageModel, LookAhead, RejectReason, Rejected, RollbackError, TokenId, TokenSet,
-    Vocabulary,
-};
+use zapspec_core::{Constraint, LanguageModel, LookAhead, TokenId, TokenSet, Vocabulary};
 use zapspec_phi::{
     log_normaliser, onestep_cheap_reference, Dfa, DfaConstraint, NoModel, OneStepCheap, PhiCost,
     PhiEstimator, PhiQuery, PhiResult, Uniform, WithModel,
@@ -85,97 +82,6 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for NaiveOneStep {
             out[y as usize] = v.get(y as usize).copied().unwrap_or(f64::NEG_INFINITY);
         }
         Ok(PhiCost::default())
-    }
-}
-
-/// A constraint over a small vocabulary (ids `0..k`, EOS `k`) embedded in
-/// a large one: inner token `i` is outer token `map[i]`, inner EOS the
-/// outer EOS; every other outer token is refused. (Dyck over the bracket
-/// tokens of a real tokenizer.)
-#[derive(Clone)]
-struct Embed<C> {
-    inner: C,
-    map: Arc<Vec<TokenId>>,
-    vocab_size: usize,
-    eos: TokenId,
-    scratch: Vec<TokenId>,
-}
-
-impl<C: Constraint> Embed<C> {
-    fn to_inner(&self, t: TokenId) -> Option<TokenId> {
-        if t == self.eos {
-            return Some(self.inner.eos());
-        }
-        self.map.iter().position(|&m| m == t).map(|i| i as TokenId)
-    }
-    fn to_outer(&self, i: TokenId) -> TokenId {
-        if i == self.inner.eos() {
-            self.eos
-        } else {
-            self.map[i as usize]
-        }
-    }
-}
-
-impl<C: LookAhead> Constraint for Embed<C> {
-    fn vocab_size(&self) -> usize {
-        self.vocab_size
-    }
-    fn eos(&self) -> TokenId {
-        self.eos
-    }
-    fn fill_mask(&mut self, mask: &mut TokenSet) {
-        mask.clear();
-        let mut l = std::mem::take(&mut self.scratch);
-        if !self.inner.allowed_sparse(&mut l) {
-            l = self.inner.mask().iter().collect();
-        }
-        for &i in &l {
-            mask.insert(self.to_outer(i));
-        }
-        self.scratch = l;
-    }
-    fn advance(&mut self, t: TokenId) -> Result<(), Rejected> {
-        match self.to_inner(t) {
-            Some(i) => self
-                .inner
-                .advance(i)
-                .map_err(|e| Rejected { token: t, ..e }),
-            None => Err(Rejected {
-                token: t,
-                position: self.inner.num_tokens(),
-                reason: RejectReason::NotAllowed,
-            }),
-        }
-    }
-    fn rollback(&mut self, n: usize) -> Result<(), RollbackError> {
-        self.inner.rollback(n)
-    }
-    fn is_accepting(&self) -> bool {
-        self.inner.is_accepting()
-    }
-    fn is_finished(&self) -> bool {
-        self.inner.is_finished()
-    }
-    fn num_tokens(&self) -> usize {
-        self.inner.num_tokens()
-    }
-}
-
-/// Forwards the inner constraint's sparse list (mapped to outer ids) and
-/// mask key.
-impl<C: LookAhead> LookAhead for Embed<C> {
-    fn allowed_sparse(&mut self, out: &mut Vec<TokenId>) -> bool {
-        if !self.inner.allowed_sparse(out) {
-            *out = self.inner.mask().iter().collect();
-        }
-        for t in out.iter_mut() {
-            *t = self.to_outer(*t);
-        }
-        true
-    }
-    fn mask_key(&self) -> Option<u64> {
-        self.inner.mask_key()
     }
 }
 
@@ -557,13 +463,12 @@ fn main() -> anyhow::Result<()> {
         r50k.find(s.as_bytes())
             .ok_or_else(|| anyhow::anyhow!("{s:?} not in r50k"))
     };
-    let embed = Embed {
-        inner: dyck.clone(),
-        map: Arc::new(vec![find("(")?, find(")")?]),
-        vocab_size: r50k.len(),
-        eos: r50k.eos(),
-        scratch: Vec::new(),
-    };
+    let embed = Embed::new(
+        dyck.clone(),
+        vec![find("(")?, find(")")?],
+        r50k.len(),
+        r50k.eos(),
+    );
     out.extend(measure(
         &run,
         "Dyck D_{3,16} over r50k (V = 50,257)",
