@@ -44,13 +44,16 @@ use crate::weights::Weights;
 /// How the GGUF weights are held in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GgufWeights {
-    /// Block-quantised matrices multiplied by `QMatMul`: 2.4× less memory,
-    /// but candle's quantised CPU kernels pick their SIMD code at compile
-    /// time, so without `-C target-cpu=native` (or `+avx2,+fma`) they run
-    /// scalar and lose to the dense path (`examples/results/smollm2.md`).
+    /// Block-quantised matrices multiplied by `QMatMul`: 2.4× less memory.
+    /// candle's quantised CPU kernels pick their SIMD code at compile time:
+    /// built with `-C target-cpu=native` this path decodes slightly faster
+    /// than the dense one but prefills ~8× slower (row-by-row matmul);
+    /// without it, it runs scalar and loses everywhere
+    /// (`examples/results/smollm2.md`).
     Quantized,
     /// Every tensor dequantised to f32 at load, multiplied by the `gemm`
-    /// crate (SIMD chosen at run time): the faster on a default build.
+    /// crate (SIMD chosen at run time): the faster on a default build and
+    /// in prefill on any build.
     #[default]
     Dequantized,
 }
