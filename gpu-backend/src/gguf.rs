@@ -31,7 +31,7 @@ use std::io::BufReader;
 use std::path::Path;
 use std::sync::Arc;
 
-use candle_core::quantized::{gguf_file, QMatMul};
+use candle_core::quantized::{gguf_file, QMatMul, QTensor};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::Linear;
 use zapspec_core::ModelError;
@@ -285,72 +285,60 @@ pub fn load_gguf(path: &Path, device: &Device, opts: &GgufOptions) -> Result<Cau
             .tensor(&mut reader, name, device)
             .map_err(|e| bad(&p, format!("tensor `{name}`: {e}")))
     };
-    let dense = |q: &candle_core::quantized::QTensor| -> Result<Tensor, ModelError> {
-        q.dequantize(device)
-            .and_then(|t| t.to_dtype(DType::F32))
-            .map_err(crate::backend)
-    };
     let quant = opts.weights == GgufWeights::Quantized;
     let mut weights = Weights::new();
-    let mut proj = |name: &str, hf: String| -> Result<Proj, ModelError> {
-        let q = load(name)?;
-        if quant {
-            QMatMul::from_qtensor(q)
-                .map(Proj::Quant)
-                .map_err(crate::backend)
-        } else {
-            let w = dense(&q)?;
-            weights.insert(hf, w.clone());
-            Ok(Proj::Dense(Linear::new(w, None)))
-        }
-    };
     let mut blocks = Vec::with_capacity(cfg.num_hidden_layers);
     for l in 0..cfg.num_hidden_layers {
         let g = |n: &str| format!("blk.{l}.{n}.weight");
         let h = |n: &str| format!("model.layers.{l}.{n}.weight");
+        let mut proj = |gguf: &str, hf: &str| to_proj(load(&g(gguf))?, quant, h(hf), &mut weights);
+        let (q, k, v) = (
+            proj("attn_q", "self_attn.q_proj")?,
+            proj("attn_k", "self_attn.k_proj")?,
+            proj("attn_v", "self_attn.v_proj")?,
+        );
+        let (o, gate, up, down) = (
+            proj("attn_output", "self_attn.o_proj")?,
+            proj("ffn_gate", "mlp.gate_proj")?,
+            proj("ffn_up", "mlp.up_proj")?,
+            proj("ffn_down", "mlp.down_proj")?,
+        );
+        let ln1 = keep_dense(&load(&g("attn_norm"))?, h("input_layernorm"), &mut weights)?;
+        let ln2 = keep_dense(
+            &load(&g("ffn_norm"))?,
+            h("post_attention_layernorm"),
+            &mut weights,
+        )?;
         blocks.push(Block {
-            q: proj(&g("attn_q"), h("self_attn.q_proj"))?,
-            k: proj(&g("attn_k"), h("self_attn.k_proj"))?,
-            v: proj(&g("attn_v"), h("self_attn.v_proj"))?,
-            o: proj(&g("attn_output"), h("self_attn.o_proj"))?,
-            gate: proj(&g("ffn_gate"), h("mlp.gate_proj"))?,
-            up: proj(&g("ffn_up"), h("mlp.up_proj"))?,
-            down: proj(&g("ffn_down"), h("mlp.down_proj"))?,
-            ln1: Tensor::zeros(1, DType::F32, device).map_err(crate::backend)?,
-            ln2: Tensor::zeros(1, DType::F32, device).map_err(crate::backend)?,
+            ln1,
+            ln2,
+            q,
+            k,
+            v,
+            o,
+            gate,
+            up,
+            down,
         });
     }
-    let lm_head = if cfg.tie_word_embeddings {
-        None
-    } else {
-        Some(proj("output.weight", "lm_head.weight".into())?)
-    };
-    let mut load = |name: &str| {
-        content
-            .tensor(&mut reader, name, device)
-            .map_err(|e| bad(&p, format!("tensor `{name}`: {e}")))
-    };
-    for (l, b) in blocks.iter_mut().enumerate() {
-        b.ln1 = dense(&load(&format!("blk.{l}.attn_norm.weight"))?)?;
-        b.ln2 = dense(&load(&format!("blk.{l}.ffn_norm.weight"))?)?;
-        weights.insert(
-            format!("model.layers.{l}.input_layernorm.weight"),
-            b.ln1.clone(),
-        );
-        weights.insert(
-            format!("model.layers.{l}.post_attention_layernorm.weight"),
-            b.ln2.clone(),
-        );
-    }
     let embed_q = load("token_embd.weight")?;
-    let embed = dense(&embed_q)?;
-    let norm = dense(&load("output_norm.weight")?)?;
-    weights.insert("model.embed_tokens.weight".into(), embed.clone());
-    weights.insert("model.norm.weight".into(), norm.clone());
-    let lm_head = match lm_head {
-        Some(h) => h,
-        None if quant => Proj::Quant(QMatMul::from_qtensor(embed_q).map_err(crate::backend)?),
-        None => Proj::Dense(Linear::new(embed.clone(), None)),
+    let embed = keep_dense(&embed_q, "model.embed_tokens.weight".into(), &mut weights)?;
+    let norm = keep_dense(
+        &load("output_norm.weight")?,
+        "model.norm.weight".into(),
+        &mut weights,
+    )?;
+    let lm_head = if !cfg.tie_word_embeddings {
+        to_proj(
+            load("output.weight")?,
+            quant,
+            "lm_head.weight".into(),
+            &mut weights,
+        )?
+    } else if quant {
+        Proj::Quant(QMatMul::from_qtensor(embed_q).map_err(crate::backend)?)
+    } else {
+        Proj::Dense(Linear::new(embed.clone(), None))
     };
     let parts = Parts {
         embed,
@@ -360,4 +348,30 @@ pub fn load_gguf(path: &Path, device: &Device, opts: &GgufOptions) -> Result<Cau
     };
     let model = Transformer::from_parts(cfg, parts, weights, device)?;
     Ok(CausalLm::new(Arc::new(model)).with_bos(None))
+}
+
+/// A GGUF tensor dequantised to f32.
+fn dequantize(q: &QTensor) -> Result<Tensor, ModelError> {
+    q.dequantize(&q.device())
+        .and_then(|t| t.to_dtype(DType::F32))
+        .map_err(crate::backend)
+}
+
+/// Dequantises `q` and records it in `weights` under its Hugging Face name.
+fn keep_dense(q: &QTensor, hf: String, weights: &mut Weights) -> Result<Tensor, ModelError> {
+    let w = dequantize(q)?;
+    weights.insert(hf, w.clone());
+    Ok(w)
+}
+
+/// A weight matrix held as `QMatMul` (`quant`) or dequantised (and then
+/// recorded in `weights` under its Hugging Face name).
+fn to_proj(q: QTensor, quant: bool, hf: String, weights: &mut Weights) -> Result<Proj, ModelError> {
+    if quant {
+        QMatMul::from_qtensor(q)
+            .map(Proj::Quant)
+            .map_err(crate::backend)
+    } else {
+        Ok(Proj::Dense(Linear::new(keep_dense(&q, hf, weights)?, None)))
+    }
 }

@@ -75,6 +75,28 @@ enum Guide {
     Llg(Box<LlgMatcher>),
 }
 
+impl Guide {
+    /// Writes the allowed tokens into `mask`; `false` when unconstrained.
+    fn fill_mask(&mut self, mask: &mut TokenSet) -> Result<bool> {
+        match self {
+            Guide::None => return Ok(false),
+            Guide::Zap(m) => m.fill_mask(mask),
+            Guide::Llg(m) => m.fill_mask(mask)?,
+        }
+        Ok(true)
+    }
+
+    /// Feeds the sampled token to the constraint, if any.
+    fn advance(&mut self, t: TokenId, eos: TokenId) -> Result<()> {
+        match self {
+            Guide::None => {}
+            Guide::Zap(m) => m.advance(t)?,
+            Guide::Llg(m) => m.advance(t, eos)?,
+        }
+        Ok(())
+    }
+}
+
 #[derive(Default, Clone, serde::Serialize)]
 struct Run {
     tokens: usize,
@@ -108,26 +130,15 @@ fn generate(
         while out.len() < args.max_tokens {
             let scaled: Vec<f32> = logits.iter().map(|l| l / args.temperature).collect();
             let tm = Instant::now();
-            let logp = match &mut guide {
-                Guide::None => log_softmax(&scaled),
-                Guide::Zap(m) => {
-                    m.fill_mask(&mut mask);
-                    run.mask_s += tm.elapsed().as_secs_f64();
-                    masked_log_softmax(&scaled, &mask).context("the grammar allows no token")?
-                }
-                Guide::Llg(m) => {
-                    m.fill_mask(&mut mask)?;
-                    run.mask_s += tm.elapsed().as_secs_f64();
-                    masked_log_softmax(&scaled, &mask).context("the grammar allows no token")?
-                }
+            let logp = if guide.fill_mask(&mut mask)? {
+                run.mask_s += tm.elapsed().as_secs_f64();
+                masked_log_softmax(&scaled, &mask).context("the grammar allows no token")?
+            } else {
+                log_softmax(&scaled)
             };
             let t = sample_log(&mut rng, &logp)? as TokenId;
             let ta = Instant::now();
-            match &mut guide {
-                Guide::None => {}
-                Guide::Zap(m) => m.advance(t)?,
-                Guide::Llg(m) => m.advance(t, vocab.eos())?,
-            }
+            guide.advance(t, vocab.eos())?;
             run.mask_s += ta.elapsed().as_secs_f64();
             if t == vocab.eos() {
                 run.ended = true;
