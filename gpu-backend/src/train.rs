@@ -168,6 +168,56 @@ impl Trainer {
         (nll * w)?.sum_all()? / (b * t) as f64
     }
 
+    /// A blockwise (SDAR-style) variant of [`Trainer::diffusion_loss`] for
+    /// blockwise-causal models, closer to how they decode (clean earlier
+    /// blocks, a partly masked current block): per window a cut block `c`
+    /// drawn uniformly, blocks before it left clean (no loss), every later
+    /// block masked at its own rate `t_b ~ U(0, 1)` with weight `1 / t_b`;
+    /// the weighted sum over masked positions averaged over all positions.
+    pub fn blockwise_diffusion_loss<R: Rng>(
+        &self,
+        windows: &[Vec<TokenId>],
+        rng: &mut R,
+    ) -> candle_core::Result<Tensor> {
+        let mask_tok = self
+            .cfg
+            .mask_token()
+            .ok_or_else(|| candle_core::Error::Msg("not a diffusion config".into()))?;
+        let bs = self.cfg.zapspec.as_ref().map_or(1, |z| z.block_size).max(1);
+        let mut noisy = Vec::with_capacity(windows.len());
+        let mut weights = Vec::new();
+        for w in windows {
+            let blocks = w.len().div_ceil(bs);
+            let cut = rng.random_range(0..blocks);
+            let mut row = w.clone();
+            for (b, chunk) in row.chunks_mut(bs).enumerate() {
+                let t = if b < cut {
+                    0.0
+                } else {
+                    rng.random_range(1e-3..1.0)
+                };
+                for tok in chunk.iter_mut() {
+                    if t > 0.0 && rng.random::<f64>() < t {
+                        *tok = mask_tok;
+                        weights.push((1.0 / t) as f32);
+                    } else {
+                        weights.push(0.0);
+                    }
+                }
+            }
+            noisy.push(row);
+        }
+        let x = self.batch_tensor(&noisy)?;
+        let y = self.batch_tensor(windows)?.flatten_all()?;
+        let (b, t) = x.dims2()?;
+        let logits = self.model.forward_train(&x, &self.attention_mask(t)?)?;
+        let logp =
+            candle_nn::ops::log_softmax(&logits.reshape(((), self.cfg.vocab_size))?, D::Minus1)?;
+        let nll = logp.gather(&y.unsqueeze(1)?, 1)?.squeeze(1)?.neg()?;
+        let w = Tensor::from_vec(weights, b * t, &self.device)?;
+        (nll * w)?.sum_all()? / (b * t) as f64
+    }
+
     /// One AdamW step on `loss`.
     pub fn step(&mut self, loss: &Tensor) -> Result<(), ModelError> {
         self.opt.backward_step(loss).map_err(crate::backend)

@@ -86,6 +86,25 @@ struct Args {
     /// Diffusion block size (blockwise-causal attention, default decoding block).
     #[arg(long, default_value_t = 16)]
     block_size: usize,
+    /// Also train on the Rust source text (`*.rs`) under this directory
+    /// (the workspace root); the directories in `--code-heldout` are held
+    /// out (the Spiffy example draws its code prompts from them).
+    #[arg(long)]
+    code: Option<PathBuf>,
+    /// Held-out source directories, relative to `--code` (comma separated).
+    #[arg(
+        long,
+        default_value = "dllm-draftgraph/src,core/src,earley/src,spec-verify/src"
+    )]
+    code_heldout: String,
+    /// Blockwise-causal models: train with clean earlier blocks and
+    /// per-block masking rates (`Trainer::blockwise_diffusion_loss`)
+    /// instead of one rate per window.
+    #[arg(long)]
+    sdar: bool,
+    /// Share of training windows drawn from the source text (with `--code`).
+    #[arg(long, default_value_t = 0.25)]
+    code_share: f64,
 }
 
 const SEP: TokenId = 256;
@@ -167,6 +186,54 @@ fn load_corpus(dir: &Path, heldout: f64) -> Result<Corpus> {
         );
     }
     Ok(c)
+}
+
+/// Source text: every `*.rs` file under `root` (skipping `target*`,
+/// hidden directories and `models`), each file preceded by the separator
+/// token; files under a held-out directory go to the second vector.
+/// Returns (train, held-out, train files, held-out files).
+fn load_code(root: &Path, heldout: &[&str]) -> Result<(Vec<TokenId>, Vec<TokenId>, usize, usize)> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| format!("cannot read {}", d.display()))? {
+            let p = e?.path();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            if p.is_dir() {
+                if !(name.starts_with('.') || name.starts_with("target") || name == "models") {
+                    stack.push(p);
+                }
+            } else if name.ends_with(".rs") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let (mut tr, mut he, mut nt, mut nh) = (Vec::new(), Vec::new(), 0, 0);
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let rel = f
+            .strip_prefix(root)
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .to_string();
+        let held = heldout.iter().any(|h| !h.is_empty() && rel.starts_with(h));
+        let dst = if held {
+            nh += 1;
+            &mut he
+        } else {
+            nt += 1;
+            &mut tr
+        };
+        dst.push(SEP);
+        dst.extend(text.bytes().map(TokenId::from));
+    }
+    Ok((tr, he, nt, nh))
 }
 
 /// Cross-entropy (bits/token) of `eval` under add-one-smoothed unigram
@@ -259,15 +326,15 @@ fn main() -> Result<()> {
         Kind::Diffusion => eval_windows.concat(),
     };
     let unigram = unigram_bits(&corpus.train, &eval_tokens, cfg.vocab_size);
-    let eval = |tr: &Trainer| -> Result<f64> {
+    let eval_on = |tr: &Trainer, windows: &[Vec<TokenId>]| -> Result<f64> {
         let ln2 = std::f64::consts::LN_2;
         match a.kind {
             Kind::Causal => {
                 let mut s = 0.0;
-                for c in eval_windows.chunks(16) {
+                for c in windows.chunks(16) {
                     s += tr.causal_loss(c)?.to_scalar::<f32>()? as f64 * c.len() as f64;
                 }
-                Ok(s / eval_windows.len() as f64 / ln2)
+                Ok(s / windows.len() as f64 / ln2)
             }
             Kind::Diffusion => {
                 // Monte-Carlo estimate of the variational bound with
@@ -276,7 +343,7 @@ fn main() -> Result<()> {
                 let k = 4;
                 let mut s = 0.0;
                 for rep in 0..k {
-                    for c in eval_windows.chunks(16) {
+                    for c in windows.chunks(16) {
                         let rates: Vec<f64> = (0..c.len())
                             .map(|i| {
                                 ((i * k + rep) % (4 * k)) as f64 / (4 * k) as f64
@@ -289,9 +356,32 @@ fn main() -> Result<()> {
                             * c.len() as f64;
                     }
                 }
-                Ok(s / (k * eval_windows.len()) as f64 / ln2)
+                Ok(s / (k * windows.len()) as f64 / ln2)
             }
         }
+    };
+    let eval = |tr: &Trainer| eval_on(tr, &eval_windows);
+    // Source text (optional): train and held-out parts, fixed held-out windows.
+    let code = match &a.code {
+        Some(root) => {
+            let held: Vec<&str> = a.code_heldout.split(',').map(str::trim).collect();
+            let (tr, he, nt, nh) = load_code(root, &held)?;
+            if tr.len() <= win || he.len() <= win {
+                bail!("too little source text under {}", root.display());
+            }
+            eprintln!(
+                "source text: {} train bytes ({nt} files), {} held-out bytes ({nh} files)",
+                tr.len(),
+                he.len()
+            );
+            let n = 16.min(he.len() / win).max(1);
+            let st = (he.len() - win) / n;
+            let windows: Vec<Vec<TokenId>> =
+                (0..n).map(|i| he[i * st..i * st + win].to_vec()).collect();
+            let uni = unigram_bits(&tr, &windows.concat(), cfg.vocab_size);
+            Some((tr, he.len(), nt, nh, windows, uni))
+        }
+        None => None,
     };
 
     let initial = eval(&trainer)?;
@@ -311,8 +401,12 @@ fn main() -> Result<()> {
     while step < total {
         let batch: Vec<Vec<TokenId>> = (0..a.batch)
             .map(|_| {
-                let o = rng.random_range(0..corpus.train.len() - win);
-                corpus.train[o..o + win].to_vec()
+                let src = match &code {
+                    Some(c) if rng.random::<f64>() < a.code_share => &c.0,
+                    _ => &corpus.train,
+                };
+                let o = rng.random_range(0..src.len() - win);
+                src[o..o + win].to_vec()
             })
             .collect();
         // The schedule follows whichever budget (steps or wall clock) is
@@ -322,6 +416,9 @@ fn main() -> Result<()> {
         trainer.set_lr(lr_at(progress, a.lr));
         let loss = match a.kind {
             Kind::Causal => trainer.causal_loss(&batch)?,
+            Kind::Diffusion if a.attention == Attn::BlockCausal && a.sdar => {
+                trainer.blockwise_diffusion_loss(&batch, &mut rng)?
+            }
             Kind::Diffusion => trainer.diffusion_loss(&batch, None, &mut rng)?,
         };
         let lv = loss.to_scalar::<f32>()? as f64 / std::f64::consts::LN_2;
@@ -332,6 +429,13 @@ fn main() -> Result<()> {
         if step % a.eval_every == 0 || step == total {
             let e = eval(&trainer)?;
             eval_curve.push((step, e));
+            if pb.is_hidden() {
+                eprintln!(
+                    "step {step} [{:.0} s]: train {:.3} held-out {e:.3} bits/byte",
+                    train_start.elapsed().as_secs_f64(),
+                    ema.unwrap_or(lv)
+                );
+            }
             pb.set_message(format!(
                 "train {:.3} held-out {e:.3} bits/byte",
                 ema.unwrap_or(lv)
@@ -354,6 +458,12 @@ fn main() -> Result<()> {
         }
     };
 
+    let code_eval = match &code {
+        Some((_, _, _, _, windows, uni)) => {
+            Some((eval_on(&trainer, windows)?, *uni, windows.len()))
+        }
+        None => None,
+    };
     let model = trainer.snapshot()?;
     model.save(&out)?;
     let size = std::fs::metadata(out.join("model.safetensors"))?.len();
@@ -375,6 +485,7 @@ fn main() -> Result<()> {
         },
         "training": {
             "optimizer": "AdamW (candle-nn), no weight decay, 5% warm-up then cosine to 10% over max(step/steps, wall/budget)",
+            "loss": if a.kind == Kind::Diffusion && a.attention == Attn::BlockCausal && a.sdar { "blockwise (SDAR-style): clean blocks before a random cut, per-block rates t_b ~ U(0,1), weight 1/t_b" } else if a.kind == Kind::Diffusion { "LLaDA: one rate t ~ U(0,1) per window, weight 1/t" } else { "next-token cross-entropy" },
             "peak_lr": a.lr, "batch": a.batch, "steps": step, "max_steps": total, "budget_minutes": a.minutes, "seed": a.seed,
             "train_wall_seconds": train_secs, "total_wall_seconds": t0.elapsed().as_secs_f64(),
             "machine": examples::host::cpu_name(),
@@ -389,6 +500,17 @@ fn main() -> Result<()> {
                 Kind::Diffusion => "LLaDA variational bound E_t[(1/t) sum_masked -log2 p] / tokens (an upper bound on bits per byte), 4 stratified masking rates per window, seed 12345",
             },
         },
+        "code": code.as_ref().map(|c| serde_json::json!({
+            "source": "this workspace's *.rs files (target*, hidden dirs and models/ skipped), one separator token before each file",
+            "root": a.code.as_ref().map(|r| r.display().to_string()),
+            "heldout_dirs": a.code_heldout,
+            "train_share_of_windows": a.code_share,
+            "train_files": c.2, "heldout_files": c.3,
+            "train_tokens": c.0.len(), "heldout_tokens": c.1,
+            "heldout_windows": code_eval.map(|e| e.2),
+            "heldout_bits_per_byte": code_eval.map(|e| e.0),
+            "heldout_unigram_bits_per_byte": code_eval.map(|e| e.1),
+        })),
         "curve": { "eval": eval_curve },
     });
     std::fs::write(
