@@ -56,6 +56,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use zapspec_core::{TokenId, Vocabulary};
 
+use crate::boundary::CanonicalTokens;
 use crate::oracle::oracle_program;
 use crate::program::Op;
 use crate::resolve::LineIndex;
@@ -184,6 +185,15 @@ pub struct SpanTokenization {
     pub whole_tokens: usize,
     /// Tokens span by span.
     pub span_tokens: usize,
+    /// Canonical mode ([`CanonicalTokens`], window 8): tokens rolled back
+    /// at op boundaries and re-tokenized with the next op's text (the
+    /// extra tokens canonical mode prefills, at most).
+    pub canonical_rolled_back: usize,
+    /// Op boundaries where canonical mode rolled anything back.
+    pub canonical_rollbacks: usize,
+    /// Pairs whose canonical tokens equal `tok(D′)` (all of them, unless
+    /// the tokenizer is not prefix-stable; see [`crate::boundary`]).
+    pub canonical_exact: usize,
 }
 
 impl SpanTokenization {
@@ -195,6 +205,9 @@ impl SpanTokenization {
         self.boundaries_crossed += o.boundaries_crossed;
         self.whole_tokens += o.whole_tokens;
         self.span_tokens += o.span_tokens;
+        self.canonical_rolled_back += o.canonical_rolled_back;
+        self.canonical_rollbacks += o.canonical_rollbacks;
+        self.canonical_exact += o.canonical_exact;
     }
 }
 
@@ -221,8 +234,13 @@ pub fn span_tokenization<T: Tokenizer + ?Sized, V: Vocabulary + ?Sized>(
     }
     let whole = tok.tokenize(after);
     let mut span_ids: Vec<TokenId> = Vec::new();
+    let mut canon = CanonicalTokens::new(8);
+    let (mut rolled, mut rollbacks) = (0usize, 0usize);
     for s in &spans {
         span_ids.extend(tok.tokenize(s));
+        let a = canon.append(s, tok, vocab);
+        rolled += a.rolled_back;
+        rollbacks += usize::from(a.rolled_back > 0);
     }
     // Byte offsets where tokens of tok(D′) end.
     let mut ends = std::collections::HashSet::new();
@@ -246,6 +264,9 @@ pub fn span_tokenization<T: Tokenizer + ?Sized, V: Vocabulary + ?Sized>(
         boundaries_crossed: crossed,
         whole_tokens: whole.len(),
         span_tokens: span_ids.len(),
+        canonical_rolled_back: rolled,
+        canonical_rollbacks: rollbacks,
+        canonical_exact: usize::from(canon.tokens() == &whole[..]),
     }
 }
 

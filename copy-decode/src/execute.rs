@@ -57,7 +57,12 @@
 //! (its final `\n`), so the model sees the edited document as it is
 //! written. Copied lines are tokenized span by span with the caller's
 //! tokenizer — which may differ from how `D′` tokenizes as a whole at span
-//! boundaries (see `copy_coverage`'s notes on canonical tokenization).
+//! boundaries. [`CopyDecoder::execute_output`] uses the *output layout*
+//! instead (the context after the prompt holds only `D′`; forwards = one
+//! per copy op plus one per generated token, the queued last token riding
+//! with the next copy or the final forward), where
+//! [`ExecConfig::boundary`] = [`TokenBoundary::Canonical`] keeps the
+//! context equal to `tok(prefix of D′)` ([`crate::boundary`]).
 
 use std::time::{Duration, Instant};
 
@@ -66,6 +71,7 @@ use rand_chacha::ChaCha8Rng;
 use zapspec_core::model::{LanguageModel, ModelError};
 use zapspec_core::{Constraint, Rejected, TokenId, Vocabulary};
 
+use crate::boundary::{CanonicalTokens, TokenBoundary};
 use crate::coverage::Tokenizer;
 use crate::error::{ParseError, ResolveError};
 use crate::fsm::{ByteState, ProgramConstraint};
@@ -139,6 +145,14 @@ pub struct ExecConfig {
     pub temperature: f32,
     /// Seed of the sampler (default 0).
     pub seed: u64,
+    /// How op texts are tokenized where they meet in
+    /// [`CopyDecoder::execute_output`] (default
+    /// [`TokenBoundary::SpanWise`]; [`TokenBoundary::Canonical`] keeps the
+    /// context equal to `tok(prefix of D′)`).
+    pub boundary: TokenBoundary,
+    /// Tokens re-tokenized back from the end at each canonical boundary
+    /// (default 8; see [`CanonicalTokens`]).
+    pub canonical_window: usize,
 }
 
 impl Default for ExecConfig {
@@ -149,6 +163,8 @@ impl Default for ExecConfig {
             max_chunk: usize::MAX,
             temperature: 0.0,
             seed: 0,
+            boundary: TokenBoundary::SpanWise,
+            canonical_window: 8,
         }
     }
 }
@@ -160,6 +176,12 @@ pub struct ExecStats {
     pub forwards: usize,
     /// Of which re-prefills after a window slide.
     pub slide_forwards: usize,
+    /// Model calls the executor asked for (one per `prefill` of a queued
+    /// batch or `next_logits`), before a short window splits them into
+    /// chunks and slides: the forwards with an unbounded window.
+    pub calls: usize,
+    /// Of which appended the prompt.
+    pub prompt_calls: usize,
     /// Of which appended the prompt (its own forwards, slides included);
     /// `forwards - prompt_forwards` is the cost of the edit itself.
     pub prompt_forwards: usize,
@@ -186,6 +208,15 @@ pub struct ExecStats {
     /// Output tokens: `D′`'s tokens for the baselines; copied plus gen
     /// tokens for Copy-as-Decode.
     pub output_tokens: usize,
+    /// Canonical boundaries ([`CopyDecoder::execute_output`]): tokens
+    /// rolled back from the context (re-tokenized with the next op's
+    /// text), whether already in the model's cache or still queued.
+    pub rolled_back: usize,
+    /// Of which were already in the model's cache (truncated, then
+    /// re-prefilled in their re-tokenized form: the extra prefill cost).
+    pub truncated: usize,
+    /// Op boundaries where anything was rolled back.
+    pub rollbacks: usize,
     /// Wall-clock of the whole call.
     pub elapsed: Duration,
     /// Of which appending the prompt.
@@ -203,6 +234,12 @@ impl ExecStats {
     /// Forwards of the edit itself (the prompt's excluded).
     pub fn edit_forwards(&self) -> usize {
         self.forwards - self.prompt_forwards
+    }
+
+    /// Model calls of the edit itself ([`ExecStats::calls`] less the
+    /// prompt's): its forwards with an unbounded window.
+    pub fn edit_calls(&self) -> usize {
+        self.calls - self.prompt_calls
     }
 
     /// Window slides during the edit itself.
@@ -313,6 +350,7 @@ impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
     /// them (`all`) or only after the last.
     fn forward(&mut self, tokens: &[TokenId], all: bool) -> Result<Vec<Vec<f32>>, ExecError> {
         self.stats.tokens_in += tokens.len();
+        self.stats.calls += 1;
         let mut rows = Vec::new();
         let mut rest = tokens;
         while !rest.is_empty() {
@@ -351,6 +389,7 @@ impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
         let l = self.forward(prompt, false)?.pop();
         self.stats.prompt_time = t.elapsed();
         self.stats.prompt_forwards = self.stats.forwards;
+        self.stats.prompt_calls = self.stats.calls;
         self.stats.prompt_slides = self.stats.slide_forwards;
         Ok(l)
     }
@@ -376,6 +415,7 @@ impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
             let l = self.model.next_logits()?;
             self.stats.model_time += t.elapsed();
             self.stats.forwards += 1;
+            self.stats.calls += 1;
             return Ok(l);
         }
         Ok(self.forward(pending, false)?.pop().unwrap_or_default())
@@ -687,6 +727,107 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
             Drive::Sample(Box::new(rng)),
             &self.cfg,
         )
+    }
+    /// Copy-as-Decode in the *output layout* (paper §2.4's serving-layer
+    /// primitive, the layout the closed-form bound assumes): the program is
+    /// executed by the serving layer and the model's context after the
+    /// prompt holds only `D′` as it is written — each copy op's lines
+    /// appended in one `prefill` forward (with the queued last gen token),
+    /// each gen op's tokens decided one per forward (teacher-forced), and
+    /// a last forward after the final token (the logits that choose EOS).
+    /// The program's own tags and digits are not in the context, so this
+    /// runs a given program only (oracle programs: the bound's
+    /// idealisation, op selection free).
+    ///
+    /// With [`TokenBoundary::SpanWise`] each op's text is tokenized on its
+    /// own; with [`TokenBoundary::Canonical`] the trailing tokens that can
+    /// merge with the next op's text are rolled back (the model's cache
+    /// truncated when they were already in it) and re-tokenized with it
+    /// ([`CanonicalTokens`]), so the final context after the prompt is
+    /// exactly `tok(D′)` and equals the baselines' teacher-forced context.
+    /// [`ExecStats::rolled_back`], [`ExecStats::truncated`] and
+    /// [`ExecStats::rollbacks`] count the extra work. Errors when the
+    /// program does not resolve against `doc` (checked first).
+    pub fn execute_output<M: LanguageModel + ?Sized>(
+        &self,
+        model: &mut M,
+        prompt: &[TokenId],
+        doc: &str,
+        program: &Program,
+    ) -> Result<Execution, ExecError> {
+        let start = Instant::now();
+        let lines = LineIndex::new(doc);
+        let output = lines.resolve(program)?;
+        let mut sess = Session::new(model, &self.cfg);
+        let mut last = sess.prompt(prompt)?;
+        let mut canon = CanonicalTokens::new(self.cfg.canonical_window);
+        // Output tokens in the model's cache, then queued ones.
+        let mut committed = 0usize;
+        let mut pending: Vec<TokenId> = Vec::new();
+        let mut all: Vec<TokenId> = Vec::new();
+        for op in &program.ops {
+            let (text, copy) = match op {
+                // In range: the program resolved above.
+                Op::Copy { start, end } => (lines.span(*start, *end).unwrap_or(""), true),
+                Op::Gen { text } => (text.as_str(), false),
+            };
+            if text.is_empty() {
+                continue;
+            }
+            let new = match self.cfg.boundary {
+                TokenBoundary::SpanWise => self.tok.tokenize(text),
+                TokenBoundary::Canonical => {
+                    let a = canon.append(text, self.tok, self.vocab);
+                    if a.rolled_back > 0 {
+                        sess.stats.rollbacks += 1;
+                        sess.stats.rolled_back += a.rolled_back;
+                    }
+                    if a.keep >= committed {
+                        pending.truncate(a.keep - committed);
+                    } else {
+                        let drop = committed - a.keep;
+                        sess.stats.truncated += drop;
+                        let len = sess.model.context().len();
+                        let t = Instant::now();
+                        sess.model.truncate(len.saturating_sub(drop));
+                        sess.stats.model_time += t.elapsed();
+                        committed = a.keep;
+                        pending.clear();
+                        last = None;
+                    }
+                    all.truncate(a.keep);
+                    a.new
+                }
+            };
+            all.extend_from_slice(&new);
+            if copy {
+                sess.stats.copies += 1;
+                sess.stats.copied += new.len();
+                pending.extend_from_slice(&new);
+                last = sess.forward(&pending, false)?.pop();
+                committed += pending.len();
+                pending.clear();
+            } else {
+                for t in new {
+                    sess.logits_or(&pending, &mut last)?;
+                    committed += pending.len();
+                    pending.clear();
+                    pending.push(t);
+                    sess.stats.decided += 1;
+                }
+            }
+        }
+        if !pending.is_empty() {
+            sess.forward(&pending, false)?;
+        }
+        let mut stats = sess.stats;
+        stats.output_tokens = all.len();
+        stats.elapsed = start.elapsed();
+        Ok(Execution {
+            output,
+            tokens: all,
+            stats,
+        })
     }
 }
 

@@ -91,23 +91,33 @@
 //!   decision; the baselines are teacher-forced on `D′` alike (a model
 //!   whose greedy output is `D′`), so the comparison isolates the
 //!   mechanism, as the paper's upper-bound analysis does.
-//! - **Canonical tokenization at span boundaries.** Copies are tokenized
-//!   span by span (each copy's lines on their own), gen text as part of
-//!   the program. A BPE tokenizer may tokenize `D′` differently as a whole
-//!   where a span meets its neighbour (a merge across the line boundary);
-//!   then the model's context after a copy is not the canonical
-//!   tokenization of the `D′` prefix, which can skew its next-token
-//!   distribution (llguidance's notes on fast-forward tokens describe the
-//!   effect). Line-level copies end in `\n`; o200k's pre-tokenizer joins a
-//!   run of newlines (`"\n\n"`) into one token, so a span boundary
-//!   followed by a blank line is where the two disagree, while GPT-2-style
-//!   pre-tokenizers (SmolLM2's) join a newline with the next line's
-//!   indentation (`\s+(?!\S)`), so indented code disagrees at most
-//!   boundaries. [`span_tokenization`] measures it per pair; `copy_exec`
-//!   reports it per corpus (span boundaries inside a token of `tok(D′)`,
-//!   pooled over the three corpora: 10.6% for o200k, 71.0% for SmolLM2). The byte-level model of
-//!   the `copy_exec` experiment has no merges: there both tokenizations
-//!   agree exactly.
+//! - **Two context layouts.** In the *program layout*
+//!   ([`CopyDecoder::execute_program`], [`CopyDecoder::decode_program`])
+//!   the model's context holds the program's own tokens with each copy's
+//!   lines inserted after its op; in the *output layout*
+//!   ([`CopyDecoder::execute_output`], §2.4's serving-layer primitive as
+//!   the closed-form bound charges it) the serving layer runs a given
+//!   program and the context holds only `D′` as it is written: one
+//!   prefill per copy, one forward per generated token.
+//! - **Canonical tokenization at span boundaries** ([`boundary`]). A BPE
+//!   tokenizer may tokenize `D′` differently as a whole where a span meets
+//!   its neighbour (a merge across the line boundary); then a context
+//!   built span by span is not the canonical tokenization of the `D′`
+//!   prefix, which can skew the model's next-token distribution
+//!   (llguidance's notes on fast-forward tokens). o200k joins a run of
+//!   newlines (`"\n\n"`) into one token; GPT-2-style pre-tokenizers
+//!   (SmolLM2's) join a newline with the next line's indentation
+//!   (`\s+(?!\S)`), so indented code disagrees at most boundaries.
+//!   [`span_tokenization`] measures the disagreement per pair;
+//!   [`TokenBoundary::Canonical`] in [`ExecConfig`] makes
+//!   [`CopyDecoder::execute_output`] roll back the trailing tokens that
+//!   can merge with the next op's text (truncating the model's cache) and
+//!   re-tokenize ([`CanonicalTokens`]), so the context equals
+//!   `tok(prefix of D′)` after every op and `tok(D′)` at the end
+//!   (property-tested with o200k and a byte vocabulary, and on the
+//!   corpora); [`ExecStats::rolled_back`] / [`ExecStats::truncated`] count
+//!   the extra tokens. The program layout stays span-wise (its context is
+//!   program text, not `D′`).
 //!
 //! Costs are stated per module; nothing here panics on bad input — errors
 //! are typed ([`ParseError`], [`ResolveError`], [`BoundError`]).
@@ -124,15 +134,16 @@
 //! The `copy_coverage` binary of the `examples` crate runs all of it on the
 //! edit corpora (results in `examples/results/copy_coverage.md`).
 //!
-//! ## Not built yet
+//! ## Corpora
 //!
-//! This crate is a slice of its issue. Still to come: re-tokenizing
-//! copies canonically at span boundaries (the disagreement is measured,
-//! not yet corrected); corpora from a git repository's history; fuzzing
-//! the parser beyond proptests; the execution experiment on SmolLM2 at
-//! scale (`copy_exec --model smollm2` runs, but only a handful of pairs
-//! fit a CPU budget).
+//! [`corpus`]: [`read_jsonl`] and [`git_history`] (each commit's modified
+//! files from a local repository, via the `git` executable) give
+//! [`EditPair`]s under a [`CorpusFilter`] (most pairs, most bytes per
+//! file, most commits, path suffixes); errors are typed
+//! ([`CorpusError`]).
 
+pub mod boundary;
+pub mod corpus;
 pub mod coverage;
 pub mod error;
 pub mod execute;
@@ -143,6 +154,8 @@ pub mod perturb;
 pub mod program;
 pub mod resolve;
 
+pub use boundary::{Append, CanonicalTokens, TokenBoundary};
+pub use corpus::{git_history, read_jsonl, CorpusError, CorpusFilter, EditPair, GitCorpus};
 pub use coverage::{
     bound, histogram_bound, line_cover, span_tokenization, token_cover, BoundError, Cover,
     KernelSpeedups, SpanTokenization, TokenMatcher, Tokenizer, MIN_SPANS,

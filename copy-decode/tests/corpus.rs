@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
-use zapspec_copy::{oracle_program, resolve, LineIndex, Op, Program, ResolveError};
+use zapspec_copy::{
+    git_history, oracle_program, read_jsonl, resolve, CorpusError, CorpusFilter, LineIndex, Op,
+    Program, ResolveError,
+};
 
 fn edits_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/edits")
@@ -15,22 +18,16 @@ fn corpora_round_trip() {
     let dir = edits_dir();
     for name in ["ripgrep", "humanevalfix-py", "humanevalfix-js"] {
         let path = dir.join(format!("{name}.jsonl"));
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        if !path.exists() {
             println!("skipping corpus {name}: {} is absent", path.display());
             continue;
-        };
+        }
+        let corpus = read_jsonl(&path, &CorpusFilter::default()).unwrap();
         let (mut pairs, mut ops, mut copied_lines, mut out_lines) =
             (0usize, 0usize, 0usize, 0usize);
         let (mut gen_bytes, mut out_bytes) = (0usize, 0usize);
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let v: serde_json::Value = serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("{name}:{}: bad JSON: {e}", i + 1));
-            let (Some(before), Some(after)) = (v["before"].as_str(), v["after"].as_str()) else {
-                panic!("{name}:{}: no before/after strings", i + 1);
-            };
+        for (i, pair) in corpus.iter().enumerate() {
+            let (before, after) = (pair.before.as_str(), pair.after.as_str());
             let p = oracle_program(before, after);
             let printed = p.print();
             let q = Program::parse(&printed).unwrap_or_else(|e| {
@@ -108,4 +105,84 @@ fn hostile_documents() {
         Ok(after)
     );
     assert_eq!(resolve(&one(2, 4), nul).as_deref(), Ok("\0\n\0\r\n\0"));
+}
+
+/// This repository's own history (the third corpus): pairs from
+/// the last 30 commits' modified files up to 64 KiB, each round-tripping
+/// through its oracle program; the filters hold.
+#[test]
+fn git_history_round_trip() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let filter = CorpusFilter {
+        max_pairs: 40,
+        max_file_bytes: 64 * 1024,
+        max_commits: 30,
+        suffixes: vec![".rs".into(), ".md".into(), ".toml".into()],
+        rev: Some("HEAD".into()),
+    };
+    let corpus = match git_history(&repo, &filter) {
+        Ok(c) => c,
+        // A source tarball without `.git`: nothing to test.
+        Err(CorpusError::Git { stderr, .. }) => {
+            println!("skipping: not a git checkout ({stderr})");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert!(corpus.commits <= 30);
+    assert!(corpus.pairs.len() <= 40);
+    for p in &corpus.pairs {
+        assert!(p.before.len() <= 64 * 1024 && p.after.len() <= 64 * 1024);
+        assert!(
+            [".rs", ".md", ".toml"]
+                .iter()
+                .any(|s| p.source.ends_with(s)),
+            "{}",
+            p.source
+        );
+        let prog = oracle_program(&p.before, &p.after);
+        let q = Program::parse(&prog.print()).unwrap();
+        assert_eq!(
+            resolve(&q, &p.before).as_deref(),
+            Ok(p.after.as_str()),
+            "{}",
+            p.source
+        );
+    }
+    println!(
+        "git: {} commits, {} modified files, {} pairs (skipped: {} size, {} path, {} binary)",
+        corpus.commits,
+        corpus.modified_files,
+        corpus.pairs.len(),
+        corpus.skipped_size,
+        corpus.skipped_path,
+        corpus.skipped_binary
+    );
+}
+
+/// A folder that is not a repository: a typed error, no panic.
+#[test]
+fn git_history_not_a_repo() {
+    let dir = std::env::temp_dir().join(format!("copy-decode-not-a-repo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let r = git_history(&dir, &CorpusFilter::default());
+    let _ = std::fs::remove_dir(&dir);
+    assert!(matches!(r, Err(CorpusError::Git { .. })), "{r:?}");
+}
+
+/// Bad JSONL: the file and line are named.
+#[test]
+fn jsonl_errors_name_the_line() {
+    let path = std::env::temp_dir().join(format!("copy-decode-bad-{}.jsonl", std::process::id()));
+    std::fs::write(
+        &path,
+        "{\"before\": \"a\", \"after\": \"b\"}\n\n{\"before\": 1}\n",
+    )
+    .unwrap();
+    let r = read_jsonl(&path, &CorpusFilter::default());
+    let _ = std::fs::remove_file(&path);
+    match r {
+        Err(CorpusError::Jsonl { line, .. }) => assert_eq!(line, 3),
+        other => panic!("{other:?}"),
+    }
 }

@@ -4,12 +4,14 @@
 //! | module | holds |
 //! |---|---|
 //! | [`report`] | [`report::CommonArgs`] (`--out`, `--quick`, a `clap::Args`), Markdown tables, JSON output |
+//! | [`edits`] | edit corpora of the `copy_*` experiments: [`edits::CorpusArgs`] (JSONL files, `--git` history with size filters) and one loader ([`edits::load`]) |
 //! | [`fvo`] | helpers of the `fvo_*` experiments: progress bar, empirical-vs-exact [`fvo::Comparison`] |
 //! | [`llg`] | llguidance over a zapspec vocabulary (the baseline engine) |
 //! | [`smollm2`] | the real model: SmolLM2-135M-Instruct GGUF, its tokenizer and chat template, with a clear error when it is not fetched |
 //! | [`toys`] | experiment data: the finite JSON schemas A–E and the byte-LM corpus |
 //! | [`host`], [`kbnf_ir`], [`maskstats`] | MaskBench and pipeline helpers |
 
+pub mod edits;
 pub mod fvo;
 pub mod host;
 pub mod kbnf_ir;

@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 use serde_json::json;
@@ -31,19 +31,19 @@ use zapspec_copy::{
 };
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
 
+use examples::edits::{load, CorpusArgs};
 use examples::report::{write_json, MarkdownTable};
 
 /// Command line.
 #[derive(Parser, Debug)]
 #[command(about = "Copy-as-Decode coverage, bounds and perturbation study (paper Fig. 4 / Fig. 6)")]
 struct Args {
-    /// JSONL files of {"before", "after"} pairs.
-    #[arg(default_values = [
-        "../shared/data/edits/humanevalfix-py.jsonl",
-        "../shared/data/edits/humanevalfix-js.jsonl",
-        "../shared/data/edits/ripgrep.jsonl",
-    ])]
-    paths: Vec<PathBuf>,
+    /// The corpora: JSONL files and/or a git repository's history.
+    #[command(flatten)]
+    corpus: CorpusArgs,
+    /// The tokenizer of every token count.
+    #[arg(long, value_enum, default_value = "o200k")]
+    tokenizer: TokenizerKind,
     /// A kernel_study.json (s(N) from its first study).
     #[arg(
         long,
@@ -61,6 +61,16 @@ struct Args {
     out: PathBuf,
 }
 
+/// The tokenizers `--tokenizer` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TokenizerKind {
+    /// o200k_base (tiktoken).
+    O200k,
+    /// SmolLM2-135M-Instruct's GPT-2-style BPE, read from its GGUF file
+    /// (`scripts/fetch-smollm2.sh`).
+    Smollm2,
+}
+
 /// The perturbation noise levels.
 const EPS: [usize; 4] = [0, 1, 2, 3];
 
@@ -73,27 +83,6 @@ struct Corpus {
     token: Vec<Cover>,
     /// EM per ε.
     em: Vec<f64>,
-}
-
-fn read_pairs(path: &Path) -> Result<Vec<(String, String)>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut pairs = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_str(line)
-            .with_context(|| format!("{}:{}: bad JSON", path.display(), i + 1))?;
-        let field = |k: &str| {
-            v.get(k)
-                .and_then(|x| x.as_str())
-                .map(str::to_owned)
-                .with_context(|| format!("{}:{}: no string field {k:?}", path.display(), i + 1))
-        };
-        pairs.push((field("before")?, field("after")?));
-    }
-    Ok(pairs)
 }
 
 fn read_kernel(path: &Path) -> Result<(KernelSpeedups, String)> {
@@ -157,24 +146,35 @@ fn main() -> Result<()> {
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     );
     let (kernel, kernel_desc) = read_kernel(&a.kernel)?;
-    let vocab = TokenVocab::tiktoken(TiktokenBpe::O200k)?;
-    // o200k encoding (tiktoken `encode_ordinary`) cannot fail; an error would
-    // count as zero tokens.
+    let (vocab, tok_name) = match a.tokenizer {
+        TokenizerKind::O200k => (
+            TokenVocab::tiktoken(TiktokenBpe::O200k)?,
+            "o200k_base".to_string(),
+        ),
+        TokenizerKind::Smollm2 => {
+            let p = examples::smollm2::require_model()?;
+            let (v, _) = TokenVocab::from_gguf(&p)?;
+            (v, format!("SmolLM2-135M-Instruct ({})", p.display()))
+        }
+    };
+    // Encoding ordinary text does not fail for these tokenizers; an error
+    // would count as zero tokens.
     let tok = |s: &str| vocab.encode(s).unwrap_or_default();
 
-    let mut corpora = Vec::new();
-    for p in &a.paths {
-        let name = p
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| p.display().to_string());
-        corpora.push(Corpus {
-            name,
-            pairs: read_pairs(p)?,
+    let loaded = load(&a.corpus, usize::MAX)?;
+    let sources: Vec<String> = loaded
+        .iter()
+        .map(|c| format!("- `{}`: {}", c.name, c.note))
+        .collect();
+    let mut corpora: Vec<Corpus> = loaded
+        .into_iter()
+        .map(|c| Corpus {
+            name: c.name,
+            pairs: c.pairs,
             token: vec![Cover::default(); MIN_SPANS.len()],
             ..Corpus::default()
-        });
-    }
+        })
+        .collect();
     let total: usize = corpora.iter().map(|c| c.pairs.len()).sum();
     let bar = ProgressBar::new(total as u64);
     bar.set_style(ProgressStyle::with_template(
@@ -269,7 +269,8 @@ fn main() -> Result<()> {
     }
 
     let md = format!(
-        "Command: `{command}`\n\nTokenizer: o200k_base. Kernel s(N): {kernel_desc}; log-log interpolated between points, clamped outside.\n\n{}\n### Coverage (fraction of gold-output tokens in copy spans)\n\nLine level: oracle program (Myers line diff), tokenized op by op. Token level: greedy longest-match cover at minimum span m.\n\n{}\n### Bounds\n\n`hist` = T / (G + Σ_spans len / s(len)) over the corpus's span histogram; `floor` = 1/((1 − f) + f/s(m)).\n\n{}\n### Perturbation (oracle programs, copy endpoints ± U[−ε, ε], clamped; {} trials per pair, seed {})\n\n{}",
+        "Command: `{command}`\n\nCorpora:\n\n{}\n\nTokenizer: {tok_name}. Kernel s(N): {kernel_desc}; log-log interpolated between points, clamped outside.\n\n{}\n### Coverage (fraction of gold-output tokens in copy spans)\n\nLine level: oracle program (Myers line diff), tokenized op by op. Token level: greedy longest-match cover at minimum span m.\n\n{}\n### Bounds\n\n`hist` = T / (G + Σ_spans len / s(len)) over the corpus's span histogram; `floor` = 1/((1 − f) + f/s(m)).\n\n{}\n### Perturbation (oracle programs, copy endpoints ± U[−ε, ε], clamped; {} trials per pair, seed {})\n\n{}",
+        sources.join("\n"),
         ktab.render(),
         cov.render(),
         bnd.render(),
@@ -301,7 +302,8 @@ fn main() -> Result<()> {
         "copy_coverage",
         &json!({
             "command": command,
-            "tokenizer": "o200k_base",
+            "tokenizer": tok_name,
+            "sources": sources,
             "kernel": kernel_desc,
             "kernel_points": kernel.points(),
             "seed": a.seed,

@@ -41,21 +41,22 @@
 //! (the oldest tokens dropped, the last 32 re-prefilled), which the
 //! measured columns include and the closed-form columns do not.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use serde_json::json;
 use zapspec_copy::{
     histogram_bound, line_cover, oracle_program, prompt_lookup, regenerate, span_tokenization,
     CopyDecoder, Cover, ExecConfig, ExecStats, FsmConfig, KernelSpeedups, LookupConfig,
-    ProgramConstraint, ProgramFsm, SpanTokenization, Target, VocabTrie,
+    ProgramConstraint, ProgramFsm, SpanTokenization, Target, TokenBoundary, VocabTrie,
 };
 use zapspec_core::{LanguageModel, TokenId, Vocabulary};
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
 
+use examples::edits::{load, CorpusArgs};
 use examples::report::{write_json, MarkdownTable};
 
 /// The models `--model` can name.
@@ -72,16 +73,16 @@ enum ModelKind {
 #[derive(Parser, Debug)]
 #[command(about = "Copy-as-Decode vs regeneration vs prompt lookup, executed on a model")]
 struct Args {
-    /// JSONL files of {"before", "after"} pairs.
-    #[arg(default_values = [
-        "../shared/data/edits/humanevalfix-py.jsonl",
-        "../shared/data/edits/humanevalfix-js.jsonl",
-        "../shared/data/edits/ripgrep.jsonl",
-    ])]
-    paths: Vec<PathBuf>,
-    /// The first N pairs of each corpus.
+    /// The corpora: JSONL files and/or a git repository's history.
+    #[command(flatten)]
+    corpus: CorpusArgs,
+    /// The first N pairs of each corpus (after `--max-tokens`).
     #[arg(long, default_value_t = 10)]
     pairs: usize,
+    /// Skip pairs with more than this many tokens in D and D′ together
+    /// (the model's tokenizer), to bound the run time.
+    #[arg(long)]
+    max_tokens: Option<usize>,
     /// The model.
     #[arg(long, value_enum, default_value = "bytes")]
     model: ModelKind,
@@ -142,30 +143,6 @@ fn load_model(kind: ModelKind) -> Result<Loaded> {
             })
         }
     }
-}
-
-fn read_pairs(path: &Path, limit: usize) -> Result<Vec<(String, String)>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut pairs = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if pairs.len() >= limit {
-            break;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_str(line)
-            .with_context(|| format!("{}:{}: bad JSON", path.display(), i + 1))?;
-        let field = |k: &str| {
-            v.get(k)
-                .and_then(|x| x.as_str())
-                .map(str::to_owned)
-                .with_context(|| format!("{}:{}: no string field {k:?}", path.display(), i + 1))
-        };
-        pairs.push((field("before")?, field("after")?));
-    }
-    Ok(pairs)
 }
 
 /// `s(N)`: time of `N` decode steps over time of one prefill of `N`
@@ -237,7 +214,17 @@ impl Sum {
 struct CorpusResult {
     name: String,
     pairs: usize,
+    /// Copy-as-Decode, program layout (program tokens in the context).
     cad: Sum,
+    /// Copy-as-Decode, output layout, span-wise tokens.
+    out_span: Sum,
+    /// Copy-as-Decode, output layout, canonical tokens.
+    out_canon: Sum,
+    /// Canonical mode: tokens rolled back / of which truncated from the
+    /// cache / boundaries with a rollback / |D′| tokens.
+    canon_rolled: usize,
+    canon_truncated: usize,
+    canon_rollbacks: usize,
     regen: Sum,
     lookup: Sum,
     cover: Cover,
@@ -245,11 +232,8 @@ struct CorpusResult {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let present: Vec<&PathBuf> = args.paths.iter().filter(|p| p.exists()).collect();
-    for p in args.paths.iter().filter(|p| !p.exists()) {
-        println!("skipping {}: not found", p.display());
-    }
-    if present.is_empty() {
+    let corpora = load(&args.corpus, usize::MAX)?;
+    if corpora.is_empty() {
         println!("no corpus found; nothing to do (the edits corpora live in ../shared/data/edits)");
         return Ok(());
     }
@@ -280,15 +264,44 @@ fn main() -> Result<()> {
     };
     let lookup_cfg = LookupConfig::default();
     let decoder = CopyDecoder::new(&*vocab, &tok, cfg.clone());
+    let out_span = CopyDecoder::new(&*vocab, &tok, cfg.clone());
+    let out_canon = CopyDecoder::new(
+        &*vocab,
+        &tok,
+        ExecConfig {
+            boundary: TokenBoundary::Canonical,
+            ..cfg.clone()
+        },
+    );
     let started = Instant::now();
     let mut results: Vec<CorpusResult> = Vec::new();
     let mut rows = Vec::new();
-    for path in present {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let pairs = read_pairs(path, args.pairs)?;
+    let mut subsets = Vec::new();
+    for c in &corpora {
+        let name = c.name.clone();
+        let mut skipped = 0usize;
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for (before, after) in &c.pairs {
+            if pairs.len() >= args.pairs {
+                break;
+            }
+            let n = tok(before).len() + tok(after).len();
+            if args.max_tokens.is_some_and(|m| n > m) {
+                skipped += 1;
+                continue;
+            }
+            pairs.push((before.clone(), after.clone()));
+        }
+        subsets.push(format!(
+            "- `{name}`: {} pairs executed{} ({})",
+            pairs.len(),
+            match args.max_tokens {
+                Some(m) =>
+                    format!(", {skipped} earlier pairs skipped by |tok(D)| + |tok(D′)| > {m}"),
+                None => String::new(),
+            },
+            c.note
+        ));
         let mut r = CorpusResult {
             name: name.clone(),
             pairs: pairs.len(),
@@ -315,6 +328,14 @@ fn main() -> Result<()> {
             if cad.output != *after {
                 bail!("{name} pair {i}: Copy-as-Decode output differs from D′");
             }
+            let os = out_span.execute_output(lm.as_mut(), &prompt, before, &program)?;
+            let oc = out_canon.execute_output(lm.as_mut(), &prompt, before, &program)?;
+            if os.output != *after || oc.output != *after {
+                bail!("{name} pair {i}: output-layout Copy-as-Decode differs from D′");
+            }
+            if oc.tokens != target {
+                bail!("{name} pair {i}: canonical context differs from tok(D′)");
+            }
             let re = regenerate(
                 lm.as_mut(),
                 &*vocab,
@@ -335,6 +356,11 @@ fn main() -> Result<()> {
             }
             let cover = line_cover(before, after, &tok);
             r.cad.add(&cad.stats, 1 + cad.stats.decided);
+            r.out_span.add(&os.stats, os.stats.edit_calls());
+            r.out_canon.add(&oc.stats, oc.stats.edit_calls());
+            r.canon_rolled += oc.stats.rolled_back;
+            r.canon_truncated += oc.stats.truncated;
+            r.canon_rollbacks += oc.stats.rollbacks;
             r.regen.add(&re.stats, target.len());
             r.lookup.add(&pl.stats, pl.stats.decided);
             r.cover.merge(&cover);
@@ -344,6 +370,12 @@ fn main() -> Result<()> {
                 "cad": {"forwards": cad.stats.edit_forwards(), "closed_form": 1 + cad.stats.decided,
                         "slides": cad.stats.edit_slides(), "seconds": cad.stats.edit_time().as_secs_f64(),
                         "decided": cad.stats.decided, "forced": cad.stats.forced},
+                "output_span_wise": {"forwards": os.stats.edit_forwards(), "calls": os.stats.edit_calls(),
+                        "seconds": os.stats.edit_time().as_secs_f64(), "decided": os.stats.decided},
+                "output_canonical": {"forwards": oc.stats.edit_forwards(), "calls": oc.stats.edit_calls(),
+                        "seconds": oc.stats.edit_time().as_secs_f64(), "decided": oc.stats.decided,
+                        "rolled_back": oc.stats.rolled_back, "truncated": oc.stats.truncated,
+                        "rollbacks": oc.stats.rollbacks},
                 "regenerate": {"forwards": re.stats.edit_forwards(), "slides": re.stats.edit_slides(),
                                "seconds": re.stats.edit_time().as_secs_f64()},
                 "prompt_lookup": {"forwards": pl.stats.edit_forwards(), "slides": pl.stats.edit_slides(),
@@ -351,9 +383,11 @@ fn main() -> Result<()> {
                                   "drafted": pl.stats.drafted, "accepted": pl.stats.accepted},
             }));
             eprintln!(
-                "{name} {i}: |D′| {} tok, forwards CaD {} / regen {} / lookup {}",
+                "{name} {i}: |D′| {} tok, forwards CaD {} / out {} / canon {} / regen {} / lookup {}",
                 target.len(),
                 cad.stats.edit_forwards(),
+                os.stats.edit_forwards(),
+                oc.stats.edit_forwards(),
                 re.stats.edit_forwards(),
                 pl.stats.edit_forwards()
             );
@@ -366,8 +400,13 @@ fn main() -> Result<()> {
     };
     for r in &results {
         pooled.pairs += r.pairs;
+        pooled.canon_rolled += r.canon_rolled;
+        pooled.canon_truncated += r.canon_truncated;
+        pooled.canon_rollbacks += r.canon_rollbacks;
         for (a, b) in [
             (&mut pooled.cad, &r.cad),
+            (&mut pooled.out_span, &r.out_span),
+            (&mut pooled.out_canon, &r.out_canon),
             (&mut pooled.regen, &r.regen),
             (&mut pooled.lookup, &r.lookup),
         ] {
@@ -397,16 +436,19 @@ fn main() -> Result<()> {
         "corpus",
         "line cover f",
         "bound, s(N)=N (forwards)",
-        "realised CaD, unbounded forwards",
+        "realised CaD program layout / output canonical, unbounded forwards",
         "bound, live s(N) (wall)",
-        "realised CaD, wall",
+        "realised CaD program layout / output canonical, wall",
+        "canonical: tokens rolled back (of which re-prefilled) / |D′| tokens, boundaries rolled back",
     ]);
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
     for r in &results {
         for (m, s) in [
             ("regenerate", &r.regen),
             ("prompt lookup", &r.lookup),
-            ("Copy-as-Decode", &r.cad),
+            ("Copy-as-Decode, program layout", &r.cad),
+            ("Copy-as-Decode, output layout, span-wise", &r.out_span),
+            ("Copy-as-Decode, output layout, canonical", &r.out_canon),
         ] {
             table.row(&[
                 r.name.clone(),
@@ -429,9 +471,21 @@ fn main() -> Result<()> {
             r.name.clone(),
             format!("{:.1}%", 100.0 * r.cover.fraction()),
             format!("{:.2}x", histogram_bound(&r.cover, &per_forward)),
-            format!("{:.2}x", ratio(r.regen.closed as f64, r.cad.closed as f64)),
+            format!(
+                "{:.2}x / {:.2}x",
+                ratio(r.regen.closed as f64, r.cad.closed as f64),
+                ratio(r.regen.closed as f64, r.out_canon.closed as f64)
+            ),
             format!("{:.2}x", histogram_bound(&r.cover, &speedups)),
-            format!("{:.2}x", ratio(r.regen.secs, r.cad.secs)),
+            format!(
+                "{:.2}x / {:.2}x",
+                ratio(r.regen.secs, r.cad.secs),
+                ratio(r.regen.secs, r.out_canon.secs)
+            ),
+            format!(
+                "{} ({}) / {}, {}",
+                r.canon_rolled, r.canon_truncated, r.regen.out_tokens, r.canon_rollbacks
+            ),
         ]);
     }
     // Tokenizers over every pair of each corpus: line cover with the
@@ -446,25 +500,25 @@ fn main() -> Result<()> {
         "o200k: pairs with span-wise ≠ whole tokens",
         "o200k: span boundaries inside a token",
         "o200k: tokens span-wise / whole",
+        "o200k canonical: extra tokens / whole (boundaries rolled back)",
         "model tokenizer: pairs differing",
         "model tokenizer: span boundaries inside a token",
+        "model canonical: extra tokens / whole (boundaries rolled back)",
+        "canonical = tok(D′): o200k / model",
     ]);
     let mut tok_json = Vec::new();
     let (mut all_m, mut all_o) = (Cover::default(), Cover::default());
     let (mut all_so, mut all_sm) = (SpanTokenization::default(), SpanTokenization::default());
     let mut tok_rows = Vec::new();
-    for path in args.paths.iter().filter(|p| p.exists()) {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    for c in &corpora {
+        let name = c.name.clone();
         let (mut cm, mut co) = (Cover::default(), Cover::default());
         let (mut so, mut sm) = (SpanTokenization::default(), SpanTokenization::default());
-        for (before, after) in read_pairs(path, usize::MAX)? {
-            cm.merge(&line_cover(&before, &after, &tok));
-            co.merge(&line_cover(&before, &after, &otok));
-            so.merge(&span_tokenization(&before, &after, &otok, &o200k));
-            sm.merge(&span_tokenization(&before, &after, &tok, &*vocab));
+        for (before, after) in &c.pairs {
+            cm.merge(&line_cover(before, after, &tok));
+            co.merge(&line_cover(before, after, &otok));
+            so.merge(&span_tokenization(before, after, &otok, &o200k));
+            sm.merge(&span_tokenization(before, after, &tok, &*vocab));
         }
         all_m.merge(&cm);
         all_o.merge(&co);
@@ -489,8 +543,22 @@ fn main() -> Result<()> {
             frac(so.pairs_differing, so.pairs),
             frac(so.boundaries_crossed, so.boundaries),
             format!("{} / {}", so.span_tokens, so.whole_tokens),
+            format!(
+                "{} ({})",
+                frac(so.canonical_rolled_back, so.whole_tokens),
+                so.canonical_rollbacks
+            ),
             frac(sm.pairs_differing, sm.pairs),
             frac(sm.boundaries_crossed, sm.boundaries),
+            format!(
+                "{} ({})",
+                frac(sm.canonical_rolled_back, sm.whole_tokens),
+                sm.canonical_rollbacks
+            ),
+            format!(
+                "{} / {} of {}",
+                so.canonical_exact, sm.canonical_exact, so.pairs
+            ),
         ]);
         tok_json.push(json!({
             "corpus": name, "pairs": so.pairs, "line_cover_model": cm.fraction(),
@@ -498,6 +566,11 @@ fn main() -> Result<()> {
             "o200k": {"pairs_differing": so.pairs_differing, "boundaries": so.boundaries,
                       "boundaries_crossed": so.boundaries_crossed, "span_tokens": so.span_tokens,
                       "whole_tokens": so.whole_tokens},
+            "o200k_canonical": {"rolled_back": so.canonical_rolled_back,
+                      "rollbacks": so.canonical_rollbacks, "exact_pairs": so.canonical_exact},
+            "model_canonical": {"rolled_back": sm.canonical_rolled_back,
+                      "rollbacks": sm.canonical_rollbacks, "exact_pairs": sm.canonical_exact},
+            "model_whole_tokens": sm.whole_tokens, "model_span_tokens": sm.span_tokens,
             "model_pairs_differing": sm.pairs_differing,
             "model_boundaries": sm.boundaries, "model_boundaries_crossed": sm.boundaries_crossed,
         }));
@@ -511,17 +584,25 @@ fn main() -> Result<()> {
     let md = format!(
         "# Copy-as-Decode executed: forwards and wall-clock\n\n\
          Command: `cargo run {}-p examples --bin copy_exec -- {}` \
-         ({:.0} s in all).\n\nModel: {desc}. Subset: the first {} pairs of each corpus, in file order. \
+         ({:.0} s in all).\n\nModel: {desc}. Subset: the first {} pairs of each corpus, in file order{}:\n\n{}\n\n\
          Prompt = the document D for every method; forwards and wall-clock exclude the prompt's own \
-         forwards. Copy-as-Decode runs the oracle program teacher-forced; regeneration and prompt lookup \
+         forwards. Copy-as-Decode runs the oracle program teacher-forced, in two context layouts: \
+         *program layout* (`CopyDecoder::execute_program`: the program's tokens are in the context, \
+         each decided one forward each, copied lines inserted after each copy op, span-wise) and \
+         *output layout* (`CopyDecoder::execute_output`: the serving layer runs the program and the \
+         context holds only D′ — one prefill per copy, one forward per gen token — with span-wise \
+         or canonical tokens at op boundaries; canonical mode's final context equals tok(D′), checked \
+         on every pair). Regeneration and prompt lookup \
          (n-gram {}..={}, {} draft tokens) are teacher-forced on D′. Every output equals D′ byte for byte.\n\n\
          Live kernel on this model: {kernel_line}.\n\n{}\n\
          ## Realised vs closed-form bound (line-level cover)\n\n{}\n\
          The `s(N) = N` bound counts forwards: every forward costs the same whatever its length, so it \
          compares with the unbounded-window forward ratio; the live-`s(N)` bound compares with wall-clock. \
-         The realised ratio sits below the bound because Copy-as-Decode also decides the program's own \
-         tokens (tags, line digits) one forward each, which the bound (only copied vs generated output \
-         tokens) does not charge. Wall-clock on a 2-core machine shared with other builds: read ratios, \
+         In the program layout the realised ratio sits below the bound because Copy-as-Decode also decides \
+         the program's own tokens (tags, line digits) one forward each, which the bound (only copied vs \
+         generated output tokens) does not charge; the output layout charges what the bound charges \
+         (one forward per copy, one per generated token), plus canonical mode's re-tokenized \
+         boundaries. Wall-clock on a 2-core machine shared with other builds: read ratios, \
          not absolute seconds.\n\n\
          ## Tokenizers: coverage and span-wise vs whole tokenization (all pairs)\n\n{}\n\
          Copy-as-Decode appends each op's text tokenized on its own; a model that wrote D′ would see \
@@ -534,6 +615,11 @@ fn main() -> Result<()> {
         std::env::args().skip(1).collect::<Vec<_>>().join(" "),
         total,
         args.pairs,
+        match args.max_tokens {
+            Some(m) => format!(" with |tok(D)| + |tok(D′)| ≤ {m}"),
+            None => String::new(),
+        },
+        subsets.join("\n"),
         lookup_cfg.min_ngram,
         lookup_cfg.max_ngram,
         lookup_cfg.num_draft,
@@ -566,6 +652,9 @@ fn main() -> Result<()> {
                 "bound_live_kernel": histogram_bound(&r.cover, &speedups),
                 "copy_as_decode": r.cad.json(), "regenerate": r.regen.json(),
                 "prompt_lookup": r.lookup.json(),
+                "output_span_wise": r.out_span.json(), "output_canonical": r.out_canon.json(),
+                "canonical": {"rolled_back": r.canon_rolled, "truncated": r.canon_truncated,
+                              "rollbacks": r.canon_rollbacks},
             })
         })
         .collect();
