@@ -72,7 +72,7 @@ fn main() -> anyhow::Result<()> {
         t.row(&[
             format!("n={n}, K={k}, p₁={p1}"),
             r.valid_strings
-                .map_or_else(|| "> 2^128".to_string(), |v| v.to_string()),
+                .map_or_else(|| format!("e^{:.1}", r.ln_valid_strings), |v| v.to_string()),
             r.dfa_states.to_string(),
             format!("{:.3}", r.tv_proj_star),
             format!("{:.1e}", r.tv_phi_star),

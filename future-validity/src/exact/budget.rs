@@ -90,7 +90,15 @@ impl BudgetLanguage {
         Some(total)
     }
 
-    /// Number of members, `Σ_{c≤K} C(n, c)`, in floating point.
+    /// `ln |L_{n,K}| = ln Σ_{c≤K} C(n, c)`, finite for every `n`.
+    pub fn ln_num_members(&self) -> f64 {
+        let terms: Vec<f64> = (0..=self.k).map(|c| log_binom(self.n, c)).collect();
+        prob::logsumexp(&terms)
+    }
+
+    /// Number of members, `Σ_{c≤K} C(n, c)`, in floating point: `+∞` once
+    /// it exceeds `f64::MAX` (`n ≳ 1030`); [`Self::ln_num_members`] is
+    /// finite there.
     pub fn num_strings(&self) -> f64 {
         (0..=self.k)
             .map(|c| log_binom(self.n, c).exp())
@@ -204,7 +212,7 @@ pub fn log_binom(n: usize, k: usize) -> f64 {
 /// `log Pr[Bin(m, p) ≤ r]`, in log space.
 pub fn log_binom_cdf(m: usize, p: f64, r: usize) -> f64 {
     let terms: Vec<f64> = (0..=r.min(m))
-        .map(|j| log_binom(m, j) + j as f64 * p.ln() + (m - j) as f64 * (-p).ln_1p())
+        .map(|j| log_binom(m, j) + xlogy(j, p.ln()) + xlogy(m - j, (-p).ln_1p()))
         .collect();
     prob::logsumexp(&terms).min(0.0)
 }
@@ -227,51 +235,72 @@ pub fn solve(lang: BudgetLanguage, p1: f64) -> Result<(Dfa, RegularDp<usize>), P
 }
 
 /// TV of a `(t, c)`-kernel law to μ* by grouping (see the module docs).
-/// `kernel(t, c)` returns the probability of bit 1 at state `(t, c)` with
-/// `c < K` (bit 0 gets the rest; at `c = K` bit 0 is forced).
-pub fn grouped_tv(lang: BudgetLanguage, p1: f64, kernel: impl Fn(usize, usize) -> f64) -> f64 {
+/// `kernel(t, c)` returns the log-probabilities `(ln q₀, ln q₁)` of bits 0
+/// and 1 at state `(t, c)` with `c < K` (at `c = K` bit 0 is forced).
+///
+/// The forward group masses are carried in log space: in linear space a
+/// group's mass under the kernel underflows to 0 long before its mass under
+/// μ* does (`n = 60, K = 2, p₁ = 1 − 10⁻¹²`), and such a group still adds
+/// its μ* mass to the TV. Each `|M̂_g − M*_g|` is then taken in linear space,
+/// where both terms lie in `[0, 1]`. `O(nK)` time, `O(K)` memory.
+pub fn grouped_tv(
+    lang: BudgetLanguage,
+    p1: f64,
+    kernel: impl Fn(usize, usize) -> (f64, f64),
+) -> f64 {
     let (n, k) = (lang.n, lang.k);
-    let lz = log_binom_cdf(n, p1, k);
-    let (lp, lq) = (p1.ln(), (-p1).ln_1p());
-    // Forward masses over (t, c) for c < K.
-    let mut mass = vec![0.0f64; k.max(1)];
-    if k > 0 {
-        mass[0] = 1.0;
-    }
-    let mut s = 0.0;
-    for t in 0..n {
-        let mut next = vec![0.0f64; k.max(1)];
-        for c in 0..k {
-            if mass[c] == 0.0 {
-                continue;
-            }
-            let q1 = kernel(t, c);
-            next[c] += mass[c] * (1.0 - q1);
-            if c + 1 < k {
-                next[c + 1] += mass[c] * q1;
-            } else {
-                // Group H_τ, τ = t + 1: the K-th one at position t+1.
-                let got = mass[c] * q1;
-                let want = (log_binom(t, k - 1) + k as f64 * lp + (n - k) as f64 * lq - lz).exp();
-                s += (got - want).abs();
-            }
-        }
-        mass = next;
-    }
     if k == 0 {
         // Only the all-zero string: every law puts mass 1 on it.
         return 0.0;
     }
-    for (c, &m) in mass.iter().enumerate() {
-        let want = (log_binom(n, c) + c as f64 * lp + (n - c) as f64 * lq - lz).exp();
-        s += (m - want).abs();
+    let lz = log_binom_cdf(n, p1, k);
+    let (lp, lq) = (p1.ln(), (-p1).ln_1p());
+    // ln p^a q^b, with 0 · ln 0 = 0 (p₁ ∈ {0, 1} are valid edge cases).
+    let pow = |a: usize, b: usize| xlogy(a, lp) + xlogy(b, lq);
+    let gap = |got: f64, want: f64| (got.exp() - want.exp()).abs();
+    // Forward log masses over (t, c) for c < K.
+    let mut mass = vec![f64::NEG_INFINITY; k];
+    mass[0] = 0.0;
+    let mut s = 0.0;
+    let mut next = vec![f64::NEG_INFINITY; k];
+    for t in 0..n {
+        next.fill(f64::NEG_INFINITY);
+        for c in 0..k {
+            if mass[c] == f64::NEG_INFINITY {
+                continue; // unreachable at t: (t, c) has no mass under any law
+            }
+            let (l0, l1) = kernel(t, c);
+            next[c] = prob::log_add_exp(next[c], mass[c] + l0);
+            if c + 1 < k {
+                next[c + 1] = prob::log_add_exp(next[c + 1], mass[c] + l1);
+            } else {
+                // Group H_τ, τ = t + 1: the K-th one at position t+1.
+                let want = log_binom(t, k - 1) + pow(k, n - k) - lz;
+                s += gap(mass[c] + l1, want);
+            }
+        }
+        std::mem::swap(&mut mass, &mut next);
     }
-    0.5 * s
+    for (c, &m) in mass.iter().enumerate() {
+        let want = log_binom(n, c) + pow(c, n - c) - lz;
+        s += gap(m, want);
+    }
+    (0.5 * s).min(1.0)
+}
+
+/// `a · ln x`, with `0 · ln 0 = 0`.
+fn xlogy(a: usize, ln_x: f64) -> f64 {
+    if a == 0 {
+        0.0
+    } else {
+        a as f64 * ln_x
+    }
 }
 
 /// `TV(μ^proj, μ*)` on `L_{n,K}` (Table 8, 4th column).
 pub fn tv_proj_star(lang: BudgetLanguage, p1: f64) -> f64 {
-    grouped_tv(lang, p1, |_, _| p1)
+    let (lp, lq) = (p1.ln(), (-p1).ln_1p());
+    grouped_tv(lang, p1, |_, _| (lq, lp))
 }
 
 /// `TV(μ^Φ, μ*)` with Φ from the DP (Table 8, last column).
@@ -280,7 +309,8 @@ pub fn tv_phi_star(lang: BudgetLanguage, p1: f64, dp: &RegularDp<usize>) -> f64 
     grouped_tv(lang, p1, |t, c| {
         let a = p1.ln() + phi(t + 1, c + 1);
         let b = (-p1).ln_1p() + phi(t + 1, c);
-        (a - prob::log_add_exp(a, b)).exp()
+        let l = prob::log_add_exp(a, b);
+        (b - l, a - l)
     })
 }
 
@@ -309,6 +339,8 @@ pub struct BudgetSummary {
     /// `|L_{n,K}| = Σ_{c≤K} C(n,c)`; `None` when it exceeds `u128`
     /// ([`BudgetLanguage::num_members`]).
     pub valid_strings: Option<u128>,
+    /// `ln |L_{n,K}|`, finite when the count fits no integer or float.
+    pub ln_valid_strings: f64,
     /// `(n+1)(K+1)` DFA states `(t, c)`.
     pub dfa_states: usize,
     /// `TV(μ^proj, μ*)` by [`grouped_tv`] ([`tv_proj_star`]).
@@ -354,6 +386,7 @@ pub fn summarize(lang: BudgetLanguage, p1: f64) -> Result<BudgetSummary, PhiErro
         k,
         p1,
         valid_strings: lang.num_members(),
+        ln_valid_strings: lang.ln_num_members(),
         dfa_states: dfa.num_states,
         tv_proj_star: tv_proj_star(lang, p1),
         tv_phi_star: tv_phi_star(lang, p1, &dp),
