@@ -260,7 +260,16 @@ fn score<C: Constraint, M: LanguageModel, E: PhiEstimator<C, M>>(
     for (id, n) in nodes.iter().enumerate() {
         let v = n.logits.len();
         let empty = || PhiError::EmptySupport { position: n.depth };
-        let proj = doob_kernel(&n.logits, &n.mask, &vec![0.0; v]).map_err(|_| empty())?;
+        // A node no law reaches (a −∞ logit on the way) may have zero valid
+        // mass: its kernel is irrelevant, so it passes −∞ on instead of
+        // failing. A reached node with zero valid mass is a real dead end.
+        let dead = || vec![f64::NEG_INFINITY; v];
+        let kernel_or_dead = |hat: &[f64], reach: f64| match doob_kernel(&n.logits, &n.mask, hat) {
+            Ok(k) => Ok(k),
+            Err(_) if reach == f64::NEG_INFINITY => Ok(dead()),
+            Err(_) => Err(empty()),
+        };
+        let proj = kernel_or_dead(&vec![0.0; v], proj_reach[id])?;
         // exact per-candidate Φ: the children's log Φ, 0 at EOS
         let mut phi = vec![f64::NEG_INFINITY; v];
         for (y, l) in tree.exact_candidates(id) {
@@ -271,7 +280,7 @@ fn score<C: Constraint, M: LanguageModel, E: PhiEstimator<C, M>>(
         model.logits_for(&ctx)?;
         for (e, acc) in ests.iter_mut().zip(accs.iter_mut()) {
             let hat = e.log_phi(tree.state(id), model, &n.logits)?;
-            let k = doob_kernel(&n.logits, &n.mask, &hat).map_err(|_| empty())?;
+            let k = kernel_or_dead(&hat, acc.reach[id])?;
             if let Ok(d) = StepDiagnostics::compute(&n.logits, &n.mask, &phi, &hat) {
                 let wgt = acc.reach[id].exp();
                 acc.max_delta = acc.max_delta.max(d.delta);

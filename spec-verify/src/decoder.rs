@@ -332,8 +332,9 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 break;
             }
         }
-        let k = drafts.len();
-        let ends_eos = drafts.last() == Some(&eos);
+        let mut k = drafts.len();
+        let drafted = k;
+        let mut ends_eos = drafts.last() == Some(&eos);
         let n_rows = if ends_eos { k } else { k + 1 };
 
         // 2. Verify: one target forward over the block; the committed matcher
@@ -382,11 +383,21 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 compact_log_law(row, &ids, None)
             };
             let Some(law) = law else {
-                state.constraint.rollback(i)?;
-                return Err(VerifyError::EmptySupport {
-                    position,
-                    what: "target",
-                });
+                if i == 0 {
+                    return Err(VerifyError::EmptySupport {
+                        position,
+                        what: "target",
+                    });
+                }
+                // Zero target mass on every valid token after draft i−1: a
+                // prefix the target reaches only through a zero-probability
+                // draft (then that draft is rejected with certainty) or a
+                // genuine dead end (reported below if draft i−1 is accepted).
+                // Verify the first i drafts only; no bonus law.
+                k = i;
+                drafts.truncate(k);
+                ends_eos = false;
+                break;
             };
             laws.push((ids, law));
             if i < k {
@@ -455,6 +466,14 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 state.committed.push(y);
                 Some(y)
             }
+            None if laws.len() == k && !ends_eos => {
+                // every draft accepted into a prefix with no target mass
+                state.constraint.rollback(k)?;
+                return Err(VerifyError::EmptySupport {
+                    position: pos0 + k,
+                    what: "target",
+                });
+            }
             None => {
                 state.committed.extend_from_slice(&drafts);
                 if ends_eos {
@@ -478,7 +497,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
             }
         };
         self.stats.rounds += 1;
-        self.stats.drafted += k;
+        self.stats.drafted += drafted;
         self.stats.accepted += accepted;
         self.stats.emitted += state.committed.len() - pos0;
         Ok(RoundReport {

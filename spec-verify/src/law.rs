@@ -39,6 +39,9 @@ impl<C: Constraint> TreePhi<C> for PrefixTree<C> {
         let mut no_model = NoModel::new(vocab);
         let mut buf = vec![f64::NAN; vocab];
         let mut kernels: Vec<Vec<f64>> = Vec::with_capacity(self.nodes().len());
+        // the sampler's log mass of reaching each node (parents come first)
+        let mut reach = vec![f64::NEG_INFINITY; self.nodes().len()];
+        reach[0] = 0.0;
         for id in 0..self.nodes().len() {
             let n = &self.nodes()[id];
             buf.iter_mut().for_each(|v| *v = f64::NAN);
@@ -55,11 +58,21 @@ impl<C: Constraint> TreePhi<C> for PrefixTree<C> {
                     source: PhiError::MissingEstimate { token: y },
                 });
             }
-            let k =
-                target_log_law(&n.logp, &n.mask, Some(&buf)).ok_or(VerifyError::EmptySupport {
-                    position: n.depth,
-                    what: "Φ-reweighted target",
-                })?;
+            // zero mass on every valid token: fine where the sampler never
+            // arrives (below a zero-probability token), a dead end elsewhere
+            let k = match target_log_law(&n.logp, &n.mask, Some(&buf)) {
+                Some(k) => k,
+                None if reach[id] == f64::NEG_INFINITY => vec![f64::NEG_INFINITY; vocab],
+                None => {
+                    return Err(VerifyError::EmptySupport {
+                        position: n.depth,
+                        what: "Φ-reweighted target",
+                    })
+                }
+            };
+            for &(t, c) in &n.children {
+                reach[c] = reach[id] + k[t as usize];
+            }
             kernels.push(k);
         }
         self.log_law_by(|_, id| Some(kernels[id].clone()))

@@ -292,7 +292,8 @@ impl<C: Constraint> PrefixTree<C> {
                     .iter()
                     .zip(0..)
                     .map(|(&l, y)| {
-                        if n.mask.contains(y) {
+                        // zero valid mass (only below a −∞ edge): no mass on
+                        if n.mask.contains(y) && n.log_zp > f64::NEG_INFINITY {
                             l - n.log_zp
                         } else {
                             f64::NEG_INFINITY
