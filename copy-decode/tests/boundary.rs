@@ -4,6 +4,8 @@
 //! canonical tokens equal `tok(prefix)` after every op), on random edits
 //! with a byte vocabulary and o200k, and on the real corpora with o200k.
 
+mod ctxlm;
+use ctxlm::CtxLm;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -11,38 +13,8 @@ use proptest::prelude::*;
 use zapspec_copy::{
     oracle_program, CanonicalTokens, CopyDecoder, ExecConfig, LineIndex, Op, TokenBoundary,
 };
-use zapspec_core::model::{LanguageModel, Logits, ModelError};
 use zapspec_core::TokenId;
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
-
-/// Records its context; one-column zero logits (the executor of the
-/// output layout reads no logits).
-#[derive(Default)]
-struct CtxLm {
-    ctx: Vec<TokenId>,
-    forwards: usize,
-}
-
-impl LanguageModel for CtxLm {
-    fn vocab_size(&self) -> usize {
-        1
-    }
-    fn context(&self) -> &[TokenId] {
-        &self.ctx
-    }
-    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
-        self.forwards += 1;
-        self.ctx.extend_from_slice(tokens);
-        Ok(Logits::zeros((tokens.len(), 1)))
-    }
-    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
-        self.forwards += 1;
-        Ok(vec![0.0])
-    }
-    fn truncate(&mut self, len: usize) {
-        self.ctx.truncate(len);
-    }
-}
 
 /// o200k, loaded once for all tests and cases.
 fn o200k() -> Arc<TokenVocab> {
