@@ -46,6 +46,10 @@ pub struct BigramLm {
     vocab_size: usize,
     seed: u64,
     scale: f32,
+    /// `(token, offset)` added to that token's logit in every context.
+    bias: Option<(TokenId, f32)>,
+    /// `(token, offset)` added to that token's logit at the first position.
+    start_bias: Option<(TokenId, f32)>,
     context: Vec<TokenId>,
     forwards: usize,
 }
@@ -57,6 +61,8 @@ impl BigramLm {
             vocab_size,
             seed,
             scale: 2.0,
+            bias: None,
+            start_bias: None,
             context: Vec::new(),
             forwards: 0,
         }
@@ -65,6 +71,24 @@ impl BigramLm {
     /// Sets the logit scale (an inverse temperature: 0 is uniform).
     pub fn with_scale(mut self, scale: f32) -> Self {
         self.scale = scale;
+        self
+    }
+
+    /// Adds `offset` to `token`'s logit in every context (still a bigram
+    /// LM). With the EOS token and a negative offset, a length prior: every
+    /// other token gains probability at every position, so longer strings
+    /// gain mass relative to shorter ones.
+    pub fn with_bias(mut self, token: TokenId, offset: f32) -> Self {
+        self.bias = Some((token, offset));
+        self
+    }
+
+    /// Adds `offset` to `token`'s logit at the first position only (after
+    /// the virtual BOS; still a bigram LM). With the EOS token and a
+    /// negative offset it keeps the empty string from taking the terminal
+    /// law's mass.
+    pub fn with_start_bias(mut self, token: TokenId, offset: f32) -> Self {
+        self.start_bias = Some((token, offset));
         self
     }
 
@@ -79,9 +103,17 @@ impl BigramLm {
         let base = splitmix64(self.seed ^ splitmix64(p));
         (0..self.vocab_size)
             .map(|y| {
-                (self.scale as f64
+                let l = (self.scale as f64
                     * hashed_gaussian(base ^ (y as u64).wrapping_mul(0xA24B_AED4_963E_E407)))
-                    as f32
+                    as f32;
+                let l = match self.bias {
+                    Some((t, b)) if t as usize == y => l + b,
+                    _ => l,
+                };
+                match self.start_bias {
+                    Some((t, b)) if prev.is_none() && t as usize == y => l + b,
+                    _ => l,
+                }
             })
             .collect()
     }
