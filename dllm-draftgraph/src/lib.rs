@@ -30,7 +30,8 @@
 //!
 //! ## Costs
 //!
-//! - Decoding: one model call per call; the call scores `1 + D*` blocks.
+//! - Decoding: one `denoise` call (one NFE) per iteration, scoring the
+//!   true block and `D*` draft blocks; each accepted draft saves a call.
 //!   Host work per call is `O(L·V)` for the marginals plus `O(|G|·|q|·V)`
 //!   to score and fill the graph's formulas (`|G| = D` nodes of `|q|`
 //!   tokens) — a few percent of a model call (see the example's overhead
@@ -39,12 +40,16 @@
 //!   candidate graph in `O(steps·𝓛·|q|)` and an exact branch-and-bound
 //!   search for the best connected `D`-subset, milliseconds for `D = 10`
 //!   where the paper's brute force took ~3 minutes (App. D.2).
+//! - Model calls: with `D*` drafts a call scores `(1 + D*)·L` rows instead
+//!   of `L`; on a GPU with a large model that is nearly free, on a small
+//!   CPU model it is not (the call grows with its rows), so NFE savings
+//!   and token-rate savings differ.
 //!
 //! Measured figures (NFE, token rate, acceptance, mismatches, the `D*`
-//! and temperature sweeps, the overhead table) on the shipped byte-level
-//! model are in `examples/results/spiffy.md`, made by
-//! `examples/src/bin/spiffy.rs`.
-//!
+//! and temperature sweeps, the overhead table, confidence distributions)
+//! are in `examples/results/spiffy*.md`, made by
+//! `examples/src/bin/spiffy.rs`; the command is at the top of each file.
+
 //! ## Lossless
 //!
 //! [`verify::generate_spiffy`] makes every state with the same
@@ -100,13 +105,9 @@
 //!
 //! ## Not done
 //!
-//! - Training a bigger diffusion model (the issue asks for one with
-//!   context ≥ 256): no CPU budget in this session; the example runs the
-//!   shipped 2-layer, 64-token `models/diffusion-bytes`.
 //! - Position-id and attention-mask construction happen inside the model
-//!   backend (`zapspec-backend`'s `DiffusionLm`), so the overhead profile
-//!   counts them inside the model call rather than separately (Table 3
-//!   lists them apart).
+//!   backend (`zapspec-backend`'s `DiffusionLm`), so [`verify::SpiffyStats`]
+//!   counts them inside the model call; the example replays them apart.
 //! - No draft for the first call of a block (there are no marginals of it
 //!   yet); drafting across blocks is future work.
 

@@ -140,6 +140,31 @@ fn timed<T>(acc: &mut Duration, f: impl FnOnce() -> T) -> T {
     r
 }
 
+/// One denoising step of block `block` from the model rows `rows` scored
+/// on the block's current state: `Next(Y, p(·|Y))` written into `y`, the
+/// step counters advanced. Returns the state it stepped from and its
+/// marginals (the next anchor). The true step and every accepted draft go
+/// through here, so both make vanilla decoding's decision.
+fn take_step(
+    y: &mut [TokenId],
+    rows: &zapspec_core::Logits,
+    mask: TokenId,
+    dc: &DecodeConfig,
+    block: usize,
+    step: &mut usize,
+    st: &mut SpiffyStats,
+) -> Result<(Vec<TokenId>, Marginals), SpiffyError> {
+    let t = Instant::now();
+    let src = y.to_vec();
+    let marg = Marginals::new(rows, &src, mask)?;
+    let r = next_state(y, &marg, dc, StepKey { block, step: *step });
+    st.time_unmasking += t.elapsed();
+    r?;
+    *step += 1;
+    st.steps += 1;
+    Ok((src, marg))
+}
+
 /// Spiffy decoding of `prompt` with the draft graph `graph` (Algorithm 1
 /// with pruning to `D*`). Token for token the output of
 /// [`generate`](crate::decode::generate) with the same
@@ -198,16 +223,15 @@ pub fn generate_spiffy<M: DiffusionModel + ?Sized>(
             }
 
             // The true step.
-            let mut src = seq[range.clone()].to_vec();
-            let mut marg = timed(&mut st.time_unmasking, || {
-                Marginals::new(&out.main, &src, mask)
-            })?;
-            let key = StepKey { block: b, step };
-            timed(&mut st.time_unmasking, || {
-                next_state(&mut seq[range.clone()], &marg, &dc, key)
-            })?;
-            step += 1;
-            st.steps += 1;
+            let (mut src, mut marg) = take_step(
+                &mut seq[range.clone()],
+                &out.main,
+                mask,
+                &dc,
+                b,
+                &mut step,
+                &mut st,
+            )?;
 
             // Algorithm 1's verification loop.
             let mut chain: Vec<usize> = Vec::new();
@@ -223,16 +247,15 @@ pub fn generate_spiffy<M: DiffusionModel + ?Sized>(
                 let Some(d) = hit else { break };
                 used[d] = true;
                 chain.push(ids[d]);
-                src = seq[range.clone()].to_vec();
-                marg = timed(&mut st.time_unmasking, || {
-                    Marginals::new(&out.drafts[d], &src, mask)
-                })?;
-                let key = StepKey { block: b, step };
-                timed(&mut st.time_unmasking, || {
-                    next_state(&mut seq[range.clone()], &marg, &dc, key)
-                })?;
-                step += 1;
-                st.steps += 1;
+                (src, marg) = take_step(
+                    &mut seq[range.clone()],
+                    &out.drafts[d],
+                    mask,
+                    &dc,
+                    b,
+                    &mut step,
+                    &mut st,
+                )?;
                 candidates = timed(&mut st.time_acceptance, || {
                     (0..drafts.len())
                         .filter(|&e| !used[e] && graph.has_edge(ids[d], ids[e]))
