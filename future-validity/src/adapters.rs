@@ -23,7 +23,8 @@ use crate::estimator::{PhiCost, PhiEstimator, PhiQuery, PhiResult};
 /// An estimator plus the model it queries: implements [`PhiEstimator`] for
 /// any outer model type (the outer model is not touched).
 ///
-/// A call moves `model` to the query's prefix with
+/// A call moves `model` to the prompt ([`WithModel::with_prompt`], empty
+/// by default) followed by the query's prefix with
 /// [`LanguageModel::logits_for`] (reusing the longest common prefix of its
 /// cache), then calls `estimator` with those logits in place of the
 /// query's. The work reported is the estimator's plus that one forward.
@@ -33,14 +34,30 @@ use crate::estimator::{PhiCost, PhiEstimator, PhiQuery, PhiResult};
 pub struct WithModel<E, M> {
     /// The estimator called at each position.
     pub estimator: E,
-    /// The model it runs on (positioned at each query's prefix).
+    /// The model it runs on (positioned at the prompt and each query's prefix).
     pub model: M,
+    /// Tokens the model conditions on before the generated prefix.
+    prompt: Vec<TokenId>,
+    /// `prompt ++ prefix` of the last query (reused buffer).
+    ctx: Vec<TokenId>,
 }
 
 impl<E, M> WithModel<E, M> {
     /// Pairs `estimator` with its own `model`.
     pub fn new(estimator: E, model: M) -> Self {
-        WithModel { estimator, model }
+        WithModel {
+            estimator,
+            model,
+            prompt: Vec::new(),
+            ctx: Vec::new(),
+        }
+    }
+
+    /// Conditions the model on `prompt` before every query's prefix (the
+    /// prompt a speculative decoder was given with its own `with_prompt`).
+    pub fn with_prompt(mut self, prompt: &[TokenId]) -> Self {
+        self.prompt = prompt.to_vec();
+        self
     }
 }
 
@@ -55,7 +72,10 @@ where
         self.estimator.name()
     }
     fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, _: &mut N, out: &mut [f64]) -> PhiResult {
-        let logits = self.model.logits_for(q.prefix)?;
+        self.ctx.clear();
+        self.ctx.extend_from_slice(&self.prompt);
+        self.ctx.extend_from_slice(q.prefix);
+        let logits = self.model.logits_for(&self.ctx)?;
         let inner = PhiQuery {
             logits: &logits,
             ..*q

@@ -140,6 +140,9 @@ pub struct SpeculativeDecoder<P, Q, F> {
     /// `log Φ̂` by token, reused across rounds; only entries on the current
     /// `A_t` are touched, so a round costs `O(|A_t|)` here, not `O(|V|)`.
     phi_buf: Vec<f64>,
+    /// Tokens both models condition on before the first generated token
+    /// (outside the constraint); see [`Self::with_prompt`].
+    prompt: Vec<TokenId>,
 }
 
 impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
@@ -162,7 +165,23 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
             config,
             stats: RoundStats::default(),
             phi_buf: Vec::new(),
+            prompt: Vec::new(),
         })
+    }
+
+    /// Every sequence is generated after `prompt`: the target and the draft
+    /// condition on `prompt ++ generated`, while the constraint and the Φ
+    /// estimator see the generated tokens only (a prompt is not part of the
+    /// constrained output). The loop then samples `μ^proj` / `μ*` of the
+    /// prompted target. The prompt's forward is shared across sequences.
+    pub fn with_prompt(mut self, prompt: &[TokenId]) -> Self {
+        self.prompt = prompt.to_vec();
+        self
+    }
+
+    /// The prompt set by [`Self::with_prompt`] (empty by default).
+    pub fn prompt(&self) -> &[TokenId] {
+        &self.prompt
     }
 
     /// The configuration.
@@ -202,8 +221,11 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         self.check_vocab(constraint)?;
         let before = self.stats;
         let mut state = DecodeState::new(constraint.clone());
-        self.target.truncate(0);
-        self.draft.truncate(0);
+        // keep what the models share with the prompt (its KV cache)
+        for m in [&mut self.target as &mut dyn LanguageModel, &mut self.draft] {
+            let keep = common_prefix(m.context(), &self.prompt);
+            m.truncate(keep);
+        }
         while !state.is_finished() {
             if state.committed.len() >= self.config.max_tokens {
                 return Err(VerifyError::TooLong {
@@ -291,7 +313,10 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         let mut drafts: Vec<TokenId> = Vec::with_capacity(self.config.gamma);
         let mut draft_ids: Vec<Vec<TokenId>> = Vec::with_capacity(self.config.gamma);
         let mut draft_laws: Vec<Vec<f64>> = Vec::with_capacity(self.config.gamma);
-        let mut ctx = state.committed.clone();
+        // the models' context: prompt ++ committed ++ drafts
+        let base = self.prompt.len();
+        let mut ctx = self.prompt.clone();
+        ctx.extend_from_slice(&state.committed);
         let mut mask = TokenSet::new(vocab);
         while drafts.len() < self.config.gamma && !fork.is_finished() {
             fork.fill_mask(&mut mask);
@@ -339,7 +364,8 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
 
         // 2. Verify: one target forward over the block; the committed matcher
         //    advances through the block to give each position's A_t.
-        let rows = self.target_rows(&state.committed, &drafts[..n_rows - 1], vocab)?;
+        let context = [&self.prompt[..], &state.committed[..]].concat();
+        let rows = self.target_rows(&context, &drafts[..n_rows - 1], vocab)?;
         let use_phi = self.config.verifier.uses_phi();
         let mut laws: Vec<(Vec<TokenId>, Vec<f64>)> = Vec::with_capacity(n_rows);
         // (an early error return drops the buffer; the next round reallocates)
@@ -359,11 +385,11 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 for &y in &ids {
                     phi_buf[y as usize] = f64::NAN;
                 }
-                ctx.truncate(pos0);
+                ctx.truncate(base + pos0);
                 ctx.extend_from_slice(&drafts[..i]);
                 // compact_log_law renormalises over A_t: a per-position
                 // constant in log Φ̂ cancels (PhiEstimator::log_phi_shifted)
-                let q = PhiQuery::new(&ctx, &state.constraint, &mask, row);
+                let q = PhiQuery::new(&ctx[base..], &state.constraint, &mask, row);
                 let r = self
                     .phi
                     .log_phi_shifted(&q, &mut self.no_model, &mut phi_buf);
@@ -454,7 +480,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         let extra = match correction {
             Some(y) => {
                 state.constraint.rollback(k - accepted)?;
-                let keep = pos0 + accepted;
+                let keep = base + pos0 + accepted;
                 if self.target.context().len() > keep {
                     self.target.truncate(keep);
                 }
@@ -561,4 +587,9 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         }
         Ok(rows)
     }
+}
+
+/// Length of the longest common prefix of `a` and `b`.
+fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
