@@ -6,16 +6,28 @@
 //! ```text
 //! cargo run -p examples --bin copy_exec -- --pairs 50 --out examples/results
 //! cargo run -p examples --bin copy_exec -- my_edits.jsonl --pairs 20
+//! cargo run -p examples --bin copy_exec -- --git . --no-jsonl --git-max-file-bytes 4000 --pairs 5
 //! ```
+//!
+//! Corpora come from [`examples::edits`] (JSONL files and/or `--git` with
+//! size filters, the loader `copy_coverage` shares); `--max-tokens` skips
+//! pairs whose `|tok(D)| + |tok(D′)|` exceeds a bound, so a run on a slow
+//! model fits a time budget.
 //!
 //! For the first `--pairs` pairs of each JSONL corpus (default: the three
 //! `../shared/data/edits` corpora, first 10 pairs each — the order of the
 //! files, not a selection), with the prompt = the document `D`:
 //!
-//! - **Copy-as-Decode** runs the oracle program teacher-forced through
-//!   [`CopyDecoder::execute_program`] (one forward per decision; forced
-//!   literals and each copy's lines appended with the next decision) and
-//!   checks that the output is `D′` byte for byte;
+//! - **Copy-as-Decode** runs the oracle program teacher-forced, in the
+//!   *program layout* through [`CopyDecoder::execute_program`] (one
+//!   forward per decision; forced literals and each copy's lines appended
+//!   with the next decision) and in the *output layout* through
+//!   [`CopyDecoder::execute_output`] (the context holds only `D′`: one
+//!   prefill per copy, one forward per generated token), there with
+//!   span-wise and with canonical tokens at op boundaries
+//!   ([`TokenBoundary`]; canonical mode's context is checked to equal
+//!   `tok(D′)` on every pair); every output is checked to be `D′` byte
+//!   for byte;
 //! - **regeneration** decodes `D′` teacher-forced, one forward per token;
 //! - **prompt lookup** drafts from `D ++ output` ([`LookupConfig`]
 //!   defaults, not tuned) and verifies against `D′` (a model whose greedy
@@ -129,9 +141,9 @@ fn load_model(kind: ModelKind) -> Result<Loaded> {
         }
         ModelKind::Smollm2 => {
             let m =
-                examples::smollm2::SmolLm2::load(zapspec_backend::GgufWeights::Quantized, 8192)?;
+                examples::smollm2::SmolLm2::load(zapspec_backend::GgufWeights::Dequantized, 8192)?;
             let desc = format!(
-                "SmolLM2-135M-Instruct ({}; Q4_1 GGUF, vocabulary of {}, window {} tokens, CPU)",
+                "SmolLM2-135M-Instruct ({}; Q4_1 GGUF dequantised to f32 at load, vocabulary of {}, window {} tokens, CPU)",
                 examples::smollm2::model_path().display(),
                 m.vocab.len(),
                 m.lm.max_context()
@@ -190,6 +202,9 @@ struct Sum {
     secs: f64,
     out_tokens: usize,
     decided: usize,
+    /// Tokens appended after the prompt (decided, forced, copied, drafts
+    /// — rejected drafts and rolled-back tokens included).
+    appended: usize,
 }
 
 impl Sum {
@@ -200,12 +215,14 @@ impl Sum {
         self.secs += s.edit_time().as_secs_f64();
         self.out_tokens += s.output_tokens;
         self.decided += s.decided;
+        self.appended += s.tokens_in - s.prompt_tokens;
     }
     fn json(&self) -> serde_json::Value {
         json!({
             "forwards": self.forwards, "closed_form_forwards": self.closed,
             "slide_forwards": self.slides, "seconds": self.secs,
             "output_tokens": self.out_tokens, "decided": self.decided,
+            "appended": self.appended,
         })
     }
 }
@@ -416,6 +433,7 @@ fn main() -> Result<()> {
             a.secs += b.secs;
             a.out_tokens += b.out_tokens;
             a.decided += b.decided;
+            a.appended += b.appended;
         }
         pooled.cover.merge(&r.cover);
     }
@@ -428,6 +446,7 @@ fn main() -> Result<()> {
         "forwards (measured)",
         "forwards (unbounded window)",
         "slides",
+        "tokens appended: decided / without a decision",
         "wall s",
         "tok/s",
         "speed-up vs regen: forwards / unbounded / wall",
@@ -457,6 +476,7 @@ fn main() -> Result<()> {
                 s.forwards.to_string(),
                 s.closed.to_string(),
                 s.slides.to_string(),
+                format!("{} / {}", s.decided, s.appended - s.decided),
                 format!("{:.2}", s.secs),
                 format!("{:.0}", s.out_tokens as f64 / s.secs.max(1e-9)),
                 format!(
@@ -611,7 +631,7 @@ fn main() -> Result<()> {
          D′ prefix; GPT-2-style pre-tokenizers (SmolLM2's) read a newline and the next line's \
          indentation as one pre-token (`\\s+(?!\\S)`), so indented code disagrees at most boundaries. \
          The byte-level model has no merges, so its two tokenizations always agree.\n",
-        if cfg!(debug_assertions) { "" } else { "--release " },
+        if cfg!(debug_assertions) { "" } else { "--profile release-fast " },
         std::env::args().skip(1).collect::<Vec<_>>().join(" "),
         total,
         args.pairs,
