@@ -28,6 +28,9 @@ pub struct EditPair {
     pub after: String,
     /// `file:line` for JSONL, `commit:path` for git.
     pub source: String,
+    /// The edit instruction, when the JSONL object has a string
+    /// `instruction` field (HumanEvalFix does); `None` for git.
+    pub instruction: Option<String>,
 }
 
 /// Which pairs to keep.
@@ -142,6 +145,10 @@ pub fn read_jsonl(path: &Path, filter: &CorpusFilter) -> Result<Vec<EditPair>, C
                 before,
                 after,
                 source: format!("{file}:{}", i + 1),
+                instruction: v
+                    .get("instruction")
+                    .and_then(|x| x.as_str())
+                    .map(str::to_owned),
             });
         }
     }
@@ -329,6 +336,7 @@ pub fn git_history(repo: &Path, filter: &CorpusFilter) -> Result<GitCorpus, Corp
                     before,
                     after,
                     source: format!("{}:{}", &c.0[..c.0.len().min(12)], c.1),
+                    instruction: None,
                 }),
                 _ => corpus.skipped_binary += 1,
             }

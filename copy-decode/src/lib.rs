@@ -134,6 +134,18 @@
 //! The `copy_coverage` binary of the `examples` crate runs all of it on the
 //! edit corpora (results in `examples/results/copy_coverage.md`).
 //!
+//! ## Robustness
+//!
+//! The parser and resolver are fuzzed (`copy-decode/fuzz`, a cargo-fuzz
+//! project with its own workspace: `cargo +nightly fuzz run -O
+//! parse_program`; 601 s, 541,017 executions, no crash, with a
+//! differential check that a printed program resolves exactly when the
+//! FSM's byte automaton accepts it — `examples/results/copy_fuzz.md`);
+//! `tests/hostile.rs` covers a million-line document (the digit automaton
+//! is arithmetic, `O(log n)` per digit, and the FSM's only per-document
+//! memory is the capped mask cache), the empty document, binary-looking
+//! text and very long lines.
+//!
 //! ## Corpora
 //!
 //! [`corpus`]: [`read_jsonl`] and [`git_history`] (each commit's modified

@@ -57,7 +57,6 @@ fn million_lines() {
             n,
             FsmConfig {
                 mask_cache_cap: cap,
-                ..FsmConfig::default()
             },
         )
         .unwrap(),
