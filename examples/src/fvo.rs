@@ -89,12 +89,17 @@ pub fn f4(x: f64) -> String {
     crate::report::fmt_num(x)
 }
 
-/// A Φ̂ estimator that accumulates the wall time spent inside it.
+/// A Φ̂ estimator that accumulates the wall time and the thread CPU time
+/// spent inside it (the CPU clock, `cpu_time::ThreadTime`, costs a system
+/// call, ~0.3 µs, per reading: negligible beside calls of tens of µs, not
+/// beside the 0.2 µs calls of a 3-token toy).
 pub struct Timed<F> {
     /// The wrapped estimator.
     pub inner: F,
-    /// Seconds spent in calls so far.
+    /// Wall-clock seconds spent in calls so far.
     pub seconds: f64,
+    /// Thread CPU seconds spent in calls so far.
+    pub cpu_seconds: f64,
     /// Number of calls so far.
     pub calls: u64,
 }
@@ -105,9 +110,24 @@ impl<F> Timed<F> {
         Timed {
             inner,
             seconds: 0.0,
+            cpu_seconds: 0.0,
             calls: 0,
         }
     }
+
+    fn time<R>(&mut self, f: impl FnOnce(&mut F) -> R) -> R {
+        let (t, c) = (Instant::now(), cpu_time::ThreadTime::now());
+        let r = f(&mut self.inner);
+        self.cpu_seconds += c.elapsed().as_secs_f64();
+        self.seconds += t.elapsed().as_secs_f64();
+        self.calls += 1;
+        r
+    }
+}
+
+/// This thread's CPU time in seconds (`cpu_time::ThreadTime`).
+pub fn thread_cpu_seconds() -> f64 {
+    cpu_time::ThreadTime::now().as_duration().as_secs_f64()
 }
 
 impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> for Timed<F> {
@@ -115,11 +135,7 @@ impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> 
         self.inner.name()
     }
     fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
-        let t = Instant::now();
-        let r = self.inner.log_phi_into(q, model, out);
-        self.seconds += t.elapsed().as_secs_f64();
-        self.calls += 1;
-        r
+        self.time(|e| e.log_phi_into(q, model, out))
     }
     fn log_phi_shifted(
         &mut self,
@@ -127,11 +143,7 @@ impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> 
         model: &mut M,
         out: &mut [f64],
     ) -> PhiResult {
-        let t = Instant::now();
-        let r = self.inner.log_phi_shifted(q, model, out);
-        self.seconds += t.elapsed().as_secs_f64();
-        self.calls += 1;
-        r
+        self.time(|e| e.log_phi_shifted(q, model, out))
     }
 }
 

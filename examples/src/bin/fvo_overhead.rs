@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use examples::fvo::{Embed, Timed};
+use examples::fvo::{thread_cpu_seconds, Embed, Timed};
 use examples::report::{write_json, CommonArgs, MarkdownTable};
 use serde::Serialize;
 use zapspec_core::prob::seeded_rng;
@@ -55,16 +55,6 @@ const GAMMA: usize = 4;
 /// A sequence is restarted after this many committed tokens (the regular
 /// language is unbounded; the toy LM rarely picks EOS among many tokens).
 const MAX_COMMITTED: usize = 48;
-
-/// CPU time of this thread in seconds, with nanosecond resolution (Linux
-/// `/proc/thread-self/schedstat`: time spent on the CPU), so block timings
-/// depend less on how loaded the shared machine is; NaN elsewhere.
-fn thread_cpu_seconds() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or(f64::NAN, |ns| ns * 1e-9)
-}
 
 /// The pre-fix evaluation of Def. 9 as a `PhiEstimator` (for the
 /// "before" column through the generic adapter): a `|V|`-sized result,
@@ -133,7 +123,7 @@ struct Variant {
     name: String,
     /// Median over blocks of the mean time per round (µs).
     round_us: f64,
-    /// Same, thread CPU time (schedstat, ns resolution).
+    /// Same, thread CPU time (`cpu_time::ThreadTime`).
     round_cpu_us: f64,
     /// Target rows scored per round (γ + 1 unless EOS was drafted).
     rows_per_round: f64,
@@ -141,6 +131,10 @@ struct Variant {
     /// Time inside the Φ̂ source per round (µs) and its share of the round.
     phi_us: f64,
     phi_share: f64,
+    /// Per block: Φ̂'s thread CPU time over the block's thread CPU time
+    /// (both from the thread CPU clock, so another job preempting this
+    /// thread changes neither); `[p10, p50, p90, max]` over the blocks.
+    phi_share_cpu_blocks: [f64; 4],
     /// Median over blocks of this variant's round time / Uniform's.
     overhead_vs_uniform: f64,
     overhead_cpu_vs_uniform: f64,
@@ -174,6 +168,8 @@ struct PerCall {
 struct Acc {
     wall: Vec<f64>,
     cpu: Vec<f64>,
+    /// Φ̂ seconds per block.
+    phi_blocks: Vec<f64>,
     rounds: usize,
     rows: usize,
     tokens: usize,
@@ -277,6 +273,7 @@ fn measure<C: LookAhead>(
         .map(|_| Acc {
             wall: Vec::new(),
             cpu: Vec::new(),
+            phi_blocks: Vec::new(),
             rounds: 0,
             rows: 0,
             tokens: 0,
@@ -288,12 +285,15 @@ fn measure<C: LookAhead>(
         let seed = run.seed + b as u64;
         for j in 0..nv {
             let v = (j + b) % nv; // rotate the order
+            let phi_before = [du.phi.cpu_seconds, dof.phi.cpu_seconds, dn.phi.cpu_seconds];
             let (w, cpu, rows, tokens) = match v {
                 0 => block(&mut du, c, seed, rounds)?,
                 1 => block(&mut dof, c, seed, rounds)?,
                 _ => block(&mut dn, c, seed, rounds)?,
             };
+            let phi_after = [du.phi.cpu_seconds, dof.phi.cpu_seconds, dn.phi.cpu_seconds];
             let a = &mut acc[v];
+            a.phi_blocks.push(phi_after[v] - phi_before[v]);
             a.wall.push(w / rounds as f64);
             a.cpu.push(cpu / rounds as f64);
             a.rounds += rounds;
@@ -389,6 +389,21 @@ fn measure<C: LookAhead>(
                 .map(|(x, y)| x / y)
                 .collect();
             let total_wall: f64 = a.wall.iter().sum::<f64>() * rounds as f64;
+            let mut shares: Vec<f64> = a
+                .phi_blocks
+                .iter()
+                .zip(&a.cpu)
+                .filter(|(_, c)| **c > 0.0)
+                .map(|(p, c)| p / (c * rounds as f64))
+                .collect();
+            shares.sort_by(|x, y| x.total_cmp(y));
+            let q = |f: f64| -> f64 {
+                if shares.is_empty() {
+                    f64::NAN
+                } else {
+                    shares[((shares.len() - 1) as f64 * f).round() as usize]
+                }
+            };
             Variant {
                 name: names[v].into(),
                 round_us: median(&mut a.wall.clone()) * 1e6,
@@ -397,6 +412,7 @@ fn measure<C: LookAhead>(
                 tokens_per_round: a.tokens as f64 / a.rounds as f64,
                 phi_us: a.phi / a.rounds as f64 * 1e6,
                 phi_share: a.phi / total_wall,
+                phi_share_cpu_blocks: [q(0.1), q(0.5), q(0.9), q(1.0)],
                 overhead_vs_uniform: median(&mut rw) - 1.0,
                 overhead_cpu_vs_uniform: median(&mut rc) - 1.0,
                 rounds: a.rounds,
@@ -551,6 +567,7 @@ fn main() -> anyhow::Result<()> {
         "rows/round",
         "Φ̂ time/round (µs)",
         "Φ̂ share of round",
+        "Φ̂ share per block vs CPU: p50 [p10–p90], max",
         "overhead vs Uniform (wall / CPU)",
     ]);
     for s in &out {
@@ -564,6 +581,10 @@ fn main() -> anyhow::Result<()> {
                 format!("{:.2}", v.rows_per_round),
                 format!("{:.2}", v.phi_us),
                 format!("{:.2}%", v.phi_share * 100.0),
+                {
+                    let [p10, p50, p90, max] = v.phi_share_cpu_blocks.map(|x| x * 100.0);
+                    format!("{p50:.2}% [{p10:.2}–{p90:.2}%], {max:.2}%")
+                },
                 format!(
                     "{:+.2}% / {:+.2}%",
                     v.overhead_vs_uniform * 100.0,
