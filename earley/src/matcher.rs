@@ -404,5 +404,28 @@ impl zapspec_core::Matcher for EarleyMatcher {
     }
 }
 
-/// No look-ahead hooks: one-step look-ahead forks and masks.
-impl LookAhead for EarleyMatcher {}
+/// One look-ahead hook: [`LookAhead::mask_key`], so a one-step look-ahead
+/// (OneStep-Cheap, Def. 9 of the future-validity paper) that forks and
+/// advances each candidate can reuse the successor-set mass of every
+/// candidate that lands in an equivalent parser state instead of masking
+/// again.
+impl LookAhead for EarleyMatcher {
+    /// A 64-bit hash of what the state cache keys masks by: the chart's
+    /// items with their origins ranked within the chart (positions
+    /// dropped), whether it accepts, and whether EOS was consumed. Two
+    /// states with equal charts in that sense have equal masks (the state
+    /// cache relies on it); equal keys of unequal charts would need a
+    /// 64-bit hash collision. `O(items of the chart)` per call, no mask.
+    fn mask_key(&self) -> Option<u64> {
+        let c = self.chart();
+        let mut key = Vec::new();
+        c.key(&mut key);
+        let mut h = BuildFx.build_hasher();
+        for &k in &key {
+            h.write_u32(k);
+        }
+        h.write_u32(c.accepting as u32);
+        h.write_u32(u32::from(self.finished));
+        Some(h.finish())
+    }
+}

@@ -452,3 +452,46 @@ fn deep_right_linear_chain_compiles_and_matches_brute_force() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// `LookAhead::mask_key`: states (from several walks, every engine
+    /// configuration) with equal keys have equal masks — the contract a
+    /// one-step look-ahead caches successor masses by.
+    #[test]
+    fn equal_mask_keys_mean_equal_masks(
+        g in grammar(),
+        walks in prop::collection::vec(prop::collection::vec(0usize..64, 0..6), 1..5),
+    ) {
+        use zapspec_core::LookAhead;
+        let vocab = small_vocab();
+        let rec = Recognizer::new(&g).unwrap();
+        prop_assume!(rec.is_viable_prefix(b""));
+        let engine = Engine::new(vocab.clone());
+        for cfg in configs() {
+            let start = engine.compile(&g, cfg).unwrap().matcher();
+            let mut seen: std::collections::HashMap<u64, (TokenSet, Vec<u8>)> = Default::default();
+            for picks in &walks {
+                let mut m = start.clone();
+                let mut prefix = Vec::new();
+                for &pick in picks {
+                    let mask = m.mask();
+                    let key = m.mask_key().expect("the Earley matcher has mask keys");
+                    if let Some((other, at)) = seen.get(&key) {
+                        prop_assert_eq!(other, &mask, "key {} at {:?} and {:?}\n{}", key,
+                            String::from_utf8_lossy(at), String::from_utf8_lossy(&prefix), g);
+                    }
+                    seen.insert(key, (mask.clone(), prefix.clone()));
+                    let allowed: Vec<TokenId> = mask.iter().filter(|&t| t != vocab.eos()).collect();
+                    if allowed.is_empty() {
+                        break;
+                    }
+                    let t = allowed[pick % allowed.len()];
+                    m.advance(t).unwrap();
+                    prefix.extend_from_slice(vocab.token_bytes(t));
+                }
+            }
+        }
+    }
+}
