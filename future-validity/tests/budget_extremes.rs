@@ -103,10 +103,7 @@ fn large_n_stays_finite_and_counts_are_never_wrapped() {
         assert_eq!(lang.num_members(), None);
         let ln = lang.ln_num_members();
         // Σ_{c≤n/2} C(n,c) = 2^(n−1) + C(n, n/2)/2 for even n
-        let want = prob::log_add_exp(
-            (n - 1) as f64 * 2f64.ln(),
-            log_binom(n, n / 2) - 2f64.ln(),
-        );
+        let want = prob::log_add_exp((n - 1) as f64 * 2f64.ln(), log_binom(n, n / 2) - 2f64.ln());
         assert!((ln - want).abs() < 1e-9 * want, "{ln} vs {want}");
         let r = budget::summarize(lang, 0.7).unwrap();
         assert!(r.tv_proj_star.is_finite() && r.tv_phi_star.is_finite());
@@ -117,5 +114,8 @@ fn large_n_stays_finite_and_counts_are_never_wrapped() {
     let lang = BudgetLanguage::new(10_000, 5_000).unwrap();
     let got = budget::tv_proj_star(lang, 0.7);
     let want = reference_tv_proj(10_000, 5_000, 0.7);
-    assert!(got.is_finite() && (got - want).abs() < 1e-8, "{got} vs {want}");
+    assert!(
+        got.is_finite() && (got - want).abs() < 1e-8,
+        "{got} vs {want}"
+    );
 }

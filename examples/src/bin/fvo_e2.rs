@@ -108,7 +108,11 @@ fn estimators(seed: u64, horizon: usize) -> Vec<Est> {
         Box::new(OneStepTrue::new()),
     ];
     for k in MC_K {
-        v.push(Box::new(MonteCarlo::new(k, horizon, seed ^ (k as u64) << 8)));
+        v.push(Box::new(MonteCarlo::new(
+            k,
+            horizon,
+            seed ^ (k as u64) << 8,
+        )));
     }
     v.push(Box::new(Exact::new(ExactConfig::default())));
     v
@@ -316,15 +320,15 @@ fn main() -> anyhow::Result<()> {
         ]);
     }
     // over seeds: mean and 95% t-interval of the exact-law TV
-    let names: Vec<String> = rows
-        .iter()
-        .map(|r| r.estimator.clone())
-        .fold(Vec::new(), |mut v, n| {
-            if !v.contains(&n) {
-                v.push(n);
-            }
-            v
-        });
+    let names: Vec<String> =
+        rows.iter()
+            .map(|r| r.estimator.clone())
+            .fold(Vec::new(), |mut v, n| {
+                if !v.contains(&n) {
+                    v.push(n);
+                }
+                v
+            });
     let tv_of = |g: &str, s: u64, e: &str| {
         rows.iter()
             .find(|r| r.grammar == g && r.lm_seed == s && r.estimator == e)
