@@ -17,7 +17,8 @@
 //! cargo run --release -p examples --bin spiffy -- --out examples/results
 //! cargo run --profile release-fast -p examples --bin spiffy -- \
 //!     --model models/diffusion-bytes-288 --name spiffy_288 \
-//!     --prompt-len 32 --gen-len 256 --block-len 32 --out examples/results
+//!     --prompt-len 32 --gen-len 128 --block-len 32 --calib 4 --eval 4 \
+//!     --temps 0,1 --tau-low 0 --out examples/results
 //! ```
 //!
 //! The decoding cache is the exact one for the model's attention: the dual
