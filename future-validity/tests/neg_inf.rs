@@ -49,7 +49,7 @@ fn lm(seed: u64, zap: bool) -> ClosureLm<impl Fn(&[TokenId]) -> Vec<f32> + Clone
                 }
             }
         }
-        if zap && h % 3 == 0 {
+        if zap && h.is_multiple_of(3) {
             // opening brackets only: a close or EOS may be the only valid token
             out[(h >> 8) as usize % SPEC.kinds] = f32::NEG_INFINITY;
         }
