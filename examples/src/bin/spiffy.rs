@@ -48,7 +48,7 @@ use zapspec_spiffy::{
 #[derive(Debug, Parser)]
 #[command(about = "Spiffy on a byte-level diffusion LM: NFE, token rate, acceptance, losslessness")]
 struct Args {
-    /// Directory for <name>.md, <name>.json, the calibrated graphs and plots.
+    /// Directory for `<name>.md`, `<name>.json`, the calibrated graphs and plots.
     #[arg(long, default_value = "target/experiments")]
     out: PathBuf,
     /// File stem of the outputs (`<name>.md`, `<name>_dstar.png`, ...).
