@@ -8,7 +8,7 @@ use common::{members, seq_logp};
 use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
 use zapspec_phi::metrics::TerminalLaws;
 use zapspec_phi::{Exact, OneStepCheap, OneStepTrue, PhiEstimator, Uniform};
-use zapspec_testkit::toy::{splitmix64, ClosureLm};
+use zapspec_testkit::toy::{hashed_logits, splitmix64, ClosureLm};
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 
 const SPEC: DyckSpec = DyckSpec {
@@ -28,16 +28,10 @@ fn lm(seed: u64, zap: bool) -> ClosureLm<impl Fn(&[TokenId]) -> Vec<f32> + Clone
     let v = SPEC.vocab_size();
     let (o0, o1, c0) = (SPEC.open(0), SPEC.open(1), SPEC.close(0));
     ClosureLm::new(v, move |ctx: &[TokenId]| {
-        let mut h = splitmix64(seed);
-        for &t in ctx {
-            h = splitmix64(h ^ (t as u64 + 1));
-        }
-        let mut out: Vec<f32> = (0..v)
-            .map(|y| {
-                let r = splitmix64(h ^ ((y as u64 + 7) * 0x9E37_79B9));
-                ((r >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0) as f32
-            })
-            .collect();
+        let mut out = hashed_logits(seed, ctx, v, 2.0);
+        let h = ctx
+            .iter()
+            .fold(splitmix64(seed), |h, &t| splitmix64(h ^ (t as u64 + 1)));
         let n = ctx.len();
         if n >= 1 && ctx[n - 1] == o0 {
             out[o1 as usize] = f32::NEG_INFINITY;

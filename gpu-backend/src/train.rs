@@ -306,13 +306,14 @@ mod tests {
         assert!((lp - one).abs() < 1e-3, "{lp} vs {one}");
     }
 
-    #[test]
-    fn blockwise_diffusion_loss_trains_and_leaves_a_prefix_clean() {
+    /// A tiny diffusion model's trainer (lr 1e-2, context 32) and four
+    /// periodic 16-token windows to fit.
+    fn tiny_diffusion_setup(attention: DiffusionAttention) -> (Trainer, Vec<Vec<TokenId>>) {
         let cfg = ModelConfig {
             max_position_embeddings: 32,
-            ..ModelConfig::tiny_diffusion(DiffusionAttention::BlockCausal, 4)
+            ..ModelConfig::tiny_diffusion(attention, 4)
         };
-        let mut tr = Trainer::new(
+        let tr = Trainer::new(
             cfg,
             &TrainConfig {
                 lr: 1e-2,
@@ -320,10 +321,16 @@ mod tests {
             },
         )
         .unwrap();
-        let mut rng = zapspec_core::prob::seeded_rng(5);
         let windows: Vec<Vec<TokenId>> = (0..4)
             .map(|o| (0..16).map(|i| ((i + o) % 6) as TokenId).collect())
             .collect();
+        (tr, windows)
+    }
+
+    #[test]
+    fn blockwise_diffusion_loss_trains_and_leaves_a_prefix_clean() {
+        let (mut tr, windows) = tiny_diffusion_setup(DiffusionAttention::BlockCausal);
+        let mut rng = zapspec_core::prob::seeded_rng(5);
         let eval = |tr: &Trainer| {
             let mut r = zapspec_core::prob::seeded_rng(9);
             (0..8)
@@ -355,22 +362,8 @@ mod tests {
 
     #[test]
     fn diffusion_loss_trains() {
-        let cfg = ModelConfig {
-            max_position_embeddings: 32,
-            ..ModelConfig::tiny_diffusion(DiffusionAttention::Bidirectional, 4)
-        };
-        let mut tr = Trainer::new(
-            cfg,
-            &TrainConfig {
-                lr: 1e-2,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let (mut tr, windows) = tiny_diffusion_setup(DiffusionAttention::Bidirectional);
         let mut rng = zapspec_core::prob::seeded_rng(3);
-        let windows: Vec<Vec<TokenId>> = (0..4)
-            .map(|o| (0..16).map(|i| ((i + o) % 6) as TokenId).collect())
-            .collect();
         let rates = [0.5; 4];
         let eval = |tr: &Trainer| {
             let mut r = zapspec_core::prob::seeded_rng(9);

@@ -8,7 +8,7 @@ use zapspec_core::prob::seeded_rng;
 use zapspec_core::TokenId;
 use zapspec_phi::metrics::{chi_square, noise_floor, tv_counts};
 use zapspec_phi::Uniform;
-use zapspec_testkit::toy::{splitmix64, BigramLm, ClosureLm};
+use zapspec_testkit::toy::{hashed_logits, BigramLm, ClosureLm};
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
 
@@ -25,16 +25,7 @@ fn target() -> ClosureLm<impl Fn(&[TokenId]) -> Vec<f32> + Clone> {
     let v = SPEC.vocab_size();
     let (o0, o1, c0) = (SPEC.open(0), SPEC.open(1), SPEC.close(0));
     ClosureLm::new(v, move |ctx: &[TokenId]| {
-        let mut h = splitmix64(7);
-        for &t in ctx {
-            h = splitmix64(h ^ (t as u64 + 1));
-        }
-        let mut out: Vec<f32> = (0..v)
-            .map(|y| {
-                let r = splitmix64(h ^ ((y as u64 + 7) * 0x9E37_79B9));
-                ((r >> 11) as f64 / (1u64 << 53) as f64 * 3.0 - 1.5) as f32
-            })
-            .collect();
+        let mut out = hashed_logits(7, ctx, v, 1.5);
         if ctx.last() == Some(&o0) {
             out[o1 as usize] = f32::NEG_INFINITY;
         }

@@ -8,7 +8,7 @@ use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_core::{LanguageModel, TokenId};
 use zapspec_phi::metrics::{chi_square, noise_floor, tv_counts};
 use zapspec_phi::{Exact, Uniform, WithModel};
-use zapspec_testkit::toy::{splitmix64, ClosureLm};
+use zapspec_testkit::toy::{hashed_logits, ClosureLm};
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
 
@@ -23,17 +23,9 @@ const SPEC: DyckSpec = DyckSpec {
 fn lm(seed: u64, scale: f64) -> ClosureLm<impl Fn(&[TokenId]) -> Vec<f32> + Clone> {
     let v = SPEC.vocab_size();
     ClosureLm::new(v, move |ctx: &[TokenId]| {
-        let mut h = splitmix64(seed);
-        for &t in ctx {
-            h = splitmix64(h ^ (t as u64 + 1));
-        }
-        (0..v)
-            .map(|y| {
-                let r = splitmix64(h ^ ((y as u64 + 7) * 0x9E37_79B9));
-                let eos = if y == v - 1 { -3.0 } else { 0.0 };
-                (((r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale + eos) as f32
-            })
-            .collect()
+        let mut out = hashed_logits(seed, ctx, v, scale);
+        out[v - 1] -= 3.0;
+        out
     })
 }
 

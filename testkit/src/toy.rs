@@ -156,6 +156,25 @@ impl LanguageModel for BigramLm {
     }
 }
 
+/// Logits of a random context-dependent LM: `(seed, whole context,
+/// candidate)` hashed to a uniform value in `[−scale, scale]` per token. No
+/// table and no Markov property, so every context token (a prompt's too)
+/// matters; wrap it in a [`ClosureLm`] and add whatever structure a test
+/// needs (−∞ entries, an EOS penalty).
+pub fn hashed_logits(seed: u64, ctx: &[TokenId], vocab_size: usize, scale: f64) -> Vec<f32> {
+    let mut h = splitmix64(seed);
+    for &t in ctx {
+        h = splitmix64(h ^ (t as u64 + 1));
+    }
+    (0..vocab_size)
+        .map(|y| {
+            let r = splitmix64(h ^ ((y as u64 + 7) * 0x9E37_79B9));
+            let u = (r >> 11) as f64 / (1u64 << 53) as f64;
+            ((2.0 * u - 1.0) * scale) as f32
+        })
+        .collect()
+}
+
 /// An LM given by a function from the full context to logits.
 #[derive(Clone)]
 pub struct ClosureLm<F> {

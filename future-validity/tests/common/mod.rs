@@ -2,28 +2,17 @@
 #![allow(dead_code)]
 
 use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
-use zapspec_testkit::toy::{splitmix64, ClosureLm};
+use zapspec_testkit::toy::{hashed_logits, ClosureLm};
 
 /// A random context-dependent LM: logits hash (seed, context, token) into
-/// `[-scale, scale]`; `dead` tokens get an extra `offset` (e.g. −40 to make
-/// Φ tiny).
+/// `[-scale, scale]` ([`hashed_logits`]).
 pub fn random_lm(
     vocab: usize,
     seed: u64,
     scale: f32,
 ) -> ClosureLm<impl Fn(&[TokenId]) -> Vec<f32> + Clone> {
     ClosureLm::new(vocab, move |ctx: &[TokenId]| {
-        let mut h = splitmix64(seed);
-        for &t in ctx {
-            h = splitmix64(h ^ (t as u64 + 1));
-        }
-        (0..vocab)
-            .map(|y| {
-                let r = splitmix64(h ^ ((y as u64 + 7) * 0x9E37_79B9));
-                let u = (r >> 11) as f64 / (1u64 << 53) as f64;
-                ((2.0 * u - 1.0) * scale as f64) as f32
-            })
-            .collect()
+        hashed_logits(seed, ctx, vocab, scale as f64)
     })
 }
 
