@@ -364,8 +364,8 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
 
         // 2. Verify: one target forward over the block; the committed matcher
         //    advances through the block to give each position's A_t.
-        let context = [&self.prompt[..], &state.committed[..]].concat();
-        let rows = self.target_rows(&context, &drafts[..n_rows - 1], vocab)?;
+        // ctx is prompt ++ committed ++ drafts here
+        let rows = self.target_rows(&ctx[..base + pos0], &drafts[..n_rows - 1], vocab)?;
         let use_phi = self.config.verifier.uses_phi();
         let mut laws: Vec<(Vec<TokenId>, Vec<f64>)> = Vec::with_capacity(n_rows);
         // (an early error return drops the buffer; the next round reallocates)
@@ -554,13 +554,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 rows.extend(m.rows().into_iter().map(|r| r.to_vec()));
             }
         } else {
-            let ctx = self.target.context();
-            let mut common = ctx
-                .iter()
-                .zip(committed)
-                .take_while(|(a, b)| a == b)
-                .count();
-            common = common.min(committed.len() - 1);
+            let common = common_prefix(self.target.context(), committed).min(committed.len() - 1);
             self.target.truncate(common);
             let mut feed = committed[common..].to_vec();
             feed.extend_from_slice(block);
