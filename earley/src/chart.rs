@@ -24,6 +24,8 @@
 
 use std::sync::Arc;
 
+use rustc_hash::FxBuildHasher;
+
 use crate::grammar::{Rules, END, TERM};
 use crate::terminal::DEAD;
 
@@ -81,46 +83,8 @@ impl Chart {
 /// a hash set beyond.
 #[derive(Default)]
 struct Dedup {
-    set: std::collections::HashSet<Item, BuildFx>,
+    set: std::collections::HashSet<Item, FxBuildHasher>,
     active: bool,
-}
-
-#[derive(Default, Clone, Copy)]
-pub(crate) struct BuildFx;
-impl std::hash::BuildHasher for BuildFx {
-    type Hasher = FxHasher;
-    fn build_hasher(&self) -> FxHasher {
-        FxHasher(0)
-    }
-}
-/// The rustc "Fx" multiplicative hash (fast, not DoS-resistant).
-#[derive(Default)]
-pub(crate) struct FxHasher(u64);
-impl std::hash::Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64)
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 const LINEAR_DEDUP: usize = 24;

@@ -15,6 +15,8 @@
 //! | `ci_cache` | §4.3 | context-independent token mask cache per (terminal, DFA state), shared across matchers and grammars, and between terminal states with the same residual automaton |
 //! | [`slicer`] | — (llguidance's slicer) | vocabulary slices: precomputed token sets that make a cold cache entry for a JSON-string state a walk of ~5k tokens instead of 200k |
 //! | `matcher` | §4.4, §5.2 | the [`EarleyMatcher`]; rejected-prefix set; pruned-state mask cache |
+//! | [`batch`] | — (XGrammar's batch matcher) | [`fill_masks`]: the masks of a batch of sequences in parallel (rayon), the grammar shared by `Arc` |
+//! | [`draft_tree`] | — (XGrammar's draft-tree traversal) | [`draft_tree_masks`]: the mask at every node of a speculative draft tree in one call |
 //! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals become one DFA terminal |
 //! | `toktrie` | — | the vocabulary as a preorder byte trie with subtree skips ([`TokTrie`]) |
 //! | [`terminal`] | §4.1 | terminals as byte DFAs ([`ByteDfa`]) |
@@ -33,6 +35,14 @@
 //! - [`CompiledGrammar::matcher`]: an [`EarleyMatcher`], the parser state
 //!   of one sequence: token masks, advance, rollback, fork (`Clone`),
 //!   through the `zapspec_core` constraint traits. One per sequence.
+//! - [`fill_masks`]: the masks of a batch of matchers (one per running
+//!   sequence) in parallel, for serving; [`draft_tree_masks`]: the masks at
+//!   every node of a tree of drafted tokens, for tree speculative decoding.
+//!
+//! `VocabIndex`, `Engine`, `CompiledGrammar` and `EarleyMatcher` are
+//! `Send + Sync` (checked at compile time in [`batch`]): share the
+//! compiled grammar by `Arc` across a server's threads, and mask or
+//! advance each matcher on any thread.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -147,9 +157,11 @@
 //! - Huge fused terminals (tens of thousands of DFA states, from bounded
 //!   repetitions) make TTFM's tail: DFA construction is in TTFM.
 
+pub mod batch;
 mod chart;
 mod ci_cache;
 mod config;
+pub mod draft_tree;
 mod engine;
 mod error;
 pub mod fuse;
@@ -160,8 +172,10 @@ pub mod slicer;
 pub mod terminal;
 mod toktrie;
 
+pub use batch::{fill_masks, BatchError};
 pub use ci_cache::{CiEntry, TermEntry};
 pub use config::EngineConfig;
+pub use draft_tree::{draft_tree_masks, DraftTree, DraftTreeError, DraftTreeMasks, NodeMask};
 pub use engine::{
     CacheStats, CompiledGrammar, Counters, Engine, IndexConfig, SharedVocab, VocabIndex,
 };

@@ -5,12 +5,14 @@
 //! share their Earley sets through `Arc`: rollback pops, fork clones a
 //! vector of pointers.
 
-use std::hash::{BuildHasher, Hasher};
+use std::hash::Hasher;
 use std::sync::Arc;
 
+use rustc_hash::FxHasher;
 use zapspec_core::{Constraint, LookAhead, RejectReason, TokenId, TokenSet, Vocabulary};
 
-use crate::chart::{BuildFx, Chart, Item, Work};
+use crate::chart::{Chart, Item, Work};
+use crate::engine::AtomicCounters;
 use crate::engine::CompiledGrammar;
 use crate::grammar::{END, TERM};
 use crate::prune;
@@ -176,7 +178,7 @@ impl EarleyMatcher {
     fn fingerprint(&mut self) -> u64 {
         let c = self.history[self.history.len() - 1].clone();
         c.key(&mut self.key);
-        let mut h = BuildFx.build_hasher();
+        let mut h = FxHasher::default();
         for &k in &self.key {
             h.write_u32(k);
         }
@@ -294,14 +296,10 @@ impl EarleyMatcher {
         self.key.push(c.accepting as u32);
         self.g
             .state_cache
-            .lock()
+            .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(self.key.as_slice())
             .cloned()
-    }
-
-    fn bump(&self, f: impl FnOnce(&mut crate::engine::Counters)) {
-        f(&mut self.g.counters.lock().unwrap_or_else(|e| e.into_inner()));
     }
 }
 
@@ -322,15 +320,19 @@ impl zapspec_core::Matcher for EarleyMatcher {
     /// `|V|/64` words, a miss walks the token trie
     /// (or the context-independent cache) and fills the state cache.
     fn fill_next(&mut self, mask: &mut TokenSet) {
-        self.bump(|c| c.masks += 1);
+        AtomicCounters::bump(&self.g.counters.masks);
         if let Some(m) = self.cached_mask() {
-            self.bump(|c| c.state_cache_hits += 1);
+            AtomicCounters::bump(&self.g.counters.state_cache_hits);
             mask.words_mut().copy_from_slice(m.words());
             return;
         }
         self.compute_mask(mask);
         if self.g.config.state_cache {
-            let mut cache = self.g.state_cache.lock().unwrap_or_else(|e| e.into_inner());
+            let mut cache = self
+                .g
+                .state_cache
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
             if cache.len() >= self.g.config.state_cache_capacity {
                 cache.clear();
             }
@@ -359,7 +361,7 @@ impl zapspec_core::Matcher for EarleyMatcher {
                 .get(&fp)
                 .is_some_and(|v| v.iter().any(|p| bytes.starts_with(p)));
             if hit {
-                self.bump(|c| c.rejected_prefix_hits += 1);
+                AtomicCounters::bump(&self.g.counters.rejected_prefix_hits);
                 return Err(RejectReason::RejectedPrefix);
             }
             Some(fp)
@@ -420,7 +422,7 @@ impl LookAhead for EarleyMatcher {
         let c = self.chart();
         let mut key = Vec::new();
         c.key(&mut key);
-        let mut h = BuildFx.build_hasher();
+        let mut h = FxHasher::default();
         for &k in &key {
             h.write_u32(k);
         }

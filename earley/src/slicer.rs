@@ -28,9 +28,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use rustc_hash::FxBuildHasher;
 use zapspec_core::{TokenId, TokenSet, Vocabulary};
 
-use crate::chart::BuildFx;
 use crate::ci_cache::live_tokens;
 use crate::error::EarleyError;
 use crate::terminal::{ByteDfa, DEAD};
@@ -148,7 +148,7 @@ impl Slice {
                 reps.push(b);
             }
         }
-        let mut visited: HashSet<(u32, u32), BuildFx> = HashSet::default();
+        let mut visited: HashSet<(u32, u32), FxBuildHasher> = HashSet::default();
         let mut stack = vec![(self.dfa.start(), s)];
         visited.insert((self.dfa.start(), s));
         while let Some((q, p)) = stack.pop() {

@@ -1,0 +1,204 @@
+//! Token masks for a batch of sequences, computed in parallel: what an
+//! inference server does once per decoding step, for every running
+//! sequence that is constrained by a grammar (the role of XGrammar's
+//! `BatchGrammarMatcher::BatchFillNextTokenBitmask` and llguidance's
+//! `fill_next_token_bitmask_par`).
+//!
+//! [`fill_masks`] fills `masks[i]` with the mask of `matchers[i]`, one
+//! [rayon] task per sequence, on the rayon pool of the caller: the global
+//! pool, or the one of an enclosing
+//! [`ThreadPool::install`](rayon::ThreadPool::install) — which is how a
+//! server bounds the threads the masks may take (a pool built once with
+//! `ThreadPoolBuilder::new().num_threads(k)`), and how the `batch_masks`
+//! example compares 1 and 2 threads.
+//!
+//! ## Sharing
+//!
+//! The matchers are usually of one grammar, or of a few, and share their
+//! [`CompiledGrammar`](crate::CompiledGrammar) (and its
+//! [`VocabIndex`](crate::VocabIndex)) by `Arc`; both are `Send + Sync`,
+//! as is [`EarleyMatcher`](crate::EarleyMatcher), which this module checks
+//! at compile time. The caches they share (pruned-state masks,
+//! rejected prefixes, context-independent entries) only hold values that
+//! are a function of the parser state, behind locks that are never held
+//! while a mask is computed (see the *Threads* section of
+//! [`CompiledGrammar`](crate::CompiledGrammar)); so the batch result is
+//! the one a sequential loop gives, whatever the thread interleaving (the
+//! `batch_equals_sequential` test checks it against matchers of a separate
+//! compilation).
+//!
+//! ## Cost
+//!
+//! The sum of the per-sequence `fill_mask` costs (see the crate docs:
+//! a copy of `|V|/64` words on a pruned-state cache hit), divided over the
+//! threads, plus rayon's scheduling (a few µs a task). Sequences whose
+//! masks are cache hits are memory-bound; the speed-up comes from the
+//! misses. Two matchers of one grammar that miss on the same parser state
+//! at the same time both compute the mask (the first to finish fills the
+//! cache); a cold context-independent entry is computed once and waited
+//! for by the others.
+
+use rayon::prelude::*;
+use zapspec_core::{Constraint, TokenSet};
+
+/// Why [`fill_masks`] refused a batch (nothing is filled then).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchError {
+    /// There is not one mask per matcher.
+    #[error("{matchers} matchers but {masks} masks")]
+    LengthMismatch {
+        /// Number of matchers.
+        matchers: usize,
+        /// Number of masks.
+        masks: usize,
+    },
+    /// A mask's universe is not its matcher's vocabulary size.
+    #[error(
+        "mask {index} ranges over {universe} tokens, its matcher's vocabulary has {vocab_size}"
+    )]
+    UniverseMismatch {
+        /// Position in the batch.
+        index: usize,
+        /// The mask's [`TokenSet::universe`].
+        universe: usize,
+        /// The matcher's [`Constraint::vocab_size`].
+        vocab_size: usize,
+    },
+}
+
+/// Fills `masks[i]` with the allowed next tokens of `matchers[i]`
+/// ([`Constraint::fill_mask`]) for every `i`, in parallel on the current
+/// rayon pool (see the [module docs](self)). Equal to calling `fill_mask`
+/// on each in turn. Works for any [`Constraint`] that can be sent to
+/// another thread; [`EarleyMatcher`](crate::EarleyMatcher) is the one this
+/// crate has in mind.
+///
+/// Errors, before any mask is written, when the slices differ in length
+/// or a mask's universe is not its matcher's vocabulary size.
+pub fn fill_masks<C: Constraint + Send>(
+    matchers: &mut [C],
+    masks: &mut [TokenSet],
+) -> Result<(), BatchError> {
+    if matchers.len() != masks.len() {
+        return Err(BatchError::LengthMismatch {
+            matchers: matchers.len(),
+            masks: masks.len(),
+        });
+    }
+    for (index, (m, s)) in matchers.iter().zip(masks.iter()).enumerate() {
+        if s.universe() != m.vocab_size() {
+            return Err(BatchError::UniverseMismatch {
+                index,
+                universe: s.universe(),
+                vocab_size: m.vocab_size(),
+            });
+        }
+    }
+    matchers
+        .par_iter_mut()
+        .zip(masks.par_iter_mut())
+        .with_max_len(1)
+        .for_each(|(m, s)| m.fill_mask(s));
+    Ok(())
+}
+
+/// [`fill_masks`] into fresh masks, one per matcher.
+pub fn masks<C: Constraint + Send>(matchers: &mut [C]) -> Vec<TokenSet> {
+    let mut out: Vec<TokenSet> = matchers
+        .iter()
+        .map(|m| TokenSet::new(m.vocab_size()))
+        .collect();
+    // The masks were made to fit, so the checks cannot fail.
+    matchers
+        .par_iter_mut()
+        .zip(out.par_iter_mut())
+        .with_max_len(1)
+        .for_each(|(m, s)| m.fill_mask(s));
+    out
+}
+
+/// Compile-time check of the thread-safety bounds the docs promise: the
+/// per-vocabulary index, the engine, a compiled grammar and its matchers
+/// are `Send + Sync` (so an `Arc<CompiledGrammar>` can be shared between
+/// threads and matchers masked on any of them).
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<crate::VocabIndex>();
+    send_sync::<crate::Engine>();
+    send_sync::<crate::CompiledGrammar>();
+    send_sync::<std::sync::Arc<crate::CompiledGrammar>>();
+    send_sync::<crate::EarleyMatcher>();
+    send_sync::<crate::TermEntry>();
+    send_sync::<crate::CiEntry>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    use zapspec_core::{TokenId, Vocabulary};
+    use zapspec_grammar::Grammar;
+
+    use crate::{Engine, EngineConfig};
+
+    struct Ab;
+    impl Vocabulary for Ab {
+        fn len(&self) -> usize {
+            3
+        }
+        fn token_bytes(&self, t: TokenId) -> &[u8] {
+            [&b"a"[..], b"b", b""][t as usize]
+        }
+        fn eos(&self) -> TokenId {
+            2
+        }
+        fn is_special(&self, t: TokenId) -> bool {
+            t == 2
+        }
+    }
+
+    /// The bounds, also as an ordinary test (the `const` above is the
+    /// check that fails the build).
+    #[test]
+    fn shared_types_are_send_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<crate::CompiledGrammar>();
+        send_sync::<crate::EarleyMatcher>();
+        send_sync::<crate::VocabIndex>();
+    }
+
+    #[test]
+    fn mismatched_batches_are_refused_untouched() {
+        let g = Grammar::from_gbnf(r#"root ::= "a" "b"*"#).unwrap();
+        let cg = Engine::new(Arc::new(Ab))
+            .compile(&g, EngineConfig::default())
+            .unwrap();
+        let mut ms = vec![cg.matcher(), cg.matcher()];
+        let mut one = vec![TokenSet::new(3)];
+        assert_eq!(
+            fill_masks(&mut ms, &mut one),
+            Err(BatchError::LengthMismatch {
+                matchers: 2,
+                masks: 1
+            })
+        );
+        let mut bad = vec![TokenSet::new(3), TokenSet::new(4)];
+        assert_eq!(
+            fill_masks(&mut ms, &mut bad),
+            Err(BatchError::UniverseMismatch {
+                index: 1,
+                universe: 4,
+                vocab_size: 3
+            })
+        );
+        assert!(bad[0].is_empty(), "nothing is written on error");
+        ms[1].advance(0).unwrap();
+        let got = masks(&mut ms);
+        assert_eq!(got[0], TokenSet::from_ids(3, [0]));
+        assert_eq!(got[1], TokenSet::from_ids(3, [1, 2]));
+        let mut empty: Vec<crate::EarleyMatcher> = Vec::new();
+        assert_eq!(fill_masks(&mut empty, &mut []), Ok(()));
+    }
+}
