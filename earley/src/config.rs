@@ -1,6 +1,8 @@
 //! [`EngineConfig`]: every optimisation of the engine as one switch, so the
 //! ablation of ZapFormat Table 3 is one field.
 
+use zapspec_grammar::RegexLimits;
+
 /// Engine switches. `Default` turns everything on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EngineConfig {
@@ -29,6 +31,13 @@ pub struct EngineConfig {
     /// Maximum number of masks kept by the pruned-state cache (per compiled
     /// grammar); the cache is cleared when it is full.
     pub state_cache_capacity: usize,
+    /// Bounds on each terminal's NFA, DFA and DFA states (defaults:
+    /// [`RegexLimits::default`], 16 MiB / 64 MiB / 100,000 states). A
+    /// terminal over a bound is [`crate::EarleyError::LimitExceeded`]
+    /// naming the rule and the terminal (a fused terminal over a bound is
+    /// un-fused instead). Terminals are cached per vocabulary index by
+    /// regex text, so one compiled earlier under larger limits is reused.
+    pub regex_limits: RegexLimits,
 }
 
 impl Default for EngineConfig {
@@ -41,6 +50,7 @@ impl Default for EngineConfig {
             fuse_terminals: true,
             fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
             state_cache_capacity: 4096,
+            regex_limits: RegexLimits::default(),
         }
     }
 }
@@ -57,6 +67,7 @@ impl EngineConfig {
             fuse_terminals: false,
             fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
             state_cache_capacity: 0,
+            regex_limits: RegexLimits::default(),
         }
     }
 }

@@ -13,15 +13,13 @@
 //! that met the same pairs).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-
-use rustc_hash::FxBuildHasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use zapspec_core::{TokenSet, Vocabulary};
 use zapspec_grammar::{Grammar, Terminal};
 
-use crate::chart::{initial_chart, Chart};
+use crate::chart::{initial_chart, BuildFx, Chart};
 use crate::ci_cache::{CiEntry, TermEntry};
 use crate::config::EngineConfig;
 use crate::error::EarleyError;
@@ -54,7 +52,7 @@ pub struct VocabIndex {
     config: IndexConfig,
     terminals: Mutex<HashMap<String, Arc<TermEntry>>>,
     /// Context-independent entries by canonical residual automaton.
-    residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, FxBuildHasher>>,
+    residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, BuildFx>>,
     /// Approximate heap bytes added to the shared cache since it was last
     /// cleared (DFA tables and computed entries).
     cache_bytes: AtomicUsize,
@@ -221,10 +219,20 @@ impl VocabIndex {
 
     /// The shared entry of a terminal given as regex text.
     pub(crate) fn terminal_regex(&self, regex: String) -> Result<Arc<TermEntry>, EarleyError> {
+        self.terminal_regex_with(regex, &zapspec_grammar::RegexLimits::default())
+    }
+
+    /// [`Self::terminal_regex`] under explicit limits (an entry compiled
+    /// earlier is reused whatever the limits it was compiled under).
+    pub(crate) fn terminal_regex_with(
+        &self,
+        regex: String,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
         if let Some(e) = self.lock().get(&regex) {
             return Ok(e.clone());
         }
-        let dfa = ByteDfa::from_regex(&regex)?;
+        let dfa = ByteDfa::from_regex_with(&regex, limits)?;
         self.note_bytes(dfa.heap_bytes() + regex.len());
         let e = Arc::new(TermEntry::new(regex.clone(), dfa));
         Ok(self.lock().entry(regex).or_insert(e).clone())
@@ -255,8 +263,12 @@ impl VocabIndex {
         self.terminal_regex(regex.to_string())
     }
 
-    pub(crate) fn terminal(&self, t: &Terminal) -> Result<Arc<TermEntry>, EarleyError> {
-        self.terminal_regex(ByteDfa::regex_of(t))
+    pub(crate) fn terminal(
+        &self,
+        t: &Terminal,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        self.terminal_regex_with(ByteDfa::regex_of(t), limits)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TermEntry>>> {
@@ -347,56 +359,20 @@ impl Engine {
 /// A grammar compiled for a vocabulary; makes matchers. Holds the
 /// pruned-state cache and the rejected-prefix set, shared by all its
 /// matchers (across sequences and requests).
-///
-/// ## Threads
-///
-/// `CompiledGrammar` (like [`VocabIndex`] and [`Engine`]) is `Send + Sync`
-/// and is meant to be shared by `Arc` between the threads of a server; its
-/// matchers ([`EarleyMatcher`]) are `Send + Sync` too and may be moved to
-/// (or masked on) any thread — see [`crate::batch`], which masks a batch of
-/// them in parallel. Everything the matchers of one grammar share is
-/// behind a lock or written once: the pruned-state cache is an `RwLock`
-/// (hits take the read lock, so concurrent hits do not serialise), the
-/// rejected-prefix set a `Mutex`, the counters atomics, and the
-/// context-independent entries of the shared [`VocabIndex`] `OnceLock`s
-/// (a cold entry is computed once, the other threads wait for it). No
-/// lock is held while a mask is computed or a token parsed, and the
-/// shared state only ever caches values that are a function of the parser
-/// state, so a mask does not depend on which thread, or which other
-/// sequence, filled a cache first. A `const` assertion in
-/// [`crate::batch`] checks the bounds at compile time.
 pub struct CompiledGrammar {
     pub(crate) index: Arc<VocabIndex>,
     pub(crate) rules: Rules,
     pub(crate) config: EngineConfig,
     pub(crate) initial: Arc<Chart>,
-    pub(crate) state_cache: RwLock<HashMap<Box<[u32]>, Arc<TokenSet>, FxBuildHasher>>,
+    pub(crate) state_cache: Mutex<HashMap<Box<[u32]>, Arc<TokenSet>, BuildFx>>,
     pub(crate) rejected: Mutex<RejectedPrefixes>,
-    pub(crate) counters: AtomicCounters,
+    pub(crate) counters: Mutex<Counters>,
     fused: Option<Grammar>,
 }
 
 /// The rejected-prefix set (§4.4): per parser-state fingerprint, the byte
 /// prefixes known to have no viable continuation from that state.
-pub(crate) type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, FxBuildHasher>;
-
-/// The [`Counters`] of a compiled grammar as atomics, so matchers on
-/// different threads count without a lock (relaxed: they are statistics,
-/// read as a snapshot by [`CompiledGrammar::counters`]).
-#[derive(Debug, Default)]
-pub(crate) struct AtomicCounters {
-    pub(crate) masks: AtomicU64,
-    pub(crate) state_cache_hits: AtomicU64,
-    pub(crate) rejected_prefix_hits: AtomicU64,
-}
-
-impl AtomicCounters {
-    /// Adds one to `c`.
-    #[inline]
-    pub(crate) fn bump(c: &AtomicU64) {
-        c.fetch_add(1, Ordering::Relaxed);
-    }
-}
+pub(crate) type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, BuildFx>;
 
 /// Cache hit counters of a compiled grammar.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -437,9 +413,9 @@ impl CompiledGrammar {
             rules,
             config,
             initial: Arc::new(chart),
-            state_cache: RwLock::new(HashMap::default()),
+            state_cache: Mutex::new(HashMap::default()),
             rejected: Mutex::new(HashMap::default()),
-            counters: AtomicCounters::default(),
+            counters: Mutex::new(Counters::default()),
             fused,
         }))
     }
@@ -460,9 +436,13 @@ impl CompiledGrammar {
             for _ in 0..8 {
                 let (fg, re) =
                     crate::fuse::fuse_excluding(grammar, config.fuse_max_weight, &excluded);
-                match Rules::new(&fg, |t| index.terminal(t)) {
+                match Rules::new(&fg, |t| index.terminal(t, &config.regex_limits)) {
                     Ok(r) => return Ok((r, Some(fg))),
-                    Err(EarleyError::Terminal { regex, .. }) => {
+                    Err(EarleyError::Terminal { regex, .. })
+                    | Err(EarleyError::LimitExceeded {
+                        terminal: Some(regex),
+                        ..
+                    }) => {
                         let culprit = re.iter().position(|r| {
                             r.as_ref().is_some_and(|r| {
                                 ByteDfa::regex_of(&Terminal::Regex(r.clone())) == regex
@@ -477,7 +457,10 @@ impl CompiledGrammar {
                 }
             }
         }
-        Ok((Rules::new(grammar, |t| index.terminal(t))?, None))
+        Ok((
+            Rules::new(grammar, |t| index.terminal(t, &config.regex_limits))?,
+            None,
+        ))
     }
 
     /// A fresh matcher at the start of the language.
@@ -512,18 +495,13 @@ impl CompiledGrammar {
 
     /// Cache counters so far.
     pub fn counters(&self) -> Counters {
-        let c = &self.counters;
-        Counters {
-            masks: c.masks.load(Ordering::Relaxed),
-            state_cache_hits: c.state_cache_hits.load(Ordering::Relaxed),
-            rejected_prefix_hits: c.rejected_prefix_hits.load(Ordering::Relaxed),
-        }
+        *self.counters.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Number of masks in the pruned-state cache.
     pub fn state_cache_len(&self) -> usize {
         self.state_cache
-            .read()
+            .lock()
             .unwrap_or_else(|e| e.into_inner())
             .len()
     }

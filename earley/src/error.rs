@@ -1,6 +1,7 @@
 //! Errors of grammar compilation for the Earley engine.
 
 use thiserror::Error;
+use zapspec_grammar::Limit;
 
 /// Why a grammar could not be compiled for the engine.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -12,6 +13,23 @@ pub enum EarleyError {
         regex: String,
         /// The regex compiler's message.
         reason: String,
+    },
+    /// A resource limit of [`crate::EngineConfig`] was exceeded (see
+    /// `zapspec_grammar::limits`): the grammar is refused instead of
+    /// exhausting memory or time.
+    #[error("limit {limit} ({max}) exceeded at {place}: {detail}")]
+    LimitExceeded {
+        /// Which limit.
+        limit: Limit,
+        /// Its configured value.
+        max: usize,
+        /// Where: the rule and the terminal.
+        place: String,
+        /// The full regex of the terminal, when the limit is one of a
+        /// terminal's automaton.
+        terminal: Option<String>,
+        /// What exceeded it.
+        detail: String,
     },
     /// The start symbol derives no string (after removing unproductive rules).
     #[error("the grammar's language is empty: start symbol `{start}` derives no string")]
@@ -26,4 +44,27 @@ pub enum EarleyError {
         /// What is wrong.
         reason: String,
     },
+}
+
+impl EarleyError {
+    /// The same error, located in rule `rule` (terminal errors are raised
+    /// where the rule is not known).
+    pub fn in_rule(self, rule: &str) -> Self {
+        match self {
+            EarleyError::LimitExceeded {
+                limit,
+                max,
+                place,
+                terminal,
+                detail,
+            } if !place.starts_with("rule ") => EarleyError::LimitExceeded {
+                limit,
+                max,
+                place: format!("rule `{rule}`, {place}"),
+                terminal,
+                detail,
+            },
+            e => e,
+        }
+    }
 }

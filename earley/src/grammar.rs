@@ -77,7 +77,7 @@ impl Rules {
                             Some(&id) => id,
                             None => {
                                 let id = terms.len() as u32;
-                                terms.push(term(t)?);
+                                terms.push(term(t).map_err(|e| e.in_rule(g.name(r.lhs)))?);
                                 term_ids.insert(t, id);
                                 id
                             }

@@ -14,17 +14,15 @@
 
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::nfa::thompson;
-use regex_automata::util::{start, syntax};
+use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
-use zapspec_grammar::Terminal;
+use zapspec_grammar::limits::short_regex;
+use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
 use crate::error::EarleyError;
 
 /// The dead state of every [`ByteDfa`]: no continuation can be accepted.
 pub const DEAD: u32 = 0;
-
-/// Limit on the dense DFA built for one terminal (bytes of transition table).
-const DFA_SIZE_LIMIT: usize = 64 << 20;
 
 /// A deterministic automaton over bytes with only live states.
 #[derive(Clone, Debug)]
@@ -62,30 +60,91 @@ impl ByteDfa {
         }
     }
 
-    /// Compiles a terminal.
+    /// Compiles a terminal under the default [`RegexLimits`].
     pub fn compile(t: &Terminal) -> Result<Self, EarleyError> {
         Self::from_regex(&Self::regex_of(t))
     }
 
-    /// Compiles a regex (anchored at both ends; bytes, not chars).
+    /// Compiles a regex (anchored at both ends; bytes, not chars) under the
+    /// default [`RegexLimits`].
     pub fn from_regex(pattern: &str) -> Result<Self, EarleyError> {
+        Self::from_regex_with(pattern, &RegexLimits::default())
+    }
+
+    /// Compiles a regex under explicit limits: a regex that does not parse
+    /// is [`EarleyError::Terminal`]; an NFA, DFA or state count over a
+    /// limit is [`EarleyError::LimitExceeded`] naming the limit and the
+    /// terminal.
+    pub fn from_regex_with(pattern: &str, limits: &RegexLimits) -> Result<Self, EarleyError> {
         let err = |reason: String| EarleyError::Terminal {
             regex: pattern.to_string(),
             reason,
         };
+        let over = |limit: Limit, max: usize, detail: String| EarleyError::LimitExceeded {
+            limit,
+            max,
+            place: format!("terminal {}", short_regex(pattern)),
+            terminal: Some(pattern.to_string()),
+            detail,
+        };
+        let hir = regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(pattern)
+            .map_err(|e| err(e.to_string()))?;
+        let nfa = thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .utf8(false)
+                    .which_captures(thompson::WhichCaptures::None)
+                    .nfa_size_limit(Some(limits.nfa_bytes)),
+            )
+            .build_from_hir(&hir)
+            .map_err(|e| match e.size_limit() {
+                Some(max) => over(Limit::NfaBytes, max, e.to_string()),
+                None => err(e.to_string()),
+            })?;
+        // The state bound as a bound on the table, so that determinisation
+        // stops at `dfa_states` states instead of running on to `dfa_bytes`
+        // (a row is the byte-class alphabet, plus end-of-input, rounded up
+        // to a power of two, of 4-byte state ids).
+        let stride = nfa.byte_classes().alphabet_len().next_power_of_two();
+        let table_limit = limits
+            .dfa_states
+            .saturating_add(3) // dead, quit and sentinel states
+            .saturating_mul(stride * std::mem::size_of::<u32>())
+            .min(limits.dfa_bytes);
+        // Determinisation scratch (the NFA state sets of the DFA states)
+        // grows with the states too: bound it alike, generously.
+        let scratch_limit = table_limit
+            .saturating_mul(8)
+            .max(8 << 20)
+            .min(limits.dfa_bytes);
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()
                     .match_kind(MatchKind::All)
                     .start_kind(regex_automata::dfa::StartKind::Anchored)
                     .byte_classes(true)
-                    .dfa_size_limit(Some(DFA_SIZE_LIMIT))
-                    .determinize_size_limit(Some(DFA_SIZE_LIMIT)),
+                    .dfa_size_limit(Some(table_limit))
+                    .determinize_size_limit(Some(scratch_limit)),
             )
-            .syntax(syntax::Config::new().utf8(false))
-            .thompson(thompson::Config::new().utf8(false))
-            .build(pattern)
-            .map_err(|e| err(e.to_string()))?;
+            .build_from_nfa(&nfa)
+            .map_err(|e| {
+                if e.is_size_limit_exceeded() && table_limit < limits.dfa_bytes {
+                    // the table bound derived from the state bound: report
+                    // the state bound (what the user configured)
+                    over(
+                        Limit::DfaStates,
+                        limits.dfa_states,
+                        format!("more than {} DFA states ({e})", limits.dfa_states),
+                    )
+                } else if e.is_size_limit_exceeded() {
+                    over(Limit::DfaBytes, limits.dfa_bytes, e.to_string())
+                } else {
+                    err(e.to_string())
+                }
+            })?;
         let s0 = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
             .map_err(|e| err(e.to_string()))?;
@@ -129,6 +188,12 @@ impl ByteDfa {
                 let n = dfa.next_state(s, b);
                 let id = if dfa.is_dead_state(n) || dfa.is_quit_state(n) {
                     DEAD
+                } else if !ids.contains_key(&n) && ids.len() >= limits.dfa_states {
+                    return Err(over(
+                        Limit::DfaStates,
+                        limits.dfa_states,
+                        format!("more than {} DFA states", limits.dfa_states),
+                    ));
                 } else {
                     let next_id = ids.len() as u32 + 1;
                     *ids.entry(n).or_insert_with(|| {

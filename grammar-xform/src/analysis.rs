@@ -82,7 +82,10 @@ pub fn terminal_infos(g: &Grammar) -> Result<HashMap<Terminal, TerminalInfo>, Gr
         for s in &r.rhs {
             if let Symbol::T(t) = s {
                 if !m.contains_key(t) {
-                    m.insert(t.clone(), terminal_info(t)?);
+                    m.insert(
+                        t.clone(),
+                        terminal_info(t).map_err(|e| e.in_rule(g.name(r.lhs)))?,
+                    );
                 }
             }
         }

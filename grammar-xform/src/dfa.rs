@@ -33,11 +33,13 @@ use std::collections::HashMap;
 
 use crate::error::GrammarError;
 use crate::ir::{CharClass, Terminal};
+use crate::limits::{short_regex, Limit, RegexLimits};
 
 /// Upper bound on the memory regex-automata may use while determinising one
 /// regex terminal (pathological regexes like `(a|b)*a(a|b){30}` are
-/// rejected with an error instead of exhausting memory).
-pub const DETERMINIZE_LIMIT_BYTES: usize = 64 << 20;
+/// rejected with an error instead of exhausting memory); the default of
+/// [`RegexLimits::dfa_bytes`].
+pub const DETERMINIZE_LIMIT_BYTES: usize = RegexLimits::DEFAULT_DFA_BYTES;
 
 /// A terminal as a deterministic byte automaton (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,19 +61,62 @@ impl TerminalDfa {
     /// The dead state: no continuation of the bytes read can match.
     pub const DEAD: u32 = 0;
 
-    /// Compiles a terminal. Errors only for regexes that do not parse, use
-    /// features a DFA cannot express (Unicode word boundaries), or whose
-    /// determinisation exceeds [`DETERMINIZE_LIMIT_BYTES`].
+    /// Compiles a terminal under the default [`RegexLimits`]. Errors only
+    /// for regexes that do not parse or use features a DFA cannot express
+    /// (Unicode word boundaries) — [`GrammarError::Regex`] — or whose NFA
+    /// or DFA exceeds a limit — [`GrammarError::LimitExceeded`].
     pub fn compile(t: &Terminal) -> Result<TerminalDfa, GrammarError> {
+        Self::compile_with(t, &RegexLimits::default())
+    }
+
+    /// [`TerminalDfa::compile`] under explicit limits.
+    pub fn compile_with(t: &Terminal, limits: &RegexLimits) -> Result<TerminalDfa, GrammarError> {
         match t {
             Terminal::Literal(bytes) => Ok(Self::literal(bytes)),
-            Terminal::Class(c) => Self::from_hir(&class_hir(c), &t.to_string()),
-            Terminal::Regex(re) => Self::regex(re),
+            Terminal::Class(c) => Self::from_hir(&class_hir(c), &t.to_string(), limits),
+            Terminal::Regex(re) => Self::regex_with(re, limits),
         }
     }
 
-    /// The chain automaton of a byte string.
+    /// The chain automaton of a byte string, built directly in the final
+    /// layout (linear in the literal: grammars with tens of thousands of
+    /// literals, such as a large `enum`, compile quickly).
     pub fn literal(bytes: &[u8]) -> TerminalDfa {
+        let n = bytes.len();
+        // Class 0: bytes the literal does not use (dead everywhere); one
+        // class per distinct byte of the literal.
+        let mut classes = Box::new([0u8; 256]);
+        let mut stride = 1usize;
+        for &b in bytes {
+            if classes[b as usize] == 0 {
+                if stride == 256 {
+                    // all 256 byte values occur: no room for class 0
+                    return Self::literal_general(bytes);
+                }
+                classes[b as usize] = stride as u8;
+                stride += 1;
+            }
+        }
+        let m = n + 2; // DEAD, then "read bytes[..i]" for i in 0..=n
+        let mut table = vec![0u32; m * stride];
+        for (i, &b) in bytes.iter().enumerate() {
+            table[(i + 1) * stride + classes[b as usize] as usize] = (i + 2) as u32;
+        }
+        let mut accepting = vec![false; m];
+        accepting[n + 1] = true;
+        let live = (0..m).map(|s| s >= 1 && s <= n).collect();
+        TerminalDfa {
+            classes,
+            stride,
+            table,
+            accepting,
+            live,
+            start: 1,
+        }
+    }
+
+    /// [`Self::literal`] through the general construction.
+    fn literal_general(bytes: &[u8]) -> TerminalDfa {
         let n = bytes.len();
         // raw state i+1 = "read bytes[..i]"
         let mut raw = RawDfa::with_dead();
@@ -89,19 +134,25 @@ impl TerminalDfa {
     pub fn class(class: &CharClass) -> TerminalDfa {
         // Compiling a character class cannot fail: no look-around, and the
         // automaton has a handful of states.
-        Self::from_hir(&class_hir(class), "class").unwrap_or_else(|_| Self::empty())
+        Self::from_hir(&class_hir(class), "class", &RegexLimits::default())
+            .unwrap_or_else(|_| Self::empty())
     }
 
     /// The automaton of a regex (`regex-syntax` dialect, Unicode mode),
     /// implicitly anchored at both ends.
     pub fn regex(pattern: &str) -> Result<TerminalDfa, GrammarError> {
+        Self::regex_with(pattern, &RegexLimits::default())
+    }
+
+    /// [`TerminalDfa::regex`] under explicit limits.
+    pub fn regex_with(pattern: &str, limits: &RegexLimits) -> Result<TerminalDfa, GrammarError> {
         let hir = regex_syntax::ParserBuilder::new()
             .unicode(true)
             .utf8(true)
             .build()
             .parse(pattern)
             .map_err(|e| regex_error(pattern, e))?;
-        Self::from_hir(&hir, pattern)
+        Self::from_hir(&hir, pattern, limits)
     }
 
     /// The automaton of the empty language.
@@ -109,7 +160,11 @@ impl TerminalDfa {
         RawDfa::with_dead().finish(0)
     }
 
-    fn from_hir(hir: &Hir, pattern: &str) -> Result<TerminalDfa, GrammarError> {
+    fn from_hir(
+        hir: &Hir,
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<TerminalDfa, GrammarError> {
         let err = |reason: String| GrammarError::Regex {
             regex: pattern.to_string(),
             line: 0,
@@ -117,10 +172,39 @@ impl TerminalDfa {
             offset: 0,
             reason,
         };
+        let over = |limit: Limit, max: usize, detail: String| GrammarError::LimitExceeded {
+            limit,
+            max,
+            place: format!("terminal {}", short_regex(pattern)),
+            detail,
+        };
         let nfa = thompson::Compiler::new()
-            .configure(thompson::Config::new().which_captures(WhichCaptures::None))
+            .configure(
+                thompson::Config::new()
+                    .which_captures(WhichCaptures::None)
+                    .nfa_size_limit(Some(limits.nfa_bytes)),
+            )
             .build_from_hir(hir)
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(|e| match e.size_limit() {
+                Some(max) => over(Limit::NfaBytes, max, e.to_string()),
+                None => err(e.to_string()),
+            })?;
+        // The state bound as a bound on the table, so that determinisation
+        // stops at `dfa_states` states instead of running on to `dfa_bytes`
+        // (a row is the byte-class alphabet, plus end-of-input, rounded up
+        // to a power of two, of 4-byte state ids).
+        let stride = nfa.byte_classes().alphabet_len().next_power_of_two();
+        let table_limit = limits
+            .dfa_states
+            .saturating_add(3) // dead, quit and sentinel states
+            .saturating_mul(stride * std::mem::size_of::<u32>())
+            .min(limits.dfa_bytes);
+        // Determinisation scratch (the NFA state sets of the DFA states)
+        // grows with the states too: bound it alike, generously.
+        let scratch_limit = table_limit
+            .saturating_mul(8)
+            .max(8 << 20)
+            .min(limits.dfa_bytes);
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -128,11 +212,25 @@ impl TerminalDfa {
                     .start_kind(StartKind::Anchored)
                     .byte_classes(true)
                     .unicode_word_boundary(false)
-                    .determinize_size_limit(Some(DETERMINIZE_LIMIT_BYTES))
-                    .dfa_size_limit(Some(DETERMINIZE_LIMIT_BYTES)),
+                    .determinize_size_limit(Some(scratch_limit))
+                    .dfa_size_limit(Some(table_limit)),
             )
             .build_from_nfa(&nfa)
-            .map_err(|e| err(format!("cannot build a DFA: {e}")))?;
+            .map_err(|e| {
+                if e.is_size_limit_exceeded() && table_limit < limits.dfa_bytes {
+                    // the table bound derived from the state bound: report
+                    // the state bound (what the user configured)
+                    over(
+                        Limit::DfaStates,
+                        limits.dfa_states,
+                        format!("more than {} DFA states ({e})", limits.dfa_states),
+                    )
+                } else if e.is_size_limit_exceeded() {
+                    over(Limit::DfaBytes, limits.dfa_bytes, e.to_string())
+                } else {
+                    err(format!("cannot build a DFA: {e}"))
+                }
+            })?;
         let start = dfa
             .start_state_forward(&Input::new("").anchored(Anchored::Yes))
             .map_err(|e| err(format!("no anchored start state: {e}")))?;
@@ -152,6 +250,13 @@ impl TerminalDfa {
             }
             if let Some(&id) = ids.get(&sid) {
                 return Ok(id);
+            }
+            if ids.len() >= limits.dfa_states {
+                return Err(over(
+                    Limit::DfaStates,
+                    limits.dfa_states,
+                    format!("more than {} DFA states", limits.dfa_states),
+                ));
             }
             let acc = dfa.is_match_state(dfa.next_eoi_state(sid));
             let id = raw.add_state(acc);
@@ -414,6 +519,20 @@ mod tests {
         assert!(d.is_accepting(s) && !d.can_continue(s));
         assert_eq!(d.next(d.start(), b'x'), TerminalDfa::DEAD);
         assert!(!d.can_continue(TerminalDfa::DEAD) && !d.is_accepting(TerminalDfa::DEAD));
+    }
+
+    #[test]
+    fn direct_literal_equals_general_construction() {
+        let all: Vec<u8> = (0..=255u8).collect();
+        for lit in [&b""[..], b"a", b"abc", b"aab", b"\xff\x00\xff", &all] {
+            let d = TerminalDfa::literal(lit);
+            let g = TerminalDfa::literal_general(lit);
+            assert_eq!(d.num_states(), g.num_states());
+            for probe in [lit, &lit[..lit.len() / 2], b"abd", b"", b"\xff"] {
+                assert_eq!(d.matches(probe), g.matches(probe), "{lit:?} {probe:?}");
+                assert_eq!(d.is_prefix(probe), g.is_prefix(probe), "{lit:?} {probe:?}");
+            }
+        }
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use thiserror::Error;
 
+use crate::limits::Limit;
+
 /// A 1-based line/column position in a source text (columns count
 /// characters, not bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -82,6 +84,21 @@ pub enum GrammarError {
         start: String,
     },
 
+    /// A resource limit was exceeded (see [`crate::limits`]): the input
+    /// is refused instead of exhausting memory or time.
+    #[error("limit {limit} ({max}) exceeded at {place}: {detail}")]
+    LimitExceeded {
+        /// Which limit.
+        limit: Limit,
+        /// Its configured value.
+        max: usize,
+        /// Where it was hit: the rule (`rule `name``) and terminal, or the
+        /// line and column in the grammar text.
+        place: String,
+        /// What exceeded it.
+        detail: String,
+    },
+
     /// A grammar object that violates an invariant of the IR, e.g. a rule
     /// that mentions a nonterminal id the grammar does not have.
     #[error("invalid grammar: {reason}")]
@@ -100,6 +117,38 @@ impl GrammarError {
             | GrammarError::TooDeep { line, column, .. } => Some(Pos { line, column }),
             GrammarError::Regex { line, column, .. } if line > 0 => Some(Pos { line, column }),
             _ => None,
+        }
+    }
+
+    /// The same error, located in rule `rule` (for terminal errors that
+    /// were raised without knowing their rule).
+    pub fn in_rule(self, rule: &str) -> Self {
+        match self {
+            GrammarError::LimitExceeded {
+                limit,
+                max,
+                place,
+                detail,
+            } if !place.starts_with("rule ") => GrammarError::LimitExceeded {
+                limit,
+                max,
+                place: format!("rule `{rule}`, {place}"),
+                detail,
+            },
+            GrammarError::Regex {
+                regex,
+                line: 0,
+                offset,
+                reason,
+                ..
+            } => GrammarError::Regex {
+                regex,
+                line: 0,
+                column: 0,
+                offset,
+                reason: format!("in rule `{rule}`: {reason}"),
+            },
+            e => e,
         }
     }
 }

@@ -22,6 +22,7 @@
 //! | module | what | paper |
 //! |---|---|---|
 //! | [`ir`] | the grammar IR: nonterminals, rules, byte-level terminals (literal, char class, regex); `Display` prints GBNF | §3.1 |
+//! | [`limits`] | [`Limit`], [`RegexLimits`]: every resource bound of compilation, with defaults | |
 //! | [`error`] | [`GrammarError`] (line/column + reason where it applies) | |
 //! | [`dfa`] | [`TerminalDfa`]: each terminal as a dense byte DFA (dead state 0, exact `can_continue`, byte classes) | §4.1 "terminals … as FSMs" |
 //! | [`gbnf`] | [`parse_gbnf`] / `Grammar::from_gbnf`: llama.cpp GBNF + `/regex/`, desugaring `* + ? {m,n}` and groups; warnings for unused rules | |
@@ -79,6 +80,7 @@ pub mod gbnf;
 pub mod inline;
 pub mod ir;
 pub mod json_schema;
+pub mod limits;
 pub mod nullable;
 pub mod reference;
 pub mod simplify;
@@ -91,6 +93,7 @@ pub use error::GrammarError;
 pub use gbnf::{parse_gbnf, ParsedGrammar, Warning, WarningKind};
 pub use inline::{dedupe, eliminate_units, inline_nonterminals, InlineConfig};
 pub use ir::{CharClass, Grammar, GrammarStats, NtId, Rule, Symbol, Terminal};
+pub use limits::{Limit, RegexLimits};
 pub use nullable::{eliminate_nullable, eliminate_nullable_with, NullableConfig};
 pub use reference::Recognizer;
 pub use simplify::{simplify, PassReport, Simplified, SimplifyConfig};

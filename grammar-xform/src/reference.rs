@@ -85,7 +85,10 @@ impl Recognizer {
                         let id = match term_ids.get(t) {
                             Some(&id) => id,
                             None => {
-                                dfas.push(TerminalDfa::compile(t)?);
+                                dfas.push(
+                                    TerminalDfa::compile(t)
+                                        .map_err(|e| e.in_rule(g.name(r.lhs)))?,
+                                );
                                 let id = (dfas.len() - 1) as u32;
                                 term_ids.insert(t, id);
                                 id

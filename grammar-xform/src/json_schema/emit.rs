@@ -20,13 +20,17 @@ use super::strings::{
 };
 use super::{formats, CompileReport, JsonSchemaOptions, Whitespace};
 use crate::ir::{CharClass, Grammar, NtId, Symbol, Terminal};
+use crate::limits::Limit;
 
 pub(crate) struct Emitter<'a> {
     pub g: Grammar,
     pub norm: Normalizer<'a>,
     pub opts: &'a JsonSchemaOptions,
     memo: HashMap<String, NtId>,
-    queue: VecDeque<(NtId, Value, String)>,
+    /// Work items: nonterminal, subschema, pointer, nesting depth.
+    queue: VecDeque<(NtId, Value, String, usize)>,
+    /// Nesting depth of the work item being emitted.
+    depth: usize,
     ws: Option<NtId>,
     unit: Option<NtId>,
     star: Option<NtId>,
@@ -42,6 +46,56 @@ pub(crate) fn lit(s: &str) -> Symbol {
 
 pub(crate) fn re(s: String) -> Symbol {
     Symbol::T(Terminal::Regex(s))
+}
+
+/// Refuses a document nested more than `max` JSON levels ([`Limit::Depth`],
+/// at the first location too deep), walking it without recursion: the
+/// compiler serialises and clones subschemas, which recurse over them.
+fn check_json_depth(root: &Value, max: usize) -> Result<(), SchemaError> {
+    let mut stack: Vec<(&Value, usize)> = vec![(root, 0)];
+    while let Some((v, d)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Object(m) => Box::new(m.values()),
+            Value::Array(a) => Box::new(a.iter()),
+            _ => continue,
+        };
+        if d >= max {
+            // Rebuild the pointer of this node: search again, keeping paths
+            // (only on the error path).
+            return Err(SchemaError::limit(
+                Limit::Depth,
+                max,
+                &pointer_at_depth(root, max),
+                format!("the document is nested more than {max} levels"),
+            ));
+        }
+        stack.extend(children.map(|c| (c, d + 1)));
+    }
+    Ok(())
+}
+
+/// The pointer of the first node at JSON depth `depth` (depth-first).
+fn pointer_at_depth(root: &Value, depth: usize) -> String {
+    let mut stack: Vec<(&Value, String, usize)> = vec![(root, String::new(), 0)];
+    while let Some((v, p, d)) = stack.pop() {
+        if d == depth {
+            return p;
+        }
+        match v {
+            Value::Object(m) => {
+                for (k, c) in m.iter().rev() {
+                    stack.push((c, push_ptr(&p, k), d + 1));
+                }
+            }
+            Value::Array(a) => {
+                for (i, c) in a.iter().enumerate().rev() {
+                    stack.push((c, push_ptr(&p, &i.to_string()), d + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    String::new()
 }
 
 /// A readable nonterminal name from a JSON pointer.
@@ -176,6 +230,7 @@ impl<'a> Emitter<'a> {
             opts,
             memo: HashMap::new(),
             queue: VecDeque::new(),
+            depth: 0,
             ws: None,
             unit: None,
             star: None,
@@ -184,8 +239,11 @@ impl<'a> Emitter<'a> {
             format_notes: Vec::new(),
             name_counts: HashMap::new(),
         };
+        check_json_depth(schema, opts.max_json_depth)?;
         let root = e.node(schema, "")?;
-        while let Some((nt, v, ptr)) = e.queue.pop_front() {
+        while let Some((nt, v, ptr, depth)) = e.queue.pop_front() {
+            e.depth = depth;
+            e.norm.check_time(&ptr)?;
             let branches = e.norm.branches(&v, &ptr)?;
             for s in &branches {
                 e.simple(nt, s)?;
@@ -211,18 +269,33 @@ impl<'a> Emitter<'a> {
         if let Some(&nt) = self.memo.get(&key) {
             return Ok(nt);
         }
+        let depth = self.depth + 1;
+        if depth > self.opts.max_depth {
+            return Err(SchemaError::limit(
+                Limit::Depth,
+                self.opts.max_depth,
+                ptr,
+                format!(
+                    "subschemas nested more than {} levels (through properties, items or $ref)",
+                    self.opts.max_depth
+                ),
+            ));
+        }
         let nt = self.fresh(&nt_name(ptr), ptr)?;
         self.memo.insert(key, nt);
-        self.queue.push_back((nt, v.clone(), ptr.to_string()));
+        self.queue
+            .push_back((nt, v.clone(), ptr.to_string(), depth));
         Ok(nt)
     }
 
     pub fn fresh(&mut self, name: &str, ptr: &str) -> Result<NtId, SchemaError> {
         if self.g.num_nonterminals() >= self.opts.max_nonterminals {
-            return Err(SchemaError::TooLarge {
-                pointer: ptr.to_string(),
-                reason: format!("more than {} nonterminals", self.opts.max_nonterminals),
-            });
+            return Err(SchemaError::limit(
+                Limit::Nonterminals,
+                self.opts.max_nonterminals,
+                ptr,
+                format!("more than {} nonterminals", self.opts.max_nonterminals),
+            ));
         }
         // `Grammar::add_nonterminal` scans all names (and rescans on each
         // collision), so hand it names that are already unique.
@@ -395,13 +468,13 @@ impl<'a> Emitter<'a> {
             .iter()
             .map(|(h, k)| KeyPattern::from_hir(k, h.clone()))
             .collect::<Result<_, _>>()
-            .map_err(|r| SchemaError::unsupported(kw, ptr, r.to_string()))?;
+            .map_err(|r| r.into_schema(kw, ptr, ""))?;
         let refs: Vec<&KeyPattern> = pats.iter().collect();
         let ka = KeyAutomaton::with_length(&refs, min, max).map_err(|r| {
-            SchemaError::unsupported(
+            r.into_schema(
                 kw,
                 ptr,
-                format!("{kw} with minLength/maxLength or another pattern: {r}"),
+                &format!("{kw} with minLength/maxLength or another pattern: "),
             )
         })?;
         let r = ka.region((1u64 << pats.len()) - 1);

@@ -9,6 +9,7 @@ use serde_json::{Number, Value};
 use thiserror::Error;
 
 use crate::error::GrammarError;
+use crate::limits::Limit;
 
 /// Why a schema did not compile.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -69,6 +70,21 @@ pub enum SchemaError {
         reason: String,
     },
 
+    /// A resource limit of [`super::JsonSchemaOptions`] (or of a terminal's
+    /// automaton, [`crate::RegexLimits`]) was exceeded: the schema is
+    /// refused instead of exhausting memory, stack or time.
+    #[error("limit {limit} ({max}) exceeded at `{pointer}`: {detail}")]
+    LimitExceeded {
+        /// Which limit.
+        limit: Limit,
+        /// Its configured value.
+        max: usize,
+        /// JSON pointer of the schema where it was hit.
+        pointer: String,
+        /// What exceeded it.
+        detail: String,
+    },
+
     /// The grammar would exceed a size limit of [`super::JsonSchemaOptions`].
     #[error("schema too large at `{pointer}`: {reason}")]
     TooLarge {
@@ -88,7 +104,8 @@ impl SchemaError {
             | SchemaError::BadRef { pointer, .. }
             | SchemaError::Invalid { pointer, .. }
             | SchemaError::Unsatisfiable { pointer, .. }
-            | SchemaError::TooLarge { pointer, .. } => pointer,
+            | SchemaError::TooLarge { pointer, .. }
+            | SchemaError::LimitExceeded { pointer, .. } => pointer,
         }
     }
 
@@ -102,6 +119,7 @@ impl SchemaError {
             SchemaError::Invalid { keyword, .. } => format!("invalid `{keyword}`"),
             SchemaError::Unsatisfiable { .. } => "unsatisfiable".into(),
             SchemaError::TooLarge { .. } => "too large".into(),
+            SchemaError::LimitExceeded { limit, .. } => format!("limit {limit}"),
         }
     }
 
@@ -110,6 +128,20 @@ impl SchemaError {
             keyword: keyword.into(),
             pointer: pointer.into(),
             reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn limit(
+        limit: Limit,
+        max: usize,
+        pointer: &str,
+        detail: impl Into<String>,
+    ) -> Self {
+        SchemaError::LimitExceeded {
+            limit,
+            max,
+            pointer: pointer.into(),
+            detail: detail.into(),
         }
     }
 
@@ -233,6 +265,30 @@ pub(crate) enum KeyError {
         /// The state limit ([`super::keys::MAX_KEY_STATES`]).
         limit: usize,
     },
+}
+
+impl KeyError {
+    /// The schema error for this failure at `ptr` on keyword `kw`: a
+    /// limit exceeded (an automaton's size or states) stays a typed
+    /// [`SchemaError::LimitExceeded`] at `ptr`; the rest are
+    /// [`SchemaError::Unsupported`] with `context` before the reason.
+    pub(crate) fn into_schema(self, kw: &str, ptr: &str, context: &str) -> SchemaError {
+        match self {
+            KeyError::Dfa(GrammarError::LimitExceeded {
+                limit,
+                max,
+                place,
+                detail,
+            }) => SchemaError::limit(limit, max, ptr, format!("{kw}: {place}: {detail}")),
+            KeyError::TooManyStates { limit } => SchemaError::limit(
+                Limit::DfaStates,
+                limit,
+                ptr,
+                format!("{kw}: {}", KeyError::TooManyStates { limit }),
+            ),
+            other => SchemaError::unsupported(kw, ptr, format!("{context}{other}")),
+        }
+    }
 }
 
 /// Why a conjunction of schemas admits no value. Not a refusal: the branch

@@ -191,6 +191,28 @@ pub struct JsonSchemaOptions {
     pub max_regex_repeat: u64,
     /// `oneOf` as `anyOf`, or only where that is exact.
     pub one_of: OneOfMode,
+    /// Most nesting levels of subschemas reached through `properties`,
+    /// `items`, `$ref` … (a `$ref` chain counts each link); deeper schemas
+    /// are refused with [`SchemaError::LimitExceeded`] ([`Limit::Depth`])
+    /// naming the first location too deep. (Each level copies the
+    /// keywords of the levels below it, so compile time grows with the
+    /// square of the depth: about a second for 500 levels.)
+    ///
+    /// [`Limit::Depth`]: crate::Limit::Depth
+    pub max_depth: usize,
+    /// Most nesting levels of the JSON document itself (checked first,
+    /// without recursion: the compiler clones and serialises subschemas,
+    /// which recurses over them). `serde_json::from_str` already refuses
+    /// text nested more than 128 levels; this bounds values built in
+    /// memory.
+    pub max_json_depth: usize,
+    /// Wall-clock budget of one compilation; past it the schema is refused
+    /// with [`SchemaError::LimitExceeded`] ([`Limit::Time`]). Checked
+    /// between work items, so a compilation overruns it by at most one
+    /// item's work.
+    ///
+    /// [`Limit::Time`]: crate::Limit::Time
+    pub time_budget: std::time::Duration,
 }
 
 impl Default for JsonSchemaOptions {
@@ -203,6 +225,9 @@ impl Default for JsonSchemaOptions {
             max_counted_items: 2048,
             max_regex_repeat: 32,
             one_of: OneOfMode::AsAnyOf,
+            max_depth: 512,
+            max_json_depth: 2048,
+            time_budget: std::time::Duration::from_secs(60),
         }
     }
 }

@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 use super::error::{push_ptr, SchemaError, Unsat};
 use super::keywords::{classify, is_noop, KeywordClass};
 use super::{JsonSchemaOptions, OneOfMode, UnknownKeywords};
+use crate::limits::Limit;
 
 /// Type bits of a type set.
 pub(crate) const T_NULL: u8 = 1;
@@ -190,6 +191,8 @@ pub(crate) struct Normalizer<'a> {
     /// them holds for any instance that reaches a `oneOf` inside): the
     /// context in which `oneOf` branches must be disjoint.
     context: Vec<Map<String, Value>>,
+    /// When the compilation's time budget runs out (`None`: never).
+    deadline: Option<std::time::Instant>,
 }
 
 /// Depth bound for inlining `$ref`/applicators at one node.
@@ -233,6 +236,23 @@ impl<'a> Normalizer<'a> {
             ignored: Vec::new(),
             first_unsat: None,
             context: Vec::new(),
+            deadline: std::time::Instant::now().checked_add(opts.time_budget),
+        }
+    }
+
+    /// [`Limit::Time`] once the budget of the compilation is spent.
+    pub fn check_time(&self, ptr: &str) -> Result<(), SchemaError> {
+        match self.deadline {
+            Some(d) if std::time::Instant::now() >= d => Err(SchemaError::limit(
+                Limit::Time,
+                self.opts.time_budget.as_millis() as usize,
+                ptr,
+                format!(
+                    "compilation took more than its budget of {:?}",
+                    self.opts.time_budget
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -301,12 +321,14 @@ impl<'a> Normalizer<'a> {
 
     fn dnf(&mut self, v: &Value, ptr: &str, depth: usize) -> Result<Vec<Conj>, SchemaError> {
         if depth > MAX_INLINE_DEPTH {
-            return Err(SchemaError::unsupported(
-                "$ref",
+            return Err(SchemaError::limit(
+                Limit::Depth,
+                MAX_INLINE_DEPTH,
                 ptr,
                 format!("more than {MAX_INLINE_DEPTH} nested $ref/allOf/anyOf levels to inline (a reference cycle that never reaches a property or item)"),
             ));
         }
+        self.check_time(ptr)?;
         let obj = match v {
             Value::Bool(true) => return Ok(vec![vec![(Map::new(), ptr.to_string())]]),
             Value::Bool(false) => {
@@ -399,7 +421,7 @@ impl<'a> Normalizer<'a> {
                 .ok_or_else(|| SchemaError::invalid("$ref", ptr, "must be a string"))?;
             let (target, tptr) = self.resolve(r, &rptr)?;
             let sub = self.dnf(target, &tptr, depth + 1)?;
-            acc = self.product(acc, sub, ptr)?;
+            acc = self.product(acc, sub, ptr, "$ref")?;
         }
         if let Some(a) = obj.get("allOf") {
             let a = a
@@ -408,7 +430,7 @@ impl<'a> Normalizer<'a> {
             let aptr = push_ptr(ptr, "allOf");
             for (i, m) in a.iter().enumerate() {
                 let sub = self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?;
-                acc = self.product(acc, sub, ptr)?;
+                acc = self.product(acc, sub, ptr, "allOf")?;
             }
         }
         if let Some(i) = obj.get("if").filter(|_| !self.no_if) {
@@ -420,7 +442,7 @@ impl<'a> Normalizer<'a> {
                 Some(t) => self.dnf(t, &push_ptr(ptr, "then"), depth + 1)?,
                 None => vec![vec![(Map::new(), ptr.to_string())]],
             };
-            let mut union = self.product(yes, then, ptr)?;
+            let mut union = self.product(yes, then, ptr, "then")?;
             let no = self.negate(i, &iptr, depth + 1).map_err(|e| match e {
                 SchemaError::Unsupported {
                     pointer, reason, ..
@@ -435,8 +457,8 @@ impl<'a> Normalizer<'a> {
                 Some(e) => self.dnf(e, &push_ptr(ptr, "else"), depth + 1)?,
                 None => vec![vec![(Map::new(), ptr.to_string())]],
             };
-            union.extend(self.product(no, els, ptr)?);
-            acc = self.product(acc, union, ptr)?;
+            union.extend(self.product(no, els, ptr, "else")?);
+            acc = self.product(acc, union, ptr, "if")?;
         }
         for kw in ["dependencies", "dependentRequired", "dependentSchemas"] {
             let Some(deps) = obj.get(kw) else { continue };
@@ -446,7 +468,7 @@ impl<'a> Normalizer<'a> {
             let dptr = push_ptr(ptr, kw);
             for (k, d) in deps {
                 let union = self.dependency(k, d, kw, &push_ptr(&dptr, k), depth)?;
-                acc = self.product(acc, union, ptr)?;
+                acc = self.product(acc, union, ptr, kw)?;
             }
         }
         for kw in ["anyOf", "oneOf"] {
@@ -463,6 +485,9 @@ impl<'a> Normalizer<'a> {
                 for (i, m) in a.iter().enumerate() {
                     starts.push(union.len());
                     union.extend(self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?);
+                    if union.len() > self.opts.max_branches {
+                        return Err(self.too_many_branches(ptr, kw, union.len()));
+                    }
                 }
                 if kw == "oneOf" && self.opts.one_of == OneOfMode::RequireDisjoint {
                     let ctx: Conj = self
@@ -476,12 +501,12 @@ impl<'a> Normalizer<'a> {
                         union = self.one_of_exact(a, &aptr, depth).map_err(|_| e)?;
                     }
                 }
-                acc = self.product(acc, union, ptr)?;
+                acc = self.product(acc, union, ptr, kw)?;
             }
         }
         if let Some(n) = obj.get("not") {
             let neg = self.negate(n, &push_ptr(ptr, "not"), depth + 1)?;
-            acc = self.product(acc, neg, ptr)?;
+            acc = self.product(acc, neg, ptr, "not")?;
         }
         match obj.get("nullable") {
             None | Some(Value::Bool(false)) => {}
@@ -513,15 +538,12 @@ impl<'a> Normalizer<'a> {
             let mut part = self.dnf(b, &push_ptr(aptr, &i.to_string()), depth + 1)?;
             for (j, n) in negs.iter().enumerate() {
                 if j != i {
-                    part = self.product(part, n.clone(), aptr)?;
+                    part = self.product(part, n.clone(), aptr, "oneOf")?;
                 }
             }
             out.extend(part);
             if out.len() > self.opts.max_branches {
-                return Err(SchemaError::TooLarge {
-                    pointer: aptr.to_string(),
-                    reason: format!("oneOf gives more than {} branches", self.opts.max_branches),
-                });
+                return Err(self.too_many_branches(aptr, "oneOf", out.len()));
             }
         }
         Ok(out)
@@ -573,7 +595,7 @@ impl<'a> Normalizer<'a> {
                 let mut m = Map::new();
                 m.insert("required".into(), Value::Array(names(&[])?));
                 let sub = self.dnf(d, ptr, depth + 1)?;
-                self.product(vec![vec![(m, ptr.to_string())]], sub, ptr)?
+                self.product(vec![vec![(m, ptr.to_string())]], sub, ptr, kw)?
             }
             _ => {
                 return Err(SchemaError::invalid(
@@ -592,6 +614,14 @@ impl<'a> Normalizer<'a> {
     /// union of simple schemas: `true`/`false`/`{}`, `type`, `enum`/`const`
     /// of null/boolean/string members, `required`, and `not`.
     fn negate(&mut self, v: &Value, ptr: &str, depth: usize) -> Result<Vec<Conj>, SchemaError> {
+        if depth > MAX_INLINE_DEPTH {
+            return Err(SchemaError::limit(
+                Limit::Depth,
+                MAX_INLINE_DEPTH,
+                ptr,
+                format!("more than {MAX_INLINE_DEPTH} nested not/$ref levels to negate"),
+            ));
+        }
         let any = || vec![vec![(Map::new(), ptr.to_string())]];
         let one = |m: Map<String, Value>| vec![(m, ptr.to_string())];
         let obj = match v {
@@ -668,13 +698,7 @@ impl<'a> Normalizer<'a> {
                 m.insert(k.clone(), obj[k.as_str()].clone());
                 out.extend(self.negate(&Value::Object(m), ptr, depth + 1)?);
                 if out.len() > self.opts.max_branches {
-                    return Err(SchemaError::TooLarge {
-                        pointer: ptr.to_string(),
-                        reason: format!(
-                            "`not` gives more than {} branches",
-                            self.opts.max_branches
-                        ),
-                    });
+                    return Err(self.too_many_branches(ptr, "not", out.len()));
                 }
             }
             return Ok(out);
@@ -854,15 +878,32 @@ impl<'a> Normalizer<'a> {
         }
     }
 
-    fn product(&mut self, a: Vec<Conj>, b: Vec<Conj>, ptr: &str) -> Result<Vec<Conj>, SchemaError> {
-        if a.len().saturating_mul(b.len()) > self.opts.max_branches {
-            return Err(SchemaError::TooLarge {
-                pointer: ptr.to_string(),
-                reason: format!(
-                    "distributing anyOf/oneOf over allOf gives more than {} branches",
-                    self.opts.max_branches
-                ),
-            });
+    /// [`Limit::Branches`] exceeded at `ptr` by the union of keyword `what`.
+    fn too_many_branches(&self, ptr: &str, what: &str, n: usize) -> SchemaError {
+        SchemaError::limit(
+            Limit::Branches,
+            self.opts.max_branches,
+            ptr,
+            format!(
+                "`{what}` expands the schema to {n} branches, more than max_branches {}",
+                self.opts.max_branches
+            ),
+        )
+    }
+
+    /// The conjunction of two unions (`a × b`); `what` names the keyword
+    /// whose union `b` is, for the error when the product exceeds
+    /// `max_branches`.
+    fn product(
+        &mut self,
+        a: Vec<Conj>,
+        b: Vec<Conj>,
+        ptr: &str,
+        what: &str,
+    ) -> Result<Vec<Conj>, SchemaError> {
+        let n = a.len().saturating_mul(b.len());
+        if n > self.opts.max_branches {
+            return Err(self.too_many_branches(ptr, what, n));
         }
         if b.is_empty() || a.is_empty() {
             return Ok(vec![]);
@@ -1530,7 +1571,10 @@ mod tests {
         let mut n = Normalizer::new(&cyc, &opts);
         assert!(matches!(
             n.branches(&cyc, ""),
-            Err(SchemaError::Unsupported { .. })
+            Err(SchemaError::LimitExceeded {
+                limit: Limit::Depth,
+                ..
+            })
         ));
     }
 }

@@ -86,7 +86,11 @@ pub(crate) fn pattern_properties(
             ));
         }
         let kp = KeyPattern::new(p).map_err(|r| {
-            SchemaError::unsupported("patternProperties", ptr, format!("{r} (pattern {p:?})"))
+            r.into_schema(
+                "patternProperties",
+                &push_ptr(&push_ptr(ptr, "patternProperties"), p),
+                &format!("(pattern {p:?}) "),
+            )
         })?;
         out.push((kp, v.clone()));
     }
@@ -213,8 +217,8 @@ fn extra_regions(
         )]);
     }
     let pats: Vec<&KeyPattern> = patterns.iter().map(|(p, _)| p).collect();
-    let ka = KeyAutomaton::new(&pats, names)
-        .map_err(|r| SchemaError::unsupported("patternProperties", ptr, r.to_string()))?;
+    let ka =
+        KeyAutomaton::new(&pats, names).map_err(|r| r.into_schema("patternProperties", ptr, ""))?;
     let pp_ptr = push_ptr(ptr, "patternProperties");
     let mut out = Vec::new();
     for set in ka.regions() {

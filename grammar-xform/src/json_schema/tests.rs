@@ -367,7 +367,13 @@ fn deep_and_recursive_schemas_do_not_overflow() {
     for _ in 0..1500 {
         s = json!({"type": "array", "items": s});
     }
-    let g = compile(&s);
+    // deeper than the default depth limits, which are raised here
+    let opts = JsonSchemaOptions {
+        max_depth: 2000,
+        max_json_depth: 4000,
+        ..Default::default()
+    };
+    let g = compile_json_schema(&s, &opts).unwrap();
     assert!(g.stats().nonterminals > 1500);
     let mut v = json!(7);
     for _ in 0..1500 {

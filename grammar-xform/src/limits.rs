@@ -1,0 +1,123 @@
+//! Resource limits of grammar compilation.
+//!
+//! Every compile step whose cost a hostile input can blow up has a bound,
+//! and exceeding it is a typed error ([`crate::GrammarError::LimitExceeded`],
+//! [`crate::json_schema::SchemaError::LimitExceeded`], and the Earley
+//! engine's `EarleyError::LimitExceeded`) that names the [`Limit`] and the
+//! place (rule name, terminal, or JSON pointer) where it was hit — never a
+//! panic, an out-of-memory kill or a stack overflow.
+//!
+//! | limit | default | where it is configured |
+//! |---|---|---|
+//! | [`Limit::NfaBytes`] | 16 MiB ([`RegexLimits::DEFAULT_NFA_BYTES`]) | [`RegexLimits::nfa_bytes`] |
+//! | [`Limit::DfaBytes`] | 64 MiB ([`RegexLimits::DEFAULT_DFA_BYTES`]) | [`RegexLimits::dfa_bytes`] (table and determinisation scratch) |
+//! | [`Limit::DfaStates`] | 100,000 ([`RegexLimits::DEFAULT_DFA_STATES`]) | [`RegexLimits::dfa_states`] |
+//! | [`Limit::Depth`] (GBNF groups) | 1000 ([`crate::gbnf::MAX_NESTING`]) | fixed |
+//! | [`Limit::Depth`] (JSON Schema subschema nesting, `$ref` chains) | 512 | `JsonSchemaOptions::max_depth` |
+//! | [`Limit::Depth`] (JSON document nesting) | 2048 | `JsonSchemaOptions::max_json_depth` |
+//! | [`Limit::Depth`] (`$ref`/`allOf`/`not` inlining at one node) | 48 | fixed |
+//! | [`Limit::Branches`] | 256 | `JsonSchemaOptions::max_branches` |
+//! | [`Limit::Nonterminals`] | 200,000 | `JsonSchemaOptions::max_nonterminals` |
+//! | [`Limit::Time`] | 60 s (a safety net: results should not depend on machine speed) | `JsonSchemaOptions::time_budget` |
+//! | [`Limit::Rules`] | (engine) | `EngineConfig::max_rules` |
+//!
+//! The regex limits are `regex-automata`'s own builder limits
+//! (`thompson::Config::nfa_size_limit`, `dense::Config::dfa_size_limit`
+//! and `determinize_size_limit`); a build error for exceeding one of them
+//! is reported as [`Limit::NfaBytes`] / [`Limit::DfaBytes`], distinct from
+//! a regex that does not parse (`GrammarError::Regex`).
+
+use std::fmt;
+
+/// A resource bound that a compile step can exceed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// Heap bytes of one terminal's Thompson NFA.
+    NfaBytes,
+    /// Heap bytes of one terminal's dense DFA, or of the scratch space of
+    /// its determinisation.
+    DfaBytes,
+    /// States of one terminal's DFA.
+    DfaStates,
+    /// Nesting depth: GBNF groups, JSON Schema subschemas, `$ref`/`allOf`
+    /// inlining.
+    Depth,
+    /// Branches one schema node expands to (`anyOf`/`oneOf` distributed
+    /// over `allOf`, `dependencies`, `not`).
+    Branches,
+    /// Nonterminals of the generated grammar.
+    Nonterminals,
+    /// Rules of a grammar after expansion.
+    Rules,
+    /// Wall-clock time of one compilation.
+    Time,
+    /// Earley items in one Earley set.
+    ItemsPerSet,
+}
+
+impl Limit {
+    /// The limit's name, as it appears in error messages and options.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::NfaBytes => "nfa_bytes",
+            Limit::DfaBytes => "dfa_bytes",
+            Limit::DfaStates => "dfa_states",
+            Limit::Depth => "depth",
+            Limit::Branches => "branches",
+            Limit::Nonterminals => "nonterminals",
+            Limit::Rules => "rules",
+            Limit::Time => "time_budget",
+            Limit::ItemsPerSet => "items_per_set",
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Bounds on compiling one regex (or literal / class) terminal into a DFA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RegexLimits {
+    /// Most heap bytes of the Thompson NFA (`thompson::Config::nfa_size_limit`).
+    pub nfa_bytes: usize,
+    /// Most heap bytes of the dense DFA and of its determinisation scratch
+    /// (`dense::Config::dfa_size_limit` / `determinize_size_limit`).
+    pub dfa_bytes: usize,
+    /// Most states of the DFA (bounds determinisation through the table
+    /// size, and is checked again while the DFA is re-tabled).
+    pub dfa_states: usize,
+}
+
+impl RegexLimits {
+    /// Default of [`RegexLimits::nfa_bytes`].
+    pub const DEFAULT_NFA_BYTES: usize = 16 << 20;
+    /// Default of [`RegexLimits::dfa_bytes`].
+    pub const DEFAULT_DFA_BYTES: usize = 64 << 20;
+    /// Default of [`RegexLimits::dfa_states`].
+    pub const DEFAULT_DFA_STATES: usize = 100_000;
+}
+
+impl Default for RegexLimits {
+    fn default() -> Self {
+        RegexLimits {
+            nfa_bytes: Self::DEFAULT_NFA_BYTES,
+            dfa_bytes: Self::DEFAULT_DFA_BYTES,
+            dfa_states: Self::DEFAULT_DFA_STATES,
+        }
+    }
+}
+
+/// A short rendering of a terminal's regex for error messages (the first
+/// 80 characters).
+pub fn short_regex(re: &str) -> String {
+    const MAX: usize = 80;
+    if re.chars().count() <= MAX {
+        format!("/{re}/")
+    } else {
+        let head: String = re.chars().take(MAX).collect();
+        format!("/{head}…/ ({} bytes)", re.len())
+    }
+}
