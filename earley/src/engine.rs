@@ -13,13 +13,15 @@
 //! that met the same pairs).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use rustc_hash::FxBuildHasher;
 
 use zapspec_core::{TokenSet, Vocabulary};
 use zapspec_grammar::{Grammar, Terminal};
 
-use crate::chart::{initial_chart, BuildFx, Chart};
+use crate::chart::{initial_chart, Chart};
 use crate::ci_cache::{CiEntry, TermEntry};
 use crate::config::EngineConfig;
 use crate::error::EarleyError;
@@ -52,7 +54,7 @@ pub struct VocabIndex {
     config: IndexConfig,
     terminals: Mutex<HashMap<String, Arc<TermEntry>>>,
     /// Context-independent entries by canonical residual automaton.
-    residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, BuildFx>>,
+    residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, FxBuildHasher>>,
     /// Approximate heap bytes added to the shared cache since it was last
     /// cleared (DFA tables and computed entries).
     cache_bytes: AtomicUsize,
@@ -359,20 +361,56 @@ impl Engine {
 /// A grammar compiled for a vocabulary; makes matchers. Holds the
 /// pruned-state cache and the rejected-prefix set, shared by all its
 /// matchers (across sequences and requests).
+///
+/// ## Threads
+///
+/// `CompiledGrammar` (like [`VocabIndex`] and [`Engine`]) is `Send + Sync`
+/// and is meant to be shared by `Arc` between the threads of a server; its
+/// matchers ([`EarleyMatcher`]) are `Send + Sync` too and may be moved to
+/// (or masked on) any thread — see [`crate::batch`], which masks a batch of
+/// them in parallel. Everything the matchers of one grammar share is
+/// behind a lock or written once: the pruned-state cache is an `RwLock`
+/// (hits take the read lock, so concurrent hits do not serialise), the
+/// rejected-prefix set a `Mutex`, the counters atomics, and the
+/// context-independent entries of the shared [`VocabIndex`] `OnceLock`s
+/// (a cold entry is computed once, the other threads wait for it). No
+/// lock is held while a mask is computed or a token parsed, and the
+/// shared state only ever caches values that are a function of the parser
+/// state, so a mask does not depend on which thread, or which other
+/// sequence, filled a cache first. A `const` assertion in
+/// [`crate::batch`] checks the bounds at compile time.
 pub struct CompiledGrammar {
     pub(crate) index: Arc<VocabIndex>,
     pub(crate) rules: Rules,
     pub(crate) config: EngineConfig,
     pub(crate) initial: Arc<Chart>,
-    pub(crate) state_cache: Mutex<HashMap<Box<[u32]>, Arc<TokenSet>, BuildFx>>,
+    pub(crate) state_cache: RwLock<HashMap<Box<[u32]>, Arc<TokenSet>, FxBuildHasher>>,
     pub(crate) rejected: Mutex<RejectedPrefixes>,
-    pub(crate) counters: Mutex<Counters>,
+    pub(crate) counters: AtomicCounters,
     fused: Option<Grammar>,
 }
 
 /// The rejected-prefix set (§4.4): per parser-state fingerprint, the byte
 /// prefixes known to have no viable continuation from that state.
-pub(crate) type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, BuildFx>;
+pub(crate) type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, FxBuildHasher>;
+
+/// The [`Counters`] of a compiled grammar as atomics, so matchers on
+/// different threads count without a lock (relaxed: they are statistics,
+/// read as a snapshot by [`CompiledGrammar::counters`]).
+#[derive(Debug, Default)]
+pub(crate) struct AtomicCounters {
+    pub(crate) masks: AtomicU64,
+    pub(crate) state_cache_hits: AtomicU64,
+    pub(crate) rejected_prefix_hits: AtomicU64,
+}
+
+impl AtomicCounters {
+    /// Adds one to `c`.
+    #[inline]
+    pub(crate) fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 /// Cache hit counters of a compiled grammar.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -413,9 +451,9 @@ impl CompiledGrammar {
             rules,
             config,
             initial: Arc::new(chart),
-            state_cache: Mutex::new(HashMap::default()),
+            state_cache: RwLock::new(HashMap::default()),
             rejected: Mutex::new(HashMap::default()),
-            counters: Mutex::new(Counters::default()),
+            counters: AtomicCounters::default(),
             fused,
         }))
     }
@@ -495,13 +533,18 @@ impl CompiledGrammar {
 
     /// Cache counters so far.
     pub fn counters(&self) -> Counters {
-        *self.counters.lock().unwrap_or_else(|e| e.into_inner())
+        let c = &self.counters;
+        Counters {
+            masks: c.masks.load(Ordering::Relaxed),
+            state_cache_hits: c.state_cache_hits.load(Ordering::Relaxed),
+            rejected_prefix_hits: c.rejected_prefix_hits.load(Ordering::Relaxed),
+        }
     }
 
     /// Number of masks in the pruned-state cache.
     pub fn state_cache_len(&self) -> usize {
         self.state_cache
-            .lock()
+            .read()
             .unwrap_or_else(|e| e.into_inner())
             .len()
     }
