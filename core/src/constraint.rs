@@ -349,6 +349,21 @@ pub trait LookAhead: Constraint {
         let _ = f;
         false
     }
+
+    /// One-step look-ahead over the whole valid set, grouped by successor
+    /// mask: calls `f(key, tokens)` for groups that partition the allowed
+    /// non-EOS tokens (each token in exactly one group, groups in any
+    /// order), where advancing by any token of a group reaches a state
+    /// whose [`mask_key`](LookAhead::mask_key) is `Some(key)`; returns
+    /// `true`. Constraints that cannot do this cheaply return `false`
+    /// without calling `f` (the default). A DFA lists its state's
+    /// precomputed transition classes, so a look-ahead over `|A_t|`
+    /// candidates costs one successor mass per distinct successor state
+    /// plus one write per candidate.
+    fn for_each_successor_group(&self, f: &mut dyn FnMut(u64, &[TokenId])) -> bool {
+        let _ = f;
+        false
+    }
 }
 
 #[cfg(test)]

@@ -342,3 +342,50 @@ fn wide_trie_root_timing() {
     let sp = t.elapsed().as_secs_f64() / reps as f64 * 1e6;
     println!("|A| = {}: log_phi_sparse {full:.1} µs, advance+rollback {adv:.1} µs, +allowed_sparse {sp:.1} µs", ids.len());
 }
+
+/// The grouped path (a DFA lists its candidates by successor state) writes
+/// only inside the caller's mask, agrees with the per-candidate path on a
+/// subset of `A_t`, and still refuses a mask with a token outside `A_t`.
+#[test]
+fn grouped_path_respects_the_callers_mask() {
+    const D: u32 = DEAD;
+    // states 0, 1; tokens 0..5, EOS 5; state 1 accepts
+    #[rustfmt::skip]
+    let trans = vec![
+        0, 1, 1, D, 0, D,
+        1, 0, D, D, D, D,
+    ];
+    let dfa = Arc::new(Dfa::new(2, 6, 5, 0, vec![false, true], trans).unwrap());
+    let c = DfaConstraint::new(dfa.clone());
+    let groups: Vec<(u32, Vec<TokenId>)> = dfa.successor_groups(0).to_vec();
+    assert_eq!(groups, vec![(0, vec![0, 4]), (1, vec![1, 2])]);
+    let lg = logits(6, 7, 3.0, 0.0);
+    let mut one = OneStepCheap::new();
+    let full = valid_set(&c);
+    let mut all = vec![f64::NAN; 6];
+    one.log_phi_into_shifted(&c, &full, &lg, &mut all).unwrap();
+    let opaque = Opaque(c.clone());
+    let mut generic = vec![f64::NAN; 6];
+    one.log_phi_into_shifted(&opaque, &full, &lg, &mut generic)
+        .unwrap();
+    for y in [0usize, 1, 2, 4] {
+        assert!((all[y] - generic[y]).abs() < 1e-9, "token {y}");
+    }
+    let sub = TokenSet::from_ids(6, [1, 4]);
+    let mut part = vec![f64::NAN; 6];
+    one.log_phi_into_shifted(&c, &sub, &lg, &mut part).unwrap();
+    for y in 0..6 {
+        if y == 1 || y == 4 {
+            assert_eq!(part[y].to_bits(), all[y].to_bits(), "token {y}");
+        } else {
+            assert!(part[y].is_nan(), "wrote token {y} outside the mask");
+        }
+    }
+    let sup = TokenSet::from_ids(6, [0, 1, 2, 3, 4]);
+    let mut out = vec![f64::NAN; 6];
+    let err = one.log_phi_into_shifted(&c, &sup, &lg, &mut out);
+    assert!(
+        matches!(err, Err(zapspec_phi::PhiError::Constraint(ref r)) if r.token == 3),
+        "{err:?}"
+    );
+}

@@ -77,7 +77,26 @@ pub struct Dfa {
     /// plus EOS when `q` accepts — the constraint's mask in state `q`,
     /// precomputed so `fill_mask` is a word copy, not a `|V|` scan.
     masks: Vec<TokenSet>,
+    /// `groups[q]`: the non-EOS tokens of `masks[q]` grouped by successor
+    /// state, `(r, tokens)` in increasing `r`; built on first use of `q`
+    /// (one pass over its transition row).
+    groups: GroupCache,
 }
+
+/// The lazily built successor groups of [`Dfa::successor_groups`]: a
+/// cache derived from `trans`, so it takes no part in equality.
+#[derive(Debug, Clone, Default)]
+struct GroupCache(Vec<std::sync::OnceLock<Vec<SuccessorGroup>>>);
+
+/// A successor state and the tokens that lead to it.
+type SuccessorGroup = (u32, Vec<TokenId>);
+
+impl PartialEq for GroupCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for GroupCache {}
 
 impl Dfa {
     /// Builds a DFA and checks its tables; tokens without a transition are
@@ -175,6 +194,33 @@ impl Dfa {
             trans,
             live,
             masks,
+            groups: GroupCache(
+                (0..num_states)
+                    .map(|_| std::sync::OnceLock::new())
+                    .collect(),
+            ),
+        })
+    }
+
+    /// The live transitions of `q` grouped by successor state: `(r,
+    /// tokens)` in increasing `r`, tokens in increasing order (EOS
+    /// excluded). Computed on the first call for `q` (one pass over its
+    /// row, `O(|V|)`), then shared.
+    pub fn successor_groups(&self, q: u32) -> &[(u32, Vec<TokenId>)] {
+        let Some(cell) = self.groups.0.get(q as usize) else {
+            return &[];
+        };
+        cell.get_or_init(|| {
+            let q = q as usize;
+            let row = &self.trans[q * self.vocab_size..(q + 1) * self.vocab_size];
+            let mut by_state: std::collections::BTreeMap<u32, Vec<TokenId>> =
+                std::collections::BTreeMap::new();
+            for (t, &r) in row.iter().enumerate() {
+                if r != DEAD && self.live[r as usize] {
+                    by_state.entry(r).or_default().push(t as TokenId);
+                }
+            }
+            by_state.into_iter().collect()
         })
     }
 
@@ -285,6 +331,15 @@ impl LookAhead for DfaConstraint {
             return None;
         }
         self.dfa.step(self.state(), t).map(u64::from)
+    }
+    fn for_each_successor_group(&self, f: &mut dyn FnMut(u64, &[TokenId])) -> bool {
+        if self.finished {
+            return true;
+        }
+        for (r, toks) in self.dfa.successor_groups(self.state()) {
+            f(u64::from(*r), toks);
+        }
+        true
     }
 }
 
