@@ -49,9 +49,21 @@ impl Trainer {
     /// and its AdamW optimiser; fails on an invalid `cfg`.
     pub fn new(cfg: ModelConfig, tc: &TrainConfig) -> Result<Self, ModelError> {
         cfg.validate("<train config>")?;
+        let init = weights::random_weights(&cfg, tc.seed, DType::F32, &Device::Cpu)
+            .map_err(crate::backend)?;
+        Self::from_weights(cfg, init, tc)
+    }
+
+    /// Continues training a saved checkpoint (`dir/config.json` +
+    /// `dir/model.safetensors`, f32 on the CPU) with a fresh AdamW state.
+    pub fn resume(dir: &std::path::Path, tc: &TrainConfig) -> Result<Self, ModelError> {
+        let cfg = weights::read_config(dir)?;
+        let init = weights::read_weights(dir, &cfg, DType::F32, &Device::Cpu)?;
+        Self::from_weights(cfg, init, tc)
+    }
+
+    fn from_weights(cfg: ModelConfig, init: Weights, tc: &TrainConfig) -> Result<Self, ModelError> {
         let device = Device::Cpu;
-        let init =
-            weights::random_weights(&cfg, tc.seed, DType::F32, &device).map_err(crate::backend)?;
         let mut vars = Vec::new();
         let mut w = Weights::new();
         for (name, _) in weights::expected_tensors(&cfg) {

@@ -105,6 +105,10 @@ struct Args {
     /// Share of training windows drawn from the source text (with `--code`).
     #[arg(long, default_value_t = 0.25)]
     code_share: f64,
+    /// Continue training this checkpoint directory instead of a random
+    /// initialisation (its `config.json` replaces the shape arguments).
+    #[arg(long)]
+    init: Option<PathBuf>,
 }
 
 const SEP: TokenId = 256;
@@ -305,14 +309,22 @@ fn main() -> Result<()> {
         corpus.instances.1,
         cfg.num_params()
     );
-    let mut trainer = Trainer::new(
-        cfg.clone(),
-        &TrainConfig {
-            lr: a.lr,
-            weight_decay: 0.0,
-            seed: a.seed,
-        },
-    )?;
+    let tc = TrainConfig {
+        lr: a.lr,
+        weight_decay: 0.0,
+        seed: a.seed,
+    };
+    let mut trainer = match &a.init {
+        Some(dir) => Trainer::resume(dir, &tc)?,
+        None => Trainer::new(cfg.clone(), &tc)?,
+    };
+    let cfg = trainer.config().clone();
+    // The earlier run's training record, kept in the new manifest.
+    let prior_training = a.init.as_ref().and_then(|d| {
+        let m = std::fs::read_to_string(d.join("manifest.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&m).ok()?;
+        v.get("training").cloned()
+    });
     let mut rng = zapspec_core::prob::seeded_rng(a.seed);
 
     // Fixed held-out windows, evenly spaced.
@@ -486,6 +498,8 @@ fn main() -> Result<()> {
         "training": {
             "optimizer": "AdamW (candle-nn), no weight decay, 5% warm-up then cosine to 10% over max(step/steps, wall/budget)",
             "loss": if a.kind == Kind::Diffusion && a.attention == Attn::BlockCausal && a.sdar { "blockwise (SDAR-style): clean blocks before a random cut, per-block rates t_b ~ U(0,1), weight 1/t_b" } else if a.kind == Kind::Diffusion { "LLaDA: one rate t ~ U(0,1) per window, weight 1/t" } else { "next-token cross-entropy" },
+            "init": a.init.as_ref().map(|d| d.display().to_string()),
+            "init_training": prior_training,
             "peak_lr": a.lr, "batch": a.batch, "steps": step, "max_steps": total, "budget_minutes": a.minutes, "seed": a.seed,
             "train_wall_seconds": train_secs, "total_wall_seconds": t0.elapsed().as_secs_f64(),
             "machine": examples::host::cpu_name(),
