@@ -31,9 +31,14 @@
 //!
 //! The sum of the per-sequence `fill_mask` costs (see the crate docs:
 //! a copy of `|V|/64` words on a pruned-state cache hit), divided over the
-//! threads, plus rayon's scheduling (a few µs a task). Sequences whose
-//! masks are cache hits are memory-bound; the speed-up comes from the
-//! misses. Two matchers of one grammar that miss on the same parser state
+//! threads, plus rayon's hand-off: waking the pool's threads and a task per
+//! sequence, microseconds on an idle machine but up to milliseconds when
+//! the cores are busy with other processes. With the engine's caches a
+//! mask of a JSON Schema grammar over o200k is a few µs, so a batch of 64
+//! is ~0.1 ms and a sequential loop on the calling thread can beat the
+//! pool; threads pay when masks are expensive (cold entries,
+//! context-dependent walks, grammars the caches do not fit). The
+//! `batch_masks` example measures both (`examples/results/batch_masks.md`). Two matchers of one grammar that miss on the same parser state
 //! at the same time both compute the mask (the first to finish fills the
 //! cache); a cold context-independent entry is computed once and waited
 //! for by the others.
