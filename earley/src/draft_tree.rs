@@ -19,11 +19,12 @@
 //!
 //! ## Cost
 //!
-//! With `n` nodes, of which `r` are visited (not below a rejected node):
-//! `r` advances (one token each; a rejected advance leaves the state
-//! unchanged), `1 + (r − rejected)` masks, and rollbacks of `r` tokens in
-//! all (each advanced token is undone exactly once; a jump from a leaf to
-//! its next sibling subtree rolls back by the depth difference). For
+//! With `n` nodes, of which `r` are visited (not below a rejected node)
+//! and `a ≤ r` accepted: `r` advance attempts (one token each; a refused
+//! one leaves the state unchanged), `1 + a` masks, and rollbacks of `a`
+//! tokens in all (each accepted token is undone exactly once; a jump from
+//! a leaf to the next subtree rolls back by the depth difference, so one
+//! rollback call per visited node). For
 //! [`EarleyMatcher`](crate::EarleyMatcher) a rollback pops chart snapshots
 //! (O(1) each), and sibling nodes that reach equal parser states share
 //! their mask through the pruned-state cache. Memory: the masks
