@@ -5,6 +5,21 @@
 use serde::{Deserialize, Serialize};
 use zapspec_core::{ModelError, TokenId};
 
+/// Largest `max_position_embeddings` a configuration may declare (2^20
+/// positions); the RoPE tables are allocated from it.
+pub const MAX_POSITION_EMBEDDINGS: usize = 1 << 20;
+/// Largest `max_position_embeddings × head_dim / 2` (entries of each RoPE
+/// table: 2^26, 256 MiB of `f32`).
+pub const MAX_ROPE_TABLE: usize = 1 << 26;
+/// Largest `num_hidden_layers`.
+pub const MAX_LAYERS: usize = 1024;
+/// Largest `hidden_size`, `intermediate_size` and head dimension.
+pub const MAX_DIM: usize = 1 << 17;
+/// Largest `num_attention_heads` / `num_key_value_heads`.
+pub const MAX_HEADS: usize = 4096;
+/// Largest `vocab_size` (2^22 tokens).
+pub const MAX_VOCAB_SIZE: usize = 1 << 22;
+
 /// Which model a checkpoint holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -315,6 +330,28 @@ impl ModelConfig {
                 return bad(format!("config.json: `{name}` must be positive"));
             }
         }
+        // Documented maxima: tables and vectors are allocated from these
+        // before any weight is read.
+        for (name, v, max) in [
+            ("vocab_size", self.vocab_size, MAX_VOCAB_SIZE),
+            ("hidden_size", self.hidden_size, MAX_DIM),
+            ("intermediate_size", self.intermediate_size, MAX_DIM),
+            ("head_dim", self.head_dim.unwrap_or(0), MAX_DIM),
+            ("num_hidden_layers", self.num_hidden_layers, MAX_LAYERS),
+            ("num_attention_heads", self.num_attention_heads, MAX_HEADS),
+            ("num_key_value_heads", self.kv_heads(), MAX_HEADS),
+            (
+                "max_position_embeddings",
+                self.max_position_embeddings,
+                MAX_POSITION_EMBEDDINGS,
+            ),
+        ] {
+            if v > max {
+                return bad(format!(
+                    "config.json: `{name}` {v} is above the supported maximum {max}"
+                ));
+            }
+        }
         if self.head_dim.is_none() && self.hidden_size % self.num_attention_heads != 0 {
             return bad(format!(
                 "config.json: hidden_size {} is not a multiple of num_attention_heads {}",
@@ -325,6 +362,12 @@ impl ModelConfig {
             return bad(format!(
                 "config.json: head dimension {} must be even and positive (RoPE)",
                 self.head_dim()
+            ));
+        }
+        let rope = self.max_position_embeddings * (self.head_dim() / 2);
+        if rope > MAX_ROPE_TABLE {
+            return bad(format!(
+                "config.json: max_position_embeddings × head_dim / 2 = {rope} is above the supported maximum {MAX_ROPE_TABLE} (RoPE tables)"
             ));
         }
         if self.num_attention_heads % self.kv_heads() != 0 {

@@ -27,7 +27,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -101,9 +101,42 @@ fn bad(path: &str, reason: impl Into<String>) -> ModelError {
 pub fn read_gguf(path: &Path) -> Result<(gguf_file::Content, BufReader<File>), ModelError> {
     let p = path.display().to_string();
     let file = File::open(path).map_err(|e| bad(&p, format!("cannot open: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| bad(&p, format!("cannot stat: {e}")))?
+        .len();
     let mut reader = BufReader::new(file);
+    // Every count and length of the header checked against the file's
+    // size before candle's reader allocates from it.
+    let header = zapspec_core::gguf_check::check_gguf_header(&mut reader, len)
+        .map_err(|e| bad(&p, format!("not a readable GGUF file: {e}")))?;
+    if let Some((name, ..)) = header.tensors.iter().find(|t| t.1.is_none()) {
+        return Err(bad(
+            &p,
+            format!("tensor `{name}` has more elements than fit in 64 bits"),
+        ));
+    }
+    reader
+        .seek(SeekFrom::Start(0))
+        .map_err(|e| bad(&p, format!("cannot seek: {e}")))?;
     let content = gguf_file::Content::read(&mut reader)
         .map_err(|e| bad(&p, format!("not a readable GGUF file: {e}")))?;
+    // Tensor data: each tensor's bytes must lie inside the file (candle
+    // allocates a buffer of the declared size when a tensor is read).
+    for (name, info) in &content.tensor_infos {
+        let elems = info.shape.elem_count() as u64;
+        let bs = info.ggml_dtype.block_size() as u64;
+        let size = (elems / bs.max(1)).checked_mul(info.ggml_dtype.type_size() as u64);
+        let end = size
+            .and_then(|s| s.checked_add(info.offset))
+            .and_then(|s| s.checked_add(content.tensor_data_offset));
+        if end.is_none_or(|e| e > len) || elems % bs.max(1) != 0 {
+            return Err(bad(
+                &p,
+                format!("tensor `{name}` ({elems} elements at offset {}) does not fit in the file of {len} bytes", info.offset),
+            ));
+        }
+    }
     Ok((content, reader))
 }
 

@@ -40,7 +40,10 @@
 //! * A literal or class terminal's DFA is linear in its size; a regex
 //!   terminal is determinised by `regex-automata`, which is exponential in
 //!   the regex in the worst case (counted repetitions such as `x{0,1000}`
-//!   are the usual culprit). Stepping a DFA costs two array loads per byte.
+//!   are the usual culprit), so every terminal is compiled under
+//!   [`RegexLimits`] (NFA bytes, DFA bytes, DFA states) and one over a
+//!   bound is [`GrammarError::LimitExceeded`] naming the rule and the
+//!   terminal. Stepping a DFA costs two array loads per byte.
 //! * Generating/nullable analyses and useless-rule elimination are linear
 //!   in the grammar size. Nullable elimination adds up to `2^k` variants of
 //!   a rule with `k` nullable occurrences; rules with more than

@@ -19,7 +19,6 @@
 //! | [`Limit::Branches`] | 256 | `JsonSchemaOptions::max_branches` |
 //! | [`Limit::Nonterminals`] | 200,000 | `JsonSchemaOptions::max_nonterminals` |
 //! | [`Limit::Time`] | 60 s (a safety net: results should not depend on machine speed) | `JsonSchemaOptions::time_budget` |
-//! | [`Limit::Rules`] | (engine) | `EngineConfig::max_rules` |
 //!
 //! The regex limits are `regex-automata`'s own builder limits
 //! (`thompson::Config::nfa_size_limit`, `dense::Config::dfa_size_limit`
@@ -47,12 +46,8 @@ pub enum Limit {
     Branches,
     /// Nonterminals of the generated grammar.
     Nonterminals,
-    /// Rules of a grammar after expansion.
-    Rules,
     /// Wall-clock time of one compilation.
     Time,
-    /// Earley items in one Earley set.
-    ItemsPerSet,
 }
 
 impl Limit {
@@ -65,9 +60,7 @@ impl Limit {
             Limit::Depth => "depth",
             Limit::Branches => "branches",
             Limit::Nonterminals => "nonterminals",
-            Limit::Rules => "rules",
             Limit::Time => "time_budget",
-            Limit::ItemsPerSet => "items_per_set",
         }
     }
 }

@@ -139,9 +139,27 @@ impl TokenVocab {
     /// the file says (BOS, chat template, control tokens).
     pub fn from_gguf(path: &Path) -> Result<(Self, GgufTokenizerInfo), VocabError> {
         let p = path.display().to_string();
-        let mut f = std::fs::File::open(path).map_err(|source| VocabError::Io {
+        let f = std::fs::File::open(path).map_err(|source| VocabError::Io {
             path: p.clone(),
             source,
+        })?;
+        let len = f
+            .metadata()
+            .map_err(|source| VocabError::Io {
+                path: p.clone(),
+                source,
+            })?
+            .len();
+        let mut f = std::io::BufReader::new(f);
+        // Every count and length checked against the file's size before
+        // candle's reader allocates from it.
+        zapspec_core::gguf_check::check_gguf_header(&mut f, len)
+            .map_err(|e| fmt_err(&p, format!("not a readable GGUF file: {e}")))?;
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0)).map_err(|source| {
+            VocabError::Io {
+                path: p.clone(),
+                source,
+            }
         })?;
         let content = gguf_file::Content::read(&mut f)
             .map_err(|e| fmt_err(&p, format!("not a readable GGUF file: {e}")))?;

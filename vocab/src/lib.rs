@@ -84,6 +84,9 @@ pub enum VocabError {
     Encode(String),
 }
 
+/// Most tokens (largest token id + 1) a loaded vocabulary may have: 2^22.
+pub const MAX_VOCAB_TOKENS: usize = 1 << 22;
+
 /// The tiktoken BPE vocabularies that ship inside `tiktoken-rs`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TiktokenBpe {
@@ -310,6 +313,20 @@ impl TokenVocab {
             || mentions_type(&json["decoder"], "ByteLevel");
         let vocab = tok.get_vocab(true);
         let n = vocab.values().map(|&i| i as usize + 1).max().unwrap_or(0);
+        // Token ids size the tables below: bound them by the documented
+        // maximum and by the file (every id is written in it, so a
+        // vocabulary larger than the file is mostly holes).
+        if n > MAX_VOCAB_TOKENS || n > text.len() {
+            return Err(VocabError::Format {
+                path: p,
+                reason: format!(
+                    "token id {} is above the supported maximum ({} tokens, and no more than the file's {} bytes)",
+                    n - 1,
+                    MAX_VOCAB_TOKENS,
+                    text.len()
+                ),
+            });
+        }
         let mut tokens = vec![Vec::new(); n];
         let mut special = vec![true; n];
         let added: HashMap<u32, bool> = tok
