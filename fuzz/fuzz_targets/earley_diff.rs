@@ -14,7 +14,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
 use zapspec_earley::{Engine, EngineConfig};
 use zapspec_grammar::reference::Recognizer;
@@ -99,13 +99,20 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     let Ok(rec) = Recognizer::new(&g) else { return };
-    let vocab = vocab();
+    // One engine (vocabulary index: token trie, slices, shared terminal
+    // cache) for the whole run, as a server keeps one per vocabulary.
+    static ENGINE: OnceLock<(Arc<TokenVocab>, Engine)> = OnceLock::new();
+    let (vocab, engine) = ENGINE.get_or_init(|| {
+        let v = vocab();
+        (v.clone(), Engine::new(v))
+    });
+    let vocab = vocab.clone();
     let config = if pick & 0x80 != 0 {
         EngineConfig::baseline()
     } else {
         EngineConfig::default()
     };
-    let compiled = match Engine::new(vocab.clone()).compile(&g, config) {
+    let compiled = match engine.compile(&g, config) {
         Ok(c) => c,
         Err(_) => {
             // Refused: only for an empty language or a limit.
@@ -117,7 +124,7 @@ fuzz_target!(|data: &[u8]| {
     }
     // Matchers (a fork stack), their byte prefixes and token lengths.
     let mut stack = vec![(compiled.matcher(), Vec::<u8>::new(), Vec::<usize>::new())];
-    for chunk in ops.chunks(2).take(48) {
+    for chunk in ops.chunks(2).take(24) {
         let (op, arg) = (chunk[0], *chunk.get(1).unwrap_or(&0));
         let top = stack.len() - 1;
         let (m, prefix, lens) = &mut stack[top];
