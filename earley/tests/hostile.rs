@@ -4,30 +4,11 @@
 //! time bound is generous (noisy CI machines).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 use zapspec_core::Constraint;
 use zapspec_earley::{EarleyError, Engine, EngineConfig};
 use zapspec_grammar::{Grammar, Limit, RegexLimits};
+use zapspec_testkit::hostile::timed;
 use zapspec_vocab::TokenVocab;
-
-fn peak_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let out = f();
-    let dt = t.elapsed();
-    println!(
-        "hostile {name}: {:.3} s, peak RSS {} KiB",
-        dt.as_secs_f64(),
-        peak_kib().map_or("?".into(), |k| k.to_string())
-    );
-    assert!(dt < Duration::from_secs(10), "{name} took {dt:?}");
-    out
-}
 
 fn compile(src: &str, cfg: EngineConfig) -> Result<(), EarleyError> {
     let g = Grammar::from_gbnf(src).unwrap();

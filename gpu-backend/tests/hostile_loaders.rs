@@ -6,31 +6,12 @@
 //! is generous (noisy CI machines), each takes milliseconds.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 use zapspec_backend::config::{MAX_LAYERS, MAX_POSITION_EMBEDDINGS};
 use zapspec_backend::{
     load_causal, load_gguf, DType, Device, GgufOptions, ModelConfig, Transformer,
 };
 use zapspec_core::ModelError;
-
-fn peak_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let out = f();
-    let dt = t.elapsed();
-    println!(
-        "hostile {name}: {:.3} s, peak RSS {} KiB",
-        dt.as_secs_f64(),
-        peak_kib().map_or("?".into(), |k| k.to_string())
-    );
-    assert!(dt < Duration::from_secs(10), "{name} took {dt:?}");
-    out
-}
+use zapspec_testkit::hostile::timed;
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("zapspec-hostile-{}-{name}", std::process::id()));

@@ -9,7 +9,7 @@
 //! `cargo test -p zapspec-grammar --test hostile -- --exact NAME --nocapture`.
 
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use zapspec_grammar::json_schema::{
     compile_json_schema, JsonSchemaOptions, OneOfMode, SchemaError,
 };
@@ -17,34 +17,7 @@ use zapspec_grammar::{
     parse_gbnf, simplify, Grammar, GrammarError, Limit, Recognizer, SimplifyConfig, Terminal,
     TerminalDfa,
 };
-
-/// Generous wall-clock bound per input (seconds).
-const MAX_SECS: u64 = 10;
-
-/// Peak resident memory of this process in KiB (`VmHWM`), where `/proc`
-/// has it.
-fn peak_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Runs `f`, prints its time and the peak memory, asserts the time bound.
-fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let out = f();
-    let dt = t.elapsed();
-    println!(
-        "hostile {name}: {:.3} s, peak RSS {} KiB",
-        dt.as_secs_f64(),
-        peak_kib().map_or("?".into(), |k| k.to_string())
-    );
-    assert!(
-        dt < Duration::from_secs(MAX_SECS),
-        "{name} took {dt:?} (bound {MAX_SECS} s)"
-    );
-    out
-}
+use zapspec_testkit::hostile::timed;
 
 /// GBNF text → simplified grammar → terminal automata (the reference
 /// recognizer compiles every terminal, as a parser does).

@@ -19,6 +19,7 @@
 
 pub mod bytelm;
 pub mod dyck;
+pub mod hostile;
 pub mod toy;
 pub mod trie;
 

@@ -3,27 +3,8 @@
 //! length and [`MAX_VOCAB_TOKENS`]. Each case ends quickly in a typed
 //! `VocabError` (the asserted bound is generous; each takes milliseconds).
 
-use std::time::{Duration, Instant};
+use zapspec_testkit::hostile::timed;
 use zapspec_vocab::{TokenVocab, VocabError, MAX_VOCAB_TOKENS};
-
-fn peak_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let out = f();
-    let dt = t.elapsed();
-    println!(
-        "hostile {name}: {:.3} s, peak RSS {} KiB",
-        dt.as_secs_f64(),
-        peak_kib().map_or("?".into(), |k| k.to_string())
-    );
-    assert!(dt < Duration::from_secs(10), "{name} took {dt:?}");
-    out
-}
 
 fn tokenizer_json(extra_id: Option<u64>, added_id: Option<u64>) -> String {
     let mut vocab = serde_json::json!({"a": 0, "b": 1, "ab": 2, "Ġ": 3, "<|endoftext|>": 4});
