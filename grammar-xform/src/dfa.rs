@@ -189,22 +189,8 @@ impl TerminalDfa {
                 Some(max) => over(Limit::NfaBytes, max, e.to_string()),
                 None => err(e.to_string()),
             })?;
-        // The state bound as a bound on the table, so that determinisation
-        // stops at `dfa_states` states instead of running on to `dfa_bytes`
-        // (a row is the byte-class alphabet, plus end-of-input, rounded up
-        // to a power of two, of 4-byte state ids).
-        let stride = nfa.byte_classes().alphabet_len().next_power_of_two();
-        let table_limit = limits
-            .dfa_states
-            .saturating_add(3) // dead, quit and sentinel states
-            .saturating_mul(stride * std::mem::size_of::<u32>())
-            .min(limits.dfa_bytes);
-        // Determinisation scratch (the NFA state sets of the DFA states)
-        // grows with the states too: bound it alike, generously.
-        let scratch_limit = table_limit
-            .saturating_mul(8)
-            .max(8 << 20)
-            .min(limits.dfa_bytes);
+        let (table_limit, scratch_limit) =
+            limits.dense_builder_limits(nfa.byte_classes().alphabet_len());
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()

@@ -91,6 +91,30 @@ impl RegexLimits {
     pub const DEFAULT_DFA_BYTES: usize = 64 << 20;
     /// Default of [`RegexLimits::dfa_states`].
     pub const DEFAULT_DFA_STATES: usize = 100_000;
+
+    /// The dense-DFA builder's `(dfa_size_limit, determinize_size_limit)`
+    /// for an NFA whose byte-class alphabet has `alphabet_len` classes.
+    ///
+    /// The state bound becomes a bound on the table, so that
+    /// determinisation stops at `dfa_states` states instead of running on
+    /// to `dfa_bytes` (a row is the alphabet, plus end-of-input, rounded up
+    /// to a power of two, of 4-byte state ids). The determinisation
+    /// scratch (the NFA state sets of the DFA states) grows with the
+    /// states too and is bounded alike, generously. Both are capped by
+    /// `dfa_bytes`.
+    pub fn dense_builder_limits(&self, alphabet_len: usize) -> (usize, usize) {
+        let stride = alphabet_len.next_power_of_two();
+        let table_limit = self
+            .dfa_states
+            .saturating_add(3) // dead, quit and sentinel states
+            .saturating_mul(stride * std::mem::size_of::<u32>())
+            .min(self.dfa_bytes);
+        let scratch_limit = table_limit
+            .saturating_mul(8)
+            .max(8 << 20)
+            .min(self.dfa_bytes);
+        (table_limit, scratch_limit)
+    }
 }
 
 impl Default for RegexLimits {
