@@ -76,6 +76,26 @@ fn nested_counted_repetition_pattern() {
     assert!(e.contains("rule `"), "no place in {e}");
 }
 
+/// The limits must not refuse what real schemas contain: MaskBench's
+/// `Github_trivial---o48164` (a URL string, `maxLength: 1024` beside a
+/// `pattern`) is a 1,017-fold counted repetition of the JSON
+/// string-character class, the largest NFA of the shared set (32 MiB of
+/// compile-time heap). It compiles under the default limits, and the
+/// recognizer accepts an instance at the length bound and rejects one past it.
+#[test]
+fn long_bounded_pattern_string_compiles_under_default_limits() {
+    let s = json!({"type": "string", "maxLength": 1024, "pattern": "^https?://.+$"});
+    let g = timed("maxLength 1024 + pattern", || {
+        let g = compile_json_schema(&s, &JsonSchemaOptions::default()).unwrap();
+        simplify(&g, &SimplifyConfig::default()).unwrap().grammar
+    });
+    let rec = Recognizer::new(&g).expect("default limits refuse a real schema");
+    let at = |n: usize| format!("\"https://{}\"", "a".repeat(n - "https://".len()));
+    assert!(rec.recognizes(at(1024).as_bytes()));
+    assert!(!rec.recognizes(at(1025).as_bytes()));
+    assert!(!rec.recognizes(b"\"ftp://x\""));
+}
+
 #[test]
 fn repetition_operator_chains() {
     // `.` (every UTF-8 scalar value) under long chains of repetition and
