@@ -9,6 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{Map, Value};
 
 use super::error::{push_ptr, SchemaError};
+use super::formats::{self, FormatKind};
 use super::keys::{KeyAutomaton, KeyPattern};
 use super::normalize::{
     Normalizer, Simple, NOT_IN, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
@@ -18,7 +19,7 @@ use super::strings::{
     constrained_string_regex, free_string_regex, key_regex_excluding, translate_pattern,
     with_length, FREE_UNIT,
 };
-use super::{formats, CompileReport, JsonSchemaOptions, Whitespace};
+use super::{CompileReport, JsonSchemaOptions, Whitespace};
 use crate::ir::{CharClass, Grammar, NtId, Symbol, Terminal};
 use crate::limits::Limit;
 
@@ -36,7 +37,7 @@ pub(crate) struct Emitter<'a> {
     star: Option<NtId>,
     pow: Vec<NtId>,
     below_pow: Vec<NtId>,
-    pub format_notes: Vec<(String, String)>,
+    pub format_notes: FormatNotes,
     name_counts: HashMap<String, usize>,
 }
 
@@ -186,12 +187,25 @@ pub(crate) fn multiple_of(
     }
 }
 
+/// What `format` handling recorded: unknown names (annotations) and the
+/// specification formats compiled as annotations under
+/// [`JsonSchemaOptions::lenient_formats`].
+#[derive(Debug, Default)]
+pub(crate) struct FormatNotes {
+    /// Whether refused formats become annotations.
+    pub lenient: bool,
+    /// `(pointer, "format: NAME")` of unknown names.
+    pub ignored: Vec<(String, String)>,
+    /// `(pointer, message)` of lenient annotations.
+    pub warnings: Vec<(String, String)>,
+}
+
 /// The full-match HIR (over decoded characters) of a string's
 /// `pattern`/`format`, if any.
 pub(crate) fn string_hir(
     m: &Map<String, Value>,
     ptr: &str,
-    notes: &mut Vec<(String, String)>,
+    notes: &mut FormatNotes,
 ) -> Result<Vec<(regex_syntax::hir::Hir, &'static str)>, SchemaError> {
     let mut out = Vec::new();
     match m.get("pattern") {
@@ -206,13 +220,28 @@ pub(crate) fn string_hir(
     }
     match m.get("format") {
         None => {}
-        Some(Value::String(f)) => match formats::format_regex(f) {
-            Some(r) => out.push((
+        Some(Value::String(f)) => match formats::lookup(f) {
+            FormatKind::Regex(r) => out.push((
                 super::strings::parse_hir(r)
                     .map_err(|r| SchemaError::unsupported("format", ptr, r.to_string()))?,
                 "format",
             )),
-            None => notes.push((ptr.to_string(), format!("format: {f}"))),
+            FormatKind::Refused(why) if notes.lenient => notes.warnings.push((
+                ptr.to_string(),
+                format!("format `{f}` not enforced (lenient_formats): {why}"),
+            )),
+            FormatKind::Refused(why) => {
+                return Err(SchemaError::unsupported(
+                    "format",
+                    ptr,
+                    format!(
+                    "`{f}`: {why} (JsonSchemaOptions::lenient_formats treats it as an annotation)"
+                ),
+                ))
+            }
+            FormatKind::Unknown => notes
+                .ignored
+                .push((ptr.to_string(), format!("format: {f}"))),
         },
         Some(_) => return Err(SchemaError::invalid("format", ptr, "must be a string")),
     }
@@ -236,7 +265,10 @@ impl<'a> Emitter<'a> {
             star: None,
             pow: Vec::new(),
             below_pow: Vec::new(),
-            format_notes: Vec::new(),
+            format_notes: FormatNotes {
+                lenient: opts.lenient_formats,
+                ..FormatNotes::default()
+            },
             name_counts: HashMap::new(),
         };
         check_json_depth(schema, opts.max_json_depth)?;
@@ -259,8 +291,9 @@ impl<'a> Emitter<'a> {
             return Err(SchemaError::Unsatisfiable { pointer, reason });
         }
         let mut ignored = std::mem::take(&mut e.norm.ignored);
-        ignored.extend(e.format_notes);
-        Ok((e.g, CompileReport { ignored }))
+        ignored.extend(e.format_notes.ignored);
+        let warnings = e.format_notes.warnings;
+        Ok((e.g, CompileReport { ignored, warnings }))
     }
 
     /// The nonterminal of a subschema (created and queued on first use).

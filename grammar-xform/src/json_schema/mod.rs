@@ -93,10 +93,16 @@
 //!   patterns and a character counter, written like a region above
 //!   (refused above 20,000 states: `format: email` with `maxLength: 1024`
 //!   is).
-//! * **`format`**: `date-time`, `date`, `time`, `uuid`, `email`, `hostname`,
-//!   `ipv4`, `ipv6`, `uri`, `uri-reference` are enforced; unknown formats
-//!   are annotations (as JSON Schema 2019+ says) and listed in the
-//!   [`CompileReport`].
+//! * **`format`** (module `formats`): `date`, `duration`, `uuid`, `ipv4`,
+//!   `ipv6`, `uri`, `uri-reference`, `json-pointer` and
+//!   `relative-json-pointer` are exact; `time`, `date-time`, `hostname`
+//!   and `email` are sound bounded subsets of their RFC languages (a leap
+//!   second only in UTC; length limits in tiers; no quoted local parts);
+//!   `idn-email`, `idn-hostname`, `iri`, `iri-reference`, `uri-template`
+//!   and `regex` are refused unless [`JsonSchemaOptions::lenient_formats`]
+//!   (then annotations, with a warning in [`CompileReport::warnings`]);
+//!   names that are no format of the specification are annotations (as
+//!   validators treat them) and listed in [`CompileReport::ignored`].
 //! * **Unknown keys** (no keyword of any draft) are ignored like a
 //!   validator ignores them, and listed in the [`CompileReport`]; set
 //!   [`UnknownKeywords::Reject`] to refuse them.
@@ -213,6 +219,15 @@ pub struct JsonSchemaOptions {
     ///
     /// [`Limit::Time`]: crate::Limit::Time
     pub time_budget: std::time::Duration,
+    /// What to do with a `format` of the specification that has no exact
+    /// (or documented sound) regex here (`idn-email`, `idn-hostname`,
+    /// `iri`, `iri-reference`, `uri-template`, `regex`; module `formats`).
+    /// `false` (the default): refuse the schema with
+    /// [`SchemaError::Unsupported`] on `format`, since a grammar that
+    /// ignored the format would accept invalid instances. `true`: treat it
+    /// as an annotation (any string) and record a warning in
+    /// [`CompileReport::warnings`].
+    pub lenient_formats: bool,
 }
 
 impl Default for JsonSchemaOptions {
@@ -228,6 +243,7 @@ impl Default for JsonSchemaOptions {
             max_depth: 512,
             max_json_depth: 2048,
             time_budget: std::time::Duration::from_secs(60),
+            lenient_formats: false,
         }
     }
 }
@@ -238,6 +254,11 @@ pub struct CompileReport {
     /// `(pointer, key)` of every key that is no JSON Schema keyword, and
     /// `(pointer, "format: NAME")` of every unknown format.
     pub ignored: Vec<(String, String)>,
+    /// `(pointer, message)` of every relaxation that makes the grammar
+    /// accept more than the schema: today only a specification `format`
+    /// compiled as an annotation under
+    /// [`JsonSchemaOptions::lenient_formats`].
+    pub warnings: Vec<(String, String)>,
 }
 
 /// Compiles a JSON Schema into a grammar (see the module docs for the

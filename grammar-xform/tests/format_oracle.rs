@@ -1,0 +1,225 @@
+//! Every `format` the compiler enforces, checked against an independent
+//! validator: the `jsonschema` crate with format validation on (draft
+//! 2020-12).
+//!
+//! For each format: strings sampled from the compiled grammar (a random
+//! walk, module `sampler`) must all be valid for the oracle; mutations of
+//! them and random strings over the format's alphabet must be accepted by
+//! the grammar only if the oracle accepts them. For the formats documented
+//! as exact, the converse is checked too (oracle-valid ⇒ grammar-accepted);
+//! for the sound subsets the gaps are counted and printed.
+//! `cargo test -p zapspec-grammar --test format_oracle -- --nocapture`
+//! prints the figures.
+
+mod sampler;
+
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions, SchemaError};
+use zapspec_grammar::Recognizer;
+
+use sampler::Sampler;
+
+/// Formats whose regex is the exact RFC language.
+const EXACT: &[&str] = &[
+    "date",
+    "duration",
+    "uuid",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "json-pointer",
+    "relative-json-pointer",
+];
+/// Formats compiled as documented sound subsets.
+const SUBSET: &[&str] = &["time", "date-time", "hostname", "email"];
+/// Formats refused unless `lenient_formats`.
+const REFUSED: &[&str] = &[
+    "idn-email",
+    "idn-hostname",
+    "iri",
+    "iri-reference",
+    "uri-template",
+    "regex",
+];
+
+/// Characters mutations draw from: the syntax characters of every format
+/// and a few outside all of them.
+const ALPHABET: &[char] = &[
+    'a', 'Z', 'x', 'n', 'e', 'T', 't', 'P', 'Y', 'M', 'W', 'D', 'H', 'S', 'v', 'f', 'F', '0', '1',
+    '2', '3', '5', '6', '9', ':', '/', '?', '#', '[', ']', '@', '!', '$', '&', '\'', '(', ')', '*',
+    '+', ',', ';', '=', '%', '-', '.', '_', '~', '"', '\\', ' ', '{', '}', '<', '^', '|', 'é',
+    '\u{0}', '\n',
+];
+
+fn oracle(name: &str) -> jsonschema::Validator {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&json!({"format": name}))
+        .expect("oracle schema builds")
+}
+
+fn mutate(s: &str, rng: &mut StdRng) -> String {
+    let mut c: Vec<char> = s.chars().collect();
+    for _ in 0..rng.random_range(1..=3) {
+        let op = rng.random_range(0..4);
+        let a = ALPHABET[rng.random_range(0..ALPHABET.len())];
+        match op {
+            0 if !c.is_empty() => {
+                let i = rng.random_range(0..c.len());
+                c[i] = a;
+            }
+            1 if !c.is_empty() => {
+                let i = rng.random_range(0..c.len());
+                c.remove(i);
+            }
+            2 if !c.is_empty() => {
+                // Duplicate a slice (longer strings, length bounds).
+                let i = rng.random_range(0..c.len());
+                let j = rng.random_range(i..c.len());
+                let dup: Vec<char> = c[i..=j].to_vec();
+                let k = rng.random_range(0..=c.len());
+                c.splice(k..k, dup);
+            }
+            _ => {
+                let i = rng.random_range(0..=c.len());
+                c.insert(i, a);
+            }
+        }
+    }
+    c.into_iter().collect()
+}
+
+#[derive(Default)]
+struct Tally {
+    sampled: usize,
+    probed: usize,
+    unsound: Vec<String>,
+    gaps: Vec<String>,
+}
+
+fn check_format(name: &str, samples: usize, probes_per_sample: usize, seed: u64) -> Tally {
+    let schema = json!({"type": "string", "format": name});
+    let g = compile_json_schema(&schema, &JsonSchemaOptions::default())
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let rec = Recognizer::new(&g).expect("recognizer");
+    let v = oracle(name);
+    let mut sampler = Sampler::new(&g);
+    sampler.stop = 0.08;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut t = Tally::default();
+    let grammar_accepts = |s: &str| rec.recognizes(serde_json::to_string(s).unwrap().as_bytes());
+    for _ in 0..samples {
+        // A random string over the alphabet.
+        let n = rng.random_range(0..24);
+        let r: String = (0..n)
+            .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())])
+            .collect();
+        t.probed += 1;
+        let (g_ok, o_ok) = (grammar_accepts(&r), v.is_valid(&Value::String(r.clone())));
+        if g_ok && !o_ok {
+            t.unsound.push(r);
+        } else if o_ok && !g_ok {
+            t.gaps.push(r);
+        }
+        let bytes = sampler.sample(&mut rng).expect("format grammar samples");
+        t.sampled += 1;
+        let inst: Value = serde_json::from_slice(&bytes).expect("a sample is JSON");
+        let s = inst.as_str().expect("a sample is a string").to_string();
+        if !v.is_valid(&inst) {
+            t.unsound.push(s.clone());
+        }
+        for _ in 0..probes_per_sample {
+            let m = mutate(&s, &mut rng);
+            t.probed += 1;
+            let (g_ok, o_ok) = (grammar_accepts(&m), v.is_valid(&Value::String(m.clone())));
+            if g_ok && !o_ok {
+                t.unsound.push(m);
+            } else if o_ok && !g_ok {
+                t.gaps.push(m);
+            }
+        }
+    }
+    t
+}
+
+#[test]
+fn formats_agree_with_jsonschema() {
+    let start = Instant::now();
+    let (mut total_s, mut total_p, mut total_bad) = (0, 0, 0);
+    for (i, name) in EXACT.iter().chain(SUBSET).enumerate() {
+        let t0 = Instant::now();
+        let t = check_format(name, 1500, 8, 0x5EED + i as u64);
+        let exact = EXACT.contains(name);
+        println!(
+            "format {name:<22} {}: {} sampled, {} probes, {} unsound, {} oracle-valid rejected ({:.1}s){}",
+            if exact { "exact " } else { "subset" },
+            t.sampled,
+            t.probed,
+            t.unsound.len(),
+            t.gaps.len(),
+            t0.elapsed().as_secs_f64(),
+            t.gaps.first().map(|g| format!(", e.g. {g:?}")).unwrap_or_default(),
+        );
+        assert!(
+            t.unsound.is_empty(),
+            "{name}: accepted but invalid: {:?}",
+            &t.unsound[..t.unsound.len().min(10)]
+        );
+        if exact {
+            assert!(
+                t.gaps.is_empty(),
+                "{name}: valid but rejected: {:?}",
+                &t.gaps[..t.gaps.len().min(10)]
+            );
+        }
+        total_s += t.sampled;
+        total_p += t.probed;
+        total_bad += t.unsound.len();
+    }
+    println!(
+        "formats: {} sampled + {} probes, {} unsound, {:.1}s",
+        total_s,
+        total_p,
+        total_bad,
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn inexact_formats_are_refused_unless_lenient() {
+    for name in REFUSED {
+        let schema = json!({"type": "string", "format": name});
+        match compile_json_schema(&schema, &JsonSchemaOptions::default()) {
+            Err(SchemaError::Unsupported { keyword, .. }) => assert_eq!(keyword, "format"),
+            other => panic!("{name}: {other:?}"),
+        }
+        let opts = JsonSchemaOptions {
+            lenient_formats: true,
+            ..JsonSchemaOptions::default()
+        };
+        let (_, report) =
+            zapspec_grammar::json_schema::compile_json_schema_report(&schema, &opts).unwrap();
+        assert_eq!(report.warnings.len(), 1, "{name}");
+        assert!(report.warnings[0].1.contains(name));
+    }
+}
+
+/// The hole the issue names: `"://"` is no URI reference.
+#[test]
+fn uri_reference_rejects_colon_in_first_segment() {
+    let schema = json!({"type": "string", "format": "uri-reference"});
+    let g = compile_json_schema(&schema, &JsonSchemaOptions::default()).unwrap();
+    let rec = Recognizer::new(&g).unwrap();
+    for bad in ["\"://\"", "\"a:b\"x", "\":\""] {
+        assert!(!rec.recognizes(bad.as_bytes()), "{bad}");
+    }
+    for good in ["\"a:b\"", "\"./a:b\"", "\"//h/p\"", "\"\""] {
+        assert!(rec.recognizes(good.as_bytes()), "{good}");
+    }
+}
