@@ -102,6 +102,14 @@ pub(crate) struct Work<'a> {
     dedup: Dedup,
     /// Counts: items created (for memory / work statistics).
     pub created: u64,
+    /// The set under construction reached `Rules::max_set_items`.
+    hit: bool,
+    /// Largest set pushed on this work (items, after closure).
+    pub largest: usize,
+    /// Some set pushed on this work reached the bound (it was dropped, as
+    /// if the byte were not viable): the size it reached, for the caller's
+    /// `LimitExceeded` error.
+    pub overflow: Option<usize>,
 }
 
 impl<'a> Work<'a> {
@@ -114,7 +122,25 @@ impl<'a> Work<'a> {
             starts: Vec::with_capacity(64),
             dedup: Dedup::default(),
             created: 0,
+            hit: false,
+            largest: 0,
+            overflow: None,
         }
+    }
+
+    /// After closing the set that starts at `start`: when it reached the
+    /// item bound, drops it, records the overflow and returns false.
+    #[inline]
+    fn check_bound(&mut self, start: usize) -> bool {
+        self.largest = self.largest.max(self.items.len() - start);
+        if !self.hit {
+            return true;
+        }
+        self.hit = false;
+        self.overflow = Some(self.items.len() - start);
+        self.items.truncate(start);
+        self.starts.pop();
+        false
     }
 
     /// Drops the last speculative set.
@@ -175,6 +201,11 @@ impl<'a> Work<'a> {
                 self.dedup.set.insert(it);
             }
         } else if !self.dedup.set.insert(it) {
+            return;
+        }
+        if self.items.len() - start >= self.g.max_set_items {
+            // The set is dropped by `check_bound` once closed.
+            self.hit = true;
             return;
         }
         self.items.push(it);
@@ -241,7 +272,7 @@ impl<'a> Work<'a> {
             return false;
         }
         self.close(start);
-        true
+        self.check_bound(start)
     }
 
     /// Range of the set just below the top (the one being scanned from).
@@ -268,7 +299,7 @@ impl<'a> Work<'a> {
             return false;
         }
         self.close(start);
-        true
+        self.check_bound(start)
     }
 
     /// COMPLETE / PREDICT closure of the set starting at `start` (the top).
@@ -343,8 +374,9 @@ impl<'a> Work<'a> {
     }
 }
 
-/// The initial chart: set 0 with `S' → • S` closed.
-pub(crate) fn initial_chart(g: &Rules) -> Chart {
+/// The initial chart: set 0 with `S' → • S` closed; `Err(items)` when it
+/// reaches `Rules::max_set_items`.
+pub(crate) fn initial_chart(g: &Rules) -> Result<Chart, usize> {
     let empty = Chart {
         sets: Vec::new(),
         accepting: false,
@@ -363,16 +395,19 @@ pub(crate) fn initial_chart(g: &Rules) -> Chart {
         })
         .collect::<Vec<_>>();
     w.push_seeded_wrapping(seed);
+    if w.hit {
+        return Err(w.items.len());
+    }
     let items = w.items;
     let accepting = items.contains(&Item {
         pos: g.accept_pos,
         st: 0,
         origin: 0,
     });
-    Chart {
+    Ok(Chart {
         sets: vec![(0, items.into())],
         accepting,
-    }
+    })
 }
 
 impl Work<'_> {

@@ -1,6 +1,8 @@
 //! [`EngineConfig`]: every optimisation of the engine as one switch, so the
 //! ablation of ZapFormat Table 3 is one field.
 
+use std::time::Duration;
+
 use zapspec_grammar::RegexLimits;
 
 /// Engine switches. `Default` turns everything on.
@@ -32,12 +34,36 @@ pub struct EngineConfig {
     /// grammar); the cache is cleared when it is full.
     pub state_cache_capacity: usize,
     /// Bounds on each terminal's NFA, DFA and DFA states (defaults:
-    /// [`RegexLimits::default`], 16 MiB / 64 MiB / 100,000 states). A
+    /// [`RegexLimits::default`], 128 MiB / 64 MiB / 100,000 states). A
     /// terminal over a bound is [`crate::EarleyError::LimitExceeded`]
     /// naming the rule and the terminal (a fused terminal over a bound is
     /// un-fused instead). Terminals are cached per vocabulary index by
     /// regex text, so one compiled earlier under larger limits is reused.
     pub regex_limits: RegexLimits,
+    /// Most items of one Earley set (default
+    /// [`EngineConfig::DEFAULT_MAX_SET_ITEMS`]). A set is the closure after
+    /// one byte; its size grows with the number of distinct origins that
+    /// still have work, so only highly ambiguous grammars over long inputs
+    /// (`s ::= s s | "a"`: about `3·n` items after `n` bytes) come near
+    /// it. Exceeding it is [`crate::EarleyError::LimitExceeded`] with
+    /// [`Limit::SetItems`](zapspec_grammar::Limit::SetItems): at compile
+    /// time for the initial set, from [`crate::EarleyMatcher::try_advance`]
+    /// / [`crate::EarleyMatcher::try_mask`] (and
+    /// [`crate::EarleyMatcher::limit_exceeded`] after the `Constraint`
+    /// methods, which refuse the token, or leave out of the mask the tokens
+    /// whose parse hit the bound — never allowing a token they cannot
+    /// check). It bounds each set's memory (12 bytes an item) and the
+    /// work of one byte (completions scan at most this many items per
+    /// origin set), not the cubic total of a long ambiguous parse.
+    pub max_set_items: usize,
+    /// Wall-clock budget of [`crate::Engine::compile`] (default
+    /// [`EngineConfig::DEFAULT_COMPILE_TIME_BUDGET`], a safety net: a
+    /// result should not depend on machine speed). Checked between
+    /// terminal compilations and fusion rounds — one terminal's DFA is
+    /// bounded by [`EngineConfig::regex_limits`] instead. Exceeding it is
+    /// [`crate::EarleyError::LimitExceeded`] with
+    /// [`Limit::Time`](zapspec_grammar::Limit::Time).
+    pub compile_time_budget: Duration,
 }
 
 impl Default for EngineConfig {
@@ -51,11 +77,22 @@ impl Default for EngineConfig {
             fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
             state_cache_capacity: 4096,
             regex_limits: RegexLimits::default(),
+            max_set_items: Self::DEFAULT_MAX_SET_ITEMS,
+            compile_time_budget: Self::DEFAULT_COMPILE_TIME_BUDGET,
         }
     }
 }
 
 impl EngineConfig {
+    /// Default of [`EngineConfig::max_set_items`]: 100,000 items (1.2 MB a
+    /// set). The largest set over the shipped grammars and the MaskBench
+    /// JSON schemas (o200k masks along their documents) is a few hundred
+    /// items (`examples/results/hostile.md`), so this leaves more than
+    /// 100× room.
+    pub const DEFAULT_MAX_SET_ITEMS: usize = 100_000;
+    /// Default of [`EngineConfig::compile_time_budget`]: 60 s.
+    pub const DEFAULT_COMPILE_TIME_BUDGET: Duration = Duration::from_secs(60);
+
     /// Everything off: a plain byte-level Earley recognizer walking the
     /// token trie (the "- pruning & cache" row of Table 3, and more).
     pub fn baseline() -> Self {
@@ -68,6 +105,8 @@ impl EngineConfig {
             fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
             state_cache_capacity: 0,
             regex_limits: RegexLimits::default(),
+            max_set_items: Self::DEFAULT_MAX_SET_ITEMS,
+            compile_time_budget: Self::DEFAULT_COMPILE_TIME_BUDGET,
         }
     }
 }

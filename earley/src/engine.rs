@@ -390,6 +390,40 @@ pub struct CompiledGrammar {
     fused: Option<Grammar>,
 }
 
+/// [`EngineConfig::compile_time_budget`] of one compilation.
+struct Deadline {
+    start: std::time::Instant,
+    budget: std::time::Duration,
+}
+
+impl Deadline {
+    fn new(budget: std::time::Duration) -> Self {
+        Deadline {
+            start: std::time::Instant::now(),
+            budget,
+        }
+    }
+
+    /// `LimitExceeded { time_budget }` at `place` once the budget is spent.
+    fn check(&self, place: &str) -> Result<(), EarleyError> {
+        let spent = self.start.elapsed();
+        if spent <= self.budget {
+            return Ok(());
+        }
+        Err(EarleyError::LimitExceeded {
+            limit: zapspec_grammar::Limit::Time,
+            max: usize::try_from(self.budget.as_millis()).unwrap_or(usize::MAX),
+            place: format!("grammar compilation, {place}"),
+            terminal: None,
+            detail: format!(
+                "{:.3} s spent, more than compile_time_budget {:.3} s (max in ms)",
+                spent.as_secs_f64(),
+                self.budget.as_secs_f64()
+            ),
+        })
+    }
+}
+
 /// The rejected-prefix set (§4.4): per parser-state fingerprint, the byte
 /// prefixes known to have no viable continuation from that state.
 pub(crate) type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, FxBuildHasher>;
@@ -402,6 +436,7 @@ pub(crate) struct AtomicCounters {
     pub(crate) masks: AtomicU64,
     pub(crate) state_cache_hits: AtomicU64,
     pub(crate) rejected_prefix_hits: AtomicU64,
+    pub(crate) peak_set_items: AtomicUsize,
 }
 
 impl AtomicCounters {
@@ -409,6 +444,14 @@ impl AtomicCounters {
     #[inline]
     pub(crate) fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a set of `n` items.
+    #[inline]
+    pub(crate) fn observe_set(&self, n: usize) {
+        if n > self.peak_set_items.load(Ordering::Relaxed) {
+            self.peak_set_items.fetch_max(n, Ordering::Relaxed);
+        }
     }
 }
 
@@ -421,6 +464,9 @@ pub struct Counters {
     pub state_cache_hits: u64,
     /// Tokens rejected by the rejected-prefix set without parsing.
     pub rejected_prefix_hits: u64,
+    /// Largest Earley set built so far by an advance or a mask of any
+    /// matcher (items; what [`EngineConfig::max_set_items`] bounds).
+    pub peak_set_items: usize,
 }
 
 impl std::fmt::Debug for CompiledGrammar {
@@ -441,11 +487,25 @@ impl CompiledGrammar {
         config: EngineConfig,
     ) -> Result<Arc<Self>, EarleyError> {
         index.enforce_bound();
-        let (rules, fused) = Self::fused_rules(grammar, &index, &config)?;
-        let mut chart = initial_chart(&rules);
+        let deadline = Deadline::new(config.compile_time_budget);
+        let (mut rules, fused) = Self::fused_rules(grammar, &index, &config, &deadline)?;
+        rules.max_set_items = config.max_set_items;
+        deadline.check("after terminal compilation")?;
+        let mut chart = initial_chart(&rules).map_err(|n| EarleyError::LimitExceeded {
+            limit: zapspec_grammar::Limit::SetItems,
+            max: config.max_set_items,
+            place: "the initial Earley set (compile)".into(),
+            terminal: None,
+            detail: format!(
+                "the closure of the start symbol reached {n} items, more than max_set_items {}",
+                config.max_set_items
+            ),
+        })?;
         if config.pruning {
             prune::compact(&rules, &mut chart, &mut prune::Scratch::default());
         }
+        let counters = AtomicCounters::default();
+        counters.observe_set(chart.last().len());
         Ok(Arc::new(CompiledGrammar {
             index,
             rules,
@@ -453,7 +513,7 @@ impl CompiledGrammar {
             initial: Arc::new(chart),
             state_cache: RwLock::new(HashMap::default()),
             rejected: Mutex::new(HashMap::default()),
-            counters: AtomicCounters::default(),
+            counters,
             fused,
         }))
     }
@@ -468,13 +528,19 @@ impl CompiledGrammar {
         grammar: &Grammar,
         index: &Arc<VocabIndex>,
         config: &EngineConfig,
+        deadline: &Deadline,
     ) -> Result<(Rules, Option<Grammar>), EarleyError> {
+        let term = |t: &Terminal| {
+            deadline.check("terminal compilation")?;
+            index.terminal(t, &config.regex_limits)
+        };
         if config.fuse_terminals {
             let mut excluded: Vec<zapspec_grammar::NtId> = Vec::new();
-            for _ in 0..8 {
+            for round in 0..8 {
+                deadline.check(&format!("terminal fusion, round {}", round + 1))?;
                 let (fg, re) =
                     crate::fuse::fuse_excluding(grammar, config.fuse_max_weight, &excluded);
-                match Rules::new(&fg, |t| index.terminal(t, &config.regex_limits)) {
+                match Rules::new(&fg, term) {
                     Ok(r) => return Ok((r, Some(fg))),
                     Err(EarleyError::Terminal { regex, .. })
                     | Err(EarleyError::LimitExceeded {
@@ -495,10 +561,7 @@ impl CompiledGrammar {
                 }
             }
         }
-        Ok((
-            Rules::new(grammar, |t| index.terminal(t, &config.regex_limits))?,
-            None,
-        ))
+        Ok((Rules::new(grammar, term)?, None))
     }
 
     /// A fresh matcher at the start of the language.
@@ -538,6 +601,7 @@ impl CompiledGrammar {
             masks: c.masks.load(Ordering::Relaxed),
             state_cache_hits: c.state_cache_hits.load(Ordering::Relaxed),
             rejected_prefix_hits: c.rejected_prefix_hits.load(Ordering::Relaxed),
+            peak_set_items: c.peak_set_items.load(Ordering::Relaxed),
         }
     }
 

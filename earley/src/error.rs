@@ -3,7 +3,9 @@
 use thiserror::Error;
 use zapspec_grammar::Limit;
 
-/// Why a grammar could not be compiled for the engine.
+/// Why a grammar could not be compiled for the engine, or why a matcher's
+/// checked operation ([`crate::EarleyMatcher::try_advance`],
+/// [`crate::EarleyMatcher::try_mask`]) failed.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum EarleyError {
     /// A terminal whose regular expression does not compile to a DFA.
@@ -23,7 +25,7 @@ pub enum EarleyError {
         limit: Limit,
         /// Its configured value.
         max: usize,
-        /// Where: the rule and the terminal.
+        /// Where: the rule and the terminal, or the Earley set.
         place: String,
         /// The full regex of the terminal, when the limit is one of a
         /// terminal's automaton.
@@ -37,6 +39,10 @@ pub enum EarleyError {
         /// The start symbol's name.
         start: String,
     },
+    /// [`crate::EarleyMatcher::try_advance`]: the token is not a viable
+    /// continuation (or EOS before a complete member, or after the end).
+    #[error(transparent)]
+    Rejected(#[from] zapspec_core::Rejected),
     /// A rule mentions a nonterminal id the grammar does not have, or the
     /// grammar exceeds the engine's index sizes.
     #[error("invalid grammar: {reason}")]

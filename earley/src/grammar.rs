@@ -36,6 +36,9 @@ pub(crate) struct Rules {
     /// The augmented start nonterminal `S'` and the position `S' → S •`.
     pub start_nt: u32,
     pub accept_pos: u32,
+    /// Most items of one Earley set (`EngineConfig::max_set_items`; no
+    /// bound until the compiled grammar sets it).
+    pub max_set_items: usize,
 }
 
 impl Rules {
@@ -201,6 +204,7 @@ impl Rules {
             nullable,
             start_nt,
             accept_pos,
+            max_set_items: usize::MAX,
         })
     }
 

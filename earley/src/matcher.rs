@@ -10,10 +10,12 @@ use std::sync::Arc;
 
 use rustc_hash::FxHasher;
 use zapspec_core::{Constraint, LookAhead, RejectReason, TokenId, TokenSet, Vocabulary};
+use zapspec_grammar::Limit;
 
 use crate::chart::{Chart, Item, Work};
 use crate::engine::AtomicCounters;
 use crate::engine::CompiledGrammar;
+use crate::error::EarleyError;
 use crate::grammar::{END, TERM};
 use crate::prune;
 use crate::toktrie::Walker;
@@ -62,6 +64,9 @@ pub struct EarleyMatcher {
     mem: MemStats,
     key: Vec<u32>,
     scratch: prune::Scratch,
+    /// The last `EngineConfig::max_set_items` overflow of an advance or a
+    /// mask: (items reached, byte offset of the set, in a mask?).
+    limit: Option<(usize, u32, bool)>,
 }
 
 impl std::fmt::Debug for EarleyMatcher {
@@ -97,6 +102,7 @@ impl EarleyMatcher {
             mem,
             key: Vec::new(),
             scratch: prune::Scratch::default(),
+            limit: None,
         }
     }
 
@@ -135,6 +141,51 @@ impl EarleyMatcher {
             ));
         }
         out
+    }
+
+    /// The [`EngineConfig::max_set_items`](crate::EngineConfig::max_set_items)
+    /// overflow of the last advance or mask, if it hit the bound: that
+    /// advance refused its token (`NotAllowed`, though the token was not
+    /// shown invalid), that mask left out the tokens whose parse reached
+    /// the bound. Cleared by the next advance or mask; a mask served by
+    /// the state cache was complete. [`Self::try_advance`] and
+    /// [`Self::try_mask`] return it as an error instead.
+    pub fn limit_exceeded(&self) -> Option<EarleyError> {
+        let (n, at, in_mask) = self.limit?;
+        let max = self.g.config.max_set_items;
+        Some(EarleyError::LimitExceeded {
+            limit: Limit::SetItems,
+            max,
+            place: format!(
+                "Earley set at byte {at} ({})",
+                if in_mask { "mask" } else { "advance" }
+            ),
+            terminal: None,
+            detail: format!("the set reached {n} items, the bound max_set_items is {max}"),
+        })
+    }
+
+    /// [`Constraint::advance`], with a set-size overflow reported as
+    /// [`EarleyError::LimitExceeded`] ([`Limit::SetItems`]) rather than as
+    /// a refused token; a refused token is [`EarleyError::Rejected`]. The
+    /// state is unchanged on error.
+    pub fn try_advance(&mut self, t: TokenId) -> Result<(), EarleyError> {
+        self.limit = None;
+        match Constraint::advance(self, t) {
+            Ok(()) => Ok(()),
+            Err(r) => Err(self.limit_exceeded().unwrap_or(EarleyError::Rejected(r))),
+        }
+    }
+
+    /// [`Constraint::mask`], or [`EarleyError::LimitExceeded`]
+    /// ([`Limit::SetItems`]) when an Earley set of the mask's byte-level
+    /// walk reached the bound (the mask would be incomplete).
+    pub fn try_mask(&mut self) -> Result<TokenSet, EarleyError> {
+        let m = Constraint::mask(self);
+        match self.limit_exceeded() {
+            Some(e) => Err(e),
+            None => Ok(m),
+        }
     }
 
     /// Feeds raw bytes (not necessarily token-aligned) as one step; returns
@@ -187,13 +238,20 @@ impl EarleyMatcher {
     }
 
     /// Parses `bytes` from the current state and commits the result.
-    /// On failure returns the length of the rejected prefix.
+    /// On failure returns the length of the rejected prefix, or 0 when a
+    /// set reached `max_set_items` (recorded in `self.limit`).
     fn try_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
         let g = self.g.clone();
         let chart = self.chart().clone();
         let mut w = Work::new(&g.rules, &chart);
+        self.limit = None;
         for (i, &b) in bytes.iter().enumerate() {
             if !w.push_byte(b) {
+                g.counters.observe_set(w.largest);
+                if let Some(n) = w.overflow {
+                    self.limit = Some((n, chart.last_pos() + i as u32 + 1, false));
+                    return Err(0);
+                }
                 return Err(i + 1);
             }
         }
@@ -219,6 +277,7 @@ impl EarleyMatcher {
             sets.push((base + 1 + k as u32, v.into()));
         }
         self.mem.items_created += w.created;
+        g.counters.observe_set(w.largest);
         let mut next = Chart { sets, accepting };
         if g.config.pruning {
             prune::compact(&g.rules, &mut next, &mut self.scratch);
@@ -228,7 +287,10 @@ impl EarleyMatcher {
         Ok(())
     }
 
-    fn compute_mask(&self, mask: &mut TokenSet) {
+    /// The mask of the current chart; `Some((items, byte))` when a set of
+    /// the walk reached `max_set_items` (the mask then leaves out the
+    /// tokens whose parse reached it).
+    fn compute_mask(&self, mask: &mut TokenSet) -> Option<(usize, u32)> {
         let g = &*self.g;
         let chart = self.chart();
         mask.clear();
@@ -285,6 +347,8 @@ impl EarleyMatcher {
         if chart.accepting {
             mask.insert(vocab.eos());
         }
+        g.counters.observe_set(w.largest.max(chart.last().len()));
+        w.overflow.map(|n| (n, chart.last_pos() + 1))
     }
 
     fn cached_mask(&mut self) -> Option<Arc<TokenSet>> {
@@ -321,12 +385,17 @@ impl zapspec_core::Matcher for EarleyMatcher {
     /// (or the context-independent cache) and fills the state cache.
     fn fill_next(&mut self, mask: &mut TokenSet) {
         AtomicCounters::bump(&self.g.counters.masks);
+        self.limit = None;
         if let Some(m) = self.cached_mask() {
             AtomicCounters::bump(&self.g.counters.state_cache_hits);
             mask.words_mut().copy_from_slice(m.words());
             return;
         }
-        self.compute_mask(mask);
+        if let Some((n, at)) = self.compute_mask(mask) {
+            // Incomplete: not cached.
+            self.limit = Some((n, at, true));
+            return;
+        }
         if self.g.config.state_cache {
             let mut cache = self
                 .g
@@ -343,6 +412,7 @@ impl zapspec_core::Matcher for EarleyMatcher {
     }
 
     fn step(&mut self, t: TokenId) -> Result<(), RejectReason> {
+        self.limit = None;
         let vocab = self.g.vocab().clone();
         if (t as usize) >= vocab.len() {
             return Err(RejectReason::OutOfVocabulary);
@@ -370,6 +440,8 @@ impl zapspec_core::Matcher for EarleyMatcher {
         };
         match self.try_bytes(bytes) {
             Ok(()) => Ok(()),
+            // A set-size overflow (`self.limit`): not a rejected prefix.
+            Err(0) => Err(RejectReason::NotAllowed),
             Err(l) => {
                 if let Some(fp) = fp {
                     let mut r = self.g.rejected.lock().unwrap_or_else(|e| e.into_inner());

@@ -109,3 +109,151 @@ fn deep_nesting_input_to_a_json_grammar() {
         assert!(m.mask().contains(b']' as u32));
     });
 }
+
+/// `s ::= s s | "a"`: every split of the input is a parse, so the set after
+/// `n` bytes holds about `3·n` items (one per origin and rule position).
+const AMBIGUOUS: &str = "root ::= s\ns ::= s s | \"a\"\n";
+
+#[test]
+fn ambiguous_grammar_hits_the_set_item_bound() {
+    let g = Grammar::from_gbnf(AMBIGUOUS).unwrap();
+    let vocab = Arc::new(TokenVocab::bytes());
+    let cfg = EngineConfig {
+        max_set_items: 600,
+        ..EngineConfig::default()
+    };
+    let c = Engine::new(vocab).compile(&g, cfg).unwrap();
+    let mut m = c.matcher();
+    let a = b'a' as u32;
+    let (steps, err) = timed("s ::= s s | \"a\", max_set_items 600", || {
+        for i in 0..10_000 {
+            // The mask needs no set after the next byte (the token `a` is
+            // a whole terminal: the context-independent cache allows it),
+            // so it stays complete; the advance builds that set.
+            let mask = m.try_mask().unwrap();
+            assert!(mask.contains(a));
+            if let Err(e) = m.try_advance(a) {
+                return (i, e);
+            }
+        }
+        panic!("no limit after 10,000 bytes");
+    });
+    match &err {
+        EarleyError::LimitExceeded {
+            limit: Limit::SetItems,
+            max: 600,
+            place,
+            ..
+        } => assert!(place.starts_with("Earley set at byte"), "{place}"),
+        e => panic!("{e:?}"),
+    }
+    println!("hostile set-item bound: {err} after {steps} bytes");
+    assert!(steps > 50 && steps < 600, "{steps}");
+    // The state is unchanged; the Constraint method refuses the token it
+    // cannot check, and reports why.
+    assert_eq!(m.num_tokens(), steps);
+    assert!(m.advance(a).is_err());
+    assert!(m.limit_exceeded().is_some());
+    // Without the context-independent cache the mask parses the token's
+    // byte itself: it leaves `a` out and reports the bound.
+    let c = Engine::new(Arc::new(TokenVocab::bytes()))
+        .compile(
+            &g,
+            EngineConfig {
+                ci_cache: false,
+                ..cfg
+            },
+        )
+        .unwrap();
+    let mut b = c.matcher();
+    for _ in 0..steps {
+        b.advance(a).unwrap();
+    }
+    match b.try_mask() {
+        Err(EarleyError::LimitExceeded { place, .. }) => {
+            assert!(place.contains("(mask)"), "{place}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!b.mask().contains(a));
+    assert!(b.limit_exceeded().is_some());
+    // A refused token (not the bound) is `Rejected`.
+    assert!(matches!(
+        m.try_advance(b'b' as u32),
+        Err(EarleyError::Rejected(_))
+    ));
+}
+
+#[test]
+fn ambiguous_grammar_under_the_default_bound() {
+    // The default bound is not reached by 300 bytes of the cubic parse
+    // (~900 items a set), and the masks are right.
+    let g = Grammar::from_gbnf(AMBIGUOUS).unwrap();
+    let vocab = Arc::new(TokenVocab::bytes());
+    let c = Engine::new(vocab)
+        .compile(&g, EngineConfig::default())
+        .unwrap();
+    let mut m = c.matcher();
+    timed("s ::= s s | \"a\", 300 bytes, default bound", || {
+        for _ in 0..300 {
+            let mask = m.try_mask().unwrap();
+            assert!(mask.contains(b'a' as u32));
+            m.try_advance(b'a' as u32).unwrap();
+        }
+    });
+    let peak = c.counters().peak_set_items;
+    println!("hostile ambiguous 300 bytes: peak set {peak} items");
+    assert!(peak > 600 && peak < EngineConfig::DEFAULT_MAX_SET_ITEMS);
+}
+
+#[test]
+fn initial_set_over_the_bound_is_a_compile_error() {
+    // 2,000 alternatives, each a nonterminal: the initial set predicts them all.
+    let mut src = String::from("root ::= ");
+    for i in 0..2000 {
+        if i > 0 {
+            src.push_str(" | ");
+        }
+        src.push_str(&format!("n{i}"));
+    }
+    src.push('\n');
+    for i in 0..2000 {
+        src.push_str(&format!("n{i} ::= \"x{i}\" root?\n"));
+    }
+    let cfg = EngineConfig {
+        max_set_items: 1000,
+        fuse_terminals: false,
+        ..EngineConfig::default()
+    };
+    let r = timed("initial set of 4,000 items, max_set_items 1000", || {
+        compile(&src, cfg)
+    });
+    match r {
+        Err(EarleyError::LimitExceeded {
+            limit: Limit::SetItems,
+            place,
+            ..
+        }) => assert!(place.contains("initial Earley set"), "{place}"),
+        other => panic!("{other:?}"),
+    }
+    compile(&src, EngineConfig::default()).unwrap();
+}
+
+#[test]
+fn compile_time_budget() {
+    let cfg = EngineConfig {
+        compile_time_budget: std::time::Duration::ZERO,
+        ..EngineConfig::default()
+    };
+    let r = timed("compile_time_budget 0", || {
+        compile("root ::= \"a\" b\nb ::= [0-9]+ \"c\"\n", cfg)
+    });
+    match r {
+        Err(EarleyError::LimitExceeded {
+            limit: Limit::Time,
+            place,
+            ..
+        }) => assert!(place.contains("grammar compilation"), "{place}"),
+        other => panic!("{other:?}"),
+    }
+}

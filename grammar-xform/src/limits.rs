@@ -18,7 +18,8 @@
 //! | [`Limit::Depth`] (`$ref`/`allOf`/`not` inlining at one node) | 48 | fixed |
 //! | [`Limit::Branches`] | 256 | `JsonSchemaOptions::max_branches` |
 //! | [`Limit::Nonterminals`] | 200,000 | `JsonSchemaOptions::max_nonterminals` |
-//! | [`Limit::Time`] | 60 s (a safety net: results should not depend on machine speed) | `JsonSchemaOptions::time_budget` |
+//! | [`Limit::Time`] | 60 s (a safety net: results should not depend on machine speed) | `JsonSchemaOptions::time_budget`; the Earley engine's `EngineConfig::compile_time_budget` (checked between terminal compilations and fusion rounds) |
+//! | [`Limit::SetItems`] | 100,000 (the largest set seen over the shipped grammars and MaskBench schemas is a few hundred items; see `EngineConfig::max_set_items`) | the Earley engine's `EngineConfig::max_set_items` |
 //!
 //! The regex limits are `regex-automata`'s own builder limits
 //! (`thompson::Config::nfa_size_limit`, `dense::Config::dfa_size_limit`
@@ -48,6 +49,9 @@ pub enum Limit {
     Nonterminals,
     /// Wall-clock time of one compilation.
     Time,
+    /// Items of one Earley set (the Earley engine's chart, in an advance,
+    /// a mask's byte-level walk, or the initial set at compile time).
+    SetItems,
 }
 
 impl Limit {
@@ -61,6 +65,7 @@ impl Limit {
             Limit::Branches => "branches",
             Limit::Nonterminals => "nonterminals",
             Limit::Time => "time_budget",
+            Limit::SetItems => "set_items",
         }
     }
 }
