@@ -39,12 +39,28 @@ impl Emitter<'_> {
         let mut any = false;
         for v in values {
             if self.member_ok(s, types, v)? {
+                // Drafts 3–4 with `integer` but not `number`: `2.0` is no
+                // integer there, so only the integer spelling is a member.
+                let lexical = self.norm.integer_lexical && types & T_NUMBER == 0;
+                if let (true, Value::Number(n)) = (lexical, v) {
+                    if n.is_f64() {
+                        match n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15) {
+                            Some(f) => self.g.add_rule(nt, vec![lit(&format!("{}", f as i64))]),
+                            None => continue,
+                        }
+                        any = true;
+                        continue;
+                    }
+                }
                 let syms = self.literal_symbols(v);
                 self.g.add_rule(nt, syms);
                 // JSON Schema compares numbers by value: an integral number
                 // is matched in both spellings serde_json writes (`2`, `2.0`).
                 if let Value::Number(n) = v {
-                    if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15) {
+                    if let Some(f) = n
+                        .as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9e15 && !(lexical && !n.is_f64()))
+                    {
                         let other = if n.is_f64() {
                             format!("{}", f as i64)
                         } else {

@@ -228,6 +228,12 @@ pub struct JsonSchemaOptions {
     /// as an annotation (any string) and record a warning in
     /// [`CompileReport::warnings`].
     pub lenient_formats: bool,
+    /// Whether OpenAPI 3.0's `nullable: true` adds `null` to the schema's
+    /// values. JSON Schema has no such keyword and its validators ignore it,
+    /// so the default `false` ignores it too (a grammar honouring it would
+    /// accept `null` where a JSON Schema validator rejects it); set `true`
+    /// for OpenAPI 3.0 schemas.
+    pub openapi_nullable: bool,
 }
 
 impl Default for JsonSchemaOptions {
@@ -244,6 +250,7 @@ impl Default for JsonSchemaOptions {
             max_json_depth: 2048,
             time_budget: std::time::Duration::from_secs(60),
             lenient_formats: false,
+            openapi_nullable: false,
         }
     }
 }

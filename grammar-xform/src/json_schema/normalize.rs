@@ -180,6 +180,10 @@ pub(crate) struct Normalizer<'a> {
     /// `$schema` says draft 3–6, which have no `if`/`then`/`else` (draft-07
     /// Validation §6.6 introduced them): there they are unknown keys.
     no_if: bool,
+    /// `$schema` says draft 3–4, where `integer` means an integer written
+    /// without fraction or exponent (`1.0` is a `number` only); drafts 6+
+    /// count any number with a zero fractional part.
+    pub integer_lexical: bool,
     opts: &'a JsonSchemaOptions,
     /// Unknown keys that were ignored: (pointer, key).
     pub ignored: Vec<(String, String)>,
@@ -226,11 +230,16 @@ impl<'a> Normalizer<'a> {
                     .iter()
                     .any(|d| s.contains(d))
             });
+        let integer_lexical = root
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|s| ["draft-03", "draft-04"].iter().any(|d| s.contains(d)));
         Normalizer {
             root,
             root_ids,
             ref_siblings_ignored,
             no_if,
+            integer_lexical,
             anchors: None,
             opts,
             ignored: Vec::new(),
@@ -510,6 +519,8 @@ impl<'a> Normalizer<'a> {
         }
         match obj.get("nullable") {
             None | Some(Value::Bool(false)) => {}
+            // JSON Schema has no `nullable`: validators ignore it.
+            Some(Value::Bool(true)) if !self.opts.openapi_nullable => {}
             Some(Value::Bool(true)) => {
                 let mut m = Map::new();
                 m.insert("type".into(), Value::String("null".into()));
@@ -1511,7 +1522,10 @@ mod tests {
     use serde_json::json;
 
     fn branches(s: Value) -> Vec<Value> {
-        let opts = JsonSchemaOptions::default();
+        let opts = JsonSchemaOptions {
+            openapi_nullable: true,
+            ..JsonSchemaOptions::default()
+        };
         let mut n = Normalizer::new(&s, &opts);
         n.branches(&s, "")
             .unwrap()

@@ -242,8 +242,16 @@ fn strings_numbers_enums() {
             && accepts(&g, &json!(3.0))
             && !accepts(&g, &json!(4))
     );
-    let g = compile(&json!({"type": "string", "nullable": true, "maxLength": 1}));
+    let s = json!({"type": "string", "nullable": true, "maxLength": 1});
+    let openapi = JsonSchemaOptions {
+        openapi_nullable: true,
+        ..JsonSchemaOptions::default()
+    };
+    let g = compile_json_schema(&s, &openapi).unwrap();
     assert!(accepts(&g, &json!(null)) && accepts(&g, &json!("\n")) && !accepts(&g, &json!("ab")));
+    // JSON Schema itself has no `nullable`: by default it is ignored.
+    let g = compile(&s);
+    assert!(!accepts(&g, &json!(null)) && accepts(&g, &json!("\n")));
 }
 
 #[test]

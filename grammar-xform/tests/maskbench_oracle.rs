@@ -1,0 +1,217 @@
+//! MaskBench against an independent validator: for compiled MaskBench
+//! schemas, instances sampled from the grammar (random walks, module
+//! `sampler`) must be valid for the `jsonschema` crate (format validation
+//! on, the schema's own `$schema` draft, 2020-12 when absent), and every
+//! MaskBench test instance the grammar accepts (in the grammar's key
+//! order, `canonical_instances`) must be valid for it too.
+//!
+//! Both are checked with [`OneOfMode::RequireDisjoint`], the sound mode;
+//! under the default [`OneOfMode::AsAnyOf`] an instance valid for two
+//! `oneOf` branches is knowingly accepted, and those mismatches are only
+//! counted (printed), not failed.
+//!
+//! The default run takes every 23rd file (a fixed sample, well under a
+//! minute); `cargo test -p zapspec-grammar --release --test maskbench_oracle
+//! -- --ignored --nocapture` runs every file with more samples. Skips with
+//! a message when `../shared/data/maskbench` is absent.
+
+mod sampler;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde_json::Value;
+use zapspec_grammar::json_schema::{
+    canonical_instances, compile_json_schema, JsonSchemaOptions, OneOfMode,
+};
+use zapspec_grammar::Recognizer;
+
+use sampler::Sampler;
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench")
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    files: usize,
+    compiled: usize,
+    oracle_unbuildable: usize,
+    sampled: usize,
+    sampled_not_json: usize,
+    tests_accepted: usize,
+    /// `(file, instance)` of grammar-accepted instances the oracle rejects.
+    mismatches: Vec<(String, String)>,
+}
+
+fn check_file(path: &PathBuf, opts: &JsonSchemaOptions, per_schema: usize, t: &mut Tally) {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("?")
+        .to_string();
+    let Some(file) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+    else {
+        return;
+    };
+    t.files += 1;
+    let schema = &file["schema"];
+    let Ok(g) = compile_json_schema(schema, opts) else {
+        return;
+    };
+    t.compiled += 1;
+    let Ok(v) = jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+    else {
+        t.oracle_unbuildable += 1;
+        return;
+    };
+    let mut s = Sampler::new(&g);
+    s.max_len = 4096;
+    s.stop = 0.3;
+    let mut rng = StdRng::seed_from_u64(
+        name.bytes()
+            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64)),
+    );
+    for _ in 0..per_schema {
+        let Some(bytes) = s.sample(&mut rng) else {
+            break;
+        };
+        t.sampled += 1;
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(inst) => {
+                if !v.is_valid(&inst) {
+                    if std::env::var_os("ORACLE_DEBUG").is_some() {
+                        for e in v.iter_errors(&inst) {
+                            eprintln!("oracle error in {name}: {e} at {}", e.instance_path());
+                        }
+                    }
+                    t.mismatches
+                        .push((name.clone(), String::from_utf8_lossy(&bytes).into()));
+                }
+            }
+            // JSON, but beyond f64 (serde_json without arbitrary
+            // precision refuses it): the oracle cannot read it.
+            Err(e) if e.to_string().starts_with("number out of range") => {
+                t.sampled_not_json += 1;
+            }
+            Err(e) => {
+                t.mismatches.push((name.clone(), format!("not JSON ({e})")));
+                if std::env::var_os("ORACLE_DEBUG").is_some() {
+                    eprintln!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes));
+                }
+            }
+        }
+    }
+    let rec = Recognizer::new(&g).expect("compiled grammar loads");
+    for test in file["tests"].as_array().into_iter().flatten() {
+        let data = &test["data"];
+        let accepted = rec.recognizes(data.to_string().as_bytes())
+            || canonical_instances(schema, data, opts)
+                .map(|c| c.iter().any(|c| rec.recognizes(c.to_string().as_bytes())))
+                .unwrap_or(false);
+        if accepted {
+            t.tests_accepted += 1;
+            if !v.is_valid(data) {
+                t.mismatches.push((name.clone(), data.to_string()));
+            }
+        }
+    }
+}
+
+fn run(every: usize, per_schema: usize) {
+    let dir = data_dir();
+    if !dir.is_dir() {
+        println!(
+            "maskbench_oracle: SKIPPED, data directory {} is absent",
+            dir.display()
+        );
+        return;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read data dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let files: Vec<PathBuf> = files.into_iter().step_by(every).collect();
+    for (label, one_of, strict) in [
+        ("oneOf: RequireDisjoint", OneOfMode::RequireDisjoint, true),
+        ("oneOf: AsAnyOf (default)", OneOfMode::AsAnyOf, false),
+    ] {
+        let t0 = Instant::now();
+        let opts = JsonSchemaOptions {
+            one_of,
+            ..JsonSchemaOptions::default()
+        };
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        let parts: Vec<Tally> = std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..workers)
+                .map(|w| {
+                    let mine: Vec<&PathBuf> = files.iter().skip(w).step_by(workers).collect();
+                    let opts = &opts;
+                    sc.spawn(move || {
+                        let mut t = Tally::default();
+                        for p in mine {
+                            check_file(p, opts, per_schema, &mut t);
+                        }
+                        t
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("worker")).collect()
+        });
+        let mut t = Tally::default();
+        for p in parts {
+            t.files += p.files;
+            t.compiled += p.compiled;
+            t.oracle_unbuildable += p.oracle_unbuildable;
+            t.sampled += p.sampled;
+            t.sampled_not_json += p.sampled_not_json;
+            t.tests_accepted += p.tests_accepted;
+            t.mismatches.extend(p.mismatches);
+        }
+        t.mismatches.sort();
+        println!(
+            "maskbench_oracle [{label}]: {} files (every {every}th), {} compiled, {} the oracle cannot build; \
+             {} instances sampled ({} with a number beyond f64, unchecked), {} test instances accepted; \
+             {} oracle-invalid accepted; {:.1}s",
+            t.files,
+            t.compiled,
+            t.oracle_unbuildable,
+            t.sampled,
+            t.sampled_not_json,
+            t.tests_accepted,
+            t.mismatches.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        for (f, i) in t.mismatches.iter().take(12) {
+            let short: String = i.chars().take(200).collect();
+            println!("  {f}: {short}");
+        }
+        if strict {
+            assert!(
+                t.mismatches.is_empty(),
+                "grammar accepts instances the oracle rejects"
+            );
+        }
+    }
+}
+
+#[test]
+fn maskbench_sample_agrees_with_jsonschema() {
+    run(23, 20);
+}
+
+#[test]
+#[ignore = "every MaskBench file; minutes"]
+fn maskbench_all_agree_with_jsonschema() {
+    run(1, 100);
+}
