@@ -364,6 +364,48 @@ pub trait LookAhead: Constraint {
         let _ = f;
         false
     }
+
+    /// The allowed set of any state of this matcher whose
+    /// [`mask_key`](LookAhead::mask_key) is `Some(key)`, borrowed from the
+    /// matcher's shared tables — the set [`fill_mask`](Constraint::fill_mask)
+    /// would write there, EOS included exactly when it would be — or `None`
+    /// when the constraint keeps no such table (the default) or does not
+    /// know `key`. With [`for_each_successor_group`](LookAhead::for_each_successor_group)
+    /// this makes a whole one-step look-ahead free of forks, advances and
+    /// mask copies: a DFA returns its state's precomputed mask, or a sorted
+    /// member list when that is sparse.
+    fn allowed_by_key(&self, key: u64) -> Option<AllowedRef<'_>> {
+        let _ = key;
+        None
+    }
+}
+
+/// An allowed set borrowed from a matcher's tables
+/// ([`LookAhead::allowed_by_key`]).
+#[derive(Debug, Clone, Copy)]
+pub enum AllowedRef<'a> {
+    /// The members, each once (any order).
+    Sparse(&'a [TokenId]),
+    /// A mask over the whole vocabulary.
+    Dense(&'a TokenSet),
+}
+
+impl AllowedRef<'_> {
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        match self {
+            AllowedRef::Sparse(ids) => ids.len(),
+            AllowedRef::Dense(set) => set.count(),
+        }
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            AllowedRef::Sparse(ids) => ids.is_empty(),
+            AllowedRef::Dense(set) => set.is_empty(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,9 @@ pub mod prob;
 pub mod token_set;
 pub mod vocab;
 
-pub use constraint::{Constraint, LookAhead, Matcher, RejectReason, Rejected, RollbackError};
+pub use constraint::{
+    AllowedRef, Constraint, LookAhead, Matcher, RejectReason, Rejected, RollbackError,
+};
 pub use model::{BlockMarginals, DiffusionModel, LanguageModel, Logits, ModelError};
 pub use token_set::TokenSet;
 pub use vocab::{TokenId, Vocabulary};

@@ -22,7 +22,7 @@
 //! `log Φ̂ = 0` for it. A non-EOS candidate whose look-ahead set is empty is
 //! a dead end: `log Φ̂ = -inf`.
 
-use zapspec_core::{prob, Constraint, LanguageModel, LookAhead, TokenSet};
+use zapspec_core::{prob, AllowedRef, Constraint, LanguageModel, LookAhead, TokenSet};
 
 use crate::error::PhiError;
 use crate::estimator::{
@@ -59,6 +59,8 @@ struct Scratch {
     /// masses at the current position.
     cache: Vec<(u64, u64, f64)>,
     generation: u64,
+    /// `(key, log mass)` of the successor groups at this position.
+    masses: Vec<(u64, f64)>,
 }
 
 const CACHE_SLOTS: usize = 256;
@@ -243,10 +245,83 @@ impl OneStepCheap {
         let mut ops = 0u64;
         // Grouped look-ahead (DFAs): one successor mass per group, one
         // write per candidate. Only for callers that take the values in
-        // any order (`dense`); the groups must cover exactly the
-        // candidates, otherwise the per-candidate loop below redoes the
-        // call (and reports a refused candidate).
+        // any order and keep the last of repeated writes (`dense`).
         if let Some(mask) = dense {
+            // When the caller's set is the constraint's own allowed set,
+            // the groups partition it (less EOS) by contract: the largest
+            // group's value is written over the whole set in one pass of
+            // its words, the other groups' values over it.
+            let own = constraint
+                .mask_key()
+                .and_then(|k| constraint.allowed_by_key(k))
+                .is_some_and(|own| same_set(own, mask));
+            if own {
+                let mut masses = std::mem::take(&mut sc.masses);
+                masses.clear();
+                let mut big: Option<(usize, u64)> = None;
+                let mut failed: Option<PhiError> = None;
+                let grouped = constraint.for_each_successor_group(&mut |key, toks| {
+                    let Some(&first) = toks.first() else {
+                        return;
+                    };
+                    if failed.is_some() {
+                        return;
+                    }
+                    match group_mass(
+                        constraint,
+                        &mut fork,
+                        key,
+                        first,
+                        logits,
+                        norm,
+                        sc,
+                        &mut gather,
+                        generation,
+                    ) {
+                        Ok((lm, n)) => {
+                            ops += n;
+                            masses.push((key, lm));
+                            if big.is_none_or(|(len, _)| toks.len() > len) {
+                                big = Some((toks.len(), key));
+                            }
+                        }
+                        Err(e) => failed = Some(e),
+                    }
+                });
+                if grouped && failed.is_none() {
+                    masses.sort_unstable_by_key(|m| m.0);
+                    if let Some((_, bk)) = big {
+                        let at = |k: u64| {
+                            masses
+                                .binary_search_by_key(&k, |m| m.0)
+                                .map(|i| masses[i].1)
+                        };
+                        let blm = at(bk).unwrap_or(f64::NEG_INFINITY);
+                        for y in mask.iter() {
+                            emit(y, blm);
+                        }
+                        constraint.for_each_successor_group(&mut |key, toks| {
+                            if key != bk {
+                                let lm = at(key).unwrap_or(f64::NEG_INFINITY);
+                                for &y in toks {
+                                    emit(y, lm);
+                                }
+                            }
+                        });
+                    }
+                    if mask.contains(eos) {
+                        emit(eos, 0.0);
+                    }
+                    sc.masses = masses;
+                    sc.gather = gather;
+                    return Ok(ops);
+                }
+                sc.masses = masses;
+            }
+            // A subset of the allowed set (or a constraint that does not
+            // know its own): the groups must cover exactly the
+            // candidates, otherwise the per-candidate loop below redoes
+            // the call (and reports a refused candidate).
             let mut emitted = 0usize;
             let mut failed: Option<PhiError> = None;
             let grouped = constraint.for_each_successor_group(&mut |key, toks| {
@@ -256,21 +331,24 @@ impl OneStepCheap {
                 if failed.is_some() {
                     return;
                 }
-                let slot = sc.cache[slot_of(key)];
-                let lm = if slot.0 == generation && slot.1 == key {
-                    slot.2
-                } else {
-                    let f = fork.get_or_insert_with(|| constraint.fork());
-                    match mass_after(f, first, logits, norm, sc, &mut gather, generation) {
-                        Ok((lm, n, _)) => {
-                            ops += n;
-                            sc.cache[slot_of(key)] = (generation, key, lm);
-                            lm
-                        }
-                        Err(e) => {
-                            failed = Some(e);
-                            return;
-                        }
+                let lm = match group_mass(
+                    constraint,
+                    &mut fork,
+                    key,
+                    first,
+                    logits,
+                    norm,
+                    sc,
+                    &mut gather,
+                    generation,
+                ) {
+                    Ok((lm, n)) => {
+                        ops += n;
+                        lm
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        return;
                     }
                 };
                 for &y in toks {
@@ -313,6 +391,13 @@ impl OneStepCheap {
                     emit(y, slot.2);
                     continue;
                 }
+                if let Some(set) = constraint.allowed_by_key(k) {
+                    let lm = log_mass_of_ref(logits, norm, &mut gather, set);
+                    sc.cache[slot_of(k)] = (generation, k, lm);
+                    last = Some((k, lm));
+                    emit(y, lm);
+                    continue;
+                }
             }
             let f = fork.get_or_insert_with(|| constraint.fork());
             let (lm, n, key) = mass_after(f, y, logits, norm, sc, &mut gather, generation)?;
@@ -325,6 +410,48 @@ impl OneStepCheap {
         sc.gather = gather;
         Ok(ops)
     }
+}
+
+/// Whether a borrowed allowed set equals `mask`.
+fn same_set(own: AllowedRef<'_>, mask: &TokenSet) -> bool {
+    match own {
+        AllowedRef::Dense(set) => set.universe() == mask.universe() && set.words() == mask.words(),
+        AllowedRef::Sparse(ids) => {
+            ids.len() == mask.count() && ids.iter().all(|&y| mask.contains(y))
+        }
+    }
+}
+
+/// The successor mass of a group of candidates that all reach mask key
+/// `key` (`first` is one of them): from this position's cache, from the
+/// matcher's tables ([`LookAhead::allowed_by_key`]: no fork), or by
+/// advancing a fork by `first` ([`mass_after`]). Returns the log mass and
+/// the constraint operations done.
+#[allow(clippy::too_many_arguments)]
+fn group_mass<C: LookAhead>(
+    constraint: &C,
+    fork: &mut Option<C>,
+    key: u64,
+    first: zapspec_core::TokenId,
+    logits: &[f32],
+    norm: Norm,
+    sc: &mut Scratch,
+    gather: &mut Vec<f32>,
+    generation: u64,
+) -> Result<(f64, u64), PhiError> {
+    let slot = sc.cache[slot_of(key)];
+    if slot.0 == generation && slot.1 == key {
+        return Ok((slot.2, 0));
+    }
+    if let Some(set) = constraint.allowed_by_key(key) {
+        let lm = log_mass_of_ref(logits, norm, gather, set);
+        sc.cache[slot_of(key)] = (generation, key, lm);
+        return Ok((lm, 0));
+    }
+    let f = fork.get_or_insert_with(|| constraint.fork());
+    let (lm, n, _) = mass_after(f, first, logits, norm, sc, gather, generation)?;
+    sc.cache[slot_of(key)] = (generation, key, lm);
+    Ok((lm, n))
 }
 
 /// `log Σ_{u∈A_{t+1}(x<t y)} exp(l_u) − norm.lse` for one candidate `y`:
@@ -357,8 +484,19 @@ fn mass_after<C: LookAhead>(
             let slot = sc.cache[slot_of(k)];
             (slot.0 == generation && slot.1 == k).then_some(slot.2)
         });
-        match cached {
-            Some(lm) => lm,
+        let borrowed = match (cached, key) {
+            (None, Some(k)) => f
+                .allowed_by_key(k)
+                .map(|set| log_mass_of_ref(logits, norm, gather, set)),
+            _ => None,
+        };
+        match cached.or(borrowed) {
+            Some(lm) => {
+                if let (None, Some(k)) = (cached, key) {
+                    sc.cache[slot_of(k)] = (generation, k, lm);
+                }
+                lm
+            }
             None => {
                 ops += 1;
                 let v = f.vocab_size();
@@ -494,6 +632,17 @@ fn log_mass_of<I: Iterator<Item = zapspec_core::TokenId>>(
         }
     }
     finish(m as f64 + s.ln() - norm.lse)
+}
+
+/// [`log_mass_of`] or [`log_mass_of_set`] for a set borrowed from a
+/// matcher's tables ([`LookAhead::allowed_by_key`]).
+fn log_mass_of_ref(logits: &[f32], norm: Norm, buf: &mut Vec<f32>, set: AllowedRef<'_>) -> f64 {
+    match set {
+        AllowedRef::Sparse(ids) => {
+            log_mass_of(logits, norm, buf, ids.len(), || ids.iter().copied())
+        }
+        AllowedRef::Dense(set) => log_mass_of_set(logits, norm, buf, set),
+    }
 }
 
 /// [`log_mass_of`] for a dense mask: the set's logits are gathered

@@ -233,6 +233,52 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(60))]
+
+    /// DFAs whose states mix sparse rows (about one token in 64, listed by
+    /// `Dfa::allowed` as a sorted member list) and dense ones (borrowed as
+    /// the precomputed mask): the successor masses taken from the
+    /// matcher's tables (`LookAhead::allowed_by_key`, no fork) equal the
+    /// reference, and `Dfa::allowed` lists exactly the state's mask.
+    #[test]
+    fn sparse_and_dense_states_match_reference(
+        n in 2usize..6, v in 200usize..900, seed in any::<u64>(), walk in prop::collection::vec(0u32..900, 0..4),
+        scale in 0.1f32..30.0, junk in prop_oneof![Just(0.0f32), 50.0f32..700.0],
+    ) {
+        let eos = (v - 1) as TokenId;
+        let sparse: Vec<bool> = (0..n).map(|q| splitmix64(seed ^ (77 + q as u64)).is_multiple_of(2)).collect();
+        let trans: Vec<u32> = (0..n * v)
+            .map(|i| {
+                let h = splitmix64(seed ^ i as u64);
+                let keep = if sparse[i / v] { h.is_multiple_of(64) } else { !h.is_multiple_of(4) };
+                if i % v == eos as usize || !keep { DEAD } else { ((h >> 8) % n as u64) as u32 }
+            })
+            .collect();
+        let accepting: Vec<bool> = (0..n).map(|q| splitmix64(seed ^ (1000 + q as u64)).is_multiple_of(2)).collect();
+        let Ok(dfa) = Dfa::new(n, v, eos, 0, accepting, trans) else { return Ok(()) };
+        let dfa = Arc::new(dfa);
+        let mut c = DfaConstraint::new(dfa.clone());
+        for q in 0..n as u32 {
+            let listed: Vec<TokenId> = match dfa.allowed(q).unwrap() {
+                zapspec_core::AllowedRef::Sparse(ids) => ids.to_vec(),
+                zapspec_core::AllowedRef::Dense(set) => set.iter().collect(),
+            };
+            // the state's mask: its live transitions, plus EOS when it accepts
+            let mut want: Vec<TokenId> = dfa.successor_groups(q).iter().flat_map(|(_, t)| t.iter().copied()).collect();
+            if dfa.accepting[q as usize] {
+                want.push(eos);
+            }
+            want.sort_unstable();
+            prop_assert_eq!(&listed, &want);
+        }
+        for t in walk {
+            let _ = c.advance(t % v as u32);
+        }
+        check(&c, &logits(v, seed, scale, junk))?;
+    }
+}
+
 #[test]
 fn bad_buffers_are_errors() {
     let c = DyckConstraint::new(DyckSpec {
@@ -387,5 +433,74 @@ fn grouped_path_respects_the_callers_mask() {
     assert!(
         matches!(err, Err(zapspec_phi::PhiError::Constraint(ref r)) if r.token == 3),
         "{err:?}"
+    );
+}
+
+/// The regular-language case of `fvo_overhead` in isolation: a DFA over
+/// 200,000 tokens whose current state keeps ~25,000 tokens on a self-loop
+/// and sends a few hundred to each of seven other states (the shape of
+/// `{"[a-z_]+":[0-9]+…}` over o200k; the other states' rows are sparse).
+/// Per call, after a 32 MiB sweep (the
+/// LM forward between two calls evicts the caches): writing the values of
+/// `A_t` alone (what Uniform costs), and the shifted OneStep-Cheap call.
+/// `cargo test --profile release-fast -p zapspec-phi --test onestep_fast -- --ignored --nocapture dfa_self_loop_timing`
+#[test]
+#[ignore]
+fn dfa_self_loop_timing() {
+    let v = 200_000usize;
+    let n = 8usize;
+    let eos = (v - 1) as TokenId;
+    let mut trans = vec![DEAD; n * v];
+    for q in 0..n {
+        for t in 0..v - 1 {
+            let h = splitmix64(t as u64 ^ (q as u64) << 40);
+            // state 3 (the start): ~25,000 tokens on its self-loop, a few
+            // hundred to each other state; the others: sparse rows
+            let dense = if q == 3 { 8 } else { 512 };
+            trans[q * v + t] = if h.is_multiple_of(dense) {
+                q as u32
+            } else if h % 997 < 7 {
+                ((q + 1 + (h % 997) as usize) % n) as u32
+            } else {
+                DEAD
+            };
+        }
+    }
+    let mut accepting = vec![false; n];
+    accepting[7] = true;
+    let dfa = Arc::new(Dfa::new(n, v, eos, 3, accepting, trans).unwrap());
+    let c = DfaConstraint::new(dfa);
+    let mask = valid_set(&c);
+    let ids: Vec<TokenId> = mask.iter().collect();
+    let mut one = OneStepCheap::new();
+    let reps = 300;
+    let mut sh = vec![0.0f64; v];
+    let mut junk = vec![0u64; 4 << 20];
+    let (mut uni, mut cheap) = (0.0, 0.0);
+    for r in 0..reps {
+        let lg = logits(v, r as u64, 4.0, 0.0);
+        for (i, j) in junk.iter_mut().enumerate() {
+            *j = j.wrapping_add(i as u64 ^ r as u64);
+        }
+        std::hint::black_box(lg.iter().sum::<f32>());
+        let t = std::time::Instant::now();
+        for y in mask.iter() {
+            sh[y as usize] = 0.0;
+        }
+        uni += t.elapsed().as_secs_f64();
+        for (i, j) in junk.iter_mut().enumerate() {
+            *j = j.wrapping_add(i as u64 ^ r as u64);
+        }
+        std::hint::black_box(lg.iter().sum::<f32>());
+        let t = std::time::Instant::now();
+        one.log_phi_into_shifted(&c, &mask, &lg, &mut sh).unwrap();
+        cheap += t.elapsed().as_secs_f64();
+    }
+    std::hint::black_box(&junk);
+    println!(
+        "|A_t| = {}: writing A_t's values {:.1} µs, shifted OneStep-Cheap {:.1} µs per call",
+        ids.len(),
+        uni / reps as f64 * 1e6,
+        cheap / reps as f64 * 1e6
     );
 }

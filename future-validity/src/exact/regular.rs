@@ -19,7 +19,9 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use zapspec_core::{prob, Constraint, LanguageModel, LookAhead, RejectReason, TokenId, TokenSet};
+use zapspec_core::{
+    prob, AllowedRef, Constraint, LanguageModel, LookAhead, RejectReason, TokenId, TokenSet,
+};
 use zapspec_testkit::toy::BigramLm;
 
 use crate::error::PhiError;
@@ -80,23 +82,39 @@ pub struct Dfa {
     /// `groups[q]`: the non-EOS tokens of `masks[q]` grouped by successor
     /// state, `(r, tokens)` in increasing `r`; built on first use of `q`
     /// (one pass over its transition row).
-    groups: GroupCache,
+    groups: LazyPerState<Vec<SuccessorGroup>>,
+    /// `sparse[q]`: the members of `masks[q]` in increasing order when
+    /// they are at most [`SPARSE_FRACTION`] of the vocabulary (`None`
+    /// otherwise); built on first use of `q` (one pass over the mask).
+    sparse: LazyPerState<Option<Vec<TokenId>>>,
 }
 
-/// The lazily built successor groups of [`Dfa::successor_groups`]: a
-/// cache derived from `trans`, so it takes no part in equality.
-#[derive(Debug, Clone, Default)]
-struct GroupCache(Vec<std::sync::OnceLock<Vec<SuccessorGroup>>>);
+/// A state's mask is listed sparsely ([`Dfa::allowed`]) when it has at most
+/// `|V| / SPARSE_FRACTION` members: below that a list is cheaper to sum
+/// than a pass over the `|V|/64` mask words.
+pub const SPARSE_FRACTION: usize = 32;
+
+/// Per-state values built on first use (`OnceLock`, so a shared `Dfa` fills
+/// them from any thread): caches derived from `trans` and `masks`, so they
+/// take no part in equality.
+#[derive(Debug, Clone)]
+struct LazyPerState<T>(Vec<std::sync::OnceLock<T>>);
+
+impl<T> LazyPerState<T> {
+    fn new(n: usize) -> Self {
+        LazyPerState((0..n).map(|_| std::sync::OnceLock::new()).collect())
+    }
+}
 
 /// A successor state and the tokens that lead to it.
 type SuccessorGroup = (u32, Vec<TokenId>);
 
-impl PartialEq for GroupCache {
+impl<T> PartialEq for LazyPerState<T> {
     fn eq(&self, _: &Self) -> bool {
         true
     }
 }
-impl Eq for GroupCache {}
+impl<T> Eq for LazyPerState<T> {}
 
 impl Dfa {
     /// Builds a DFA and checks its tables; tokens without a transition are
@@ -194,11 +212,8 @@ impl Dfa {
             trans,
             live,
             masks,
-            groups: GroupCache(
-                (0..num_states)
-                    .map(|_| std::sync::OnceLock::new())
-                    .collect(),
-            ),
+            groups: LazyPerState::new(num_states),
+            sparse: LazyPerState::new(num_states),
         })
     }
 
@@ -221,6 +236,21 @@ impl Dfa {
                 }
             }
             by_state.into_iter().collect()
+        })
+    }
+
+    /// The mask of state `q` (the constraint's allowed set there, EOS
+    /// included when `q` accepts): its sorted member list when it has at
+    /// most `|V| / SPARSE_FRACTION` members (built on the first call for
+    /// `q`), the precomputed mask otherwise; `None` for a state out of range.
+    pub fn allowed(&self, q: u32) -> Option<AllowedRef<'_>> {
+        let mask = self.masks.get(q as usize)?;
+        let list = self.sparse.0[q as usize].get_or_init(|| {
+            (mask.count() <= self.vocab_size / SPARSE_FRACTION).then(|| mask.iter().collect())
+        });
+        Some(match list {
+            Some(ids) => AllowedRef::Sparse(ids),
+            None => AllowedRef::Dense(mask),
         })
     }
 
@@ -340,6 +370,13 @@ impl LookAhead for DfaConstraint {
             f(u64::from(*r), toks);
         }
         true
+    }
+    fn allowed_by_key(&self, key: u64) -> Option<AllowedRef<'_>> {
+        if key == u64::MAX {
+            // the finished state's key: nothing is allowed
+            return Some(AllowedRef::Sparse(&[]));
+        }
+        self.dfa.allowed(u32::try_from(key).ok()?)
     }
 }
 
