@@ -111,7 +111,7 @@ fn deep_nesting_input_to_a_json_grammar() {
 }
 
 /// `s ::= s s | "a"`: every split of the input is a parse, so the set after
-/// `n` bytes holds about `3·n` items (one per origin and rule position).
+/// `n` bytes holds about `2·n` items (one per origin and rule position).
 const AMBIGUOUS: &str = "root ::= s\ns ::= s s | \"a\"\n";
 
 #[test]
@@ -187,7 +187,7 @@ fn ambiguous_grammar_hits_the_set_item_bound() {
 #[test]
 fn ambiguous_grammar_under_the_default_bound() {
     // The default bound is not reached by 300 bytes of the cubic parse
-    // (~900 items a set), and the masks are right.
+    // (604 items a set), and the masks are right.
     let g = Grammar::from_gbnf(AMBIGUOUS).unwrap();
     let vocab = Arc::new(TokenVocab::bytes());
     let c = Engine::new(vocab)
@@ -255,5 +255,52 @@ fn compile_time_budget() {
             ..
         }) => assert!(place.contains("grammar compilation"), "{place}"),
         other => panic!("{other:?}"),
+    }
+}
+
+/// The `gbnf` fuzz target's timeout (session of 2026-11-25, minimised by
+/// hand): `(a|b)*a(X|b){21}` with `X` a 170-byte alternative (NULs, a
+/// run of `9`, a `$` anchor): every DFA state carries an NFA state set of
+/// thousands of states, so determinisation up to the DFA bounds costs
+/// seconds under the fuzzer's sanitizer. Both terminal compilers must end
+/// in a bounded time, in success or a typed limit.
+pub fn fuzz_timeout_regex() -> String {
+    let x = format!(
+        "{}{}\u{6}\0{}{}${}{}",
+        ".".repeat(32),
+        "\0".repeat(17),
+        "9".repeat(75),
+        "\0".repeat(18),
+        "\0".repeat(39),
+        ".".repeat(5)
+    );
+    format!("(a|b)*a({x}a|b){{21}}")
+}
+
+#[test]
+fn fuzz_gbnf_timeout_wide_alternative_under_repetition() {
+    let src = format!("root ::= /{}/\n", fuzz_timeout_regex());
+    let g = Grammar::from_gbnf(&src).unwrap();
+    let r = timed("gbnf fuzz timeout: simplify", || {
+        zapspec_grammar::simplify(&g, &zapspec_grammar::SimplifyConfig::default())
+    });
+    if let Err(e) = &r {
+        assert!(
+            matches!(e, zapspec_grammar::GrammarError::LimitExceeded { .. }),
+            "{e:?}"
+        );
+    }
+    println!(
+        "simplify: {}",
+        r.as_ref()
+            .map(|_| "ok".to_string())
+            .unwrap_or_else(|e| e.to_string())
+    );
+    let r = timed("gbnf fuzz timeout: earley compile", || {
+        compile(&src, EngineConfig::default())
+    });
+    println!("earley: {r:?}");
+    if let Err(e) = r {
+        assert!(matches!(e, EarleyError::LimitExceeded { .. }), "{e:?}");
     }
 }
