@@ -145,6 +145,15 @@ impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> 
     ) -> PhiResult {
         self.time(|e| e.log_phi_shifted(q, model, out))
     }
+    fn log_phi_shifted_compact(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        ids: &[TokenId],
+        out: &mut [f64],
+    ) -> Option<PhiResult> {
+        self.time(|e| e.log_phi_shifted_compact(q, model, ids, out))
+    }
 }
 
 /// A constraint over a small vocabulary (ids `0..k`, EOS `k`) embedded in

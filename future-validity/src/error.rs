@@ -13,14 +13,17 @@ pub enum PhiError {
     /// The constraint refused a token it had put in its own mask.
     #[error("constraint: {0}")]
     Constraint(#[from] Rejected),
-    /// Vocabulary sizes of model, constraint and logits disagree.
+    /// Vocabulary sizes of model, constraint and logits disagree (or, for
+    /// [`crate::PhiEstimator::log_phi_shifted_compact`], a valid-set list
+    /// or its output buffer has the wrong length).
     #[error("vocabulary mismatch: {what} has {got} entries, expected {want}")]
     VocabMismatch {
         /// Which input has the wrong size ("model", "logits", …).
         what: &'static str,
         /// Its size.
         got: usize,
-        /// The constraint's vocabulary size.
+        /// The size expected: the constraint's vocabulary size, or the
+        /// valid set's.
         want: usize,
     },
     /// The valid set `A_t` is empty (the paper's non-degeneracy assumption,

@@ -173,6 +173,24 @@ pub trait PhiEstimator<C: Constraint, M: LanguageModel> {
         self.log_phi_into(q, model, out)
     }
 
+    /// [`Self::log_phi_shifted`] on the valid set as a list:
+    /// `out[i] = log Φ̂_t(ids[i]) + c_t`, where `ids` lists the members of
+    /// `q.mask` in increasing order and `out.len() == ids.len()`. Nothing
+    /// vocabulary-sized is written, so a decoder keeps an `|A_t|` buffer
+    /// read in order instead of a `|V|` one touched at `|A_t|` scattered
+    /// places. `None` when the estimator has no such path (the default):
+    /// the caller then uses [`Self::log_phi_shifted`].
+    fn log_phi_shifted_compact(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        ids: &[TokenId],
+        out: &mut [f64],
+    ) -> Option<PhiResult> {
+        let _ = (q, model, ids, out);
+        None
+    }
+
     /// `log Φ̂_t(y)` for every token `y` of the vocabulary: `-inf` outside
     /// the valid set `A_t` (the constraint's current mask), the value of
     /// [`Self::log_phi_into`] inside it. The prefix is the last
@@ -211,6 +229,15 @@ macro_rules! forward_phi_estimator {
             }
             fn log_phi_shifted(&mut self, q: &PhiQuery<'_, C>, model: &mut M, out: &mut [f64]) -> PhiResult {
                 (**self).log_phi_shifted(q, model, out)
+            }
+            fn log_phi_shifted_compact(
+                &mut self,
+                q: &PhiQuery<'_, C>,
+                model: &mut M,
+                ids: &[TokenId],
+                out: &mut [f64],
+            ) -> Option<PhiResult> {
+                (**self).log_phi_shifted_compact(q, model, ids, out)
             }
         }
     )+};
@@ -281,6 +308,19 @@ impl<C: Constraint, M: LanguageModel, E: PhiEstimator<C, M>> PhiEstimator<C, M> 
         self.cost.record(&c);
         Ok(c)
     }
+    fn log_phi_shifted_compact(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        model: &mut M,
+        ids: &[TokenId],
+        out: &mut [f64],
+    ) -> Option<PhiResult> {
+        let r = self.inner.log_phi_shifted_compact(q, model, ids, out)?;
+        if let Ok(c) = &r {
+            self.cost.record(c);
+        }
+        Some(r)
+    }
 }
 
 /// A model slot with a vocabulary and nothing else: its context is empty
@@ -324,6 +364,32 @@ pub fn check_query<C: Constraint>(q: &PhiQuery<'_, C>, out: &[f64]) -> Result<us
     same_vocab("logits", q.logits.len(), v)?;
     same_vocab("output buffer", out.len(), v)?;
     Ok(v)
+}
+
+/// Checks a query for [`PhiEstimator::log_phi_shifted_compact`]: logits of
+/// the constraint's vocabulary size, `ids` as long as `q.mask` has
+/// members, and `out` as long as `ids`.
+pub fn check_compact<C: Constraint>(
+    q: &PhiQuery<'_, C>,
+    ids: &[TokenId],
+    out: &[f64],
+) -> Result<(), PhiError> {
+    same_vocab("logits", q.logits.len(), q.constraint.vocab_size())?;
+    if ids.len() != q.mask.count() {
+        return Err(PhiError::VocabMismatch {
+            what: "valid-set list",
+            got: ids.len(),
+            want: q.mask.count(),
+        });
+    }
+    if out.len() != ids.len() {
+        return Err(PhiError::VocabMismatch {
+            what: "compact output buffer",
+            got: out.len(),
+            want: ids.len(),
+        });
+    }
+    Ok(())
 }
 
 /// `Ok` when `what` has the constraint's vocabulary size `want`.

@@ -127,7 +127,7 @@ pub mod uniform;
 pub use adapters::{Frozen, WithModel};
 pub use error::PhiError;
 pub use estimator::{
-    check_query, doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set, Metered, NoModel,
+    check_compact, check_query, doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set, Metered, NoModel,
     PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
 pub use exact::budget::{BernoulliLm, BudgetLanguage};

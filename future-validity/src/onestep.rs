@@ -22,11 +22,12 @@
 //! `log Φ̂ = 0` for it. A non-EOS candidate whose look-ahead set is empty is
 //! a dead end: `log Φ̂ = -inf`.
 
-use zapspec_core::{prob, AllowedRef, Constraint, LanguageModel, LookAhead, TokenSet};
+use zapspec_core::{prob, AllowedRef, Constraint, LanguageModel, LookAhead, TokenId, TokenSet};
 
 use crate::error::PhiError;
 use crate::estimator::{
-    check_query, check_vocab, log_mass, valid_set, PhiCost, PhiEstimator, PhiQuery, PhiResult,
+    check_compact, check_query, check_vocab, log_mass, valid_set, PhiCost, PhiEstimator, PhiQuery,
+    PhiResult,
 };
 
 /// Tier 1a: Def. 9 with the current logits (no extra forward).
@@ -64,6 +65,14 @@ struct Scratch {
 }
 
 const CACHE_SLOTS: usize = 256;
+
+/// Where [`OneStepCheap`]'s shifted values go: by token into a `|V|`
+/// buffer, or by rank into an `|A_t|` one aligned with the sorted list
+/// `ids` of `A_t`.
+enum Sink<'a> {
+    Dense(&'a mut [f64]),
+    Compact(&'a [TokenId], &'a mut [f64]),
+}
 
 impl OneStepCheap {
     /// The estimator, with empty scratch buffers.
@@ -126,7 +135,8 @@ impl OneStepCheap {
         logits: &[f32],
         out: &mut [f64],
     ) -> Result<Option<f64>, PhiError> {
-        self.shifted(constraint, mask, logits, out).map(|(c, _)| c)
+        self.shifted(constraint, mask, logits, Sink::Dense(out))
+            .map(|(c, _)| c)
     }
 
     /// [`Self::log_phi_into_shifted`] and the constraint operations it did.
@@ -135,15 +145,17 @@ impl OneStepCheap {
         constraint: &C,
         mask: &TokenSet,
         logits: &[f32],
-        out: &mut [f64],
+        out: Sink<'_>,
     ) -> Result<(Option<f64>, u64), PhiError> {
         let v = constraint.vocab_size();
-        if out.len() != v {
-            return Err(PhiError::VocabMismatch {
-                what: "output buffer",
-                got: out.len(),
-                want: v,
-            });
+        if let Sink::Dense(out) = &out {
+            if out.len() != v {
+                return Err(PhiError::VocabMismatch {
+                    what: "output buffer",
+                    got: out.len(),
+                    want: v,
+                });
+            }
         }
         if logits.len() != v {
             return Err(logits_mismatch(logits.len(), v));
@@ -167,9 +179,30 @@ impl OneStepCheap {
         } else {
             (shifted, None)
         };
-        let ops = self.score(constraint, mask.iter(), Some(mask), logits, norm, |y, l| {
-            out[y as usize] = l
-        })?;
+        let ops = match out {
+            Sink::Dense(out) => {
+                self.score(constraint, mask.iter(), Some(mask), logits, norm, |y, l| {
+                    out[y as usize] = l
+                })?
+            }
+            Sink::Compact(ids, out) => {
+                // values come in token order (a cursor) except the groups
+                // written over the largest one (a binary search each)
+                let mut cur = 0usize;
+                self.score(constraint, mask.iter(), Some(mask), logits, norm, |y, l| {
+                    let i = if ids.get(cur) == Some(&y) {
+                        cur
+                    } else {
+                        match ids.binary_search(&y) {
+                            Ok(i) => i,
+                            Err(_) => return,
+                        }
+                    };
+                    out[i] = l;
+                    cur = i + 1;
+                })?
+            }
+        };
         Ok((c, ops))
     }
 
@@ -907,11 +940,25 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
         })
     }
     fn log_phi_shifted(&mut self, q: &PhiQuery<'_, C>, _: &mut M, out: &mut [f64]) -> PhiResult {
-        let (_, ops) = self.shifted(q.constraint, q.mask, q.logits, out)?;
+        let (_, ops) = self.shifted(q.constraint, q.mask, q.logits, Sink::Dense(out))?;
         Ok(PhiCost {
             constraint_ops: ops,
             ..PhiCost::default()
         })
+    }
+    fn log_phi_shifted_compact(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        _: &mut M,
+        ids: &[TokenId],
+        out: &mut [f64],
+    ) -> Option<PhiResult> {
+        let r = check_compact(q, ids, out)
+            .and_then(|()| self.shifted(q.constraint, q.mask, q.logits, Sink::Compact(ids, out)));
+        Some(r.map(|(_, ops)| PhiCost {
+            constraint_ops: ops,
+            ..PhiCost::default()
+        }))
     }
 }
 

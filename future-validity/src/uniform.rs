@@ -4,9 +4,9 @@
 //! the Leviathan/LMS verifier. Zero cost (`O(|A_t|)` writes); its additive
 //! error is `δ = 1 − Φ_min`.
 
-use zapspec_core::{Constraint, LanguageModel};
+use zapspec_core::{Constraint, LanguageModel, TokenId};
 
-use crate::estimator::{check_query, PhiCost, PhiEstimator, PhiQuery, PhiResult};
+use crate::estimator::{check_compact, check_query, PhiCost, PhiEstimator, PhiQuery, PhiResult};
 
 /// Tier 0: the constant estimator (a no-op by shift invariance). Runs no
 /// model, so it works with any `M`, [`crate::NoModel`] included.
@@ -32,5 +32,17 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for Uniform {
             }
         }
         Ok(PhiCost::default())
+    }
+    fn log_phi_shifted_compact(
+        &mut self,
+        q: &PhiQuery<'_, C>,
+        _: &mut M,
+        ids: &[TokenId],
+        out: &mut [f64],
+    ) -> Option<PhiResult> {
+        Some(check_compact(q, ids, out).map(|()| {
+            out.fill(0.0);
+            PhiCost::default()
+        }))
     }
 }

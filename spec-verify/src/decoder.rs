@@ -23,7 +23,7 @@ use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
 use zapspec_phi::{NoModel, PhiError, PhiEstimator, PhiQuery};
 
 use crate::config::{Mode, SpecConfig, VerifierKind};
-use crate::phi::compact_log_law;
+use crate::phi::{compact_log_law, compact_log_law_aligned};
 use crate::verify::{equality_step, greedy_step, leviathan_step, Decision};
 use crate::VerifyError;
 
@@ -140,6 +140,9 @@ pub struct SpeculativeDecoder<P, Q, F> {
     /// `log Φ̂` by token, reused across rounds; only entries on the current
     /// `A_t` are touched, so a round costs `O(|A_t|)` here, not `O(|V|)`.
     phi_buf: Vec<f64>,
+    /// `log Φ̂` aligned with the list of `A_t`
+    /// ([`PhiEstimator::log_phi_shifted_compact`]), reused across rounds.
+    phi_compact: Vec<f64>,
     /// Tokens both models condition on before the first generated token
     /// (outside the constraint); see [`Self::with_prompt`].
     prompt: Vec<TokenId>,
@@ -165,6 +168,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
             config,
             stats: RoundStats::default(),
             phi_buf: Vec::new(),
+            phi_compact: Vec::new(),
             prompt: Vec::new(),
         })
     }
@@ -370,9 +374,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         let mut laws: Vec<(Vec<TokenId>, Vec<f64>)> = Vec::with_capacity(n_rows);
         // (an early error return drops the buffer; the next round reallocates)
         let mut phi_buf = std::mem::take(&mut self.phi_buf);
-        if use_phi && phi_buf.len() != vocab {
-            phi_buf = vec![f64::NAN; vocab];
-        }
+        let mut compact_buf = std::mem::take(&mut self.phi_compact);
         for (i, row) in rows.iter().enumerate() {
             let position = pos0 + i;
             state.constraint.fill_mask(&mut mask);
@@ -382,29 +384,51 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
             }
             let ids: Vec<TokenId> = mask.iter().collect();
             let law = if use_phi {
-                for &y in &ids {
-                    phi_buf[y as usize] = f64::NAN;
-                }
                 ctx.truncate(base + pos0);
                 ctx.extend_from_slice(&drafts[..i]);
                 // compact_log_law renormalises over A_t: a per-position
                 // constant in log Φ̂ cancels (PhiEstimator::log_phi_shifted)
                 let q = PhiQuery::new(&ctx[base..], &state.constraint, &mask, row);
-                let r = self
-                    .phi
-                    .log_phi_shifted(&q, &mut self.no_model, &mut phi_buf);
+                // values on A_t in an |A_t| buffer when the estimator can,
+                // by token in the |V| one otherwise
+                compact_buf.clear();
+                compact_buf.resize(ids.len(), f64::NAN);
+                let compact = self.phi.log_phi_shifted_compact(
+                    &q,
+                    &mut self.no_model,
+                    &ids,
+                    &mut compact_buf,
+                );
+                let r = match compact {
+                    Some(r) => r,
+                    None => {
+                        if phi_buf.len() != vocab {
+                            phi_buf = vec![f64::NAN; vocab];
+                        }
+                        for &y in &ids {
+                            phi_buf[y as usize] = f64::NAN;
+                        }
+                        let r = self
+                            .phi
+                            .log_phi_shifted(&q, &mut self.no_model, &mut phi_buf);
+                        for (&y, c) in ids.iter().zip(compact_buf.iter_mut()) {
+                            *c = phi_buf[y as usize];
+                        }
+                        r
+                    }
+                };
                 if let Err(source) = r {
                     state.constraint.rollback(i)?;
                     return Err(VerifyError::Phi { position, source });
                 }
-                if let Some(&y) = ids.iter().find(|&&y| phi_buf[y as usize].is_nan()) {
+                if let Some(j) = compact_buf.iter().position(|v| v.is_nan()) {
                     state.constraint.rollback(i)?;
                     return Err(VerifyError::Phi {
                         position,
-                        source: PhiError::MissingEstimate { token: y },
+                        source: PhiError::MissingEstimate { token: ids[j] },
                     });
                 }
-                compact_log_law(row, &ids, Some(&phi_buf))
+                compact_log_law_aligned(row, &ids, &compact_buf)
             } else {
                 compact_log_law(row, &ids, None)
             };
@@ -431,6 +455,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
             }
         }
         self.phi_buf = phi_buf;
+        self.phi_compact = compact_buf;
 
         // 3. Accept/reject walk (indices into A_t).
         let mut accepted = 0;

@@ -67,4 +67,4 @@ pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeD
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::MemoLm;
-pub use phi::{compact_log_law, target_log_law};
+pub use phi::{compact_log_law, compact_log_law_aligned, target_log_law};

@@ -64,3 +64,34 @@ pub fn compact_log_law(
     zapspec_core::prob::renormalize_log(&mut out).ok()?;
     Some(out)
 }
+
+/// [`compact_log_law`] with the estimates aligned with `ids`:
+/// `log_phi[i]` is `log Φ̂_t(ids[i])` (up to one constant), as
+/// [`PhiEstimator::log_phi_shifted_compact`](zapspec_phi::PhiEstimator::log_phi_shifted_compact)
+/// writes them. `None` when the law has no mass on `ids`.
+pub fn compact_log_law_aligned(
+    logits: &[f32],
+    ids: &[TokenId],
+    log_phi: &[f64],
+) -> Option<Vec<f64>> {
+    let mut out: Vec<f64> = ids
+        .iter()
+        .zip(log_phi)
+        .map(|(&y, &lphi)| {
+            let l = logits
+                .get(y as usize)
+                .map_or(f64::NEG_INFINITY, |&v| v as f64);
+            let v = l + lphi;
+            if v.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                v
+            }
+        })
+        .collect();
+    if out.len() != ids.len() {
+        return None;
+    }
+    zapspec_core::prob::renormalize_log(&mut out).ok()?;
+    Some(out)
+}
