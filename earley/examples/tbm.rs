@@ -25,8 +25,8 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use zapspec_core::{Constraint, TokenSet, Vocabulary};
 use zapspec_earley::{Engine, EngineConfig, IndexConfig, VocabIndex};
-use zapspec_grammar::json_schema::{canonical_instances, compile_json_schema, JsonSchemaOptions};
 use zapspec_grammar::reference::Recognizer;
+use zapspec_jsonschema::{canonical_instances, compile_json_schema, JsonSchemaOptions};
 use zapspec_vocab::TiktokenBpe;
 use zapspec_vocab::TokenVocab;
 

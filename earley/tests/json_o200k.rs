@@ -1,7 +1,7 @@
 //! JSON over the real o200k vocabulary: random JSON documents, tokenized
 //! with o200k, are accepted token by token; EOS is allowed only at the end;
 //! the masks of the ablations agree. Also a JSON Schema grammar from
-//! `zapspec_grammar::json_schema`.
+//! `zapspec_jsonschema`.
 
 use std::sync::{Arc, OnceLock};
 
@@ -10,8 +10,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use zapspec_core::{Constraint, TokenSet, Vocabulary};
 use zapspec_earley::{Engine, EngineConfig};
-use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_grammar::Grammar;
+use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_vocab::TiktokenBpe;
 use zapspec_vocab::TokenVocab;
 

@@ -40,8 +40,8 @@ use zapspec_earley::{
     CacheStats, CompiledGrammar, Counters, EarleyError, EarleyMatcher, Engine, EngineConfig,
     IndexConfig, VocabIndex,
 };
-use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_grammar::Grammar;
+use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_testkit::hostile::peak_rss_kib;
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
 

@@ -8,10 +8,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::time::Duration;
-use zapspec_grammar::json_schema::{
+use zapspec_grammar::{simplify, SimplifyConfig};
+use zapspec_jsonschema::{
     compile_json_schema, JsonSchemaOptions, OneOfMode, UnknownKeywords, Whitespace,
 };
-use zapspec_grammar::{simplify, SimplifyConfig};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(schema) = serde_json::from_slice::<serde_json::Value>(data) else {

@@ -1,7 +1,7 @@
 //! # zapspec-grammar
 //!
 //! Grammars as data for constrained decoding: the grammar IR, a GBNF
-//! parser, a JSON Schema compiler, terminals compiled to byte DFAs, the
+//! parser, terminals compiled to byte DFAs, the
 //! language-preserving grammar transformations of ZapFormat §4.5
 //! (useless-rule and nullable-rule elimination, after Hopcroft & Ullman),
 //! and a naive reference recognizer that serves as the test oracle.
@@ -10,9 +10,8 @@
 //!
 //! * [`parse_gbnf`] / [`Grammar::from_gbnf`]: GBNF text → [`Grammar`]
 //!   (with warnings), or a [`GrammarError`] with line and column.
-//! * [`json_schema::compile_json_schema`]: JSON Schema → [`Grammar`], or a
-//!   [`json_schema::SchemaError`] naming the keyword and the JSON pointer
-//!   it refuses.
+//! * JSON Schema → [`Grammar`] is the separate crate `zapspec-jsonschema`,
+//!   which builds on this IR.
 //! * [`simplify()`]: the §4.5 pipeline on a [`Grammar`], each pass
 //!   switchable ([`SimplifyConfig`]), with sizes per pass.
 //! * [`TerminalDfa::compile`]: one terminal as a byte DFA, the FSM every
@@ -26,7 +25,6 @@
 //! | [`error`] | [`GrammarError`] (line/column + reason where it applies) | |
 //! | [`dfa`] | [`TerminalDfa`]: each terminal as a dense byte DFA (dead state 0, exact `can_continue`, byte classes) | §4.1 "terminals … as FSMs" |
 //! | [`gbnf`] | [`parse_gbnf`] / `Grammar::from_gbnf`: llama.cpp GBNF + `/regex/`, desugaring `* + ? {m,n}` and groups; warnings for unused rules | |
-//! | [`json_schema`] | [`compile_json_schema`](json_schema::compile_json_schema): JSON Schema → grammar, regex terminals for strings/numbers/keys, BNF for structure | |
 //! | [`analysis`] | shared analyses: generating / nullable fixpoints, reachability, compaction | |
 //! | [`useless`] | [`remove_useless`]: non-generating, then unreachable symbols; `EmptyLanguage` error | §4.5 ¶1 |
 //! | [`nullable`] | [`eliminate_nullable`]: the three phases (find nullable, add variants, keep ε only for the start) | §4.5 ¶2 |
@@ -50,10 +48,6 @@
 //!   [`NullableConfig::max_optional_per_rule`] are split first, so growth
 //!   stays linear. Unit elimination and inlining are bounded by
 //!   [`InlineConfig`].
-//! * The JSON Schema compiler works from a queue (no recursion over the
-//!   schema); its output is bounded by
-//!   [`json_schema::JsonSchemaOptions`] (branches, nonterminals, counted
-//!   items), and it refuses rather than exceed a bound.
 //! * The reference recognizer is unoptimised Earley: O(n³) time on
 //!   ambiguous grammars, O(n²) on unambiguous ones; for tests only.
 //!
@@ -82,7 +76,6 @@ pub mod error;
 pub mod gbnf;
 pub mod inline;
 pub mod ir;
-pub mod json_schema;
 pub mod limits;
 pub mod nullable;
 pub mod reference;

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{push_ptr, SchemaError};
+use super::error::{push_ptr, Sat, SchemaError};
 use super::normalize::{
     json_eq, Normalizer, Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
@@ -95,7 +95,7 @@ impl Canon<'_> {
             }
             match inst {
                 Value::Object(m) if types & T_OBJECT != 0 => {
-                    let Ok(layout) = object_layout(&s)? else {
+                    let Sat::Yes(layout) = object_layout(&s)? else {
                         continue;
                     };
                     let members = &layout.members;
@@ -191,7 +191,7 @@ impl Canon<'_> {
         let Value::Object(m) = inst else {
             return Ok(true);
         };
-        let Ok(layout) = object_layout(s)? else {
+        let Sat::Yes(layout) = object_layout(s)? else {
             return Ok(false);
         };
         for (name, sch, req) in &layout.members {

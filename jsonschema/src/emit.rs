@@ -20,8 +20,8 @@ use super::strings::{
     with_length, FREE_UNIT,
 };
 use super::{CompileReport, JsonSchemaOptions, Whitespace};
-use crate::ir::{CharClass, Grammar, NtId, Symbol, Terminal};
-use crate::limits::Limit;
+use zapspec_grammar::ir::{CharClass, Grammar, NtId, Symbol, Terminal};
+use zapspec_grammar::Limit;
 
 pub(crate) struct Emitter<'a> {
     pub g: Grammar,

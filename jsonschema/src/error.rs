@@ -8,8 +8,8 @@
 use serde_json::{Number, Value};
 use thiserror::Error;
 
-use crate::error::GrammarError;
-use crate::limits::Limit;
+use zapspec_grammar::GrammarError;
+use zapspec_grammar::Limit;
 
 /// Why a schema did not compile.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -71,7 +71,7 @@ pub enum SchemaError {
     },
 
     /// A resource limit of [`super::JsonSchemaOptions`] (or of a terminal's
-    /// automaton, [`crate::RegexLimits`]) was exceeded: the schema is
+    /// automaton, [`zapspec_grammar::RegexLimits`]) was exceeded: the schema is
     /// refused instead of exhausting memory, stack or time.
     #[error("limit {limit} ({max}) exceeded at `{pointer}`: {detail}")]
     LimitExceeded {
@@ -289,6 +289,18 @@ impl KeyError {
             other => SchemaError::unsupported(kw, ptr, format!("{context}{other}")),
         }
     }
+}
+
+/// What a step that may find a contradiction produced: a value, or the
+/// [`Unsat`] reason no instance satisfies the schema (a contradiction is
+/// not an error: the branch is dropped). Errors proper are the
+/// [`SchemaError`] around it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Sat<T> {
+    /// Satisfiable (as far as the step knows).
+    Yes(T),
+    /// Contradictory, with the reason.
+    No(Unsat),
 }
 
 /// Why a conjunction of schemas admits no value. Not a refusal: the branch

@@ -208,27 +208,10 @@ pub(crate) fn lookup(name: &str) -> FormatKind {
     }
 }
 
-/// Every format name [`lookup`] enforces, for tests.
-#[cfg(test)]
-pub(crate) const ENFORCED: &[&str] = &[
-    "date",
-    "time",
-    "date-time",
-    "duration",
-    "uuid",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "uri",
-    "uri-reference",
-    "json-pointer",
-    "relative-json-pointer",
-];
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::TerminalDfa;
+    use zapspec_grammar::dfa::TerminalDfa;
 
     #[test]
     fn formats_accept_and_reject() {

@@ -43,7 +43,7 @@ use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
 use super::error::KeyError;
 use super::strings::{constrained_string_regex, encode_class, encode_str, translate_pattern};
-use crate::dfa::TerminalDfa;
+use zapspec_grammar::dfa::TerminalDfa;
 
 /// Most product states of one object's key automaton.
 pub(crate) const MAX_KEY_STATES: usize = 20_000;

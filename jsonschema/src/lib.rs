@@ -1,11 +1,57 @@
-//! JSON Schema → grammar.
+//! # zapspec-jsonschema
 //!
-//! [`compile_json_schema`] turns a JSON Schema into a [`Grammar`] of the
-//! IR whose language is (a documented subset of) the JSON texts that are
-//! valid instances of the schema, or a [`SchemaError`] naming the keyword
-//! and the JSON pointer it cannot handle. The grammar is emitted directly
-//! (no GBNF text round trip); strings, numbers and keys are regex
-//! terminals, structure is BNF.
+//! JSON Schema → grammar, for constrained decoding: the grammar's language
+//! is the JSON texts that are valid instances of the schema (exactly, or a
+//! documented sound subset of them), so a decoder constrained by it writes
+//! only instances a JSON Schema validator accepts. What the compiler cannot
+//! translate soundly it refuses with a typed [`SchemaError`] naming the
+//! keyword and the JSON pointer.
+//!
+//! ## Entry points
+//!
+//! * [`compile_json_schema`] / [`compile_json_schema_report`]: a
+//!   `serde_json::Value` schema → a [`Grammar`] of `zapspec-grammar`'s IR
+//!   (and a [`CompileReport`] of what was ignored or relaxed), under
+//!   [`JsonSchemaOptions`] (whitespace, `oneOf` mode, lenient formats,
+//!   resource limits).
+//! * [`canonical_instances`]: the key order the grammar writes, to test a
+//!   valid instance against the grammar.
+//! * [`keywords`]: which keywords are implemented, annotations, refused.
+//!
+//! ```
+//! use serde_json::json;
+//! use zapspec_grammar::Recognizer;
+//! use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
+//!
+//! let schema = json!({
+//!     "type": "object",
+//!     "properties": {"when": {"type": "string", "format": "date"}},
+//!     "required": ["when"],
+//!     "additionalProperties": false
+//! });
+//! let g = compile_json_schema(&schema, &JsonSchemaOptions::default()).unwrap();
+//! let rec = Recognizer::new(&g).unwrap();
+//! assert!(rec.recognizes(br#"{"when":"2024-02-29"}"#));
+//! assert!(!rec.recognizes(br#"{"when":"2023-02-29"}"#));
+//! ```
+//!
+//! ## Costs
+//!
+//! The compiler works from a queue (no recursion over the schema); its
+//! output is bounded by [`JsonSchemaOptions`] (branches, nonterminals,
+//! counted items, depth, a wall-clock budget) and it refuses rather than
+//! exceed a bound ([`SchemaError::LimitExceeded`], [`SchemaError::TooLarge`]).
+//! Most schemas compile in milliseconds; the terminals' automata are built
+//! later, by the consumer of the grammar (`zapspec-earley`, or
+//! `zapspec_grammar::Recognizer` in tests), under `zapspec_grammar`'s
+//! `RegexLimits`.
+//!
+//! ## Checked against an independent validator
+//!
+//! `tests/format_oracle.rs` and `tests/maskbench_oracle.rs` sample strings
+//! from compiled grammars (random walks) and check them with the
+//! `jsonschema` crate (format validation on); MaskBench's census is
+//! `cargo test -p tests --test maskbench_census -- --nocapture`.
 //!
 //! ## Modules
 //! - [`keywords`]: which keywords are implemented, annotations, refused.
@@ -103,6 +149,13 @@
 //!   (then annotations, with a warning in [`CompileReport::warnings`]);
 //!   names that are no format of the specification are annotations (as
 //!   validators treat them) and listed in [`CompileReport::ignored`].
+//! * **`nullable`** (OpenAPI 3.0, no JSON Schema keyword): ignored by
+//!   default, as JSON Schema validators ignore it;
+//!   [`JsonSchemaOptions::openapi_nullable`] makes `nullable: true` add
+//!   `null`.
+//! * **`integer`** under drafts 3–4 (`$schema`) is an integer written
+//!   without fraction (`1.0` is no draft-4 integer, also as an `enum`
+//!   member); later drafts accept any number with a zero fraction.
 //! * **Unknown keys** (no keyword of any draft) are ignored like a
 //!   validator ignores them, and listed in the [`CompileReport`]; set
 //!   [`UnknownKeywords::Reject`] to refuse them.
@@ -136,7 +189,7 @@ mod strings;
 pub use canonical::canonical_instances;
 pub use error::SchemaError;
 
-use crate::ir::Grammar;
+pub use zapspec_grammar::ir::Grammar;
 
 /// Whitespace between tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,7 +257,7 @@ pub struct JsonSchemaOptions {
     /// keywords of the levels below it, so compile time grows with the
     /// square of the depth: about a second for 500 levels.)
     ///
-    /// [`Limit::Depth`]: crate::Limit::Depth
+    /// [`Limit::Depth`]: zapspec_grammar::Limit::Depth
     pub max_depth: usize,
     /// Most nesting levels of the JSON document itself (checked first,
     /// without recursion: the compiler clones and serialises subschemas,
@@ -217,7 +270,7 @@ pub struct JsonSchemaOptions {
     /// between work items, so a compilation overruns it by at most one
     /// item's work.
     ///
-    /// [`Limit::Time`]: crate::Limit::Time
+    /// [`Limit::Time`]: zapspec_grammar::Limit::Time
     pub time_budget: std::time::Duration,
     /// What to do with a `format` of the specification that has no exact
     /// (or documented sound) regex here (`idn-email`, `idn-hostname`,

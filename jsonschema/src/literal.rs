@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::emit::{bounds, get_u64, lit, multiple_of, string_hir, Emitter};
 use super::error::SchemaError;
 use super::normalize::{Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING};
-use crate::dfa::TerminalDfa;
-use crate::ir::{NtId, Symbol};
+use zapspec_grammar::dfa::TerminalDfa;
+use zapspec_grammar::ir::{NtId, Symbol};
 
 const CONTAINER_KEYWORDS: &[&str] = &[
     "properties",

@@ -21,10 +21,10 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{push_ptr, SchemaError, Unsat};
+use super::error::{push_ptr, Sat, SchemaError, Unsat};
 use super::keywords::{classify, is_noop, KeywordClass};
 use super::{JsonSchemaOptions, OneOfMode, UnknownKeywords};
-use crate::limits::Limit;
+use zapspec_grammar::Limit;
 
 /// Type bits of a type set.
 pub(crate) const T_NULL: u8 = 1;
@@ -942,8 +942,8 @@ impl<'a> Normalizer<'a> {
         };
         for (m, p) in it {
             match merge2(acc, m, &p)? {
-                Ok(x) => acc = x,
-                Err(reason) => {
+                Sat::Yes(x) => acc = x,
+                Sat::No(reason) => {
                     self.note_unsat(&p, reason.to_string());
                     return Ok(None);
                 }
@@ -1081,13 +1081,13 @@ fn num(v: &Value, k: &str, ptr: &str) -> Result<f64, SchemaError> {
         .ok_or_else(|| SchemaError::invalid(k, ptr, "must be a number"))
 }
 
-/// Merges two plain schemas (`a` ∧ `b`). `Ok(Err(reason))` when they
+/// Merges two plain schemas (`a` ∧ `b`). [`Sat::No`] when they
 /// contradict each other.
 fn merge2(
     mut a: Map<String, Value>,
     mut b: Map<String, Value>,
     ptr: &str,
-) -> Result<Result<Map<String, Value>, Unsat>, SchemaError> {
+) -> Result<Sat<Map<String, Value>>, SchemaError> {
     // objects: properties/additionalProperties per key
     let (a_pp, b_pp) = (
         a.contains_key("patternProperties"),
@@ -1184,7 +1184,7 @@ fn merge2(
                     parse_types(&v).unwrap_or(T_ALL),
                 );
                 if t == 0 {
-                    return Ok(Err(Unsat::DisjointTypes(old, v)));
+                    return Ok(Sat::No(Unsat::DisjointTypes(old, v)));
                 }
                 types_value(t)
             }
@@ -1248,7 +1248,7 @@ fn merge2(
         };
         a.insert(k, merged);
     }
-    Ok(Ok(a))
+    Ok(Sat::Yes(a))
 }
 
 /// `a ∧ b` for the object keywords where `a` has `patternProperties` and

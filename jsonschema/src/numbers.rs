@@ -646,8 +646,8 @@ pub(crate) fn number_regex_multiple(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::TerminalDfa;
     use proptest::prelude::*;
+    use zapspec_grammar::dfa::TerminalDfa;
 
     fn b(lo: Option<(i64, bool)>, hi: Option<(i64, bool)>) -> Bounds {
         Bounds {

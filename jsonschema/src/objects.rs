@@ -21,11 +21,11 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::emit::{get_u64, lit, re, Emitter};
-use super::error::{push_ptr, SchemaError, Unsat};
+use super::error::{push_ptr, Sat, SchemaError, Unsat};
 use super::keys::{KeyAutomaton, KeyPattern, RegionGrammar};
 use super::normalize::{all_of, Simple};
 use super::strings::{encode_class, encode_str, key_regex_excluding};
-use crate::ir::{NtId, Symbol, Terminal};
+use zapspec_grammar::ir::{NtId, Symbol, Terminal};
 
 /// One declared member: name, value schema, required.
 struct Member {
@@ -97,9 +97,9 @@ pub(crate) fn pattern_properties(
     Ok(out)
 }
 
-/// The layout of an object schema; `Ok(Err(reason))` when a required
-/// member is impossible.
-pub(crate) fn object_layout(s: &Simple) -> Result<Result<Layout, Unsat>, SchemaError> {
+/// The layout of an object schema; [`Sat::No`] when a required member is
+/// impossible.
+pub(crate) fn object_layout(s: &Simple) -> Result<Sat<Layout>, SchemaError> {
     let ptr = &s.ptr;
     let props = match s.map.get("properties") {
         None => serde_json::Map::new(),
@@ -162,7 +162,7 @@ pub(crate) fn object_layout(s: &Simple) -> Result<Result<Layout, Unsat>, SchemaE
         };
         if v == &Value::Bool(false) {
             if req {
-                return Ok(Err(Unsat::RequiredFalse(k.clone())));
+                return Ok(Sat::No(Unsat::RequiredFalse(k.clone())));
             }
             continue;
         }
@@ -178,13 +178,13 @@ pub(crate) fn object_layout(s: &Simple) -> Result<Result<Layout, Unsat>, SchemaE
         if !props.contains_key(r) {
             let sch = layout.extra_schema(r);
             if sch == Value::Bool(false) {
-                return Ok(Err(Unsat::RequiredNotAllowed(r.clone())));
+                return Ok(Sat::No(Unsat::RequiredNotAllowed(r.clone())));
             }
             layout.names.push(r.clone());
             layout.members.push((r.clone(), sch, true));
         }
     }
-    Ok(Ok(layout))
+    Ok(Sat::Yes(layout))
 }
 
 /// How the keys of one region are written.
@@ -261,8 +261,8 @@ impl Emitter<'_> {
             additional,
             patterns,
         } = match object_layout(s)? {
-            Ok(x) => x,
-            Err(reason) => {
+            Sat::Yes(x) => x,
+            Sat::No(reason) => {
                 self.norm.note_unsat(&ptr, reason.to_string());
                 return Ok(());
             }

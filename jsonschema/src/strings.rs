@@ -626,7 +626,7 @@ pub(crate) fn key_regex_excluding(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::TerminalDfa;
+    use zapspec_grammar::dfa::TerminalDfa;
 
     fn dfa(re: &str) -> TerminalDfa {
         TerminalDfa::regex(re).unwrap_or_else(|e| panic!("{re}: {e}"))

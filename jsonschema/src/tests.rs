@@ -5,11 +5,11 @@
 //! insta snapshots pin the grammar of a few small schemas.
 
 use super::*;
-use crate::dfa::TerminalDfa;
-use crate::ir::{Grammar, Symbol, Terminal};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
+use zapspec_grammar::dfa::TerminalDfa;
+use zapspec_grammar::ir::{Grammar, Symbol, Terminal};
 
 /// Earley recognition over bytes; a terminal at the dot is run as a DFA
 /// from the current position and advances the item at every accepting
@@ -904,7 +904,8 @@ fn canonical_follows_oneof_branches() {
 // The shipped generic JSON grammar
 
 fn json_gbnf() -> Grammar {
-    Grammar::from_gbnf(include_str!("../../grammars/json.gbnf")).expect("grammars/json.gbnf parses")
+    Grammar::from_gbnf(include_str!("../../grammar-xform/grammars/json.gbnf"))
+        .expect("grammars/json.gbnf parses")
 }
 
 #[test]

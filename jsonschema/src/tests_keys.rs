@@ -10,9 +10,9 @@
 //! when the validator says they are valid.
 
 use super::*;
-use crate::reference::Recognizer;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
+use zapspec_grammar::reference::Recognizer;
 
 /// ASCII patterns that mean the same in ECMA-262 and in `regex-automata`.
 const PATTERNS: &[&str] = &[

@@ -8,7 +8,7 @@
 //! the grammar only if the oracle accepts them. For the formats documented
 //! as exact, the converse is checked too (oracle-valid ⇒ grammar-accepted);
 //! for the sound subsets the gaps are counted and printed.
-//! `cargo test -p zapspec-grammar --test format_oracle -- --nocapture`
+//! `cargo test -p zapspec-jsonschema --test format_oracle -- --nocapture`
 //! prints the figures.
 
 mod sampler;
@@ -18,8 +18,8 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions, SchemaError};
 use zapspec_grammar::Recognizer;
+use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, SchemaError};
 
 use sampler::Sampler;
 
@@ -203,8 +203,7 @@ fn inexact_formats_are_refused_unless_lenient() {
             lenient_formats: true,
             ..JsonSchemaOptions::default()
         };
-        let (_, report) =
-            zapspec_grammar::json_schema::compile_json_schema_report(&schema, &opts).unwrap();
+        let (_, report) = zapspec_jsonschema::compile_json_schema_report(&schema, &opts).unwrap();
         assert_eq!(report.warnings.len(), 1, "{name}");
         assert!(report.warnings[0].1.contains(name));
     }

@@ -11,7 +11,7 @@
 //! counted (printed), not failed.
 //!
 //! The default run takes every 23rd file (a fixed sample, well under a
-//! minute); `cargo test -p zapspec-grammar --release --test maskbench_oracle
+//! minute); `cargo test -p zapspec-jsonschema --release --test maskbench_oracle
 //! -- --ignored --nocapture` runs every file with more samples. Skips with
 //! a message when `../shared/data/maskbench` is absent.
 
@@ -23,10 +23,8 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde_json::Value;
-use zapspec_grammar::json_schema::{
-    canonical_instances, compile_json_schema, JsonSchemaOptions, OneOfMode,
-};
 use zapspec_grammar::Recognizer;
+use zapspec_jsonschema::{canonical_instances, compile_json_schema, JsonSchemaOptions, OneOfMode};
 
 use sampler::Sampler;
 

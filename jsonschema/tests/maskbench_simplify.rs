@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_grammar::{simplify, GrammarError, Recognizer, SimplifyConfig};
+use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
 
 /// Every `STRIDE`-th schema; `MASKBENCH_STRIDE=1` checks the whole corpus.
 const STRIDE: usize = 40;

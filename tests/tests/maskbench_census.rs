@@ -1,5 +1,5 @@
 //! MaskBench census: compile every MaskBench JSON Schema with
-//! `zapspec_grammar::json_schema` and check its test instances with the
+//! `zapspec_jsonschema` and check its test instances with the
 //! naive reference recognizer (`zapspec_grammar::reference`).
 //!
 //! * Every schema either compiles or gives a named [`SchemaError`]; the
@@ -25,10 +25,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::Value;
-use zapspec_grammar::json_schema::{
+use zapspec_grammar::reference::Recognizer;
+use zapspec_jsonschema::{
     canonical_instances, compile_json_schema_report, JsonSchemaOptions, SchemaError,
 };
-use zapspec_grammar::reference::Recognizer;
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench")

@@ -43,7 +43,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
 use zapspec_earley::{fill_masks, CompiledGrammar, EarleyMatcher, Engine, EngineConfig};
-use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
+use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
 
 #[derive(Parser, Debug)]

@@ -24,8 +24,8 @@ use clap::Parser;
 use zapspec_core::prob::{log_softmax, masked_log_softmax, sample_log, seeded_rng};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet, Vocabulary};
 use zapspec_earley::{Engine, EngineConfig};
-use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_grammar::{simplify, Recognizer, SimplifyConfig};
+use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_vocab::TokenVocab;
 
 #[derive(Parser)]

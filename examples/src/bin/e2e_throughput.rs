@@ -35,8 +35,8 @@ use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::prob::{log_softmax, masked_log_softmax, sample_log, seeded_rng};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet, Vocabulary};
 use zapspec_earley::{Engine, EngineConfig};
-use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_grammar::{parse_gbnf, simplify, Grammar, Recognizer, SimplifyConfig};
+use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_vocab::TokenVocab;
 
 use examples::llg::{compact_schema, tok_env, LlgMatcher};

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! A `.json` file is a JSON Schema (or a MaskBench file, whose `schema`
-//! field is used), compiled by `zapspec_grammar::json_schema`.
+//! field is used), compiled by `zapspec_jsonschema`.
 
 use std::path::{Path, PathBuf};
 
@@ -86,7 +86,7 @@ fn load(path: &Path, args: &Args) -> Result<Grammar> {
 
 /// A JSON Schema file, or a MaskBench file (its `schema` field).
 fn load_json_schema(path: &Path, src: &str, args: &Args) -> Result<Grammar> {
-    use zapspec_grammar::json_schema::{
+    use zapspec_jsonschema::{
         compile_json_schema_report, JsonSchemaOptions, UnknownKeywords, Whitespace,
     };
     let v: serde_json::Value =

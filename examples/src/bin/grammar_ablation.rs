@@ -1,5 +1,5 @@
 //! Ablation of the ZapFormat §4.5 transform pipeline on real grammars:
-//! MaskBench JSON Schemas compiled by `zapspec_grammar::json_schema`, each
+//! MaskBench JSON Schemas compiled by `zapspec_jsonschema`, each
 //! simplified under several `SimplifyConfig`s, and the parsing work of the
 //! reference Earley recognizer (items, time) measured on the schemas' valid
 //! test instances. The "none" row is the baseline, measured in the same run.
@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use zapspec_grammar::json_schema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_grammar::{simplify, Grammar, Recognizer, SimplifyConfig};
+use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
 
 #[derive(Parser, Debug)]
 #[command(about = "Ablate the grammar transforms on MaskBench schemas, measuring Earley work")]

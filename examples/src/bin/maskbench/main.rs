@@ -18,7 +18,7 @@
 //! Single-threaded.
 //!
 //! Engines (`--engine`, comma-separated; `all` = zapspec,llguidance,kbnf):
-//! `zapspec[:variant]` (ours: `zapspec_grammar::json_schema` + `earley`),
+//! `zapspec[:variant]` (ours: `zapspec_jsonschema` + `earley`),
 //! `llguidance` (its own JSON Schema compiler), `kbnf`/`kbnf-nocache` (our
 //! grammar converted to KBNF), `kbnf-json`/`kbnf-json-nocache` (one generic
 //! JSON grammar, schema-agnostic). Each engine runs in its own child

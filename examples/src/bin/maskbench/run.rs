@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use zapspec_core::TokenId;
-use zapspec_grammar::json_schema::{canonical_instances, JsonSchemaOptions};
+use zapspec_jsonschema::{canonical_instances, JsonSchemaOptions};
 use zapspec_vocab::TokenVocab;
 
 use crate::adapter::Adapter;
@@ -20,7 +20,7 @@ use crate::adapter::Adapter;
 pub enum InstanceOrder {
     /// Compact JSON with object keys in the order the compiled grammars
     /// write them (declared `properties` first, in schema order, then the
-    /// others), via `zapspec_grammar::json_schema::canonical_instances`.
+    /// others), via `zapspec_jsonschema::canonical_instances`.
     /// Both our compiler and llguidance fix this order; kbnf gets our
     /// grammar. The same text goes to every engine.
     Canonical,

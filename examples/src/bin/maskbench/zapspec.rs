@@ -1,4 +1,4 @@
-//! Our engine: `zapspec_grammar::json_schema` (schema → grammar IR) and the
+//! Our engine: `zapspec_jsonschema` (schema → grammar IR) and the
 //! `earley` crate (ZapFormat: pruned Earley, context-independent mask
 //! cache, pruned-state cache, rejected prefixes), through their public APIs.
 
@@ -9,8 +9,8 @@ use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
 use zapspec_earley::{
     CompiledGrammar, EarleyMatcher, Engine, EngineConfig, IndexConfig, VocabIndex,
 };
-use zapspec_grammar::json_schema::{compile_json_schema_report, JsonSchemaOptions, OneOfMode};
 use zapspec_grammar::Grammar;
+use zapspec_jsonschema::{compile_json_schema_report, JsonSchemaOptions, OneOfMode};
 use zapspec_vocab::TokenVocab;
 
 use crate::adapter::{Adapter, CompileFailure, Compiled};
