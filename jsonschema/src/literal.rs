@@ -59,7 +59,7 @@ impl Emitter<'_> {
                 if let Value::Number(n) = v {
                     if let Some(f) = n
                         .as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 9e15 && !(lexical && !n.is_f64()))
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9e15 && (!lexical || n.is_f64()))
                     {
                         let other = if n.is_f64() {
                             format!("{}", f as i64)

@@ -37,9 +37,9 @@ impl Walk {
         }
         let mut dist = vec![u32::MAX; n];
         let mut q = VecDeque::new();
-        for s in 1..n {
+        for (s, d) in dist.iter_mut().enumerate().skip(1) {
             if dfa.is_accepting(s as u32) {
-                dist[s] = 0;
+                *d = 0;
                 q.push_back(s as u32);
             }
         }
