@@ -193,6 +193,10 @@ pub(crate) enum PatternError {
     /// A `[` without its `]`.
     #[error("unterminated character class")]
     UnterminatedClass,
+    /// `--` inside a character class, not at its start (ECMA reads a range
+    /// ending in `-`; the translation does not).
+    #[error("`--` inside a character class")]
+    HyphenRunInClass,
     /// `regex-syntax` rejected the rewritten pattern; the field is the last
     /// line of its message.
     #[error("{0}")]

@@ -84,7 +84,12 @@
 //!   (JSON Schema's default), so an object schema accepts extra keys after
 //!   the declared ones, with values valid for the `additionalProperties`
 //!   schema. Extra keys are canonically encoded strings that differ from
-//!   every declared name (a trie-complement regex), so no key can repeat.
+//!   every declared name (a trie-complement regex), so no declared key can
+//!   repeat. Two *additional* members may still share a key (a context-free
+//!   grammar cannot exclude that); a validator reads such a text with one
+//!   of the values, so where `minProperties` is reached only by counting
+//!   additional members, a text repeating an additional key can be
+//!   invalid (the oracle tests count such samples separately).
 //! * **Strings.** See module `strings`: free strings allow every
 //!   JSON escape; strings constrained by `pattern`/`format` and extra keys
 //!   use serde_json's canonical escaping, which makes `pattern` translation

@@ -261,7 +261,15 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
                 out.push('\\');
                 out.push(c);
             }
-            '-' if in_class && chars.get(i + 1) == Some(&'-') => out.push_str(r"\-"),
+            // `[--x]`: the range `-`..`x` in both dialects.
+            '-' if in_class && first_in_class && chars.get(i + 1) == Some(&'-') => {
+                out.push_str(r"\-")
+            }
+            // Elsewhere ECMA reads `a--` as a range ending in `-` and
+            // regex-syntax `--` as set difference: refused, not guessed.
+            '-' if in_class && chars.get(i + 1) == Some(&'-') => {
+                return Err(PatternError::HyphenRunInClass)
+            }
             '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
             '(' if !in_class && chars.get(i + 1) == Some(&'?') => {
                 let next: String = chars[i + 2..chars.len().min(i + 4)].iter().collect();

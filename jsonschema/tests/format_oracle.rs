@@ -222,3 +222,32 @@ fn uri_reference_rejects_colon_in_first_segment() {
         assert!(rec.recognizes(good.as_bytes()), "{good}");
     }
 }
+
+/// The length bounds of `hostname` (253) and `email` (local part 64):
+/// strings just past them are refused by the oracle and by the grammar;
+/// the longest tier shapes are accepted by both.
+#[test]
+fn hostname_and_email_length_bounds() {
+    let check = |name: &str, s: &str, want: bool| {
+        let schema = json!({"type": "string", "format": name});
+        let g = compile_json_schema(&schema, &JsonSchemaOptions::default()).unwrap();
+        let rec = Recognizer::new(&g).unwrap();
+        let got = rec.recognizes(serde_json::to_string(s).unwrap().as_bytes());
+        assert_eq!(
+            oracle(name).is_valid(&json!(s)),
+            want,
+            "oracle on {name} {s:?}"
+        );
+        assert_eq!(got, want, "grammar on {name} {s:?}");
+    };
+    let label = |n: usize| "a".repeat(n);
+    let join = |k: usize, n: usize| vec![label(n); k].join(".");
+    check("hostname", &join(3, 63), true);
+    check("hostname", &join(8, 30), true);
+    check("hostname", &join(16, 14), true);
+    check("hostname", &join(4, 63), false); // 255 characters
+    check("hostname", &label(64), false);
+    check("email", &format!("{}@example.com", label(64)), true);
+    check("email", &format!("{}@example.com", label(65)), false);
+    check("email", &format!("a@{}", join(4, 63)), false);
+}

@@ -39,9 +39,61 @@ struct Tally {
     oracle_unbuildable: usize,
     sampled: usize,
     sampled_not_json: usize,
+    sampled_duplicate_keys: usize,
     tests_accepted: usize,
     /// `(file, instance)` of grammar-accepted instances the oracle rejects.
     mismatches: Vec<(String, String)>,
+}
+
+/// Whether a JSON text has an object with a repeated key (`false` for
+/// text that does not parse).
+fn has_duplicate_key(text: &[u8]) -> bool {
+    use serde::de::{Deserialize, Deserializer, Error, MapAccess, SeqAccess, Visitor};
+    struct Walk;
+    impl<'de> Deserialize<'de> for Walk {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Walk, D::Error> {
+            d.deserialize_any(Walk)
+        }
+    }
+    impl<'de> Visitor<'de> for Walk {
+        type Value = Walk;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Walk, E> {
+            Ok(Walk)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Walk, E> {
+            Ok(Walk)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Walk, E> {
+            Ok(Walk)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Walk, E> {
+            Ok(Walk)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Walk, E> {
+            Ok(Walk)
+        }
+        fn visit_unit<E>(self) -> Result<Walk, E> {
+            Ok(Walk)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Walk, A::Error> {
+            while a.next_element::<Walk>()?.is_some() {}
+            Ok(Walk)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Walk, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(k) = a.next_key::<String>()? {
+                if !seen.insert(k) {
+                    return Err(A::Error::custom("duplicate key"));
+                }
+                a.next_value::<Walk>()?;
+            }
+            Ok(Walk)
+        }
+    }
+    matches!(serde_json::from_slice::<Walk>(text), Err(e) if e.to_string().starts_with("duplicate key"))
 }
 
 fn check_file(path: &PathBuf, opts: &JsonSchemaOptions, per_schema: usize, t: &mut Tally) {
@@ -81,6 +133,12 @@ fn check_file(path: &PathBuf, opts: &JsonSchemaOptions, per_schema: usize, t: &m
             break;
         };
         t.sampled += 1;
+        if has_duplicate_key(&bytes) {
+            // Two additional members with one key (module docs of the
+            // crate: a grammar cannot exclude it); a validator sees one.
+            t.sampled_duplicate_keys += 1;
+            continue;
+        }
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(inst) => {
                 if !v.is_valid(&inst) {
@@ -137,7 +195,16 @@ fn run(every: usize, per_schema: usize) {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    let files: Vec<PathBuf> = files.into_iter().step_by(every).collect();
+    // ORACLE_ONLY=NAME restricts the run to files whose name contains NAME.
+    let only = std::env::var("ORACLE_ONLY").ok();
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|p| {
+            only.as_deref()
+                .is_none_or(|o| p.to_string_lossy().contains(o))
+        })
+        .step_by(every)
+        .collect();
     for (label, one_of, strict) in [
         ("oneOf: RequireDisjoint", OneOfMode::RequireDisjoint, true),
         ("oneOf: AsAnyOf (default)", OneOfMode::AsAnyOf, false),
@@ -173,19 +240,21 @@ fn run(every: usize, per_schema: usize) {
             t.oracle_unbuildable += p.oracle_unbuildable;
             t.sampled += p.sampled;
             t.sampled_not_json += p.sampled_not_json;
+            t.sampled_duplicate_keys += p.sampled_duplicate_keys;
             t.tests_accepted += p.tests_accepted;
             t.mismatches.extend(p.mismatches);
         }
         t.mismatches.sort();
         println!(
             "maskbench_oracle [{label}]: {} files (every {every}th), {} compiled, {} the oracle cannot build; \
-             {} instances sampled ({} with a number beyond f64, unchecked), {} test instances accepted; \
+             {} instances sampled ({} with a number beyond f64, {} with a repeated key: unchecked), {} test instances accepted; \
              {} oracle-invalid accepted; {:.1}s",
             t.files,
             t.compiled,
             t.oracle_unbuildable,
             t.sampled,
             t.sampled_not_json,
+            t.sampled_duplicate_keys,
             t.tests_accepted,
             t.mismatches.len(),
             t0.elapsed().as_secs_f64()
@@ -211,5 +280,5 @@ fn maskbench_sample_agrees_with_jsonschema() {
 #[test]
 #[ignore = "every MaskBench file; minutes"]
 fn maskbench_all_agree_with_jsonschema() {
-    run(1, 100);
+    run(1, 50);
 }
