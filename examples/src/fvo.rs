@@ -149,10 +149,10 @@ impl<C: Constraint, M: LanguageModel, F: PhiEstimator<C, M>> PhiEstimator<C, M> 
         &mut self,
         q: &PhiQuery<'_, C>,
         model: &mut M,
-        ids: &[TokenId],
+        valid: zapspec_phi::ValidList<'_>,
         out: &mut [f64],
     ) -> Option<PhiResult> {
-        self.time(|e| e.log_phi_shifted_compact(q, model, ids, out))
+        self.time(|e| e.log_phi_shifted_compact(q, model, valid, out))
     }
 }
 

@@ -174,8 +174,10 @@ pub trait PhiEstimator<C: Constraint, M: LanguageModel> {
     }
 
     /// [`Self::log_phi_shifted`] on the valid set as a list:
-    /// `out[i] = log Φ̂_t(ids[i]) + c_t`, where `ids` lists the members of
-    /// `q.mask` in increasing order and `out.len() == ids.len()`. Nothing
+    /// `out[i] = log Φ̂_t(ids[i]) + c_t`, where `valid.ids` lists the
+    /// members of `q.mask` in increasing order, `valid.logits` their logits
+    /// (`q.logits[ids[i]]`, which the caller gathers anyway for its own
+    /// law), and `out.len() == ids.len()`. Nothing
     /// vocabulary-sized is written, so a decoder keeps an `|A_t|` buffer
     /// read in order instead of a `|V|` one touched at `|A_t|` scattered
     /// places. `None` when the estimator has no such path (the default):
@@ -184,10 +186,10 @@ pub trait PhiEstimator<C: Constraint, M: LanguageModel> {
         &mut self,
         q: &PhiQuery<'_, C>,
         model: &mut M,
-        ids: &[TokenId],
+        valid: ValidList<'_>,
         out: &mut [f64],
     ) -> Option<PhiResult> {
-        let _ = (q, model, ids, out);
+        let _ = (q, model, valid, out);
         None
     }
 
@@ -234,10 +236,10 @@ macro_rules! forward_phi_estimator {
                 &mut self,
                 q: &PhiQuery<'_, C>,
                 model: &mut M,
-                ids: &[TokenId],
+                valid: ValidList<'_>,
                 out: &mut [f64],
             ) -> Option<PhiResult> {
-                (**self).log_phi_shifted_compact(q, model, ids, out)
+                (**self).log_phi_shifted_compact(q, model, valid, out)
             }
         }
     )+};
@@ -312,10 +314,10 @@ impl<C: Constraint, M: LanguageModel, E: PhiEstimator<C, M>> PhiEstimator<C, M> 
         &mut self,
         q: &PhiQuery<'_, C>,
         model: &mut M,
-        ids: &[TokenId],
+        valid: ValidList<'_>,
         out: &mut [f64],
     ) -> Option<PhiResult> {
-        let r = self.inner.log_phi_shifted_compact(q, model, ids, out)?;
+        let r = self.inner.log_phi_shifted_compact(q, model, valid, out)?;
         if let Ok(c) = &r {
             self.cost.record(c);
         }
@@ -366,15 +368,41 @@ pub fn check_query<C: Constraint>(q: &PhiQuery<'_, C>, out: &[f64]) -> Result<us
     Ok(v)
 }
 
+/// The valid set `A_t` as a list, for
+/// [`PhiEstimator::log_phi_shifted_compact`]: its members in increasing
+/// order and their logits.
+#[derive(Debug, Clone, Copy)]
+pub struct ValidList<'a> {
+    /// The members of `A_t`, increasing.
+    pub ids: &'a [TokenId],
+    /// `logits[i]` is the next-token logit of `ids[i]`.
+    pub logits: &'a [f32],
+}
+
+impl<'a> ValidList<'a> {
+    /// The list from its two parts.
+    pub fn new(ids: &'a [TokenId], logits: &'a [f32]) -> Self {
+        ValidList { ids, logits }
+    }
+}
+
 /// Checks a query for [`PhiEstimator::log_phi_shifted_compact`]: logits of
-/// the constraint's vocabulary size, `ids` as long as `q.mask` has
-/// members, and `out` as long as `ids`.
+/// the constraint's vocabulary size, `valid.ids` as long as `q.mask` has
+/// members, `valid.logits` and `out` as long as `valid.ids`.
 pub fn check_compact<C: Constraint>(
     q: &PhiQuery<'_, C>,
-    ids: &[TokenId],
+    valid: ValidList<'_>,
     out: &[f64],
 ) -> Result<(), PhiError> {
+    let ids = valid.ids;
     same_vocab("logits", q.logits.len(), q.constraint.vocab_size())?;
+    if valid.logits.len() != ids.len() {
+        return Err(PhiError::VocabMismatch {
+            what: "valid-set logits",
+            got: valid.logits.len(),
+            want: ids.len(),
+        });
+    }
     if ids.len() != q.mask.count() {
         return Err(PhiError::VocabMismatch {
             what: "valid-set list",

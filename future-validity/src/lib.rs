@@ -127,8 +127,8 @@ pub mod uniform;
 pub use adapters::{Frozen, WithModel};
 pub use error::PhiError;
 pub use estimator::{
-    check_compact, check_query, doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set, Metered, NoModel,
-    PhiCost, PhiEstimator, PhiQuery, PhiResult,
+    check_compact, check_query, doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set,
+    Metered, NoModel, PhiCost, PhiEstimator, PhiQuery, PhiResult, ValidList,
 };
 pub use exact::budget::{BernoulliLm, BudgetLanguage};
 pub use exact::dyck::{DyckMarkovDp, ExactDyckMarkov};

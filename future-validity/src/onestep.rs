@@ -22,12 +22,12 @@
 //! `log Φ̂ = 0` for it. A non-EOS candidate whose look-ahead set is empty is
 //! a dead end: `log Φ̂ = -inf`.
 
-use zapspec_core::{prob, AllowedRef, Constraint, LanguageModel, LookAhead, TokenId, TokenSet};
+use zapspec_core::{prob, AllowedRef, Constraint, LanguageModel, LookAhead, TokenSet};
 
 use crate::error::PhiError;
 use crate::estimator::{
     check_compact, check_query, check_vocab, log_mass, valid_set, PhiCost, PhiEstimator, PhiQuery,
-    PhiResult,
+    PhiResult, ValidList,
 };
 
 /// Tier 1a: Def. 9 with the current logits (no extra forward).
@@ -68,10 +68,10 @@ const CACHE_SLOTS: usize = 256;
 
 /// Where [`OneStepCheap`]'s shifted values go: by token into a `|V|`
 /// buffer, or by rank into an `|A_t|` one aligned with the sorted list
-/// `ids` of `A_t`.
+/// `ids` of `A_t` (whose logits the caller gathered).
 enum Sink<'a> {
     Dense(&'a mut [f64]),
-    Compact(&'a [TokenId], &'a mut [f64]),
+    Compact(ValidList<'a>, &'a mut [f64]),
 }
 
 impl OneStepCheap {
@@ -103,6 +103,7 @@ impl OneStepCheap {
         self.score(
             constraint,
             ids.iter().copied(),
+            None,
             None,
             logits,
             norm,
@@ -180,27 +181,40 @@ impl OneStepCheap {
             (shifted, None)
         };
         let ops = match out {
-            Sink::Dense(out) => {
-                self.score(constraint, mask.iter(), Some(mask), logits, norm, |y, l| {
-                    out[y as usize] = l
-                })?
-            }
-            Sink::Compact(ids, out) => {
+            Sink::Dense(out) => self.score(
+                constraint,
+                mask.iter(),
+                Some(mask),
+                None,
+                logits,
+                norm,
+                |y, l| out[y as usize] = l,
+            )?,
+            Sink::Compact(valid, out) => {
+                let ids = valid.ids;
                 // values come in token order (a cursor) except the groups
                 // written over the largest one (a binary search each)
                 let mut cur = 0usize;
-                self.score(constraint, mask.iter(), Some(mask), logits, norm, |y, l| {
-                    let i = if ids.get(cur) == Some(&y) {
-                        cur
-                    } else {
-                        match ids.binary_search(&y) {
-                            Ok(i) => i,
-                            Err(_) => return,
-                        }
-                    };
-                    out[i] = l;
-                    cur = i + 1;
-                })?
+                self.score(
+                    constraint,
+                    mask.iter(),
+                    Some(mask),
+                    Some(valid.logits),
+                    logits,
+                    norm,
+                    |y, l| {
+                        let i = if ids.get(cur) == Some(&y) {
+                            cur
+                        } else {
+                            match ids.binary_search(&y) {
+                                Ok(i) => i,
+                                Err(_) => return,
+                            }
+                        };
+                        out[i] = l;
+                        cur = i + 1;
+                    },
+                )?
             }
         };
         Ok((c, ops))
@@ -217,6 +231,7 @@ impl OneStepCheap {
         constraint: &C,
         ids: impl Iterator<Item = zapspec_core::TokenId>,
         dense: Option<&TokenSet>,
+        own_logits: Option<&[f32]>,
         logits: &[f32],
         norm: Norm,
         mut emit: impl FnMut(zapspec_core::TokenId, f64),
@@ -289,6 +304,19 @@ impl OneStepCheap {
                 .and_then(|k| constraint.allowed_by_key(k))
                 .is_some_and(|own| same_set(own, mask));
             if own {
+                // the self-loop class's successor set is the caller's set:
+                // its mass from the logits the caller gathered (the same
+                // values, in the same order, as a gather would give)
+                // (dense sets only: a sparse one is summed by another
+                // routine, and is cheap)
+                if let (Some(l), Some(k)) = (own_logits, constraint.mask_key()) {
+                    let dense_own =
+                        matches!(constraint.allowed_by_key(k), Some(AllowedRef::Dense(_)));
+                    if dense_own && l.len() == mask.count() {
+                        let lm = log_mass_of_gathered(l, norm);
+                        sc.cache[slot_of(k)] = (generation, k, lm);
+                    }
+                }
                 let mut masses = std::mem::take(&mut sc.masses);
                 masses.clear();
                 let mut big: Option<(usize, u64)> = None;
@@ -683,6 +711,12 @@ fn log_mass_of_ref(logits: &[f32], norm: Norm, buf: &mut Vec<f32>, set: AllowedR
 /// their own maximum.
 fn log_mass_of_set(logits: &[f32], norm: Norm, buf: &mut Vec<f32>, set: &TokenSet) -> f64 {
     gather_set(logits, set, buf);
+    log_mass_of_gathered(buf, norm)
+}
+
+/// The finish of [`log_mass_of_set`]: the vectorised normaliser over the
+/// set's logits, already gathered (in token order).
+fn log_mass_of_gathered(buf: &[f32], norm: Norm) -> f64 {
     let (l, m) = log_sum_exp_max(buf);
     if m == f32::NEG_INFINITY || m.is_nan() {
         return f64::NEG_INFINITY;
@@ -930,6 +964,7 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
             q.constraint,
             q.mask.iter(),
             Some(q.mask),
+            None,
             q.logits,
             norm,
             |y, l| out[y as usize] = l,
@@ -950,11 +985,11 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
         &mut self,
         q: &PhiQuery<'_, C>,
         _: &mut M,
-        ids: &[TokenId],
+        valid: ValidList<'_>,
         out: &mut [f64],
     ) -> Option<PhiResult> {
-        let r = check_compact(q, ids, out)
-            .and_then(|()| self.shifted(q.constraint, q.mask, q.logits, Sink::Compact(ids, out)));
+        let r = check_compact(q, valid, out)
+            .and_then(|()| self.shifted(q.constraint, q.mask, q.logits, Sink::Compact(valid, out)));
         Some(r.map(|(_, ops)| PhiCost {
             constraint_ops: ops,
             ..PhiCost::default()

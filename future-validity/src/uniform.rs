@@ -4,9 +4,11 @@
 //! the Leviathan/LMS verifier. Zero cost (`O(|A_t|)` writes); its additive
 //! error is `δ = 1 − Φ_min`.
 
-use zapspec_core::{Constraint, LanguageModel, TokenId};
+use zapspec_core::{Constraint, LanguageModel};
 
-use crate::estimator::{check_compact, check_query, PhiCost, PhiEstimator, PhiQuery, PhiResult};
+use crate::estimator::{
+    check_compact, check_query, PhiCost, PhiEstimator, PhiQuery, PhiResult, ValidList,
+};
 
 /// Tier 0: the constant estimator (a no-op by shift invariance). Runs no
 /// model, so it works with any `M`, [`crate::NoModel`] included.
@@ -37,10 +39,10 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for Uniform {
         &mut self,
         q: &PhiQuery<'_, C>,
         _: &mut M,
-        ids: &[TokenId],
+        valid: ValidList<'_>,
         out: &mut [f64],
     ) -> Option<PhiResult> {
-        Some(check_compact(q, ids, out).map(|()| {
+        Some(check_compact(q, valid, out).map(|()| {
             out.fill(0.0);
             PhiCost::default()
         }))

@@ -1,18 +1,21 @@
 //! The speculate–verify–rollback loop shared by all three verifiers.
 //!
 //! One round (§3.2, Appendix A):
-//! 1. **Speculate.** The draft model `q` proposes up to γ tokens from the
-//!    locally masked draft `q̃_t(y) = q_t(y)·1[y∈A_t]/Z_q` (Def. 1 applied to
-//!    `q`), the masks coming from a *fork* of the constraint so the committed
-//!    matcher state is untouched (axiom B1).
+//! 1. **Speculate.** The drafter ([`crate::drafter::Drafter`]) proposes up
+//!    to γ tokens — a draft model `q` from the locally masked draft
+//!    `q̃_t(y) = q_t(y)·1[y∈A_t]/Z_q` (Def. 1 applied to `q`), prompt lookup
+//!    from the context — on a *fork* of the constraint, so the committed
+//!    matcher state is untouched (axiom B1) and only allowed tokens are
+//!    proposed.
 //! 2. **Verify.** One target forward over the block gives `p_t` at every
 //!    drafted position plus one bonus position. The verifier's target `π_t` is
 //!    the masked `p̃_t` (Leviathan / LMS, B2) or the Φ-reweighted
 //!    `p_t·Φ̂_t / Z` (FVO-Spec, Proposition 6). The committed matcher advances
 //!    through the block to compute each position's mask `A_t`.
 //! 3. **Rollback.** At the first rejection the matcher is rolled back with
-//!    [`Constraint::rollback`] and both models' caches with
-//!    [`LanguageModel::truncate`] (B3, rollback soundness); the correction
+//!    [`Constraint::rollback`], the target's cache with
+//!    [`LanguageModel::truncate`] and the drafter's with
+//!    [`crate::drafter::Drafter::rewind`] (B3, rollback soundness); the correction
 //!    token is then committed. If every draft is accepted, a bonus token is
 //!    drawn from `π` at the position after the block.
 
@@ -20,9 +23,10 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use zapspec_core::prob::{argmax, sample_log};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
-use zapspec_phi::{NoModel, PhiError, PhiEstimator, PhiQuery};
+use zapspec_phi::{NoModel, PhiError, PhiEstimator, PhiQuery, ValidList};
 
 use crate::config::{Mode, SpecConfig, VerifierKind};
+use crate::drafter::{DraftLaw, Drafter};
 use crate::phi::{compact_log_law, compact_log_law_aligned};
 use crate::verify::{equality_step, greedy_step, leviathan_step, Decision};
 use crate::VerifyError;
@@ -129,7 +133,7 @@ pub struct Generation {
 pub struct SpeculativeDecoder<P, Q, F> {
     /// The target model `p`.
     pub target: P,
-    /// The draft model `q`.
+    /// The drafter (a draft model `q`, prompt lookup, …).
     pub draft: Q,
     /// The Φ estimator.
     pub phi: F,
@@ -143,19 +147,21 @@ pub struct SpeculativeDecoder<P, Q, F> {
     /// `log Φ̂` aligned with the list of `A_t`
     /// ([`PhiEstimator::log_phi_shifted_compact`]), reused across rounds.
     phi_compact: Vec<f64>,
+    /// The target's logits on `A_t` (aligned with its list), reused.
+    id_logits: Vec<f32>,
     /// Tokens both models condition on before the first generated token
     /// (outside the constraint); see [`Self::with_prompt`].
     prompt: Vec<TokenId>,
 }
 
-impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
+impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
     /// Checks the configuration.
     pub fn new(target: P, draft: Q, phi: F, config: SpecConfig) -> Result<Self, VerifyError> {
         config.validate()?;
-        if target.vocab_size() != draft.vocab_size() {
+        if let Some(v) = draft.vocab_size().filter(|&v| v != target.vocab_size()) {
             return Err(VerifyError::VocabMismatch {
                 what: "draft model",
-                got: draft.vocab_size(),
+                got: v,
                 want: target.vocab_size(),
             });
         }
@@ -169,6 +175,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
             stats: RoundStats::default(),
             phi_buf: Vec::new(),
             phi_compact: Vec::new(),
+            id_logits: Vec::new(),
             prompt: Vec::new(),
         })
     }
@@ -226,10 +233,9 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         let before = self.stats;
         let mut state = DecodeState::new(constraint.clone());
         // keep what the models share with the prompt (its KV cache)
-        for m in [&mut self.target as &mut dyn LanguageModel, &mut self.draft] {
-            let keep = common_prefix(m.context(), &self.prompt);
-            m.truncate(keep);
-        }
+        let keep = common_prefix(self.target.context(), &self.prompt);
+        self.target.truncate(keep);
+        self.draft.rewind(&self.prompt);
         while !state.is_finished() {
             if state.committed.len() >= self.config.max_tokens {
                 return Err(VerifyError::TooLong {
@@ -311,56 +317,29 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         let vocab = state.constraint.vocab_size();
         let sampled = self.config.mode == Mode::Sampled;
 
-        // 1. Speculate from q̃ on a fork of the matcher. Laws live on the
-        //    valid set A_t (token order), so a step costs O(|A_t|), not O(|V|).
+        // 1. Speculate on a fork of the matcher: the drafter proposes only
+        //    tokens the constraint allows.
         let mut fork = state.constraint.fork();
-        let mut drafts: Vec<TokenId> = Vec::with_capacity(self.config.gamma);
-        let mut draft_ids: Vec<Vec<TokenId>> = Vec::with_capacity(self.config.gamma);
-        let mut draft_laws: Vec<Vec<f64>> = Vec::with_capacity(self.config.gamma);
         // the models' context: prompt ++ committed ++ drafts
         let base = self.prompt.len();
         let mut ctx = self.prompt.clone();
         ctx.extend_from_slice(&state.committed);
-        let mut mask = TokenSet::new(vocab);
-        while drafts.len() < self.config.gamma && !fork.is_finished() {
-            fork.fill_mask(&mut mask);
-            if mask.is_empty() {
-                break; // a dead end; the verifier reports it at its position
-            }
-            let logits = self.draft.logits_for(&ctx)?;
-            self.stats.draft_calls += 1;
-            if logits.len() != vocab {
-                return Err(VerifyError::VocabMismatch {
-                    what: "draft logits",
-                    got: logits.len(),
-                    want: vocab,
-                });
-            }
-            let ids: Vec<TokenId> = mask.iter().collect();
-            // A draft with no mass on A_t cannot propose; the verifier then
-            // samples this position from π directly.
-            let Some(lq) = compact_log_law(&logits, &ids, None) else {
-                break;
-            };
-            let j = if sampled {
-                sample_log(rng, &lq).ok()
-            } else {
-                argmax(&lq)
-            }
-            .ok_or(VerifyError::EmptySupport {
-                position: pos0 + drafts.len(),
-                what: "draft",
-            })?;
-            let d = ids[j];
-            fork.advance(d)?;
-            drafts.push(d);
-            draft_ids.push(ids);
-            draft_laws.push(lq);
-            ctx.push(d);
-            if d == eos {
-                break;
-            }
+        let proposal = self
+            .draft
+            .draft(&ctx, base, &mut fork, self.config.gamma, sampled, rng)?;
+        self.stats.draft_calls += proposal.calls;
+        if proposal.laws.len() != proposal.tokens.len() || proposal.tokens.len() > self.config.gamma
+        {
+            return Err(VerifyError::BadDraft {
+                tokens: proposal.tokens.len(),
+                laws: proposal.laws.len(),
+                gamma: self.config.gamma,
+            });
         }
+        let mut drafts = proposal.tokens;
+        let draft_laws = proposal.laws;
+        ctx.extend_from_slice(&drafts);
+        let mut mask = TokenSet::new(vocab);
         let mut k = drafts.len();
         let drafted = k;
         let mut ends_eos = drafts.last() == Some(&eos);
@@ -375,6 +354,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         // (an early error return drops the buffer; the next round reallocates)
         let mut phi_buf = std::mem::take(&mut self.phi_buf);
         let mut compact_buf = std::mem::take(&mut self.phi_compact);
+        let mut id_logits = std::mem::take(&mut self.id_logits);
         for (i, row) in rows.iter().enumerate() {
             let position = pos0 + i;
             state.constraint.fill_mask(&mut mask);
@@ -391,12 +371,18 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 let q = PhiQuery::new(&ctx[base..], &state.constraint, &mask, row);
                 // values on A_t in an |A_t| buffer when the estimator can,
                 // by token in the |V| one otherwise
+                // the valid set's logits, gathered once for Φ̂ and the law
+                id_logits.clear();
+                id_logits.extend(
+                    ids.iter()
+                        .map(|&y| row.get(y as usize).copied().unwrap_or(f32::NEG_INFINITY)),
+                );
                 compact_buf.clear();
                 compact_buf.resize(ids.len(), f64::NAN);
                 let compact = self.phi.log_phi_shifted_compact(
                     &q,
                     &mut self.no_model,
-                    &ids,
+                    ValidList::new(&ids, &id_logits),
                     &mut compact_buf,
                 );
                 let r = match compact {
@@ -428,7 +414,7 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                         source: PhiError::MissingEstimate { token: ids[j] },
                     });
                 }
-                compact_log_law_aligned(row, &ids, &compact_buf)
+                compact_log_law_aligned(&id_logits, &compact_buf)
             } else {
                 compact_log_law(row, &ids, None)
             };
@@ -456,29 +442,13 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
         }
         self.phi_buf = phi_buf;
         self.phi_compact = compact_buf;
+        self.id_logits = id_logits;
 
         // 3. Accept/reject walk (indices into A_t).
         let mut accepted = 0;
         let mut correction = None;
         for (i, &d) in drafts.iter().enumerate() {
             let (ids, target) = &laws[i];
-            // the draft's law on the verifier's A_t (identical unless the
-            // constraint is not a function of the prefix)
-            let remapped;
-            let draft = if draft_ids[i] == *ids {
-                &draft_laws[i]
-            } else {
-                remapped = ids
-                    .iter()
-                    .map(|y| {
-                        draft_ids[i]
-                            .iter()
-                            .position(|u| u == y)
-                            .map_or(f64::NEG_INFINITY, |j| draft_laws[i][j])
-                    })
-                    .collect::<Vec<f64>>();
-                &remapped
-            };
             let Some(j) = ids.iter().position(|&y| y == d) else {
                 state.constraint.rollback(k)?;
                 return Err(VerifyError::Rejected(zapspec_core::Rejected {
@@ -486,6 +456,30 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                     position: pos0 + i,
                     reason: zapspec_core::RejectReason::NotAllowed,
                 }));
+            };
+            // the draft's law on the verifier's A_t (identical unless the
+            // constraint is not a function of the prefix); a point law puts
+            // all mass on the drafted token
+            let remapped;
+            let draft = match &draft_laws[i] {
+                DraftLaw::Dist { ids: dids, log_q } if dids == ids => log_q,
+                DraftLaw::Dist { ids: dids, log_q } => {
+                    remapped = ids
+                        .iter()
+                        .map(|y| {
+                            dids.iter()
+                                .position(|u| u == y)
+                                .map_or(f64::NEG_INFINITY, |j| log_q[j])
+                        })
+                        .collect::<Vec<f64>>();
+                    &remapped
+                }
+                DraftLaw::Point => {
+                    let mut v = vec![f64::NEG_INFINITY; ids.len()];
+                    v[j] = 0.0;
+                    remapped = v;
+                    &remapped
+                }
             };
             let decision = match (self.config.mode, self.config.verifier) {
                 (Mode::Greedy, _) => greedy_step(target, j),
@@ -509,9 +503,9 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
                 if self.target.context().len() > keep {
                     self.target.truncate(keep);
                 }
-                if self.draft.context().len() > keep {
-                    self.draft.truncate(keep);
-                }
+                ctx.truncate(base + pos0);
+                ctx.extend_from_slice(&drafts[..accepted]);
+                self.draft.rewind(&ctx);
                 state.committed.extend_from_slice(&drafts[..accepted]);
                 state.constraint.advance(y)?;
                 state.committed.push(y);
@@ -609,6 +603,6 @@ impl<P: LanguageModel, Q: LanguageModel, F> SpeculativeDecoder<P, Q, F> {
 }
 
 /// Length of the longest common prefix of `a` and `b`.
-fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
+pub(crate) fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

@@ -10,6 +10,16 @@ pub enum VerifyError {
     /// A model call failed.
     #[error("model: {0}")]
     Model(#[from] ModelError),
+    /// A drafter returned more tokens than γ, or not one law per token.
+    #[error("drafter returned {tokens} tokens with {laws} laws (γ = {gamma})")]
+    BadDraft {
+        /// Tokens proposed.
+        tokens: usize,
+        /// Laws returned.
+        laws: usize,
+        /// The round's γ.
+        gamma: usize,
+    },
     /// The committed matcher refused a token the loop produced (a bug in a
     /// `Constraint` whose mask and `advance` disagree).
     #[error("constraint refused a token the loop produced: {0}")]

@@ -65,23 +65,20 @@ pub fn compact_log_law(
     Some(out)
 }
 
-/// [`compact_log_law`] with the estimates aligned with `ids`:
-/// `log_phi[i]` is `log Φ̂_t(ids[i])` (up to one constant), as
+/// [`compact_log_law`] from the valid set's logits and estimates, both
+/// aligned with its list: `id_logits[i]` is the logit of `ids[i]` and
+/// `log_phi[i]` its `log Φ̂_t` (up to one constant), as
 /// [`PhiEstimator::log_phi_shifted_compact`](zapspec_phi::PhiEstimator::log_phi_shifted_compact)
-/// writes them. `None` when the law has no mass on `ids`.
-pub fn compact_log_law_aligned(
-    logits: &[f32],
-    ids: &[TokenId],
-    log_phi: &[f64],
-) -> Option<Vec<f64>> {
-    let mut out: Vec<f64> = ids
+/// writes them. `None` when the law has no mass, or the lengths differ.
+pub fn compact_log_law_aligned(id_logits: &[f32], log_phi: &[f64]) -> Option<Vec<f64>> {
+    if id_logits.len() != log_phi.len() {
+        return None;
+    }
+    let mut out: Vec<f64> = id_logits
         .iter()
         .zip(log_phi)
-        .map(|(&y, &lphi)| {
-            let l = logits
-                .get(y as usize)
-                .map_or(f64::NEG_INFINITY, |&v| v as f64);
-            let v = l + lphi;
+        .map(|(&l, &lphi)| {
+            let v = l as f64 + lphi;
             if v.is_nan() {
                 f64::NEG_INFINITY
             } else {
@@ -89,9 +86,6 @@ pub fn compact_log_law_aligned(
             }
         })
         .collect();
-    if out.len() != ids.len() {
-        return None;
-    }
     zapspec_core::prob::renormalize_log(&mut out).ok()?;
     Some(out)
 }

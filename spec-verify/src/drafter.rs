@@ -1,0 +1,291 @@
+//! Drafters: what proposes the γ tokens a round verifies (§3, "draft
+//! model q").
+//!
+//! The decoder ([`crate::SpeculativeDecoder`]) is generic over a
+//! [`Drafter`]; the verifier only needs, per drafted position, the token and
+//! the law it was drawn from ([`DraftLaw`]), so any proposal mechanism fits:
+//!
+//! | drafter | proposes | law per position | cost |
+//! |---|---|---|---|
+//! | [`ModelDrafter`] (any [`LanguageModel`]; a bare model is one too) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1) | [`DraftLaw::Dist`] | one draft forward per token |
+//! | [`PromptLookup`] | the tokens that followed the longest earlier occurrence of the context's last `n` tokens (prompt lookup / n-gram drafting) | [`DraftLaw::Point`] | a scan of the context; no model |
+//!
+//! Every drafter proposes only tokens the constraint allows: it advances
+//! the fork of the matcher it is given and stops at the first token the
+//! fork refuses (a grammar-masked draft). With a point law, Leviathan's
+//! test (Leviathan et al. 2023, Alg. 1) accepts `d` with probability
+//! `min(1, π(d)/1) = π(d)` and resamples from `π` without `d` — the output
+//! law is the target's, whatever the drafter proposes.
+
+use rand::Rng;
+use zapspec_core::prob::{argmax, sample_log};
+use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
+
+use crate::error::VerifyError;
+use crate::phi::compact_log_law;
+
+/// The drafter's law at one drafted position.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DraftLaw {
+    /// A law on the valid set: `log_q[i]` is `log q(ids[i])`, `ids` in
+    /// increasing token order.
+    Dist {
+        /// The candidates (the valid set `A_t` at that position).
+        ids: Vec<TokenId>,
+        /// Their log probabilities under the drafter.
+        log_q: Vec<f64>,
+    },
+    /// A deterministic proposal: all mass on the drafted token.
+    Point,
+}
+
+/// One round's proposal: `tokens[i]` was drawn from `laws[i]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Draft {
+    /// The drafted tokens (at most γ; an EOS ends them).
+    pub tokens: Vec<TokenId>,
+    /// The law of each drafted token (same length as `tokens`).
+    pub laws: Vec<DraftLaw>,
+    /// Draft-model forward calls spent.
+    pub calls: usize,
+}
+
+/// Proposes the tokens of one speculative round.
+pub trait Drafter {
+    /// Proposes at most `gamma` tokens after `ctx` (the prompt, then the
+    /// committed tokens); `prompt_len` says where the committed tokens
+    /// begin. `fork` is a fork of the matcher after the committed tokens:
+    /// the drafter advances it by each token it proposes and proposes only
+    /// tokens it allows (stopping where it refuses one). `sampled` asks for
+    /// a draw from the drafter's law (else its mode); `rng` is the
+    /// decoder's stream.
+    fn draft<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        ctx: &[TokenId],
+        prompt_len: usize,
+        fork: &mut C,
+        gamma: usize,
+        sampled: bool,
+        rng: &mut R,
+    ) -> Result<Draft, VerifyError>;
+
+    /// The round kept `ctx` (prompt ++ committed after the round's
+    /// acceptance, before the correction token): a drafter with a cache
+    /// drops what lies beyond it. Default: nothing.
+    fn rewind(&mut self, ctx: &[TokenId]) {
+        let _ = ctx;
+    }
+
+    /// The vocabulary the drafter proposes from, when it has one (a draft
+    /// model); the decoder checks it against the target's. Default: `None`.
+    fn vocab_size(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// A draft model: `q̃_t` = its next-token law renormalised on `A_t` (the
+/// decoder's draft model of §3).
+#[derive(Debug, Clone)]
+pub struct ModelDrafter<Q>(pub Q);
+
+/// A bare [`LanguageModel`] drafts as a [`ModelDrafter`].
+impl<Q: LanguageModel> Drafter for Q {
+    fn draft<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        ctx: &[TokenId],
+        prompt_len: usize,
+        fork: &mut C,
+        gamma: usize,
+        sampled: bool,
+        rng: &mut R,
+    ) -> Result<Draft, VerifyError> {
+        draft_from_model(self, ctx, prompt_len, fork, gamma, sampled, rng)
+    }
+    fn rewind(&mut self, ctx: &[TokenId]) {
+        rewind_model(self, ctx);
+    }
+    fn vocab_size(&self) -> Option<usize> {
+        Some(LanguageModel::vocab_size(self))
+    }
+}
+
+impl<Q: LanguageModel> Drafter for ModelDrafter<Q> {
+    fn draft<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        ctx: &[TokenId],
+        prompt_len: usize,
+        fork: &mut C,
+        gamma: usize,
+        sampled: bool,
+        rng: &mut R,
+    ) -> Result<Draft, VerifyError> {
+        draft_from_model(&mut self.0, ctx, prompt_len, fork, gamma, sampled, rng)
+    }
+    fn rewind(&mut self, ctx: &[TokenId]) {
+        rewind_model(&mut self.0, ctx);
+    }
+    fn vocab_size(&self) -> Option<usize> {
+        Some(self.0.vocab_size())
+    }
+}
+
+fn rewind_model<Q: LanguageModel + ?Sized>(m: &mut Q, ctx: &[TokenId]) {
+    let keep = crate::decoder::common_prefix(m.context(), ctx);
+    if m.context().len() > keep {
+        m.truncate(keep);
+    }
+}
+
+/// Draws up to `gamma` tokens from `q̃` on the fork (laws on `A_t`, token
+/// order, so a step costs `O(|A_t|)` beyond the forward).
+fn draft_from_model<Q: LanguageModel + ?Sized, C: Constraint, R: Rng + ?Sized>(
+    model: &mut Q,
+    ctx: &[TokenId],
+    prompt_len: usize,
+    fork: &mut C,
+    gamma: usize,
+    sampled: bool,
+    rng: &mut R,
+) -> Result<Draft, VerifyError> {
+    let vocab = fork.vocab_size();
+    let eos = fork.eos();
+    let mut ctx = ctx.to_vec();
+    let mut out = Draft::default();
+    let mut mask = TokenSet::new(vocab);
+    while out.tokens.len() < gamma && !fork.is_finished() {
+        fork.fill_mask(&mut mask);
+        if mask.is_empty() {
+            break; // a dead end; the verifier reports it at its position
+        }
+        let logits = model.logits_for(&ctx)?;
+        out.calls += 1;
+        if logits.len() != vocab {
+            return Err(VerifyError::VocabMismatch {
+                what: "draft logits",
+                got: logits.len(),
+                want: vocab,
+            });
+        }
+        let ids: Vec<TokenId> = mask.iter().collect();
+        // A draft with no mass on A_t cannot propose; the verifier then
+        // samples this position from π directly.
+        let Some(lq) = compact_log_law(&logits, &ids, None) else {
+            break;
+        };
+        let j = if sampled {
+            sample_log(rng, &lq).ok()
+        } else {
+            argmax(&lq)
+        }
+        .ok_or(VerifyError::EmptySupport {
+            position: ctx.len() - prompt_len,
+            what: "draft",
+        })?;
+        let d = ids[j];
+        fork.advance(d)?;
+        out.tokens.push(d);
+        out.laws.push(DraftLaw::Dist { ids, log_q: lq });
+        ctx.push(d);
+        if d == eos {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Prompt lookup (n-gram drafting; Saxena 2023, the "prompt-lookup
+/// decoding" of Hugging Face `transformers`): find the most recent earlier
+/// occurrence of the context's last `n` tokens (`n` from
+/// [`PromptLookup::max_ngram`] down to [`PromptLookup::min_ngram`]) and
+/// propose the tokens that followed it, cut at the first token the
+/// constraint refuses. No model; point laws. Pays where the output copies
+/// its input (edits, extraction, JSON re-serialisation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromptLookup {
+    /// Longest n-gram tried first.
+    pub max_ngram: usize,
+    /// Shortest n-gram tried (at least 1).
+    pub min_ngram: usize,
+}
+
+impl Default for PromptLookup {
+    /// n from 3 down to 1 (the `transformers` default is 3 / 1-gram
+    /// fallback too).
+    fn default() -> Self {
+        PromptLookup {
+            max_ngram: 3,
+            min_ngram: 1,
+        }
+    }
+}
+
+impl PromptLookup {
+    /// The continuation of the most recent earlier occurrence of the last
+    /// `n` tokens of `ctx`, for the largest `n` that has one; empty if none.
+    pub fn lookup<'c>(&self, ctx: &'c [TokenId], max_len: usize) -> &'c [TokenId] {
+        let lo = self.min_ngram.max(1);
+        for n in (lo..=self.max_ngram.max(lo)).rev() {
+            if ctx.len() <= n {
+                continue;
+            }
+            let key = &ctx[ctx.len() - n..];
+            // most recent match that is not the suffix itself
+            for start in (0..ctx.len() - n).rev() {
+                if &ctx[start..start + n] == key {
+                    let from = start + n;
+                    let to = (from + max_len).min(ctx.len());
+                    if to > from {
+                        return &ctx[from..to];
+                    }
+                }
+            }
+        }
+        &[]
+    }
+}
+
+impl Drafter for PromptLookup {
+    fn draft<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        ctx: &[TokenId],
+        _prompt_len: usize,
+        fork: &mut C,
+        gamma: usize,
+        _sampled: bool,
+        _rng: &mut R,
+    ) -> Result<Draft, VerifyError> {
+        let eos = fork.eos();
+        let mut out = Draft::default();
+        for &t in self.lookup(ctx, gamma) {
+            if fork.is_finished() || fork.advance(t).is_err() {
+                break; // cut where the grammar stops accepting the copy
+            }
+            out.tokens.push(t);
+            out.laws.push(DraftLaw::Point);
+            if t == eos {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_takes_the_longest_most_recent_match() {
+        let p = PromptLookup::default();
+        // ... 1 2 3 [4 5] ... 9 2 3 [7 8] ... 2 3 -> the most recent 3-gram
+        // "x 2 3" fails, the 2-gram "2 3" matches at its latest occurrence
+        let ctx = [1, 2, 3, 4, 5, 9, 2, 3, 7, 8, 6, 2, 3];
+        assert_eq!(p.lookup(&ctx, 2), &[7, 8]);
+        assert_eq!(p.lookup(&ctx, 10), &[7, 8, 6, 2, 3]);
+        // a 3-gram match wins over a later 1-gram one
+        let ctx = [5, 6, 7, 1, 7, 0, 5, 6, 7];
+        assert_eq!(p.lookup(&ctx, 2), &[1, 7]);
+        assert!(p.lookup(&[1, 2, 3], 4).is_empty());
+        assert!(p.lookup(&[], 4).is_empty());
+    }
+}
