@@ -7,7 +7,7 @@
 //!
 //! | drafter | proposes | law per position | cost |
 //! |---|---|---|---|
-//! | [`ModelDrafter`] (any [`LanguageModel`]; a bare model is one too) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1) | [`DraftLaw::Dist`] | one draft forward per token |
+//! | any [`LanguageModel`] (a draft model) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1) | [`DraftLaw::Dist`] | one draft forward per token |
 //! | [`PromptLookup`] | the tokens that followed the longest earlier occurrence of the context's last `n` tokens (prompt lookup / n-gram drafting) | [`DraftLaw::Point`] | a scan of the context; no model |
 //!
 //! Every drafter proposes only tokens the constraint allows: it advances
@@ -83,12 +83,8 @@ pub trait Drafter {
     }
 }
 
-/// A draft model: `q̃_t` = its next-token law renormalised on `A_t` (the
-/// decoder's draft model of §3).
-#[derive(Debug, Clone)]
-pub struct ModelDrafter<Q>(pub Q);
-
-/// A bare [`LanguageModel`] drafts as a [`ModelDrafter`].
+/// A draft model drafts: `q̃_t` = its next-token law renormalised on `A_t`
+/// (the decoder's draft model of §3), sampled or argmax.
 impl<Q: LanguageModel> Drafter for Q {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
@@ -106,26 +102,6 @@ impl<Q: LanguageModel> Drafter for Q {
     }
     fn vocab_size(&self) -> Option<usize> {
         Some(LanguageModel::vocab_size(self))
-    }
-}
-
-impl<Q: LanguageModel> Drafter for ModelDrafter<Q> {
-    fn draft<C: Constraint, R: Rng + ?Sized>(
-        &mut self,
-        ctx: &[TokenId],
-        prompt_len: usize,
-        fork: &mut C,
-        gamma: usize,
-        sampled: bool,
-        rng: &mut R,
-    ) -> Result<Draft, VerifyError> {
-        draft_from_model(&mut self.0, ctx, prompt_len, fork, gamma, sampled, rng)
-    }
-    fn rewind(&mut self, ctx: &[TokenId]) {
-        rewind_model(&mut self.0, ctx);
-    }
-    fn vocab_size(&self) -> Option<usize> {
-        Some(self.0.vocab_size())
     }
 }
 

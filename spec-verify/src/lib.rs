@@ -16,7 +16,7 @@
 //! | [`config`] | [`SpecConfig`] (γ, sampled/greedy, verifier, length cap) |
 //! | [`phi`] | the target law at one position: masked `p̃_t`, or Doob-transformed by per-candidate `log Φ̂_t(y)` |
 //! | [`verify`] | the one-position kernels: Leviathan rejection, equality diagnostic, greedy |
-//! | [`drafter`] | the [`Drafter`] trait and its drafters: a draft model ([`ModelDrafter`], or any `LanguageModel`), prompt lookup ([`PromptLookup`]); each proposes only tokens the constraint allows |
+//! | [`drafter`] | the [`Drafter`] trait and its drafters: a draft model (any `LanguageModel`), prompt lookup ([`PromptLookup`]); each proposes only tokens the constraint allows |
 //! | [`decoder`] | [`SpeculativeDecoder`]: drafting on a forked matcher, verification, rollback via `Constraint::rollback`, `LanguageModel::truncate` and `Drafter::rewind` |
 //! | [`law`] | exact terminal laws of finite languages: [`PrefixTree`] (from `zapspec_phi::exact::tree`: `μ*`, `μ^proj`, exact Φ by backward DP) and [`TreePhi`] (`μ^Φ̂` of a Φ estimator, exact Φ as a `zapspec_phi::PhiEstimator`) — the reference for tests |
 //! | [`memo`] | [`MemoLm`], memoised logits for deterministic toy models |
@@ -66,7 +66,7 @@ pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};
 pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
-pub use drafter::{Draft, DraftLaw, Drafter, ModelDrafter, PromptLookup};
+pub use drafter::{Draft, DraftLaw, Drafter, PromptLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::MemoLm;
