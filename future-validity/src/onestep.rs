@@ -66,6 +66,15 @@ struct Scratch {
 
 const CACHE_SLOTS: usize = 256;
 
+/// A caller of [`OneStepCheap`]'s loop that takes the values in any
+/// order (and keeps the last of repeated writes): the candidate set, and
+/// its logits in token order when the caller gathered them.
+#[derive(Clone, Copy)]
+struct AnyOrder<'a> {
+    mask: &'a TokenSet,
+    logits: Option<&'a [f32]>,
+}
+
 /// Where [`OneStepCheap`]'s shifted values go: by token into a `|V|`
 /// buffer, or by rank into an `|A_t|` one aligned with the sorted list
 /// `ids` of `A_t` (whose logits the caller gathered).
@@ -103,7 +112,6 @@ impl OneStepCheap {
         self.score(
             constraint,
             ids.iter().copied(),
-            None,
             None,
             logits,
             norm,
@@ -184,8 +192,7 @@ impl OneStepCheap {
             Sink::Dense(out) => self.score(
                 constraint,
                 mask.iter(),
-                Some(mask),
-                None,
+                Some(AnyOrder { mask, logits: None }),
                 logits,
                 norm,
                 |y, l| out[y as usize] = l,
@@ -198,8 +205,10 @@ impl OneStepCheap {
                 self.score(
                     constraint,
                     mask.iter(),
-                    Some(mask),
-                    Some(valid.logits),
+                    Some(AnyOrder {
+                        mask,
+                        logits: Some(valid.logits),
+                    }),
                     logits,
                     norm,
                     |y, l| {
@@ -230,8 +239,7 @@ impl OneStepCheap {
         &mut self,
         constraint: &C,
         ids: impl Iterator<Item = zapspec_core::TokenId>,
-        dense: Option<&TokenSet>,
-        own_logits: Option<&[f32]>,
+        dense: Option<AnyOrder<'_>>,
         logits: &[f32],
         norm: Norm,
         mut emit: impl FnMut(zapspec_core::TokenId, f64),
@@ -294,7 +302,11 @@ impl OneStepCheap {
         // Grouped look-ahead (DFAs): one successor mass per group, one
         // write per candidate. Only for callers that take the values in
         // any order and keep the last of repeated writes (`dense`).
-        if let Some(mask) = dense {
+        if let Some(AnyOrder {
+            mask,
+            logits: own_logits,
+        }) = dense
+        {
             // When the caller's set is the constraint's own allowed set,
             // the groups partition it (less EOS) by contract: the largest
             // group's value is written over the whole set in one pass of
@@ -963,8 +975,10 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
         let ops = self.score(
             q.constraint,
             q.mask.iter(),
-            Some(q.mask),
-            None,
+            Some(AnyOrder {
+                mask: q.mask,
+                logits: None,
+            }),
             q.logits,
             norm,
             |y, l| out[y as usize] = l,
