@@ -279,11 +279,18 @@ pub fn check_gguf_header<R: Read>(r: R, len: u64) -> Result<GgufHeaderInfo, Gguf
                 max: MAX_TENSOR_DIMS as u64,
             });
         }
-        let mut elems = Some(1u64);
+        // The product of the non-zero dimensions bounds every partial
+        // product in every order: a reader that multiplies the dimensions
+        // in another order (candle reverses them) cannot overflow on a
+        // shape this check passed because a zero came first here.
+        let mut bound = Some(1u64);
+        let mut has_zero = false;
         for _ in 0..nd {
             let d = w.count()?;
-            elems = elems.and_then(|e| e.checked_mul(d));
+            has_zero |= d == 0;
+            bound = bound.and_then(|e| e.checked_mul(d.max(1)));
         }
+        let elems = bound.map(|b| if has_zero { 0 } else { b });
         let ty = w.u32()?;
         let off = w.u64()?;
         tensors.push((name, elems, ty, off));
@@ -358,6 +365,22 @@ mod tests {
         v.extend_from_slice(&[0; 64]);
         assert!(matches!(check(&v), Err(GgufCheckError::TooLarge { .. })));
         assert!(matches!(check(b"GGUF"), Err(GgufCheckError::Io { .. })));
+        // a zero dimension before two whose product overflows: the element
+        // count is 0 in this order, but overflows in the reversed order a
+        // reader may use (the gguf fuzz target's crash)
+        let big = 1u64 << 40;
+        let mut v = header(1, 0);
+        v.extend_from_slice(&1u64.to_le_bytes());
+        v.push(b't');
+        v.extend_from_slice(&3u32.to_le_bytes());
+        for d in [0, big, big] {
+            v.extend_from_slice(&d.to_le_bytes());
+        }
+        v.extend_from_slice(&0u32.to_le_bytes());
+        v.extend_from_slice(&0u64.to_le_bytes());
+        let len = 3 * big;
+        let info = check_gguf_header(&v[..], len).unwrap();
+        assert_eq!(info.tensors[0].1, None);
         assert!(matches!(
             check(b"GGML\x03\0\0\0"),
             Err(GgufCheckError::BadMagic { .. })
