@@ -20,11 +20,15 @@
 //! Entries are computed lazily, once per (terminal, DFA state), and shared
 //! through `Arc` by every matcher and every grammar over the same vocabulary
 //! that contains the same terminal (the key is the terminal's regex text,
-//! see [`crate::VocabIndex`]). Like ZapFormat (and unlike XGrammar) we do
+//! see [`crate::VocabIndex`]). Each slot records when it was last used, so
+//! the index can evict the least recently used entries when the shared
+//! cache passes its bound ([`crate::IndexConfig::max_cache_bytes`]); an
+//! evicted entry is recomputed on its next use. Like ZapFormat (and unlike XGrammar) we do
 //! not look at the strings that may follow `T` when classifying; that work
 //! is left to the suffix walk.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use zapspec_core::{TokenId, TokenSet, Vocabulary};
 
@@ -41,7 +45,45 @@ pub struct TermEntry {
     pub regex: String,
     /// The terminal's automaton.
     pub dfa: ByteDfa,
-    ci: Vec<OnceLock<Arc<CiEntry>>>,
+    ci: Vec<Slot>,
+    /// The index clock at this terminal's last use (compile or mask).
+    used: AtomicU64,
+}
+
+/// One DFA state's entry: empty until first used, emptied again when the
+/// index evicts it.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    entry: RwLock<Option<Arc<CiEntry>>>,
+    /// The index clock at the entry's last use (LRU eviction).
+    used: AtomicU64,
+}
+
+impl Slot {
+    fn read(&self) -> RwLockReadGuard<'_, Option<Arc<CiEntry>>> {
+        self.entry.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Option<Arc<CiEntry>>> {
+        self.entry.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The entry, when computed, and the clock at its last use.
+    pub(crate) fn get(&self) -> Option<(Arc<CiEntry>, u64)> {
+        self.read()
+            .clone()
+            .map(|e| (e, self.used.load(Ordering::Relaxed)))
+    }
+
+    /// Empties the slot when it holds `e` (by pointer).
+    pub(crate) fn evict_if(&self, e: *const CiEntry) -> bool {
+        let mut w = self.write();
+        if w.as_ref().is_some_and(|x| std::ptr::eq(Arc::as_ptr(x), e)) {
+            *w = None;
+            return true;
+        }
+        false
+    }
 }
 
 /// Bits of a token set: dense, a list of non-zero words, or a shared
@@ -133,8 +175,28 @@ impl CiEntry {
 impl TermEntry {
     /// A terminal with no entry computed yet (one empty slot per DFA state).
     pub fn new(regex: String, dfa: ByteDfa) -> Self {
-        let ci = (0..dfa.num_states()).map(|_| OnceLock::new()).collect();
-        TermEntry { regex, dfa, ci }
+        let ci = (0..dfa.num_states()).map(|_| Slot::default()).collect();
+        TermEntry {
+            regex,
+            dfa,
+            ci,
+            used: AtomicU64::new(0),
+        }
+    }
+
+    /// Records a use at clock `now`.
+    pub(crate) fn touch(&self, now: u64) {
+        self.used.store(now, Ordering::Relaxed);
+    }
+
+    /// The index clock at the terminal's last use.
+    pub(crate) fn last_used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The per-DFA-state slots.
+    pub(crate) fn slots(&self) -> &[Slot] {
+        &self.ci
     }
 
     /// The entry for DFA state `s` (computed on first use, over the index's
@@ -145,24 +207,34 @@ impl TermEntry {
     /// ([`ByteDfa::residual_key`]): the string-interior states of the many
     /// different key and value terminals of JSON Schema grammars share one
     /// entry per vocabulary.
-    pub fn ci(&self, s: u32, index: &VocabIndex) -> &Arc<CiEntry> {
-        self.ci[s as usize].get_or_init(|| {
-            let fresh = || {
-                let (trie, slices, vocab_len) = (index.trie(), index.slices(), index.vocab().len());
-                let e = Arc::new(compute(&self.dfa, s, trie, slices, vocab_len));
-                index.note_bytes(e.heap_bytes());
-                e
-            };
-            match index.residual_key(&self.dfa, s) {
-                Some(key) => index.shared_entry(key, fresh),
-                None => fresh(),
-            }
-        })
+    pub fn ci(&self, s: u32, index: &VocabIndex) -> Arc<CiEntry> {
+        let slot = &self.ci[s as usize];
+        let now = index.now();
+        slot.used.store(now, Ordering::Relaxed);
+        self.touch(now);
+        if let Some(e) = slot.read().as_ref() {
+            return e.clone();
+        }
+        let fresh = || {
+            let (trie, slices, vocab_len) = (index.trie(), index.slices(), index.vocab().len());
+            let e = Arc::new(compute(&self.dfa, s, trie, slices, vocab_len));
+            index.note_bytes(e.heap_bytes());
+            e
+        };
+        let e = match index.residual_key(&self.dfa, s) {
+            Some(key) => index.shared_entry(key, fresh),
+            None => fresh(),
+        };
+        slot.used.store(index.tick(), Ordering::Relaxed);
+        // Two threads may compute the same cold entry; the first stored wins.
+        let e = slot.write().get_or_insert(e).clone();
+        index.enforce_bound();
+        e
     }
 
     /// The computed entries (shared ones included).
-    pub(crate) fn entries(&self) -> impl Iterator<Item = &Arc<CiEntry>> {
-        self.ci.iter().filter_map(|c| c.get())
+    pub(crate) fn entries(&self) -> impl Iterator<Item = Arc<CiEntry>> + '_ {
+        self.ci.iter().filter_map(|c| c.get().map(|(e, _)| e))
     }
 
     /// Number of DFA states whose entry has been computed, and their bytes

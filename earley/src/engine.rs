@@ -13,8 +13,8 @@
 //! that met the same pairs).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rustc_hash::FxBuildHasher;
 
@@ -55,11 +55,23 @@ pub struct VocabIndex {
     terminals: Mutex<HashMap<String, Arc<TermEntry>>>,
     /// Context-independent entries by canonical residual automaton.
     residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, FxBuildHasher>>,
-    /// Approximate heap bytes added to the shared cache since it was last
-    /// cleared (DFA tables and computed entries).
+    /// Every terminal compiled over this index and still alive (held by
+    /// the map above or by a compiled grammar): what eviction walks.
+    live_terms: Mutex<Vec<Weak<TermEntry>>>,
+    /// Approximate evictable heap bytes of the shared cache: the computed
+    /// entries of live terminals and the DFA tables of the terminals only
+    /// the map holds. Exact after each eviction pass, added to between
+    /// them (a new terminal's DFA is counted until the next pass).
     cache_bytes: AtomicUsize,
-    /// Times the shared cache was cleared for exceeding its bound.
+    /// Logical clock of cache uses (LRU order); advanced by each cold entry
+    /// and each compiled grammar.
+    clock: AtomicU64,
+    /// An eviction pass is running (others skip theirs).
+    evicting: AtomicBool,
+    /// Eviction passes run so far.
     evictions: AtomicUsize,
+    /// Entries and terminals evicted so far.
+    evicted: AtomicUsize,
 }
 
 /// How a [`VocabIndex`] computes and shares context-independent entries.
@@ -77,10 +89,14 @@ pub struct IndexConfig {
     /// would cost more than it saves).
     pub residual_max_states: usize,
     /// Bound on the shared cache (terminal DFAs and context-independent
-    /// entries, approximate heap bytes). When a grammar is compiled while
-    /// the cache is above it, the index forgets every terminal; grammars
-    /// compiled earlier keep theirs (by `Arc`) until they are dropped.
-    /// `usize::MAX`: unbounded.
+    /// entries, approximate heap bytes). When a new entry or a compile
+    /// takes the cache above it, the least recently used context-independent
+    /// entries, and the least recently used terminals no live grammar
+    /// holds, are evicted until it is at three quarters of the bound
+    /// ([`VocabIndex::cache_stats`] counts the passes). An evicted entry is
+    /// recomputed on its next use (masks are unchanged). The DFAs of the
+    /// terminals of live grammars are pinned: never evicted, and not
+    /// counted against the bound. `usize::MAX`: unbounded.
     pub max_cache_bytes: usize,
 }
 
@@ -170,8 +186,12 @@ impl VocabIndex {
             config,
             terminals: Mutex::new(HashMap::new()),
             residuals: Mutex::new(HashMap::default()),
+            live_terms: Mutex::new(Vec::new()),
             cache_bytes: AtomicUsize::new(0),
+            clock: AtomicU64::new(0),
+            evicting: AtomicBool::new(false),
             evictions: AtomicUsize::new(0),
+            evicted: AtomicUsize::new(0),
         }))
     }
 
@@ -232,12 +252,19 @@ impl VocabIndex {
         limits: &zapspec_grammar::RegexLimits,
     ) -> Result<Arc<TermEntry>, EarleyError> {
         if let Some(e) = self.lock().get(&regex) {
+            e.touch(self.tick());
             return Ok(e.clone());
         }
         let dfa = ByteDfa::from_regex_with(&regex, limits)?;
         self.note_bytes(dfa.heap_bytes() + regex.len());
         let e = Arc::new(TermEntry::new(regex.clone(), dfa));
-        Ok(self.lock().entry(regex).or_insert(e).clone())
+        e.touch(self.tick());
+        let e = self.lock().entry(regex).or_insert(e).clone();
+        self.live_terms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::downgrade(&e));
+        Ok(e)
     }
 
     /// Counts bytes added to the shared cache.
@@ -245,18 +272,122 @@ impl VocabIndex {
         self.cache_bytes.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Clears the shared cache when it is above its bound (called before a
-    /// grammar is compiled, never while one is being compiled).
-    fn enforce_bound(&self) {
+    /// The cache clock (a load: hits do not write a shared counter).
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.load(Ordering::Relaxed)
+    }
+
+    /// Advances the cache clock (each cold entry and each terminal
+    /// lookup), so later uses sort after earlier ones.
+    pub(crate) fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Evicts least recently used entries when the shared cache is above
+    /// its bound (called after a cold entry is stored and before a grammar
+    /// is compiled; no slot lock is held then).
+    pub(crate) fn enforce_bound(&self) {
         if self.cache_bytes.load(Ordering::Relaxed) > self.config.max_cache_bytes {
-            self.lock().clear();
-            self.residuals
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clear();
-            self.cache_bytes.store(0, Ordering::Relaxed);
-            self.evictions.fetch_add(1, Ordering::Relaxed);
+            self.evict();
         }
+    }
+
+    /// One eviction pass (module docs of [`IndexConfig::max_cache_bytes`]):
+    /// every computed entry of a live terminal and every terminal only the
+    /// map holds, oldest last use first, until the cache is at three
+    /// quarters of its bound. Cost: one pass over the slots of the live
+    /// terminals and a sort of the candidates; each pass frees at least a
+    /// quarter of the bound, so passes are rare.
+    fn evict(&self) {
+        if self.evicting.swap(true, Ordering::Acquire) {
+            return;
+        }
+        let target = self.config.max_cache_bytes / 4 * 3;
+        // Terminals only the map holds (and their DFA bytes), then every
+        // live terminal.
+        // (The DFAs of terminals a live grammar holds are pinned: not
+        // evictable, so not counted against the bound.)
+        let mut orphans: Vec<(u64, usize, String)> = Vec::new();
+        let mut dfa_bytes = 0usize;
+        for (re, t) in self.lock().iter() {
+            if Arc::strong_count(t) == 1 {
+                let b = t.dfa.heap_bytes() + re.len();
+                dfa_bytes += b;
+                orphans.push((t.last_used(), b, re.clone()));
+            }
+        }
+        let terms: Vec<Arc<TermEntry>> = {
+            let mut live = self.live_terms.lock().unwrap_or_else(|e| e.into_inner());
+            live.retain(|w| w.strong_count() > 0);
+            live.iter().filter_map(Weak::upgrade).collect()
+        };
+        // Distinct entries: latest use over the slots that hold them.
+        let mut entries: HashMap<*const CiEntry, (u64, usize), FxBuildHasher> = HashMap::default();
+        for t in &terms {
+            for slot in t.slots() {
+                if let Some((e, used)) = slot.get() {
+                    let v = entries
+                        .entry(Arc::as_ptr(&e))
+                        .or_insert((used, e.heap_bytes()));
+                    v.0 = v.0.max(used);
+                }
+            }
+        }
+        for e in self
+            .residuals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            entries.entry(Arc::as_ptr(e)).or_insert((0, e.heap_bytes()));
+        }
+        let mut total = dfa_bytes + entries.values().map(|v| v.1).sum::<usize>();
+        // Candidates, oldest first: an entry, or an orphan terminal.
+        let mut order: Vec<(u64, usize, Result<*const CiEntry, String>)> = entries
+            .iter()
+            .map(|(&p, &(used, b))| (used, b, Ok(p)))
+            .chain(orphans.into_iter().map(|(used, b, re)| (used, b, Err(re))))
+            .collect();
+        order.sort_unstable_by_key(|c| c.0);
+        let mut gone: std::collections::HashSet<*const CiEntry, FxBuildHasher> = Default::default();
+        let mut gone_terms = Vec::new();
+        for (_, b, what) in order {
+            if total <= target {
+                break;
+            }
+            total -= b;
+            match what {
+                Ok(p) => {
+                    gone.insert(p);
+                }
+                Err(re) => gone_terms.push(re),
+            }
+        }
+        {
+            let mut map = self.lock();
+            for re in &gone_terms {
+                map.remove(re);
+            }
+        }
+        self.residuals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, e| !gone.contains(&Arc::as_ptr(e)));
+        for t in &terms {
+            for slot in t.slots() {
+                if let Some((e, _)) = slot.get() {
+                    let p = Arc::as_ptr(&e);
+                    if gone.contains(&p) {
+                        slot.evict_if(p);
+                    }
+                }
+            }
+        }
+        self.cache_bytes.store(total, Ordering::Relaxed);
+        self.evictions.fetch_add(1, Ordering::Relaxed);
+        self.evicted
+            .fetch_add(gone.len() + gone_terms.len(), Ordering::Relaxed);
+        self.evicting.store(false, Ordering::Release);
     }
 
     /// The shared entry (DFA and context-independent cache) of a terminal
@@ -283,6 +414,7 @@ impl VocabIndex {
         let mut s = CacheStats {
             terminals: m.len(),
             evictions: self.evictions.load(Ordering::Relaxed),
+            evicted: self.evicted.load(Ordering::Relaxed),
             shared_entries: self
                 .residuals
                 .lock()
@@ -294,7 +426,7 @@ impl VocabIndex {
         for e in m.values() {
             for c in e.entries() {
                 s.ci_entries += 1;
-                if seen.insert(Arc::as_ptr(c)) {
+                if seen.insert(Arc::as_ptr(&c)) {
                     s.ci_bytes += c.heap_bytes();
                 }
             }
@@ -318,8 +450,10 @@ pub struct CacheStats {
     pub shared_entries: usize,
     /// Heap bytes of the distinct entries and of the slices.
     pub ci_bytes: usize,
-    /// Times the cache was cleared for exceeding `IndexConfig::max_cache_bytes`.
+    /// Eviction passes run for exceeding `IndexConfig::max_cache_bytes`.
     pub evictions: usize,
+    /// Entries and terminals those passes evicted.
+    pub evicted: usize,
 }
 
 /// The engine for one vocabulary: compiles grammars against a shared
@@ -372,8 +506,9 @@ impl Engine {
 /// behind a lock or written once: the pruned-state cache is an `RwLock`
 /// (hits take the read lock, so concurrent hits do not serialise), the
 /// rejected-prefix set a `Mutex`, the counters atomics, and the
-/// context-independent entries of the shared [`VocabIndex`] `OnceLock`s
-/// (a cold entry is computed once, the other threads wait for it). No
+/// context-independent entries of the shared [`VocabIndex`] slots behind
+/// an `RwLock` each (a cold entry is computed outside the lock; two threads
+/// that miss at once may both compute it, and the first stored is kept). No
 /// lock is held while a mask is computed or a token parsed, and the
 /// shared state only ever caches values that are a function of the parser
 /// state, so a mask does not depend on which thread, or which other

@@ -91,10 +91,12 @@
 //! - **Rollback** pops snapshots; **fork** clones a vector of `Arc`s.
 //!
 //! The shared cache of compiled terminals and their entries is bounded by
-//! [`IndexConfig::max_cache_bytes`] — checked when a grammar is compiled:
-//! entries stay reachable from the grammars that use them, so the bound
-//! does not shrink the memory of grammars alive at once (the full soak in
-//! `tests/soak.rs`, 50 grammars over o200k, holds 313 MiB of entries);
+//! [`IndexConfig::max_cache_bytes`]: when a cold entry or a compile takes
+//! it over, the least recently used entries (and terminals no live grammar
+//! holds) are evicted down to three quarters of the bound, and recomputed
+//! if used again. The DFAs of live grammars' terminals are pinned and not
+//! counted; the pruned-state cache of each grammar is bounded by
+//! [`EngineConfig::state_cache_capacity`];
 //! matchers report their chart size with [`EarleyMatcher::memory`].
 //!
 //! ## Limits

@@ -92,6 +92,17 @@ impl ByteDfa {
             .build()
             .parse(pattern)
             .map_err(|e| err(e.to_string()))?;
+        let lower = zapspec_grammar::nfa_bytes_lower_bound(&hir);
+        if lower > limits.nfa_bytes as u128 {
+            return Err(over(
+                Limit::NfaBytes,
+                limits.nfa_bytes,
+                format!(
+                    "the regex's NFA takes at least {lower} bytes (counted repetitions multiplied out), more than nfa_bytes {}",
+                    limits.nfa_bytes
+                ),
+            ));
+        }
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()

@@ -89,7 +89,7 @@ pub use error::GrammarError;
 pub use gbnf::{parse_gbnf, ParsedGrammar, Warning, WarningKind};
 pub use inline::{dedupe, eliminate_units, inline_nonterminals, InlineConfig};
 pub use ir::{CharClass, Grammar, GrammarStats, NtId, Rule, Symbol, Terminal};
-pub use limits::{Limit, RegexLimits};
+pub use limits::{nfa_bytes_lower_bound, Limit, RegexLimits};
 pub use nullable::{eliminate_nullable, eliminate_nullable_with, NullableConfig};
 pub use reference::Recognizer;
 pub use simplify::{simplify, PassReport, Simplified, SimplifyConfig};

@@ -148,3 +148,46 @@ pub fn short_regex(re: &str) -> String {
         format!("/{head}…/ ({} bytes)", re.len())
     }
 }
+
+/// A lower bound on the heap bytes the Thompson NFA builder counts against
+/// its size limit for `hir` (saturating): one NFA state of at least
+/// [`NFA_STATE_BYTES`] per literal byte, class and look-around assertion,
+/// `x{m,n}` as `n` copies of `x`. Compilers
+/// check it against [`RegexLimits::nfa_bytes`] before building the NFA, so a
+/// regex whose expansion is astronomically large (`.{2}{2}…{2}`: 2^60
+/// copies) is refused at once instead of after building `nfa_bytes` of NFA
+/// (about a second at the default). Being a lower bound, it never refuses
+/// a regex the builder would accept (a property test checks it against
+/// `regex-automata`'s own `memory_usage` on random regexes).
+pub fn nfa_bytes_lower_bound(hir: &regex_syntax::hir::Hir) -> u128 {
+    nfa_states_lower_bound(hir).saturating_mul(NFA_STATE_BYTES as u128)
+}
+
+/// Bytes of one Thompson NFA state, at least: `regex-automata`'s NFA
+/// builder holds each state as an enum of 32 bytes on 64-bit targets;
+/// half that leaves room for states this count shares that the builder
+/// does not (the property test passes at 24).
+pub const NFA_STATE_BYTES: usize = 16;
+
+fn nfa_states_lower_bound(hir: &regex_syntax::hir::Hir) -> u128 {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Empty => 0,
+        HirKind::Literal(l) => l.0.len() as u128,
+        HirKind::Class(_) | HirKind::Look(_) => 1,
+        HirKind::Repetition(r) => {
+            // `x{m,n}` is compiled as `n` copies of `x` (`m` of them
+            // optional past the first `m`), `x{m,}` as `m` copies and a
+            // loop over one more.
+            let copies = match r.max {
+                Some(n) => n as u128,
+                None => r.min as u128 + 1,
+            };
+            nfa_states_lower_bound(&r.sub).saturating_mul(copies)
+        }
+        HirKind::Capture(c) => nfa_states_lower_bound(&c.sub),
+        HirKind::Concat(hs) | HirKind::Alternation(hs) => hs
+            .iter()
+            .fold(0u128, |a, h| a.saturating_add(nfa_states_lower_bound(h))),
+    }
+}
