@@ -112,10 +112,7 @@
 //!   draft-4 `id: "#name"`), optionally prefixed by the root's `$id`.
 //!   Under drafts 3–7 (`$schema`), keywords next to `$ref` are ignored as
 //!   those drafts say; otherwise they are intersected with the target.
-//! * **`oneOf`** is compiled as `anyOf` (the grammar cannot express "exactly
-//!   one"); an instance valid for two branches is accepted although
-//!   invalid. This is the one known source of unsound acceptance, and
-//!   [`OneOfMode::RequireDisjoint`] removes it: `oneOf` is then compiled
+//! * **`oneOf`** (default [`OneOfMode::RequireDisjoint`]) is compiled
 //!   only where its branches are provably disjoint *in the context of the
 //!   keywords around it* (different types, disjoint `const`/`enum` values,
 //!   also through `anyOf`/`oneOf` of listed values, or — for objects — a
@@ -123,7 +120,11 @@
 //!   disjoint schemas, including a key the other branch closes out with
 //!   `additionalProperties: false`). Where that proof fails but every branch
 //!   can be negated (see `not` above), `oneOf: [B₁…Bₙ]` is compiled exactly
-//!   as `⋃ᵢ (Bᵢ ∧ ⋀_{j≠i} ¬Bⱼ)`.
+//!   as `⋃ᵢ (Bᵢ ∧ ⋀_{j≠i} ¬Bⱼ)`; otherwise the schema is refused.
+//!   [`OneOfMode::AsAnyOf`] compiles every `oneOf` as `anyOf` instead (the
+//!   grammar cannot express "exactly one"): an instance valid for two
+//!   branches is then accepted although invalid — the one known source of
+//!   unsound acceptance, so it is opt-in.
 //! * **`patternProperties`** (module `keys`): exact. A declared
 //!   property also satisfies the schemas of the patterns its name matches;
 //!   undeclared keys split into regions by the set of patterns they match
@@ -220,16 +221,18 @@ pub enum UnknownKeywords {
 /// How `oneOf` is compiled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OneOfMode {
-    /// As `anyOf` (the default): an instance valid for two branches is
-    /// accepted although `oneOf` makes it invalid.
-    #[default]
+    /// As `anyOf`: an instance valid for two branches is accepted although
+    /// `oneOf` makes it invalid. An opt-in approximation (llguidance's
+    /// `oneOf` option does the same), for callers who prefer a grammar for
+    /// every schema to soundness.
     AsAnyOf,
     /// Only when the branches are provably pairwise disjoint — different
     /// JSON types, disjoint `const`/`enum` values, or a property required by
     /// both branches whose `const`/`enum` values are disjoint (a
     /// discriminated union) — so that `anyOf` is exact; otherwise the schema
     /// is refused with [`SchemaError::Unsupported`] on `oneOf`. Sound: no
-    /// instance invalid for `oneOf` is accepted.
+    /// instance invalid for `oneOf` is accepted. The default.
+    #[default]
     RequireDisjoint,
 }
 
@@ -303,7 +306,7 @@ impl Default for JsonSchemaOptions {
             max_nonterminals: 200_000,
             max_counted_items: 2048,
             max_regex_repeat: 32,
-            one_of: OneOfMode::AsAnyOf,
+            one_of: OneOfMode::RequireDisjoint,
             max_depth: 512,
             max_json_depth: 2048,
             time_budget: std::time::Duration::from_secs(60),

@@ -890,13 +890,18 @@ fn canonical_follows_oneof_branches() {
         "item": {"type": "object", "properties": {"m": {}, "c": {}, "f": {}}}
     }});
     let v = json!({"status": "b", "data": [{"m": 1, "f": 2, "c": 3}]});
-    let c = canonical_instances(&s, &v, &JsonSchemaOptions::default()).unwrap();
+    // The branches overlap (`status` is not required): `oneOf` as `anyOf`.
+    let opts = JsonSchemaOptions {
+        one_of: super::OneOfMode::AsAnyOf,
+        ..JsonSchemaOptions::default()
+    };
+    let c = canonical_instances(&s, &v, &opts).unwrap();
     let want = json!({"status": "b", "data": [{"m": 1, "c": 3, "f": 2}]}).to_string();
     assert!(
         c.iter().any(|x| super::canonical::same_text(x, &want)),
         "{c:?}"
     );
-    let g = compile(&s);
+    let g = compile_json_schema(&s, &opts).unwrap();
     assert!(c.iter().any(|x| accepts(&g, x)));
 }
 
@@ -992,7 +997,8 @@ fn one_of_require_disjoint_is_sound_and_keeps_discriminated_unions() {
     ] {
         assert!(compile_json_schema(&s, &strict).is_ok(), "{s}");
     }
-    // overlapping branches: refused in strict mode, compiled as anyOf by default
+    // overlapping branches: refused in strict mode (the default), compiled
+    // as anyOf on request
     for s in [
         json!({"oneOf": [{"type": "number"}, {"type": "integer"}]}),
         json!({"oneOf": [{"enum": [1, "a"]}, {"enum": [1.0]}]}),
@@ -1006,10 +1012,16 @@ fn one_of_require_disjoint_is_sound_and_keeps_discriminated_unions() {
             }
             other => panic!("{s}: expected a oneOf refusal, got {other:?}"),
         }
-        assert!(
+        assert_eq!(
             compile_json_schema(&s, &JsonSchemaOptions::default()).is_ok(),
-            "{s}"
+            compile_json_schema(&s, &strict).is_ok(),
+            "the default is RequireDisjoint: {s}"
         );
+        let any_of = JsonSchemaOptions {
+            one_of: OneOfMode::AsAnyOf,
+            ..JsonSchemaOptions::default()
+        };
+        assert!(compile_json_schema(&s, &any_of).is_ok(), "{s}");
     }
     // overlapping but negatable branches: exactly one, as ⋃ Bᵢ ∧ ¬Bⱼ
     let s = json!({"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]});
