@@ -31,6 +31,12 @@
 //! stopped by the child's hard limit (2 × timeout + 30 s); kbnf's EOS is a
 //! sentinel character (see `examples::kbnf_ir`); `--dump-grammar` prints
 //! our grammar and its KBNF form for inspection.
+//!
+//! Experiment knobs (environment, inherited by the children):
+//! `MASKBENCH_MAX_REGEX_REPEAT=N` sets the schema compiler's
+//! `max_regex_repeat` (string lengths up to `N` as one counted regex, above
+//! as a grammar of one-character units); `MASKBENCH_CACHE_MIB=N` sets the
+//! index's `max_cache_bytes`.
 
 mod adapter;
 mod kbnf_engine;

@@ -23,10 +23,13 @@ use crate::adapter::{Adapter, CompileFailure, Compiled};
 /// `format` the compiler cannot enforce is a refusal rather than an
 /// annotation.
 pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
-    let opts = JsonSchemaOptions {
+    let mut opts = JsonSchemaOptions {
         one_of: OneOfMode::RequireDisjoint,
         ..JsonSchemaOptions::default()
     };
+    if let Some(n) = env_u64("MASKBENCH_MAX_REGEX_REPEAT") {
+        opts.max_regex_repeat = n;
+    }
     let (g, report) = compile_json_schema_report(schema, &opts)
         .map_err(|e| CompileFailure::new(format!("schema: {}", e.category()), e.to_string()))?;
     if let Some((ptr, what)) = report
@@ -74,6 +77,22 @@ pub fn variant_config(name: &str) -> Option<EngineConfig> {
 /// The vocabulary-index ablations of `--ablation` (cold context-independent
 /// entries: vocabulary slices, residual sharing; `zapspec_earley::IndexConfig`).
 pub fn variant_index(name: &str) -> IndexConfig {
+    let mut c = variant_index_of(name);
+    if let Some(mib) = env_u64("MASKBENCH_CACHE_MIB") {
+        c.max_cache_bytes = usize::try_from(mib << 20).unwrap_or(usize::MAX);
+    }
+    c
+}
+
+/// An experiment knob from the environment (inherited by the engine's
+/// child processes): `MASKBENCH_MAX_REGEX_REPEAT` (the schema compiler's
+/// `max_regex_repeat`), `MASKBENCH_CACHE_MIB` (the index's
+/// `max_cache_bytes`, MiB).
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+fn variant_index_of(name: &str) -> IndexConfig {
     match name {
         "no-slice" => IndexConfig {
             slices: Vec::new(),
