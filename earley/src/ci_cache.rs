@@ -208,6 +208,9 @@ impl TermEntry {
     /// different key and value terminals of JSON Schema grammars share one
     /// entry per vocabulary.
     pub fn ci(&self, s: u32, index: &VocabIndex) -> Arc<CiEntry> {
+        // States no token can tell apart share one slot (counted
+        // repetitions, `crate::counted`).
+        let s = self.dfa.ci_representative(s, index.trie().max_depth());
         let slot = &self.ci[s as usize];
         let now = index.now();
         slot.used.store(now, Ordering::Relaxed);

@@ -104,6 +104,24 @@ pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> V
             *d = true;
         }
     }
+    // A terminal the counted construction builds (`crate::counted`) stays a
+    // terminal of its own: inside a larger regex it would lose that shape
+    // and be determinised as `n` expanded copies.
+    let mut counted: std::collections::HashMap<&str, bool> = Default::default();
+    for r in &g.rules {
+        for sym in &r.rhs {
+            if let Symbol::T(Terminal::Regex(text)) = sym {
+                let c = *counted
+                    .entry(text.as_str())
+                    .or_insert_with(|| crate::counted::is_counted_regex(text));
+                if c {
+                    if let Some(d) = dead.get_mut(r.lhs.index()) {
+                        *d = true;
+                    }
+                }
+            }
+        }
+    }
     let sym_re = |s: &Symbol, re: &[Option<String>]| -> Option<String> {
         match s {
             Symbol::T(t) => Some(ByteDfa::regex_of(t)),

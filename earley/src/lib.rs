@@ -177,6 +177,7 @@ pub mod batch;
 mod chart;
 mod ci_cache;
 mod config;
+pub mod counted;
 pub mod draft_tree;
 mod engine;
 mod error;

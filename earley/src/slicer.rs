@@ -60,6 +60,9 @@ pub struct Slice {
     /// A few strings of the slice, run through a candidate DFA before the
     /// full inclusion check (a cheap filter).
     probes: Vec<Vec<u8>>,
+    /// Bytes of the longest token of `T_S`: the inclusion check looks no
+    /// deeper.
+    max_len: usize,
 }
 
 impl Slice {
@@ -79,6 +82,11 @@ impl Slice {
             .collect();
         rest.sort_unstable();
         let rest = TokTrie::from_sorted(&rest);
+        let max_len = tokens
+            .iter()
+            .map(|t| vocab.token_bytes(t).len())
+            .max()
+            .unwrap_or(0);
         // Probes: tokens of the slice, short and long, ASCII and not.
         let mut probes: Vec<Vec<u8>> = Vec::new();
         for want in [
@@ -99,6 +107,7 @@ impl Slice {
             tokens: Arc::new(tokens),
             rest,
             probes,
+            max_len,
         })
     }
 
@@ -127,10 +136,14 @@ impl Slice {
         self.tokens.heap_bytes() + self.rest.heap_bytes() + self.dfa.heap_bytes()
     }
 
-    /// True when every byte string that keeps this slice's DFA live keeps
-    /// `d` live from state `s`: a search of the reachable part of the
-    /// product automaton for a pair (slice live, `d` dead). The bytes are
-    /// explored one representative per joint byte class.
+    /// True when every byte string of at most the longest slice token's
+    /// length that keeps this slice's DFA live keeps `d` live from state
+    /// `s` (so every token of `T_S` is allowed from `s`): a breadth-first
+    /// search of the product automaton, to that depth, for a pair (slice
+    /// live, `d` dead). The bytes are explored one representative per
+    /// joint byte class. The depth bound matters for counted repetitions
+    /// ([`crate::counted`]), whose product with an unbounded slice would
+    /// otherwise be explored through every count.
     pub fn contained_in(&self, d: &ByteDfa, s: u32) -> bool {
         if s == DEAD || self.dfa.start() == DEAD {
             return s != DEAD;
@@ -148,23 +161,31 @@ impl Slice {
                 reps.push(b);
             }
         }
+        // Breadth-first, so a pair is first met at its least depth.
         let mut visited: HashSet<(u32, u32), FxBuildHasher> = HashSet::default();
-        let mut stack = vec![(self.dfa.start(), s)];
+        let mut level = vec![(self.dfa.start(), s)];
         visited.insert((self.dfa.start(), s));
-        while let Some((q, p)) = stack.pop() {
-            for &b in &reps {
-                let q2 = self.dfa.next(q, b);
-                if q2 == DEAD {
-                    continue;
-                }
-                let p2 = d.next(p, b);
-                if p2 == DEAD {
-                    return false;
-                }
-                if visited.insert((q2, p2)) {
-                    stack.push((q2, p2));
+        for _ in 0..self.max_len {
+            let mut next = Vec::new();
+            for (q, p) in level {
+                for &b in &reps {
+                    let q2 = self.dfa.next(q, b);
+                    if q2 == DEAD {
+                        continue;
+                    }
+                    let p2 = d.next(p, b);
+                    if p2 == DEAD {
+                        return false;
+                    }
+                    if visited.insert((q2, p2)) {
+                        next.push((q2, p2));
+                    }
                 }
             }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
         }
         true
     }
@@ -223,12 +244,14 @@ mod tests {
         ] {
             let d = ByteDfa::from_regex(re).unwrap();
             for st in 1..d.num_states() as u32 {
-                // Brute force over strings of ≤ 4 bytes drawn from an
-                // alphabet that covers the classes involved.
+                // Brute force over strings of at most the longest slice
+                // token's length (what inclusion is about: the tokens of
+                // the slice), drawn from an alphabet that covers the
+                // classes involved.
                 let alpha: &[u8] = b"a\"\\\x01 z\xC3\xA9\x80";
                 let mut ok = true;
                 let mut frontier = vec![Vec::new()];
-                for _ in 0..4 {
+                for _ in 0..s.max_len {
                     let mut next = Vec::new();
                     for w in &frontier {
                         for &b in alpha {
@@ -251,8 +274,9 @@ mod tests {
                 }
             }
         }
-        // The string body is included in the unbounded string's interior but
-        // not in the 2-character bounded one.
+        // The slice's tokens (at most 2 bytes here) are included in the
+        // unbounded string's interior and in the 2-character bounded one,
+        // but not in the 1-character one.
         let open = |re: &str| {
             let d = ByteDfa::from_regex(re).unwrap();
             let st = d.run(d.start(), b"\"");
@@ -260,7 +284,10 @@ mod tests {
         };
         let (d, st) = open(r#""[^"\\\x00-\x1F]*""#);
         assert!(s.contained_in(&d, st));
+        assert_eq!(s.max_len, 2);
         let (d, st) = open(r#""[^"\\\x00-\x1F]{0,2}""#);
+        assert!(s.contained_in(&d, st));
+        let (d, st) = open(r#""[^"\\\x00-\x1F]{0,1}""#);
         assert!(!s.contained_in(&d, st));
         let (d, st) = open(r#""[^"\\\x00-\x1F]{0,5}""#);
         assert!(s.contained_in(&d, st));

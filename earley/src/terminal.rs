@@ -19,6 +19,7 @@ use regex_automata::{Anchored, MatchKind};
 use zapspec_grammar::limits::short_regex;
 use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
+use crate::counted::{self, CountedLayout};
 use crate::error::EarleyError;
 
 /// The dead state of every [`ByteDfa`]: no continuation can be accepted.
@@ -34,6 +35,8 @@ pub struct ByteDfa {
     /// Some byte leads to a live state.
     can_continue: Vec<bool>,
     start: u32,
+    /// Built as a counter times a small automaton ([`crate::counted`]).
+    counted: Option<CountedLayout>,
 }
 
 impl ByteDfa {
@@ -80,6 +83,83 @@ impl ByteDfa {
             regex: pattern.to_string(),
             reason,
         };
+        let hir = regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(pattern)
+            .map_err(|e| err(e.to_string()))?;
+        // Astronomically large expansions are refused before anything is
+        // built (also on the counted path: its state count is at least the
+        // repetition's).
+        Self::check_nfa_bound(&hir, pattern, limits)?;
+        // A long counted repetition of a prefix-free unit: built as a
+        // counter times the unit's automaton (module `counted`).
+        let small = |h: &regex_syntax::hir::Hir| Self::from_hir(h, pattern, limits);
+        let too_many = |n: u64| EarleyError::LimitExceeded {
+            limit: Limit::DfaStates,
+            max: limits.dfa_states,
+            place: format!("terminal {}", short_regex(pattern)),
+            terminal: Some(pattern.to_string()),
+            detail: format!(
+                "the counted repetition's automaton has {n} states, more than {}",
+                limits.dfa_states
+            ),
+        };
+        if let Some(d) = counted::build(&hir, limits.dfa_states, small, too_many) {
+            return d;
+        }
+        Self::from_hir(&hir, pattern, limits)
+    }
+
+    /// Like [`ByteDfa::from_regex_with`] without the counted construction
+    /// of [`crate::counted`]: always `regex-automata`'s NFA and DFA (the
+    /// reference the counted construction is tested against, and its
+    /// ablation).
+    pub fn from_regex_general(pattern: &str, limits: &RegexLimits) -> Result<Self, EarleyError> {
+        let hir = regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(pattern)
+            .map_err(|e| EarleyError::Terminal {
+                regex: pattern.to_string(),
+                reason: e.to_string(),
+            })?;
+        Self::from_hir(&hir, pattern, limits)
+    }
+
+    /// [`zapspec_grammar::nfa_bytes_lower_bound`] against `limits.nfa_bytes`.
+    fn check_nfa_bound(
+        hir: &regex_syntax::hir::Hir,
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<(), EarleyError> {
+        let lower = zapspec_grammar::nfa_bytes_lower_bound(hir);
+        if lower > limits.nfa_bytes as u128 {
+            return Err(EarleyError::LimitExceeded {
+                limit: Limit::NfaBytes,
+                max: limits.nfa_bytes,
+                place: format!("terminal {}", short_regex(pattern)),
+                terminal: Some(pattern.to_string()),
+                detail: format!(
+                    "the regex's NFA takes at least {lower} bytes (counted repetitions multiplied out), more than nfa_bytes {}",
+                    limits.nfa_bytes
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The general construction: `regex-automata`'s Thompson NFA and dense
+    /// DFA, flattened.
+    fn from_hir(
+        hir: &regex_syntax::hir::Hir,
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<Self, EarleyError> {
+        let err = |reason: String| EarleyError::Terminal {
+            regex: pattern.to_string(),
+            reason,
+        };
         let over = |limit: Limit, max: usize, detail: String| EarleyError::LimitExceeded {
             limit,
             max,
@@ -87,22 +167,8 @@ impl ByteDfa {
             terminal: Some(pattern.to_string()),
             detail,
         };
-        let hir = regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(pattern)
-            .map_err(|e| err(e.to_string()))?;
-        let lower = zapspec_grammar::nfa_bytes_lower_bound(&hir);
-        if lower > limits.nfa_bytes as u128 {
-            return Err(over(
-                Limit::NfaBytes,
-                limits.nfa_bytes,
-                format!(
-                    "the regex's NFA takes at least {lower} bytes (counted repetitions multiplied out), more than nfa_bytes {}",
-                    limits.nfa_bytes
-                ),
-            ));
-        }
+        let hir = hir.clone();
+        Self::check_nfa_bound(&hir, pattern, limits)?;
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()
@@ -243,17 +309,49 @@ impl ByteDfa {
             }
         }
         let start = if n > 1 { map[1] } else { DEAD };
+        Ok(Self::from_parts(
+            classes, ncls, trans, accepting, start, None,
+        ))
+    }
+
+    /// A DFA from its tables (every state but [`DEAD`] live).
+    pub(crate) fn from_parts(
+        classes: [u8; 256],
+        ncls: usize,
+        trans: Vec<u32>,
+        accepting: Vec<bool>,
+        start: u32,
+        counted: Option<CountedLayout>,
+    ) -> Self {
+        let m = accepting.len();
         let can_continue = (0..m)
             .map(|s| trans[s * ncls..(s + 1) * ncls].iter().any(|&t| t != DEAD))
             .collect();
-        Ok(ByteDfa {
+        ByteDfa {
             classes,
             ncls,
             trans,
             accepting,
             can_continue,
             start,
-        })
+            counted,
+        }
+    }
+
+    /// The state whose context-independent entry `s` shares for tokens of
+    /// at most `horizon` bytes: `s` itself, except in a counted
+    /// repetition ([`crate::counted`]), where states that no such token
+    /// can tell apart share one representative.
+    pub fn ci_representative(&self, s: u32, horizon: usize) -> u32 {
+        match &self.counted {
+            Some(l) => l.representative(s, horizon),
+            None => s,
+        }
+    }
+
+    /// True when the DFA was built as a counted product ([`crate::counted`]).
+    pub fn is_counted(&self) -> bool {
+        self.counted.is_some()
     }
 
     /// The start state ([`DEAD`] when the language is empty).

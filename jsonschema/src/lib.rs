@@ -252,9 +252,13 @@ pub struct JsonSchemaOptions {
     /// refused ([`SchemaError::TooLarge`]): each counted position is a
     /// nonterminal.
     pub max_counted_items: u64,
-    /// `minLength`/`maxLength` up to this are a counted regex repetition;
-    /// larger ones become a logarithmic-size grammar of the character
-    /// terminal (a DFA of `x{0,100000}` would be huge).
+    /// `minLength`/`maxLength` up to this are one counted regex
+    /// repetition, `"X{min,max}"` (one terminal: the Earley engine builds it
+    /// as a counter times the character automaton, `zapspec_earley::counted`,
+    /// about 14 states and 2 KiB of table per count); larger ones become a
+    /// logarithmic-size grammar of the character terminal (a table for
+    /// `X{0,100000}` would be 200 MiB), whose masks parse the tokens that
+    /// cross character boundaries. Default 1024.
     pub max_regex_repeat: u64,
     /// `oneOf` as `anyOf`, or only where that is exact.
     pub one_of: OneOfMode,
@@ -305,7 +309,7 @@ impl Default for JsonSchemaOptions {
             max_branches: 256,
             max_nonterminals: 200_000,
             max_counted_items: 2048,
-            max_regex_repeat: 32,
+            max_regex_repeat: 1024,
             one_of: OneOfMode::RequireDisjoint,
             max_depth: 512,
             max_json_depth: 2048,

@@ -1,0 +1,248 @@
+//! Counted repetitions built by construction, as a counter times a small
+//! automaton, instead of by determinising an `n`-fold NFA.
+//!
+//! A JSON string with `maxLength: n` is the regex `"X{0,n}"`, where `X` is
+//! one string character (a UTF-8 sequence or an escape). `regex-automata`
+//! compiles it by expanding `n` copies of `X` into an NFA and
+//! determinising it: time and memory grow with `n` times the NFA of `X`
+//! (hundreds of milliseconds of time-to-first-mask for `n` in the
+//! thousands). But when
+//!
+//! 1. everything before the repetition is a literal `P`,
+//! 2. `X` never matches the empty string and is *prefix-free* (no match of
+//!    `X` is a proper prefix of another: a JSON character is complete the
+//!    moment it ends), and
+//! 3. no byte can both start an `X` and start the rest `S` of the regex,
+//!
+//! the DFA of `P X{m,n} S` is the product of a counter `k ∈ 0..=n` with the
+//! DFA of `X`, laid out by arithmetic: the prefix chain, then per count
+//! `k` one *boundary* state (between two `X`s: an `X` may start if `k < n`,
+//! `S` may start if `k ≥ m`) and the non-accepting states of `X`'s DFA
+//! (inside the `k+1`-th `X`; its accepting states are the boundary of
+//! `k + 1`), then the states of `S`'s DFA. Building it is one pass over
+//! its table (`O(n · |X| · classes)`, microseconds per count); every state
+//! is live when `S` matches something, so no pruning pass is needed.
+//!
+//! The layout also tells which states look alike to a token. A token of at
+//! most `H` bytes completes at most `H` more `X`s, so two states in the same
+//! state of `X` whose distances to `m` and to `n`, each capped at `H + 1`,
+//! are equal accept, reject and split exactly the same tokens:
+//! [`ByteDfa::ci_representative`](crate::ByteDfa::ci_representative)
+//! maps a state to one representative of its class, and the
+//! context-independent cache computes one entry per class (about `2H` per
+//! state of `X`) instead of one per count.
+
+use regex_syntax::hir::{Hir, HirKind};
+
+use crate::terminal::{ByteDfa, DEAD};
+
+/// Repetitions with an upper bound below this are left to the general
+/// construction (their NFA is small).
+pub const MIN_COUNTED: u32 = 16;
+
+/// Where the counted part of a product automaton lies in its state space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CountedLayout {
+    /// First state of count 0 (its boundary).
+    base: u32,
+    /// States per count below `n`: the boundary and `X`'s non-accepting states.
+    per: u32,
+    /// The repetition's bounds.
+    m: u32,
+    n: u32,
+}
+
+impl CountedLayout {
+    /// The representative of `s` for a context-independent entry over
+    /// tokens of at most `horizon` bytes (module docs); `s` itself outside
+    /// the counted part.
+    pub(crate) fn representative(&self, s: u32, horizon: usize) -> u32 {
+        let h = u32::try_from(horizon).unwrap_or(u32::MAX - 1);
+        let end = self.base + self.n * self.per + 1;
+        if s < self.base || s >= end {
+            return s;
+        }
+        let (k, j) = ((s - self.base) / self.per, (s - self.base) % self.per);
+        let cap = h.saturating_add(1);
+        let to_max = (self.n - k).min(cap);
+        let to_min = self.m.saturating_sub(k).min(cap);
+        let k_rep = if to_max < cap {
+            self.n - to_max
+        } else if to_min == 0 {
+            self.m
+        } else if to_min < cap {
+            self.m - to_min
+        } else {
+            0
+        };
+        self.base + k_rep * self.per + j
+    }
+}
+
+/// True when `re` has the outer shape the counted construction takes (a
+/// literal prefix, then a repetition with an upper bound of at least
+/// [`MIN_COUNTED`]); whether its unit and tail qualify is decided when it
+/// is built.
+pub fn is_counted_regex(re: &str) -> bool {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(re)
+        .is_ok_and(|h| split(&h).is_some())
+}
+
+/// The regex's parts when it has the shape of the module docs:
+/// `(prefix bytes, X, m, n, S)`.
+fn split(hir: &Hir) -> Option<(Vec<u8>, Hir, u32, u32, Hir)> {
+    let parts: Vec<Hir> = match hir.kind() {
+        HirKind::Concat(hs) => hs.clone(),
+        HirKind::Capture(c) => return split(&c.sub),
+        _ => vec![hir.clone()],
+    };
+    let i = parts.iter().position(
+        |h| matches!(h.kind(), HirKind::Repetition(r) if r.max.is_some_and(|n| n >= MIN_COUNTED)),
+    )?;
+    let mut prefix = Vec::new();
+    for p in &parts[..i] {
+        match p.kind() {
+            HirKind::Literal(l) => prefix.extend_from_slice(&l.0),
+            _ => return None,
+        }
+    }
+    let HirKind::Repetition(r) = parts[i].kind() else {
+        return None;
+    };
+    let n = r.max?;
+    let rest = Hir::concat(parts[i + 1..].to_vec());
+    Some((prefix, (*r.sub).clone(), r.min, n, rest))
+}
+
+/// The product automaton of `hir` when it has the shape of the module
+/// docs (`too_many` when it would have more than `max_states` states);
+/// `None` otherwise (the caller uses the general construction). `build`
+/// compiles the small parts.
+pub(crate) fn build<E>(
+    hir: &Hir,
+    max_states: usize,
+    build: impl Fn(&Hir) -> Result<ByteDfa, E>,
+    too_many: impl Fn(u64) -> E,
+) -> Option<Result<ByteDfa, E>> {
+    let (prefix, x, m, n, rest) = split(hir)?;
+    if m > n {
+        return None;
+    }
+    let dx = match build(&x) {
+        Ok(d) => d,
+        Err(e) => return Some(Err(e)),
+    };
+    let ds = match build(&rest) {
+        Ok(d) => d,
+        Err(e) => return Some(Err(e)),
+    };
+    let (x0, s0) = (dx.start(), ds.start());
+    // X non-empty and prefix-free; S matches something.
+    if x0 == DEAD || dx.is_accepting(x0) || s0 == DEAD {
+        return None;
+    }
+    let xs = dx.num_states() as u32;
+    if (1..xs).any(|q| dx.is_accepting(q) && dx.can_continue(q)) {
+        return None;
+    }
+    // No byte starts both an X and S.
+    if (0..=255u8).any(|b| dx.next(x0, b) != DEAD && ds.next(s0, b) != DEAD) {
+        return None;
+    }
+    // X's non-accepting states, numbered 1.. within a count.
+    let mut inner = vec![0u32; xs as usize];
+    let mut per = 1u32;
+    for q in 1..xs {
+        if !dx.is_accepting(q) {
+            inner[q as usize] = per;
+            per += 1;
+        }
+    }
+    let plen = prefix.len() as u32;
+    let base = 1 + plen;
+    let s_base = base as u64 + n as u64 * per as u64 + 1;
+    let total = s_base + ds.num_states() as u64 - 1;
+    if total > max_states as u64 + 1 {
+        return Some(Err(too_many(total - 1)));
+    }
+    let (s_base, total) = (s_base as u32, total as usize);
+    // Joint byte classes: X's, S's, and each prefix byte alone.
+    let mut key_of = std::collections::HashMap::new();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let pb = if prefix.contains(&b) { b as u16 } else { 256 };
+        let key = (dx.class(b), ds.class(b), pb);
+        let next = key_of.len();
+        let c = *key_of.entry(key).or_insert(next);
+        if c == reps.len() {
+            reps.push(b);
+        }
+        classes[b as usize] = u8::try_from(c).ok()?;
+    }
+    let ncls = reps.len();
+    let at = |k: u32, q: u32| -> u32 {
+        // state q of X's DFA inside count k (q accepting: boundary of k + 1)
+        if dx.is_accepting(q) {
+            base + (k + 1) * per
+        } else {
+            base + k * per + inner[q as usize]
+        }
+    };
+    let s_at = |q: u32| if q == DEAD { DEAD } else { s_base + q - 1 };
+    let mut trans = vec![DEAD; total * ncls];
+    let mut accepting = vec![false; total];
+    for (j, &pb) in prefix.iter().enumerate() {
+        let s = 1 + j as u32;
+        trans[s as usize * ncls + classes[pb as usize] as usize] = s + 1;
+    }
+    for k in 0..=n {
+        let b_state = base + k * per;
+        let row = b_state as usize * ncls;
+        for (c, &b) in reps.iter().enumerate() {
+            let qx = dx.next(x0, b);
+            let qs = ds.next(s0, b);
+            trans[row + c] = if k < n && qx != DEAD {
+                at(k, qx)
+            } else if k >= m && qs != DEAD {
+                s_at(qs)
+            } else {
+                DEAD
+            };
+        }
+        accepting[b_state as usize] = k >= m && ds.is_accepting(s0);
+        if k == n {
+            break;
+        }
+        for q in 1..xs {
+            if dx.is_accepting(q) {
+                continue;
+            }
+            let row = at(k, q) as usize * ncls;
+            for (c, &b) in reps.iter().enumerate() {
+                let t = dx.next(q, b);
+                trans[row + c] = if t == DEAD { DEAD } else { at(k, t) };
+            }
+        }
+    }
+    for q in 1..ds.num_states() as u32 {
+        let row = s_at(q) as usize * ncls;
+        accepting[s_at(q) as usize] = ds.is_accepting(q);
+        for (c, &b) in reps.iter().enumerate() {
+            trans[row + c] = s_at(ds.next(q, b));
+        }
+    }
+    let start = if plen > 0 { 1 } else { base };
+    let layout = CountedLayout { base, per, m, n };
+    Some(Ok(ByteDfa::from_parts(
+        classes,
+        ncls,
+        trans,
+        accepting,
+        start,
+        Some(layout),
+    )))
+}
