@@ -61,6 +61,12 @@ pub enum GgufCheckError {
         /// Byte offset of the field.
         offset: u64,
     },
+    /// `general.alignment` is 0 (readers divide the data offset by it).
+    #[error("general.alignment at byte {offset} is 0")]
+    ZeroAlignment {
+        /// Byte offset of the value.
+        offset: u64,
+    },
 }
 
 /// What the walk learnt about the file.
@@ -254,9 +260,28 @@ pub fn check_gguf_header<R: Read>(r: R, len: u64) -> Result<GgufHeaderInfo, Gguf
     let word = if w.wide { 8 } else { 4 };
     w.fits("metadata entries", kv_at, kv_count, word + 4, u64::MAX)?;
     for _ in 0..kv_count {
-        w.string(false)?;
+        let key = w.string(true)?.unwrap_or_default();
         let at = w.pos;
         let ty = w.u32()?;
+        // The data section is aligned to `general.alignment` (an unsigned
+        // or non-negative signed integer of up to 32 bits; readers use the
+        // default for other types): 0 would divide by zero.
+        if key == "general.alignment" && Walker::<R>::fixed(ty).is_some_and(|n| n.is_some()) {
+            let v_at = w.pos;
+            let v = match ty {
+                0 | 1 => u64::from(w.bytes::<1>()?[0]),
+                2 | 3 => u64::from(u16::from_le_bytes(w.bytes()?)),
+                4 | 5 => u64::from(w.u32()?),
+                _ => {
+                    w.value(ty, at, 0)?;
+                    continue;
+                }
+            };
+            if v == 0 {
+                return Err(GgufCheckError::ZeroAlignment { offset: v_at });
+            }
+            continue;
+        }
         w.value(ty, at, 0)?;
     }
     w.fits(
@@ -381,6 +406,26 @@ mod tests {
         let len = 3 * big;
         let info = check_gguf_header(&v[..], len).unwrap();
         assert_eq!(info.tensors[0].1, None);
+        // `general.alignment: 0` (the gguf fuzz target's second crash: a
+        // division by zero in the reader); 0 in other value types too
+        for (ty, bytes) in [(4u32, vec![0u8; 4]), (0, vec![0]), (3, vec![0, 0])] {
+            let mut v = header(0, 1);
+            let key = b"general.alignment";
+            v.extend_from_slice(&(key.len() as u64).to_le_bytes());
+            v.extend_from_slice(key);
+            v.extend_from_slice(&ty.to_le_bytes());
+            v.extend_from_slice(&bytes);
+            assert!(
+                matches!(check(&v), Err(GgufCheckError::ZeroAlignment { .. })),
+                "type {ty}"
+            );
+        }
+        let mut v = header(0, 1);
+        v.extend_from_slice(&17u64.to_le_bytes());
+        v.extend_from_slice(b"general.alignment");
+        v.extend_from_slice(&4u32.to_le_bytes());
+        v.extend_from_slice(&32u32.to_le_bytes());
+        assert_eq!(check(&v).unwrap().metadata_entries, 1);
         assert!(matches!(
             check(b"GGML\x03\0\0\0"),
             Err(GgufCheckError::BadMagic { .. })

@@ -199,6 +199,24 @@ fn hostile_gguf() {
     v.extend_from_slice(&0u64.to_le_bytes());
     v.extend_from_slice(&[0; 64]);
     cases.push(("tensor of 2^60 elements in a tiny file", v));
+    // the gguf fuzz target's crashes: a zero dimension before two whose
+    // product overflows (candle multiplies the dimensions in reverse), and
+    // `general.alignment: 0` (candle divides by it)
+    let mut v = gguf_header(1, 0);
+    gstr(&mut v, "token_embd.weight");
+    v.extend_from_slice(&3u32.to_le_bytes());
+    for d in [0u64, 1 << 40, 1 << 40] {
+        v.extend_from_slice(&d.to_le_bytes());
+    }
+    v.extend_from_slice(&0u32.to_le_bytes());
+    v.extend_from_slice(&0u64.to_le_bytes());
+    v.extend_from_slice(&[0; 64]);
+    cases.push(("dimensions 0 x 2^40 x 2^40", v));
+    let mut v = gguf_header(0, 1);
+    gstr(&mut v, "general.alignment");
+    v.extend_from_slice(&4u32.to_le_bytes());
+    v.extend_from_slice(&0u32.to_le_bytes());
+    cases.push(("general.alignment 0", v));
     cases.push(("tensor count u64::MAX", gguf_header(u64::MAX, 0)));
     cases.push(("metadata count u64::MAX", gguf_header(0, u64::MAX)));
     let d = dir("gguf");
