@@ -63,16 +63,41 @@ pub fn terminal_info(t: &Terminal) -> Result<TerminalInfo, GrammarError> {
                 });
             match fast {
                 Some(info) => info,
-                None => {
-                    let d = TerminalDfa::compile(t)?;
-                    TerminalInfo {
-                        matches_empty: d.is_accepting(d.start()),
-                        matches_nonempty: d.can_continue(d.start()),
-                    }
-                }
+                None => slow_info(re, t)?,
             }
         }
     })
+}
+
+/// Most regexes whose DFA-derived [`TerminalInfo`] (or refusal) is
+/// remembered by [`slow_info`].
+const SLOW_INFO_MEMO: usize = 256;
+
+/// [`TerminalInfo`] of a regex terminal from its DFA, remembered per regex
+/// text (a pure function of it): the passes of one `simplify` — and
+/// repeated simplifications of one grammar — ask about the same terminals,
+/// and a hostile regex's DFA (or its refusal at a limit) can take a
+/// second to build. The memo is process-wide, bounded by
+/// [`SLOW_INFO_MEMO`] entries (cleared when full).
+fn slow_info(re: &str, t: &Terminal) -> Result<TerminalInfo, GrammarError> {
+    use std::sync::{Mutex, OnceLock};
+    type Memo = Mutex<HashMap<String, Result<TerminalInfo, GrammarError>>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let memo = MEMO.get_or_init(Default::default);
+    let lock = || memo.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = lock().get(re) {
+        return r.clone();
+    }
+    let r = TerminalDfa::compile(t).map(|d| TerminalInfo {
+        matches_empty: d.is_accepting(d.start()),
+        matches_nonempty: d.can_continue(d.start()),
+    });
+    let mut m = lock();
+    if m.len() >= SLOW_INFO_MEMO {
+        m.clear();
+    }
+    m.insert(re.to_string(), r.clone());
+    r
 }
 
 /// [`terminal_info`] of every distinct terminal of `g`.

@@ -119,10 +119,7 @@ impl RegexLimits {
             .saturating_add(3) // dead, quit and sentinel states
             .saturating_mul(stride * std::mem::size_of::<u32>())
             .min(self.dfa_bytes);
-        let scratch_limit = table_limit
-            .saturating_mul(8)
-            .max(8 << 20)
-            .min(self.dfa_bytes);
+        let scratch_limit = table_limit.max(8 << 20).min(self.dfa_bytes);
         (table_limit, scratch_limit)
     }
 }

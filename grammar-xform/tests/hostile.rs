@@ -122,3 +122,33 @@ fn gbnf_bytes_that_are_not_utf8() {
     let g = gbnf_pipeline("root ::= \"\\xff\\xfe\" [^a]\n").unwrap();
     assert!(g.num_nonterminals() >= 1);
 }
+
+/// The `gbnf` fuzz target's timeout in CI (30 s under the sanitizer): a
+/// look-around makes `simplify` build the terminal's DFA to learn whether
+/// it matches the empty string, and `(a|b)*a(a|B){2050}` determinises into
+/// large NFA-state sets until the scratch bound stops it. Every pass of
+/// `simplify` asked again (six builds over the target's two
+/// simplifications); the answer — here a refusal at a limit — is now
+/// remembered per regex.
+#[test]
+fn fuzz_gbnf_timeout_lookaround_counted_exponential() {
+    let src = "root ::= /(at ::=(a|b)*a(a|B){2050}|b,)*a(a||b,)*$\u{11}\0\0}/\n";
+    let g = Grammar::from_gbnf(src).unwrap();
+    let t = std::time::Instant::now();
+    let first = timed("simplify (first)", || {
+        simplify(&g, &SimplifyConfig::default())
+    });
+    let once = t.elapsed();
+    let again = timed("simplify (again, none)", || {
+        simplify(&g, &SimplifyConfig::none())
+    });
+    let twice = t.elapsed() - once;
+    if let Err(e) = &first {
+        assert_limit(e, &[Limit::DfaBytes, Limit::DfaStates], "");
+    }
+    let _ = again;
+    assert!(
+        twice < once / 2 + std::time::Duration::from_millis(50),
+        "the second simplification rebuilt the DFA: {once:?} then {twice:?}"
+    );
+}
