@@ -41,6 +41,11 @@ pub(crate) struct Emitter<'a> {
     name_counts: HashMap<String, usize>,
 }
 
+/// Smallest `max_regex_repeat` at which long strings are written as
+/// blocks of counted terminals ([`Emitter::blocked_string`]); below it, as
+/// the logarithmic character-level decomposition.
+const MIN_BLOCK: u64 = 64;
+
 pub(crate) fn lit(s: &str) -> Symbol {
     Symbol::T(Terminal::Literal(s.as_bytes().to_vec()))
 }
@@ -459,6 +464,8 @@ impl<'a> Emitter<'a> {
                 let lim = self.opts.max_regex_repeat;
                 if min <= lim && max.is_none_or(|m| m <= lim) {
                     self.g.add_rule(nt, vec![re(free_string_regex(min, max))]);
+                } else if self.opts.string_blocks && lim >= MIN_BLOCK {
+                    self.blocked_string(nt, min, max, lim, &s.ptr)?;
                 } else {
                     let mut rhs = vec![lit("\"")];
                     rhs.extend(self.counted_units(min, max)?);
@@ -481,6 +488,67 @@ impl<'a> Emitter<'a> {
             hirs => self.string_automaton(nt, hirs, min, max, &s.ptr)?,
         }
         Ok(())
+    }
+
+    /// A free string of `min..=max` characters, longer than one counted
+    /// terminal may be (`max_regex_repeat`, here `block`), as a chain of
+    /// counted terminals of at most `block` characters: `block`-character
+    /// blocks for the part of `min` above `block`, then per further block
+    /// either the rest and the closing quote (`X{lo,block−1}"`) or one more
+    /// block. Every length has one parse, each piece is one terminal (built
+    /// cheaply as a counter, `zapspec_earley::counted`, and shared by every
+    /// string of the grammar), and a token crosses a piece boundary only
+    /// once per `block` characters, where the character-level
+    /// decomposition ([`Self::counted_units`]) made every character a
+    /// boundary.
+    fn blocked_string(
+        &mut self,
+        nt: NtId,
+        min: u64,
+        max: Option<u64>,
+        block: u64,
+        ptr: &str,
+    ) -> Result<(), SchemaError> {
+        let rep = |lo: u64, hi: Option<u64>| match hi {
+            None => format!("{{{lo},}}"),
+            Some(h) if h == lo => format!("{{{lo}}}"),
+            Some(h) => format!("{{{lo},{h}}}"),
+        };
+        let piece = |first: bool, lo: u64, hi: Option<u64>, close: bool| {
+            format!(
+                "{}{FREE_UNIT}{}{}",
+                if first { "\"" } else { "" },
+                rep(lo, hi),
+                if close { "\"" } else { "" }
+            )
+        };
+        let (mut cur, mut lo, mut hi, mut first) = (nt, min, max, true);
+        loop {
+            if hi.is_some_and(|h| h <= block) {
+                self.g.add_rule(cur, vec![re(piece(first, lo, hi, true))]);
+                return Ok(());
+            }
+            if lo < block {
+                if hi.is_none() {
+                    self.g.add_rule(cur, vec![re(piece(first, lo, None, true))]);
+                    return Ok(());
+                }
+                // the rest ends in this block, or a full block follows
+                let end = Some(block - 1);
+                self.g.add_rule(cur, vec![re(piece(first, lo, end, true))]);
+                lo = block;
+            }
+            let next = self.fresh("chars-block", ptr)?;
+            let full = Some(block);
+            self.g.add_rule(
+                cur,
+                vec![re(piece(first, block, full, false)), Symbol::Nt(next)],
+            );
+            cur = next;
+            lo -= block;
+            hi = hi.map(|h| h - block);
+            first = false;
+        }
     }
 
     /// A string whose content matches every HIR of `hirs` (`pattern`,

@@ -255,11 +255,15 @@ pub struct JsonSchemaOptions {
     /// `minLength`/`maxLength` up to this are one counted regex
     /// repetition, `"X{min,max}"` (one terminal: the Earley engine builds it
     /// as a counter times the character automaton, `zapspec_earley::counted`,
-    /// about 14 states and 2 KiB of table per count); larger ones become a
-    /// logarithmic-size grammar of the character terminal (a table for
-    /// `X{0,100000}` would be 200 MiB), whose masks parse the tokens that
-    /// cross character boundaries. Default 1024.
+    /// about 14 states and 2 KiB of table per count); longer strings are a
+    /// chain of such terminals of `max_regex_repeat` characters each
+    /// ([`JsonSchemaOptions::string_blocks`]; one table for `X{0,100000}`
+    /// would be 200 MiB). Default 1024.
     pub max_regex_repeat: u64,
+    /// Strings longer than `max_regex_repeat` as blocks of counted
+    /// terminals of `max_regex_repeat` characters (default `true`); `false`:
+    /// the logarithmic character-level decomposition (the ablation).
+    pub string_blocks: bool,
     /// `oneOf` as `anyOf`, or only where that is exact.
     pub one_of: OneOfMode,
     /// Most nesting levels of subschemas reached through `properties`,
@@ -310,6 +314,7 @@ impl Default for JsonSchemaOptions {
             max_nonterminals: 200_000,
             max_counted_items: 2048,
             max_regex_repeat: 1024,
+            string_blocks: true,
             one_of: OneOfMode::RequireDisjoint,
             max_depth: 512,
             max_json_depth: 2048,

@@ -1029,3 +1029,47 @@ fn one_of_require_disjoint_is_sound_and_keeps_discriminated_unions() {
     assert!(accepts(&g, &json!({"a": 1})) && accepts(&g, &json!({"b": 1})));
     assert!(!accepts(&g, &json!({"a": 1, "b": 2})) && !accepts(&g, &json!({})));
 }
+
+/// Strings longer than `max_regex_repeat` are written as blocks of counted
+/// terminals (`Emitter::blocked_string`): every length in `min..=max` is
+/// accepted and no other, at and around each block boundary, with ASCII
+/// and escaped characters.
+#[test]
+fn blocked_strings_accept_exactly_their_lengths() {
+    let opts = JsonSchemaOptions {
+        max_regex_repeat: 64,
+        ..JsonSchemaOptions::default()
+    };
+    for (min, max) in [
+        (0, Some(200)),
+        (70, Some(200)),
+        (130, Some(130)),
+        (63, Some(65)),
+        (64, Some(128)),
+        (0, None),
+        (150, None),
+        (0, Some(65)),
+    ] {
+        let mut s = json!({"type": "string", "minLength": min});
+        if let Some(m) = max {
+            s["maxLength"] = json!(m);
+        }
+        let g = compile_json_schema(&s, &opts).unwrap();
+        // lengths at and around every bound and block boundary
+        let top = max.unwrap_or(220);
+        let mut lens: Vec<u64> = [0, 1, min, top, 63, 64, 128, 192]
+            .iter()
+            .flat_map(|&x: &u64| [x.saturating_sub(1), x, x + 1])
+            .filter(|&x| x <= top + 1)
+            .collect();
+        lens.sort_unstable();
+        lens.dedup();
+        for len in lens {
+            let want = len >= min && max.is_none_or(|m| len <= m);
+            for fill in ["a", "\n", "é"] {
+                let v = Value::String(fill.repeat(len as usize));
+                assert_eq!(accepts(&g, &v), want, "{s} length {len} of {fill:?}");
+            }
+        }
+    }
+}

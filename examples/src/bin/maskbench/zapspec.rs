@@ -30,6 +30,9 @@ pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
     if let Some(n) = env_u64("MASKBENCH_MAX_REGEX_REPEAT") {
         opts.max_regex_repeat = n;
     }
+    if let Some(b) = env_u64("MASKBENCH_STRING_BLOCKS") {
+        opts.string_blocks = b != 0;
+    }
     let (g, report) = compile_json_schema_report(schema, &opts)
         .map_err(|e| CompileFailure::new(format!("schema: {}", e.category()), e.to_string()))?;
     if let Some((ptr, what)) = report
@@ -48,6 +51,9 @@ pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
 /// The ablation variants of `--ablation` (ZapFormat Table 3 and more).
 pub fn variant_config(name: &str) -> Option<EngineConfig> {
     let mut c = EngineConfig::default();
+    if let Some(n) = env_u64("MASKBENCH_STATE_CACHE") {
+        c.state_cache_capacity = usize::try_from(n).unwrap_or(usize::MAX);
+    }
     match name {
         "full" => {}
         "no-prune" => c.pruning = false,
@@ -86,8 +92,10 @@ pub fn variant_index(name: &str) -> IndexConfig {
 
 /// An experiment knob from the environment (inherited by the engine's
 /// child processes): `MASKBENCH_MAX_REGEX_REPEAT` (the schema compiler's
-/// `max_regex_repeat`), `MASKBENCH_CACHE_MIB` (the index's
-/// `max_cache_bytes`, MiB).
+/// `max_regex_repeat`), `MASKBENCH_STRING_BLOCKS` (0: its
+/// `string_blocks` off), `MASKBENCH_CACHE_MIB` (the index's
+/// `max_cache_bytes`, MiB), `MASKBENCH_STATE_CACHE` (the engine's
+/// `state_cache_capacity`, entries).
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
