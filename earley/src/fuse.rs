@@ -26,6 +26,7 @@
 use zapspec_grammar::{Grammar, NtId, Rule, Symbol, Terminal};
 
 use crate::terminal::ByteDfa;
+use zapspec_grammar::limits::regex_nesting as nesting;
 
 /// Fused regexes longer than this (in characters) are not used.
 pub const MAX_FUSED_REGEX: usize = 600;
@@ -52,25 +53,6 @@ pub const MAX_FUSED_WEIGHT: usize = 20_000;
 /// fused terminal un-fuse that nonterminal and retry
 /// (`CompiledGrammar::new`).
 pub const MAX_FUSED_NESTING: usize = 60;
-
-/// Maximum depth of unescaped parentheses in a regex (an upper bound on
-/// its group nesting: brackets inside classes are counted too).
-fn nesting(re: &str) -> usize {
-    let (mut depth, mut max, mut escaped) = (0usize, 0usize, false);
-    for c in re.bytes() {
-        match c {
-            _ if escaped => escaped = false,
-            b'\\' => escaped = true,
-            b'(' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b')' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
 
 /// The regex of each nonterminal that can be fused (None: cannot).
 pub fn fusable(g: &Grammar) -> Vec<Option<String>> {

@@ -20,6 +20,7 @@
 //! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals become one DFA terminal |
 //! | `toktrie` | — | the vocabulary as a preorder byte trie with subtree skips ([`TokTrie`]) |
 //! | [`terminal`] | §4.1 | terminals as byte DFAs ([`ByteDfa`]) |
+//! | [`counted`] | — (llguidance's counted lexemes, in spirit) | `P X{m,n} S` with a prefix-free unit built as a counter times `X`'s DFA, not `n` expanded copies; states no token can tell apart share one cache entry |
 //!
 //! ## Entry points
 //!

@@ -95,15 +95,16 @@ impl ByteDfa {
         // A long counted repetition of a prefix-free unit: built as a
         // counter times the unit's automaton (module `counted`).
         let small = |h: &regex_syntax::hir::Hir| Self::from_hir(h, pattern, limits);
-        let too_many = |n: u64| EarleyError::LimitExceeded {
-            limit: Limit::DfaStates,
-            max: limits.dfa_states,
-            place: format!("terminal {}", short_regex(pattern)),
-            terminal: Some(pattern.to_string()),
-            detail: format!(
-                "the counted repetition's automaton has {n} states, more than {}",
-                limits.dfa_states
-            ),
+        let too_many = |n: u64| {
+            limit_error(
+                pattern,
+                Limit::DfaStates,
+                limits.dfa_states,
+                format!(
+                    "the counted repetition's automaton has {n} states, more than {}",
+                    limits.dfa_states
+                ),
+            )
         };
         if let Some(d) = counted::build(&hir, limits.dfa_states, small, too_many) {
             return d;
@@ -135,16 +136,15 @@ impl ByteDfa {
     ) -> Result<(), EarleyError> {
         let lower = zapspec_grammar::nfa_bytes_lower_bound(hir);
         if lower > limits.nfa_bytes as u128 {
-            return Err(EarleyError::LimitExceeded {
-                limit: Limit::NfaBytes,
-                max: limits.nfa_bytes,
-                place: format!("terminal {}", short_regex(pattern)),
-                terminal: Some(pattern.to_string()),
-                detail: format!(
+            return Err(limit_error(
+                pattern,
+                Limit::NfaBytes,
+                limits.nfa_bytes,
+                format!(
                     "the regex's NFA takes at least {lower} bytes (counted repetitions multiplied out), more than nfa_bytes {}",
                     limits.nfa_bytes
                 ),
-            });
+            ));
         }
         Ok(())
     }
@@ -160,13 +160,8 @@ impl ByteDfa {
             regex: pattern.to_string(),
             reason,
         };
-        let over = |limit: Limit, max: usize, detail: String| EarleyError::LimitExceeded {
-            limit,
-            max,
-            place: format!("terminal {}", short_regex(pattern)),
-            terminal: Some(pattern.to_string()),
-            detail,
-        };
+        let over =
+            |limit: Limit, max: usize, detail: String| limit_error(pattern, limit, max, detail);
         let hir = hir.clone();
         Self::check_nfa_bound(&hir, pattern, limits)?;
         let nfa = thompson::Compiler::new()
@@ -461,6 +456,17 @@ impl ByteDfa {
     /// Heap bytes of the tables.
     pub fn heap_bytes(&self) -> usize {
         self.trans.capacity() * 4 + self.accepting.capacity()
+    }
+}
+
+/// [`EarleyError::LimitExceeded`] for `limit` at terminal `pattern`.
+fn limit_error(pattern: &str, limit: Limit, max: usize, detail: String) -> EarleyError {
+    EarleyError::LimitExceeded {
+        limit,
+        max,
+        place: format!("terminal {}", short_regex(pattern)),
+        terminal: Some(pattern.to_string()),
+        detail,
     }
 }
 

@@ -188,3 +188,24 @@ fn nfa_states_lower_bound(hir: &regex_syntax::hir::Hir) -> u128 {
             .fold(0u128, |a, h| a.saturating_add(nfa_states_lower_bound(h))),
     }
 }
+
+/// Deepest nesting of unescaped parentheses in a regex's text: an upper
+/// bound on its group nesting (brackets inside classes count too), checked
+/// against `regex-syntax`'s nesting limit (250, which also counts
+/// repetitions and alternations) by code that writes regexes.
+pub fn regex_nesting(re: &str) -> usize {
+    let (mut depth, mut max, mut escaped) = (0usize, 0usize, false);
+    for c in re.bytes() {
+        match c {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'(' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}

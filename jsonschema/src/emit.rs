@@ -45,6 +45,10 @@ pub(crate) struct Emitter<'a> {
 /// blocks of counted terminals ([`Emitter::blocked_string`]); below it, as
 /// the logarithmic character-level decomposition.
 const MIN_BLOCK: u64 = 64;
+/// Most blocks of one string written by [`Emitter::blocked_string`] (a
+/// nonterminal each; 1,024 blocks of 1,024 characters cover a million
+/// characters); longer bounds use the logarithmic decomposition.
+const MAX_STRING_BLOCKS: u64 = 1024;
 
 pub(crate) fn lit(s: &str) -> Symbol {
     Symbol::T(Terminal::Literal(s.as_bytes().to_vec()))
@@ -464,7 +468,10 @@ impl<'a> Emitter<'a> {
                 let lim = self.opts.max_regex_repeat;
                 if min <= lim && max.is_none_or(|m| m <= lim) {
                     self.g.add_rule(nt, vec![re(free_string_regex(min, max))]);
-                } else if self.opts.string_blocks && lim >= MIN_BLOCK {
+                } else if self.opts.string_blocks
+                    && lim >= MIN_BLOCK
+                    && max.unwrap_or(min).max(min) / lim < MAX_STRING_BLOCKS
+                {
                     self.blocked_string(nt, min, max, lim, &s.ptr)?;
                 } else {
                     let mut rhs = vec![lit("\"")];

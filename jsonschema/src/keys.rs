@@ -44,6 +44,7 @@ use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 use super::error::KeyError;
 use super::strings::{constrained_string_regex, encode_class, encode_str, translate_pattern};
 use zapspec_grammar::dfa::TerminalDfa;
+use zapspec_grammar::limits::regex_nesting as nesting;
 
 /// Most product states of one object's key automaton.
 pub(crate) const MAX_KEY_STATES: usize = 20_000;
@@ -444,25 +445,6 @@ const MAX_ELIMINATED_STATES: usize = 24;
 /// Deepest group nesting a state-eliminated regex may have (`regex-syntax`
 /// refuses nesting beyond 250, counting repetitions and alternations too).
 const MAX_ELIMINATED_NESTING: usize = 80;
-
-/// Deepest nesting of unescaped parentheses in `re` (brackets inside
-/// classes counted too: an upper bound).
-fn nesting(re: &str) -> usize {
-    let (mut depth, mut max, mut escaped) = (0usize, 0usize, false);
-    for c in re.bytes() {
-        match c {
-            _ if escaped => escaped = false,
-            b'\\' => escaped = true,
-            b'(' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b')' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
 
 impl RegionGrammar {
     /// The region as one regex of quoted canonical encodings, when its
