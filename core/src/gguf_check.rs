@@ -266,6 +266,9 @@ pub fn check_gguf_header<R: Read>(r: R, len: u64) -> Result<GgufHeaderInfo, Gguf
         // The data section is aligned to `general.alignment` (an unsigned
         // or non-negative signed integer of up to 32 bits; readers use the
         // default for other types): 0 would divide by zero.
+        // Readers drop trailing NULs from strings (candle does), so a key
+        // padded with them is the same key.
+        let key = key.trim_end_matches('\0');
         if key == "general.alignment" && Walker::<R>::fixed(ty).is_some_and(|n| n.is_some()) {
             let v_at = w.pos;
             let v = match ty {
@@ -420,6 +423,16 @@ mod tests {
                 "type {ty}"
             );
         }
+        // the third gguf crash: the key padded with NULs, which candle strips
+        let mut v = header(0, 1);
+        v.extend_from_slice(&20u64.to_le_bytes());
+        v.extend_from_slice(b"general.alignment\0\0\0");
+        v.extend_from_slice(&4u32.to_le_bytes());
+        v.extend_from_slice(&0u32.to_le_bytes());
+        assert!(matches!(
+            check(&v),
+            Err(GgufCheckError::ZeroAlignment { .. })
+        ));
         let mut v = header(0, 1);
         v.extend_from_slice(&17u64.to_le_bytes());
         v.extend_from_slice(b"general.alignment");
