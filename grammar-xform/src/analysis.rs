@@ -41,32 +41,149 @@ pub fn terminal_info(t: &Terminal) -> Result<TerminalInfo, GrammarError> {
             matches_nonempty: !c.is_empty(),
         },
         Terminal::Regex(re) => {
-            // Fast path: without look-around assertions, a known minimum
-            // length means every part of the regex can match, so the bounds
-            // are exact. `None` is ambiguous (regex-syntax also returns it for
-            // `[]|a`), so that case, like look-arounds, compiles the DFA,
-            // which is exact but slow.
+            // Fast path: the two questions are answered on the regex's
+            // syntax tree (`LangShape`: text anchors exactly), once with
+            // every other look-around assertion read as "always holds" (a
+            // superset of the language) and once as "never holds" (a
+            // subset). Where the two agree the answer is exact; only where
+            // they differ (a multi-line anchor or word boundary decides
+            // it) is the DFA built, which is exact but can be slow.
             let hir = regex_syntax::ParserBuilder::new()
                 .unicode(true)
                 .utf8(true)
                 .build()
                 .parse(re);
-            let fast = hir
-                .ok()
-                .filter(|h| h.properties().look_set().is_empty())
-                .and_then(|h| {
-                    let p = h.properties();
-                    p.minimum_len().map(|min| TerminalInfo {
-                        matches_empty: min == 0,
-                        matches_nonempty: p.maximum_len() != Some(0),
-                    })
-                });
+            let fast = hir.ok().and_then(|h| {
+                let (over, under) = (LangShape::of(&h, true), LangShape::of(&h, false));
+                let info = |s: LangShape| TerminalInfo {
+                    matches_empty: s.has_empty(),
+                    matches_nonempty: s.has_nonempty(),
+                };
+                (info(over) == info(under)).then(|| info(over))
+            });
             match fast {
                 Some(info) => info,
                 None => slow_info(re, t)?,
             }
         }
     })
+}
+
+/// What a regex's language contains, read off its syntax tree, as the set
+/// of *kinds* of match its parts can make (a bitset of eight): an empty
+/// match, which may hold a text-start (`^`, `\A`) or text-end (`$`, `\z`)
+/// assertion; or a non-empty match, which may need to begin at the start
+/// of the text (an assertion before its first byte) or end at its end.
+/// Kinds compose exactly under concatenation (an end assertion followed by
+/// a byte, or a start assertion after one, cannot match), union and
+/// repetition, so text anchors are decided exactly. The other assertions
+/// (multi-line anchors, word boundaries) are read as always holding
+/// (`looks_hold`: the kinds of a superset of the language) or never (of a
+/// subset); a property on which both readings agree is exact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LangShape(u8);
+
+impl LangShape {
+    const NONE: LangShape = LangShape(0);
+    /// An empty match with no assertion.
+    const EPSILON: LangShape = LangShape(1 << Self::empty(false, false));
+    /// A non-empty match, free of position.
+    const BYTES: LangShape = LangShape(1 << Self::nonempty(false, false));
+
+    /// Bit of an empty match holding a start / end assertion.
+    const fn empty(start: bool, end: bool) -> u8 {
+        start as u8 | (end as u8) << 1
+    }
+    /// Bit of a non-empty match that must begin at the text's start / end
+    /// at its end.
+    const fn nonempty(start: bool, end: bool) -> u8 {
+        4 | start as u8 | (end as u8) << 1
+    }
+
+    fn has_empty(self) -> bool {
+        self.0 & 0x0F != 0
+    }
+    fn has_nonempty(self) -> bool {
+        self.0 & 0xF0 != 0
+    }
+
+    /// Every kind of `x` followed by every kind of `y`.
+    fn concat(self, other: LangShape) -> LangShape {
+        let mut out = 0u8;
+        for i in (0..8).filter(|i| self.0 >> i & 1 == 1) {
+            for j in (0..8).filter(|j| other.0 >> j & 1 == 1) {
+                let (ib, jb) = (i & 4 != 0, j & 4 != 0);
+                let (is, ie, js, je) = (i & 1 != 0, i & 2 != 0, j & 1 != 0, j & 2 != 0);
+                let k = match (ib, jb) {
+                    (false, false) => Some(Self::empty(is || js, ie || je)),
+                    // ε then bytes: an end assertion before a byte fails
+                    (false, true) => (!ie).then(|| Self::nonempty(is || js, je)),
+                    // bytes then ε: a start assertion after a byte fails
+                    (true, false) => (!js).then(|| Self::nonempty(is, ie || je)),
+                    (true, true) => (!ie && !js).then(|| Self::nonempty(is, je)),
+                };
+                if let Some(k) = k {
+                    out |= 1 << k;
+                }
+            }
+        }
+        LangShape(out)
+    }
+
+    /// Recursion is bounded by regex-syntax's nesting limit (the parse
+    /// fails past it, and that regex takes the DFA path's error).
+    fn of(h: &regex_syntax::hir::Hir, looks_hold: bool) -> LangShape {
+        use regex_syntax::hir::{Class, HirKind, Look};
+        match h.kind() {
+            HirKind::Empty => Self::EPSILON,
+            HirKind::Literal(l) if l.0.is_empty() => Self::EPSILON,
+            HirKind::Literal(_) => Self::BYTES,
+            HirKind::Class(Class::Unicode(c)) if c.ranges().is_empty() => Self::NONE,
+            HirKind::Class(Class::Bytes(c)) if c.ranges().is_empty() => Self::NONE,
+            HirKind::Class(_) => Self::BYTES,
+            HirKind::Look(Look::Start) => LangShape(1 << Self::empty(true, false)),
+            HirKind::Look(Look::End) => LangShape(1 << Self::empty(false, true)),
+            HirKind::Look(_) if looks_hold => Self::EPSILON,
+            HirKind::Look(_) => Self::NONE,
+            HirKind::Capture(c) => Self::of(&c.sub, looks_hold),
+            HirKind::Repetition(r) => {
+                let sub = Self::of(&r.sub, looks_hold);
+                // kinds of exactly k copies, R_k = R_{k-1}·sub from R_0 =
+                // ε, is eventually periodic (256 possible sets): find the
+                // pre-period μ and period λ, then take the union of R_k
+                // over min..=max through at most μ + λ distinct k
+                let mut seq: Vec<LangShape> = vec![Self::EPSILON];
+                let mut first = [usize::MAX; 256];
+                first[Self::EPSILON.0 as usize] = 0;
+                let (mu, lambda) = loop {
+                    let next = seq[seq.len() - 1].concat(sub);
+                    let at = first[next.0 as usize];
+                    if at != usize::MAX {
+                        break (at, seq.len() - at);
+                    }
+                    first[next.0 as usize] = seq.len();
+                    seq.push(next);
+                };
+                let at = |k: u64| {
+                    let k = k as usize;
+                    if k < seq.len() {
+                        seq[k]
+                    } else {
+                        seq[mu + (k - mu) % lambda]
+                    }
+                };
+                let (min, max) = (r.min as u64, r.max.map_or(u64::MAX, u64::from));
+                let last = max.min(min + seq.len() as u64);
+                (min..=last).fold(Self::NONE, |acc, k| LangShape(acc.0 | at(k).0))
+            }
+            HirKind::Concat(parts) => parts
+                .iter()
+                .fold(Self::EPSILON, |acc, p| acc.concat(Self::of(p, looks_hold))),
+            HirKind::Alternation(alts) => alts.iter().fold(Self::NONE, |acc, a| {
+                LangShape(acc.0 | Self::of(a, looks_hold).0)
+            }),
+        }
+    }
 }
 
 /// Most regexes whose DFA-derived [`TerminalInfo`] (or refusal) is

@@ -124,12 +124,13 @@ fn gbnf_bytes_that_are_not_utf8() {
 }
 
 /// The `gbnf` fuzz target's timeout in CI (30 s under the sanitizer): a
-/// look-around makes `simplify` build the terminal's DFA to learn whether
+/// look-around made `simplify` build the terminal's DFA to learn whether
 /// it matches the empty string, and `(a|b)*a(a|B){2050}` determinises into
-/// large NFA-state sets until the scratch bound stops it. Every pass of
-/// `simplify` asked again (six builds over the target's two
-/// simplifications); the answer — here a refusal at a limit — is now
-/// remembered per regex.
+/// large NFA-state sets until the scratch bound stops it (1.1 s in
+/// release, six builds before the answer was remembered per regex). The
+/// text anchors are now decided on the syntax tree (`terminal_info`): `$`
+/// followed by a byte never matches, so the language is empty, which
+/// `simplify` reports at once without building the DFA.
 #[test]
 fn fuzz_gbnf_timeout_lookaround_counted_exponential() {
     let src = "root ::= /(at ::=(a|b)*a(a|B){2050}|b,)*a(a||b,)*$\u{11}\0\0}/\n";
@@ -143,9 +144,11 @@ fn fuzz_gbnf_timeout_lookaround_counted_exponential() {
         simplify(&g, &SimplifyConfig::none())
     });
     let twice = t.elapsed() - once;
-    if let Err(e) = &first {
-        assert_limit(e, &[Limit::DfaBytes, Limit::DfaStates], "");
-    }
+    assert!(
+        matches!(first, Err(GrammarError::EmptyLanguage { .. })),
+        "{first:?}"
+    );
+    assert!(once < std::time::Duration::from_millis(100), "{once:?}");
     let _ = again;
     assert!(
         twice < once / 2 + std::time::Duration::from_millis(50),
