@@ -61,6 +61,19 @@ pub struct SpecConfig {
     pub verifier: VerifierKind,
     /// A sequence longer than this (EOS included) is an error.
     pub max_tokens: usize,
+    /// Nucleus (top-p) truncation of the verifier's target law at every
+    /// position, in (0, 1]: after the mask (and Φ̂'s reweighting) the
+    /// smallest set of most probable valid tokens whose mass reaches
+    /// `top_p` is kept and renormalised (ties broken towards the smaller
+    /// token id). The loop's output law is then the truncated one, for
+    /// every drafter; the drafts' own laws are untouched. 1 (the default)
+    /// keeps the law as it is. Greedy decoding ignores it.
+    #[serde(default = "one")]
+    pub top_p: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl Default for SpecConfig {
@@ -70,6 +83,7 @@ impl Default for SpecConfig {
             mode: Mode::Sampled,
             verifier: VerifierKind::Leviathan,
             max_tokens: 4096,
+            top_p: 1.0,
         }
     }
 }
@@ -81,6 +95,12 @@ impl SpecConfig {
             return Err(crate::VerifyError::Config(
                 "gamma must be at least 1".into(),
             ));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(crate::VerifyError::Config(format!(
+                "top_p must be in (0, 1], got {}",
+                self.top_p
+            )));
         }
         if self.max_tokens == 0 {
             return Err(crate::VerifyError::Config(

@@ -435,6 +435,11 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
                 ends_eos = false;
                 break;
             };
+            let law = if self.config.top_p < 1.0 && self.config.mode == Mode::Sampled {
+                crate::phi::nucleus_log(law, self.config.top_p)
+            } else {
+                law
+            };
             laws.push((ids, law));
             if i < k {
                 state.constraint.advance(drafts[i])?;

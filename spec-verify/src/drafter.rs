@@ -8,6 +8,7 @@
 //! | drafter | proposes | law per position | cost |
 //! |---|---|---|---|
 //! | any [`LanguageModel`] (a draft model) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1) | [`DraftLaw::Dist`] | one draft forward per token |
+//! | [`NoDraft`] | nothing: plain constrained decoding, one target forward per token | — | none |
 //! | [`PromptLookup`] | the tokens that followed the longest earlier occurrence of the context's last `n` tokens (prompt lookup / n-gram drafting) | [`DraftLaw::Point`] | a scan of the context; no model |
 //!
 //! Every drafter proposes only tokens the constraint allows: it advances
@@ -167,6 +168,27 @@ fn draft_from_model<Q: LanguageModel + ?Sized, C: Constraint, R: Rng + ?Sized>(
         }
     }
     Ok(out)
+}
+
+/// No drafter: every round proposes nothing, so the target's one forward
+/// per round is plain constrained decoding (sample or argmax of the masked
+/// — and, under FVO-Spec, Φ̂-reweighted — law) through the same loop: the
+/// baseline every drafter is measured against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoDraft;
+
+impl Drafter for NoDraft {
+    fn draft<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        _ctx: &[TokenId],
+        _prompt_len: usize,
+        _fork: &mut C,
+        _gamma: usize,
+        _sampled: bool,
+        _rng: &mut R,
+    ) -> Result<Draft, VerifyError> {
+        Ok(Draft::default())
+    }
 }
 
 /// Prompt lookup (n-gram drafting; Saxena 2023, the "prompt-lookup

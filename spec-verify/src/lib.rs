@@ -66,8 +66,8 @@ pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};
 pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
-pub use drafter::{Draft, DraftLaw, Drafter, PromptLookup};
+pub use drafter::{Draft, DraftLaw, Drafter, NoDraft, PromptLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::MemoLm;
-pub use phi::{compact_log_law, compact_log_law_aligned, target_log_law};
+pub use phi::{compact_log_law, compact_log_law_aligned, nucleus_log, target_log_law};

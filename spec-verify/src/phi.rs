@@ -89,3 +89,57 @@ pub fn compact_log_law_aligned(id_logits: &[f32], log_phi: &[f64]) -> Option<Vec
     zapspec_core::prob::renormalize_log(&mut out).ok()?;
     Some(out)
 }
+
+/// Nucleus (top-p) truncation of a log law (Holtzman et al. 2020): keeps
+/// the smallest set of most probable entries whose mass reaches `top_p`
+/// (ties broken towards the smaller index, so the result is a function of
+/// the law), sets the rest to `-inf` and renormalises. `top_p ≥ 1` returns
+/// the law unchanged. `O(n log n)` in the support size.
+pub fn nucleus_log(mut law: Vec<f64>, top_p: f64) -> Vec<f64> {
+    if top_p >= 1.0 {
+        return law;
+    }
+    let mut order: Vec<usize> = (0..law.len())
+        .filter(|&i| law[i] > f64::NEG_INFINITY)
+        .collect();
+    order.sort_by(|&a, &b| law[b].total_cmp(&law[a]).then(a.cmp(&b)));
+    let mut mass = 0.0;
+    let mut keep = order.len();
+    for (n, &i) in order.iter().enumerate() {
+        mass += law[i].exp();
+        if mass >= top_p {
+            keep = n + 1;
+            break;
+        }
+    }
+    for &i in &order[keep..] {
+        law[i] = f64::NEG_INFINITY;
+    }
+    // the kept entries carry positive mass, so renormalising cannot fail
+    let _ = zapspec_core::prob::renormalize_log(&mut law);
+    law
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nucleus_log;
+
+    #[test]
+    fn nucleus_keeps_the_smallest_head_reaching_p() {
+        let law: Vec<f64> = [0.5, 0.3, 0.15, 0.05]
+            .iter()
+            .map(|p: &f64| p.ln())
+            .collect();
+        let exp = |v: Vec<f64>| v.iter().map(|x| x.exp()).collect::<Vec<_>>();
+        let t = exp(nucleus_log(law.clone(), 0.75));
+        assert!((t[0] - 0.625).abs() < 1e-12 && (t[1] - 0.375).abs() < 1e-12);
+        assert_eq!((t[2], t[3]), (0.0, 0.0));
+        let t = exp(nucleus_log(law.clone(), 0.5));
+        assert_eq!(t, vec![1.0, 0.0, 0.0, 0.0]);
+        let t = exp(nucleus_log(law.clone(), 1.0));
+        assert!((t[3] - 0.05).abs() < 1e-12);
+        // ties: the smaller index first
+        let tie = vec![0.5f64.ln(), 0.5f64.ln()];
+        assert_eq!(exp(nucleus_log(tie, 0.4)), vec![1.0, 0.0]);
+    }
+}
