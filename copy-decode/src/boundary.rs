@@ -34,7 +34,7 @@
 
 use zapspec_core::{TokenId, Vocabulary};
 
-use crate::coverage::Tokenizer;
+use crate::tokenizer::Tokenizer;
 
 /// How op texts are tokenized where they meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -64,19 +64,7 @@ use crate::resolve::LineIndex;
 /// The minimum span lengths of the paper's Fig. 4(a).
 pub const MIN_SPANS: [usize; 6] = [1, 2, 4, 8, 16, 32];
 
-/// Anything that turns text into token ids (blanket-implemented for
-/// closures `Fn(&str) -> Vec<TokenId>`, e.g.
-/// `|s| vocab.encode(s).unwrap_or_default()`).
-pub trait Tokenizer {
-    /// The token ids of `text`.
-    fn tokenize(&self, text: &str) -> Vec<TokenId>;
-}
-
-impl<F: Fn(&str) -> Vec<TokenId>> Tokenizer for F {
-    fn tokenize(&self, text: &str) -> Vec<TokenId> {
-        self(text)
-    }
-}
+pub use crate::tokenizer::Tokenizer;
 
 /// Coverage of one or more pairs: output token counts and the histogram of
 /// copy-span lengths in tokens. [`Cover::merge`] adds pairs together (the

@@ -173,6 +173,7 @@ pub mod oracle;
 pub mod perturb;
 pub mod program;
 pub mod resolve;
+mod tokenizer;
 
 pub use boundary::{Append, CanonicalTokens, TokenBoundary};
 pub use corpus::{git_history, read_jsonl, CorpusError, CorpusFilter, EditPair, GitCorpus};

@@ -30,12 +30,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use zapspec_core::{TokenId, TokenSet, Vocabulary};
+use zapspec_core::{TokenId, TokenSet};
 
-use crate::engine::VocabIndex;
 use crate::slicer::Slice;
-use crate::terminal::{ByteDfa, DEAD};
+use crate::terminal::ByteDfa;
 use crate::toktrie::TokTrie;
+use crate::walk::live_tokens;
 
 /// A terminal compiled for one vocabulary: its DFA and, per DFA state, the
 /// lazily computed [`CiEntry`].
@@ -66,6 +66,22 @@ impl Slot {
 
     fn write(&self) -> RwLockWriteGuard<'_, Option<Arc<CiEntry>>> {
         self.entry.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a use of the slot at clock `now`.
+    pub(crate) fn mark_used(&self, now: u64) {
+        self.used.store(now, Ordering::Relaxed);
+    }
+
+    /// The entry, when computed.
+    pub(crate) fn cached(&self) -> Option<Arc<CiEntry>> {
+        self.read().clone()
+    }
+
+    /// Stores `e` unless another thread stored an entry first; the stored
+    /// entry.
+    pub(crate) fn fill(&self, e: Arc<CiEntry>) -> Arc<CiEntry> {
+        self.write().get_or_insert(e).clone()
     }
 
     /// The entry, when computed, and the clock at its last use.
@@ -199,40 +215,9 @@ impl TermEntry {
         &self.ci
     }
 
-    /// The entry for DFA state `s` (computed on first use, over the index's
-    /// token trie and with its slices).
-    ///
-    /// With residual sharing on (the index's default), the entry is first
-    /// looked up by the canonical key of the automaton reachable from `s`
-    /// ([`ByteDfa::residual_key`]): the string-interior states of the many
-    /// different key and value terminals of JSON Schema grammars share one
-    /// entry per vocabulary.
-    pub fn ci(&self, s: u32, index: &VocabIndex) -> Arc<CiEntry> {
-        // States no token can tell apart share one slot (counted
-        // repetitions, `crate::counted`).
-        let s = self.dfa.ci_representative(s, index.trie().max_depth());
-        let slot = &self.ci[s as usize];
-        let now = index.now();
-        slot.used.store(now, Ordering::Relaxed);
-        self.touch(now);
-        if let Some(e) = slot.read().as_ref() {
-            return e.clone();
-        }
-        let fresh = || {
-            let (trie, slices, vocab_len) = (index.trie(), index.slices(), index.vocab().len());
-            let e = Arc::new(compute(&self.dfa, s, trie, slices, vocab_len));
-            index.note_bytes(e.heap_bytes());
-            e
-        };
-        let e = match index.residual_key(&self.dfa, s) {
-            Some(key) => index.shared_entry(key, fresh),
-            None => fresh(),
-        };
-        slot.used.store(index.tick(), Ordering::Relaxed);
-        // Two threads may compute the same cold entry; the first stored wins.
-        let e = slot.write().get_or_insert(e).clone();
-        index.enforce_bound();
-        e
+    /// The slot of DFA state `s` (a state of [`TermEntry::dfa`]).
+    pub(crate) fn slot(&self, s: u32) -> &Slot {
+        &self.ci[s as usize]
     }
 
     /// The computed entries (shared ones included).
@@ -253,7 +238,13 @@ impl TermEntry {
 /// the first slice contained in the state when there is one (only the
 /// tokens outside the slice are walked), by a walk of the whole trie
 /// otherwise.
-fn compute(dfa: &ByteDfa, s: u32, trie: &TokTrie, slices: &[Slice], vocab_len: usize) -> CiEntry {
+pub(crate) fn compute(
+    dfa: &ByteDfa,
+    s: u32,
+    trie: &TokTrie,
+    slices: &[Slice],
+    vocab_len: usize,
+) -> CiEntry {
     if let Some(sl) = slices.iter().find(|sl| sl.contained_in(dfa, s)) {
         let (extra, suffixes) = classify(dfa, s, sl.rest(), vocab_len);
         let n_allowed = sl.num_tokens() + extra.count();
@@ -286,45 +277,4 @@ fn classify(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab_len: usize) -> (TokenSe
     let allowed = live_tokens(dfa, s, trie, vocab_len, |i| ends.push(i));
     let suffixes = trie.merge_subtrees(&ends, |t| !allowed.contains(t));
     (allowed, suffixes)
-}
-
-/// The tokens of `trie` whose bytes keep `dfa` live from state `s` (over a
-/// vocabulary of `vocab_len` ids): one preorder walk that skips a subtree
-/// as soon as the DFA dies. `on_end(i)` is called for every node `i` with
-/// descendants at which the DFA accepts (where a terminal can end inside a
-/// longer token).
-pub(crate) fn live_tokens(
-    dfa: &ByteDfa,
-    s: u32,
-    trie: &TokTrie,
-    vocab_len: usize,
-    mut on_end: impl FnMut(u32),
-) -> TokenSet {
-    let mut allowed = TokenSet::new(vocab_len);
-    if s == DEAD {
-        return allowed;
-    }
-    let nodes = &trie.nodes;
-    let n = nodes.len() - 1;
-    let mut states = vec![s; trie.max_depth() + 1];
-    let words = allowed.words_mut();
-    let mut i = 1;
-    while i < n {
-        let nd = nodes[i];
-        let d = nd.depth as usize;
-        let st = dfa.next(states[d - 1], nd.byte);
-        if st == DEAD {
-            i += nd.subtree as usize;
-            continue;
-        }
-        states[d] = st;
-        for &t in trie.tokens_at(i) {
-            words[(t >> 6) as usize] |= 1u64 << (t & 63);
-        }
-        if nd.subtree > 1 && dfa.is_accepting(st) {
-            on_end(i as u32);
-        }
-        i += 1;
-    }
-    allowed
 }

@@ -34,50 +34,11 @@
 
 use regex_syntax::hir::{Hir, HirKind};
 
-use crate::terminal::{ByteDfa, DEAD};
+use crate::terminal::{ByteDfa, CountedLayout, DEAD};
 
 /// Repetitions with an upper bound below this are left to the general
 /// construction (their NFA is small).
 pub const MIN_COUNTED: u32 = 16;
-
-/// Where the counted part of a product automaton lies in its state space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CountedLayout {
-    /// First state of count 0 (its boundary).
-    base: u32,
-    /// States per count below `n`: the boundary and `X`'s non-accepting states.
-    per: u32,
-    /// The repetition's bounds.
-    m: u32,
-    n: u32,
-}
-
-impl CountedLayout {
-    /// The representative of `s` for a context-independent entry over
-    /// tokens of at most `horizon` bytes (module docs); `s` itself outside
-    /// the counted part.
-    pub(crate) fn representative(&self, s: u32, horizon: usize) -> u32 {
-        let h = u32::try_from(horizon).unwrap_or(u32::MAX - 1);
-        let end = self.base + self.n * self.per + 1;
-        if s < self.base || s >= end {
-            return s;
-        }
-        let (k, j) = ((s - self.base) / self.per, (s - self.base) % self.per);
-        let cap = h.saturating_add(1);
-        let to_max = (self.n - k).min(cap);
-        let to_min = self.m.saturating_sub(k).min(cap);
-        let k_rep = if to_max < cap {
-            self.n - to_max
-        } else if to_min == 0 {
-            self.m
-        } else if to_min < cap {
-            self.m - to_min
-        } else {
-            0
-        };
-        self.base + k_rep * self.per + j
-    }
-}
 
 /// True when `re` has the outer shape the counted construction takes (a
 /// literal prefix, then a repetition with an upper bound of at least

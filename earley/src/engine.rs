@@ -22,11 +22,10 @@ use zapspec_core::{TokenSet, Vocabulary};
 use zapspec_grammar::{Grammar, Terminal};
 
 use crate::chart::{initial_chart, Chart};
-use crate::ci_cache::{CiEntry, TermEntry};
+use crate::ci_cache::{self, CiEntry, TermEntry};
 use crate::config::EngineConfig;
 use crate::error::EarleyError;
 use crate::grammar::Rules;
-use crate::matcher::EarleyMatcher;
 use crate::prune;
 use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
@@ -500,7 +499,7 @@ impl Engine {
 ///
 /// `CompiledGrammar` (like [`VocabIndex`] and [`Engine`]) is `Send + Sync`
 /// and is meant to be shared by `Arc` between the threads of a server; its
-/// matchers ([`EarleyMatcher`]) are `Send + Sync` too and may be moved to
+/// matchers ([`EarleyMatcher`](crate::EarleyMatcher)) are `Send + Sync` too and may be moved to
 /// (or masked on) any thread — see [`crate::batch`], which masks a batch of
 /// them in parallel. Everything the matchers of one grammar share is
 /// behind a lock or written once: the pruned-state cache is an `RwLock`
@@ -741,11 +740,6 @@ impl CompiledGrammar {
         }
     }
 
-    /// A fresh matcher at the start of the language.
-    pub fn matcher(self: &Arc<Self>) -> EarleyMatcher {
-        EarleyMatcher::new(self.clone())
-    }
-
     /// The switches this grammar was compiled with.
     pub fn config(&self) -> &EngineConfig {
         &self.config
@@ -792,6 +786,48 @@ impl CompiledGrammar {
 
     pub(crate) fn vocab_len(&self) -> usize {
         self.index.vocab.len()
+    }
+}
+
+/// The context-independent entries of a terminal are computed over the
+/// index that compiled it (its token trie, slices and shared residual
+/// entries); this is the one place the cache meets the index, so
+/// `ci_cache` sits below `engine` in the module order.
+impl TermEntry {
+    /// The entry for DFA state `s` (computed on first use, over the index's
+    /// token trie and with its slices).
+    ///
+    /// With residual sharing on (the index's default), the entry is first
+    /// looked up by the canonical key of the automaton reachable from `s`
+    /// ([`ByteDfa::residual_key`]): the string-interior states of the many
+    /// different key and value terminals of JSON Schema grammars share one
+    /// entry per vocabulary.
+    pub fn ci(&self, s: u32, index: &VocabIndex) -> Arc<CiEntry> {
+        // States no token can tell apart share one slot (counted
+        // repetitions, `crate::counted`).
+        let s = self.dfa.ci_representative(s, index.trie().max_depth());
+        let slot = self.slot(s);
+        let now = index.now();
+        slot.mark_used(now);
+        self.touch(now);
+        if let Some(e) = slot.cached() {
+            return e;
+        }
+        let fresh = || {
+            let (trie, slices, vocab_len) = (index.trie(), index.slices(), index.vocab().len());
+            let e = Arc::new(ci_cache::compute(&self.dfa, s, trie, slices, vocab_len));
+            index.note_bytes(e.heap_bytes());
+            e
+        };
+        let e = match index.residual_key(&self.dfa, s) {
+            Some(key) => index.shared_entry(key, fresh),
+            None => fresh(),
+        };
+        slot.mark_used(index.tick());
+        // Two threads may compute the same cold entry; the first stored wins.
+        let e = slot.fill(e);
+        index.enforce_bound();
+        e
     }
 }
 

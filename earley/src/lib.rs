@@ -177,6 +177,7 @@
 pub mod batch;
 mod chart;
 mod ci_cache;
+mod compile;
 mod config;
 pub mod counted;
 pub mod draft_tree;
@@ -189,6 +190,7 @@ mod prune;
 pub mod slicer;
 pub mod terminal;
 mod toktrie;
+mod walk;
 
 pub use batch::{fill_masks, BatchError};
 pub use ci_cache::{CiEntry, TermEntry};

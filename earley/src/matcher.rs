@@ -90,6 +90,15 @@ impl Walker for Work<'_> {
     }
 }
 
+/// Matchers are made from a compiled grammar; this impl lives here so
+/// that `engine` does not depend on `matcher` (the module order is one-way).
+impl CompiledGrammar {
+    /// A fresh matcher at the start of the language.
+    pub fn matcher(self: &Arc<Self>) -> EarleyMatcher {
+        EarleyMatcher::new(self.clone())
+    }
+}
+
 impl EarleyMatcher {
     pub(crate) fn new(g: Arc<CompiledGrammar>) -> Self {
         let init = g.initial.clone();

@@ -31,10 +31,10 @@ use std::sync::Arc;
 use rustc_hash::FxBuildHasher;
 use zapspec_core::{TokenId, TokenSet, Vocabulary};
 
-use crate::ci_cache::live_tokens;
 use crate::error::EarleyError;
 use crate::terminal::{ByteDfa, DEAD};
 use crate::toktrie::TokTrie;
+use crate::walk::live_tokens;
 
 /// The slices a [`crate::VocabIndex`] builds by default: the body of a JSON
 /// string (any character but `"`, `\` and controls), unbounded and with at

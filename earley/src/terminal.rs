@@ -19,7 +19,6 @@ use regex_automata::{Anchored, MatchKind};
 use zapspec_grammar::limits::short_regex;
 use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
-use crate::counted::{self, CountedLayout};
 use crate::error::EarleyError;
 
 /// The dead state of every [`ByteDfa`]: no continuation can be accepted.
@@ -63,55 +62,6 @@ impl ByteDfa {
         }
     }
 
-    /// Compiles a terminal under the default [`RegexLimits`].
-    pub fn compile(t: &Terminal) -> Result<Self, EarleyError> {
-        Self::from_regex(&Self::regex_of(t))
-    }
-
-    /// Compiles a regex (anchored at both ends; bytes, not chars) under the
-    /// default [`RegexLimits`].
-    pub fn from_regex(pattern: &str) -> Result<Self, EarleyError> {
-        Self::from_regex_with(pattern, &RegexLimits::default())
-    }
-
-    /// Compiles a regex under explicit limits: a regex that does not parse
-    /// is [`EarleyError::Terminal`]; an NFA, DFA or state count over a
-    /// limit is [`EarleyError::LimitExceeded`] naming the limit and the
-    /// terminal.
-    pub fn from_regex_with(pattern: &str, limits: &RegexLimits) -> Result<Self, EarleyError> {
-        let err = |reason: String| EarleyError::Terminal {
-            regex: pattern.to_string(),
-            reason,
-        };
-        let hir = regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(pattern)
-            .map_err(|e| err(e.to_string()))?;
-        // Astronomically large expansions are refused before anything is
-        // built (also on the counted path: its state count is at least the
-        // repetition's).
-        Self::check_nfa_bound(&hir, pattern, limits)?;
-        // A long counted repetition of a prefix-free unit: built as a
-        // counter times the unit's automaton (module `counted`).
-        let small = |h: &regex_syntax::hir::Hir| Self::from_hir(h, pattern, limits);
-        let too_many = |n: u64| {
-            limit_error(
-                pattern,
-                Limit::DfaStates,
-                limits.dfa_states,
-                format!(
-                    "the counted repetition's automaton has {n} states, more than {}",
-                    limits.dfa_states
-                ),
-            )
-        };
-        if let Some(d) = counted::build(&hir, limits.dfa_states, small, too_many) {
-            return d;
-        }
-        Self::from_hir(&hir, pattern, limits)
-    }
-
     /// Like [`ByteDfa::from_regex_with`] without the counted construction
     /// of [`crate::counted`]: always `regex-automata`'s NFA and DFA (the
     /// reference the counted construction is tested against, and its
@@ -129,7 +79,7 @@ impl ByteDfa {
     }
 
     /// [`zapspec_grammar::nfa_bytes_lower_bound`] against `limits.nfa_bytes`.
-    fn check_nfa_bound(
+    pub(crate) fn check_nfa_bound(
         hir: &regex_syntax::hir::Hir,
         pattern: &str,
         limits: &RegexLimits,
@@ -151,7 +101,7 @@ impl ByteDfa {
 
     /// The general construction: `regex-automata`'s Thompson NFA and dense
     /// DFA, flattened.
-    fn from_hir(
+    pub(crate) fn from_hir(
         hir: &regex_syntax::hir::Hir,
         pattern: &str,
         limits: &RegexLimits,
@@ -460,7 +410,7 @@ impl ByteDfa {
 }
 
 /// [`EarleyError::LimitExceeded`] for `limit` at terminal `pattern`.
-fn limit_error(pattern: &str, limit: Limit, max: usize, detail: String) -> EarleyError {
+pub(crate) fn limit_error(pattern: &str, limit: Limit, max: usize, detail: String) -> EarleyError {
     EarleyError::LimitExceeded {
         limit,
         max,
@@ -479,6 +429,45 @@ pub fn literal_regex(bytes: &[u8]) -> String {
     }
     s.push(')');
     s
+}
+
+/// Where the counted part of a product automaton lies in its state space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CountedLayout {
+    /// First state of count 0 (its boundary).
+    pub(crate) base: u32,
+    /// States per count below `n`: the boundary and `X`'s non-accepting states.
+    pub(crate) per: u32,
+    /// The repetition's bounds.
+    pub(crate) m: u32,
+    pub(crate) n: u32,
+}
+
+impl CountedLayout {
+    /// The representative of `s` for a context-independent entry over
+    /// tokens of at most `horizon` bytes (module docs); `s` itself outside
+    /// the counted part.
+    pub(crate) fn representative(&self, s: u32, horizon: usize) -> u32 {
+        let h = u32::try_from(horizon).unwrap_or(u32::MAX - 1);
+        let end = self.base + self.n * self.per + 1;
+        if s < self.base || s >= end {
+            return s;
+        }
+        let (k, j) = ((s - self.base) / self.per, (s - self.base) % self.per);
+        let cap = h.saturating_add(1);
+        let to_max = (self.n - k).min(cap);
+        let to_min = self.m.saturating_sub(k).min(cap);
+        let k_rep = if to_max < cap {
+            self.n - to_max
+        } else if to_min == 0 {
+            self.m
+        } else if to_min < cap {
+            self.m - to_min
+        } else {
+            0
+        };
+        self.base + k_rep * self.per + j
+    }
 }
 
 #[cfg(test)]

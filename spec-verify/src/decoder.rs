@@ -26,6 +26,7 @@ use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
 use zapspec_phi::{NoModel, PhiError, PhiEstimator, PhiQuery, ValidList};
 
 use crate::config::{Mode, SpecConfig, VerifierKind};
+use crate::drafter::common_prefix;
 use crate::drafter::{DraftLaw, Drafter};
 use crate::phi::{compact_log_law, compact_log_law_aligned};
 use crate::verify::{equality_step, greedy_step, leviathan_step, Decision};
@@ -605,9 +606,4 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         }
         Ok(rows)
     }
-}
-
-/// Length of the longest common prefix of `a` and `b`.
-pub(crate) fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

@@ -106,8 +106,14 @@ impl<Q: LanguageModel> Drafter for Q {
     }
 }
 
+/// Length of the longest common prefix of `a` and `b` (how much of a
+/// model's KV cache a new context keeps).
+pub(crate) fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 fn rewind_model<Q: LanguageModel + ?Sized>(m: &mut Q, ctx: &[TokenId]) {
-    let keep = crate::decoder::common_prefix(m.context(), ctx);
+    let keep = common_prefix(m.context(), ctx);
     if m.context().len() > keep {
         m.truncate(keep);
     }

@@ -1,0 +1,64 @@
+//! Regex → [`ByteDfa`]: the entry points that pick the construction. A
+//! long counted repetition of a prefix-free unit is built as a counter
+//! times the unit's automaton ([`crate::counted`]); every other regex by
+//! `regex-automata`'s NFA and dense DFA
+//! ([`ByteDfa::from_regex_general`]). Both check the NFA size bound first.
+//!
+//! Cost: the general construction is one determinisation (bounded by
+//! [`RegexLimits`]); the counted one is linear in the count.
+
+use zapspec_grammar::{Limit, RegexLimits, Terminal};
+
+use crate::error::EarleyError;
+use crate::terminal::{limit_error, ByteDfa};
+
+impl ByteDfa {
+    /// Compiles a terminal under the default [`RegexLimits`].
+    pub fn compile(t: &Terminal) -> Result<Self, EarleyError> {
+        Self::from_regex(&Self::regex_of(t))
+    }
+
+    /// Compiles a regex (anchored at both ends; bytes, not chars) under the
+    /// default [`RegexLimits`].
+    pub fn from_regex(pattern: &str) -> Result<Self, EarleyError> {
+        Self::from_regex_with(pattern, &RegexLimits::default())
+    }
+
+    /// Compiles a regex under explicit limits: a regex that does not parse
+    /// is [`EarleyError::Terminal`]; an NFA, DFA or state count over a
+    /// limit is [`EarleyError::LimitExceeded`] naming the limit and the
+    /// terminal.
+    pub fn from_regex_with(pattern: &str, limits: &RegexLimits) -> Result<Self, EarleyError> {
+        let err = |reason: String| EarleyError::Terminal {
+            regex: pattern.to_string(),
+            reason,
+        };
+        let hir = regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(pattern)
+            .map_err(|e| err(e.to_string()))?;
+        // Astronomically large expansions are refused before anything is
+        // built (also on the counted path: its state count is at least the
+        // repetition's).
+        Self::check_nfa_bound(&hir, pattern, limits)?;
+        // A long counted repetition of a prefix-free unit: built as a
+        // counter times the unit's automaton (module `counted`).
+        let small = |h: &regex_syntax::hir::Hir| Self::from_hir(h, pattern, limits);
+        let too_many = |n: u64| {
+            limit_error(
+                pattern,
+                Limit::DfaStates,
+                limits.dfa_states,
+                format!(
+                    "the counted repetition's automaton has {n} states, more than {}",
+                    limits.dfa_states
+                ),
+            )
+        };
+        if let Some(d) = crate::counted::build(&hir, limits.dfa_states, small, too_many) {
+            return d;
+        }
+        Self::from_hir(&hir, pattern, limits)
+    }
+}
