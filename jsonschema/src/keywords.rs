@@ -42,6 +42,9 @@ pub const SUPPORTED: &[&str] = &[
     "additionalItems",
     "minItems",
     "maxItems",
+    "contains",
+    "minContains",
+    "maxContains",
     "minLength",
     "maxLength",
     "pattern",
@@ -97,9 +100,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "propertyNames",
     "unevaluatedProperties",
     "unevaluatedItems",
-    "contains",
-    "minContains",
-    "maxContains",
     "uniqueItems",
     "$dynamicRef",
     "$recursiveRef",
@@ -148,7 +148,6 @@ pub fn is_noop(key: &str, value: &Value) -> bool {
         "propertyNames" | "unevaluatedProperties" | "unevaluatedItems" | "contentSchema" => {
             value == &Value::Bool(true) || value.as_object().is_some_and(|m| m.is_empty())
         }
-        "minContains" | "maxContains" => true, // without `contains` they do nothing
         _ => false,
     }
 }

@@ -165,8 +165,12 @@
 //! * **Unknown keys** (no keyword of any draft) are ignored like a
 //!   validator ignores them, and listed in the [`CompileReport`]; set
 //!   [`UnknownKeywords::Reject`] to refuse them.
+//! * **`contains`** with `minContains` (default 1) is exact: the array's
+//!   states count the items written as `item ∧ contains` up to
+//!   `minContains` (at most 64); `maxContains` next to `contains` is
+//!   refused (it needs the items *not* valid under `contains`).
 //! * **Not implemented** (refused with [`SchemaError::Unsupported`]):
-//!   `propertyNames`, `if`, `contains`,
+//!   `propertyNames`, `if`, `maxContains`,
 //!   `uniqueItems: true`, `unevaluated*`, `multipleOf` other than powers of
 //!   ten and integers (integers only without bounds), number bounds beyond
 //!   `u128`, two different patterns in one `allOf`, `patternProperties` in

@@ -26,6 +26,9 @@ const CONTAINER_KEYWORDS: &[&str] = &[
     "items",
     "minItems",
     "maxItems",
+    "contains",
+    "minContains",
+    "maxContains",
 ];
 
 impl Emitter<'_> {

@@ -1088,6 +1088,14 @@ fn merge2(
     mut b: Map<String, Value>,
     ptr: &str,
 ) -> Result<Sat<Map<String, Value>>, SchemaError> {
+    // `minContains`/`maxContains` do nothing beside no `contains`: drop them
+    // so that they do not attach to the other side's `contains`
+    for m in [&mut a, &mut b] {
+        if !m.contains_key("contains") {
+            m.remove("minContains");
+            m.remove("maxContains");
+        }
+    }
     // objects: properties/additionalProperties per key
     let (a_pp, b_pp) = (
         a.contains_key("patternProperties"),

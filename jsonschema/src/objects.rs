@@ -14,7 +14,12 @@
 //! **Arrays.** States `T(j)` after `j` items: end with `]` if
 //! `j ≥ minItems`, or write item `j` (schema `prefixItems[j]`, or `items`
 //! past the prefix) if `j < maxItems`. Past the prefix and `minItems`,
-//! with no `maxItems`, the state loops.
+//! with no `maxItems`, the state loops. With `contains: C` (at least
+//! `minContains`, default 1, items valid under `C`) the states also count
+//! the items written as `item ∧ C`, up to `minContains` (`T(j, c)`), and
+//! `]` needs `c = minContains`; an item may be written either way (the
+//! grammar is ambiguous there, its language exact). `maxContains` would
+//! need the items *not* valid under `C` and is refused.
 
 use std::collections::HashMap;
 
@@ -26,6 +31,10 @@ use super::keys::{KeyAutomaton, KeyPattern, RegionGrammar};
 use super::normalize::{all_of, Simple};
 use super::strings::{encode_class, encode_str, key_regex_excluding};
 use zapspec_grammar::ir::{NtId, Symbol, Terminal};
+
+/// Largest `minContains` compiled (the array states are multiplied by it
+/// plus one).
+const MAX_MIN_CONTAINS: u64 = 64;
 
 /// One declared member: name, value schema, required.
 struct Member {
@@ -479,6 +488,32 @@ impl Emitter<'_> {
                 .note_unsat(&ptr, "maxItems < minItems (or items forbidden)");
             return Ok(());
         }
+        // `contains`: items valid under it are counted up to `need`
+        let contains = s.map.get("contains").cloned();
+        let need = match &contains {
+            None => 0,
+            Some(_) => {
+                if s.map.contains_key("maxContains") {
+                    return Err(SchemaError::unsupported(
+                        "maxContains",
+                        &ptr,
+                        "an upper bound on the items valid under `contains` (the others would need `not`)",
+                    ));
+                }
+                get_u64(&s.map, "minContains", &ptr)?.unwrap_or(1)
+            }
+        };
+        if need > MAX_MIN_CONTAINS {
+            return Err(SchemaError::TooLarge {
+                pointer: ptr,
+                reason: format!("minContains above {MAX_MIN_CONTAINS}"),
+            });
+        }
+        if need > 0 && max.is_some_and(|m| m < need) {
+            self.norm
+                .note_unsat(&ptr, "maxItems < minContains (or items forbidden)");
+            return Ok(());
+        }
         let k = (prefix.len() as u64).max(min);
         let states_needed = max.unwrap_or(k);
         if states_needed > self.opts.max_counted_items {
@@ -501,6 +536,19 @@ impl Emitter<'_> {
         } else {
             None
         };
+        // the same positions' schemas conjoined with `contains`
+        let (mut elem_c, mut item_c): (Vec<Option<NtId>>, Option<NtId>) = (Vec::new(), None);
+        if let (Some(c), true) = (&contains, need > 0) {
+            let cptr = push_ptr(&ptr, "contains");
+            for (j, p) in prefix.iter().enumerate() {
+                if (j as u64) < states_needed.max(1) {
+                    elem_c.push(Some(self.node(&all_of(vec![p.clone(), c.clone()]), &cptr)?));
+                }
+            }
+            if items != Value::Bool(false) {
+                item_c = Some(self.node(&all_of(vec![items.clone(), c.clone()]), &cptr)?);
+            }
+        }
         let base = self.g.name(nt).to_string();
         let ws = self.ws();
         // with no maxItems the last state loops; it must come after the
@@ -509,42 +557,52 @@ impl Emitter<'_> {
             Some(m) => m,
             None => k.max(1),
         };
+        // state (j, c): j items written, c of them counted as `contains`
+        let width = need as usize + 1;
         let states: Vec<NtId> = (0..=last)
+            .flat_map(|_| 0..width)
             .map(|_| self.fresh(&format!("{base}-items"), &ptr))
             .collect::<Result<_, _>>()?;
+        let at = |j: u64, c: u64| states[j as usize * width + c as usize];
         let mut open = vec![lit("[")];
         open.extend(ws.clone());
-        open.push(Symbol::Nt(states[0]));
+        open.push(Symbol::Nt(at(0, 0)));
         self.g.add_rule(nt, open);
         for j in 0..=last {
-            let me = states[j as usize];
-            if j >= min {
-                self.g.add_rule(me, vec![lit("]")]);
+            for c in 0..=need {
+                let me = at(j, c);
+                if j >= min && c == need {
+                    self.g.add_rule(me, vec![lit("]")]);
+                }
+                let can_add = max.is_none_or(|m| j < m);
+                if !can_add {
+                    continue;
+                }
+                let next = if max.is_none() && j == last { j } else { j + 1 };
+                let (plain, counted) = if (j as usize) < prefix.len() {
+                    (
+                        Some(elem[j as usize]),
+                        elem_c.get(j as usize).copied().flatten(),
+                    )
+                } else {
+                    (item_nt, item_c)
+                };
+                // an item written plainly keeps the count; one written as
+                // `item ∧ contains` raises it (only while below `need`)
+                let moves = [(plain, c), (counted.filter(|_| c < need), c + 1)];
+                for (e, c2) in moves {
+                    let Some(e) = e else { continue };
+                    let mut rhs = Vec::new();
+                    if j > 0 {
+                        rhs.push(lit(","));
+                        rhs.extend(ws.clone());
+                    }
+                    rhs.push(Symbol::Nt(e));
+                    rhs.extend(ws.clone());
+                    rhs.push(Symbol::Nt(at(next, c2)));
+                    self.g.add_rule(me, rhs);
+                }
             }
-            let can_add = max.is_none_or(|m| j < m);
-            if !can_add {
-                continue;
-            }
-            let e = if (j as usize) < prefix.len() {
-                Some(elem[j as usize])
-            } else {
-                item_nt
-            };
-            let Some(e) = e else { continue };
-            let to = if max.is_none() && j == last {
-                me
-            } else {
-                states[j as usize + 1]
-            };
-            let mut rhs = Vec::new();
-            if j > 0 {
-                rhs.push(lit(","));
-                rhs.extend(ws.clone());
-            }
-            rhs.push(Symbol::Nt(e));
-            rhs.extend(ws.clone());
-            rhs.push(Symbol::Nt(to));
-            self.g.add_rule(me, rhs);
         }
         Ok(())
     }
