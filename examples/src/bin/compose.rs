@@ -29,6 +29,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use rand::seq::SliceRandom;
 use zapspec::{Builder, Constraint, Drafter, NoDraft, OneStepCheap, PhiEstimator, PromptLookup};
 use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::{LanguageModel, TokenId};
@@ -65,9 +66,19 @@ struct Args {
     max_tokens: usize,
     #[arg(long, default_value = "examples/results/compose")]
     out: std::path::PathBuf,
+    /// Sweep mode: this many MaskBench schemas (drawn with `--seed` from
+    /// the whole shared set), each prompted with an instruction quoting it.
+    #[arg(long, default_value_t = 0)]
+    schemas: usize,
+    /// The MaskBench directory of the sweep.
+    #[arg(long, default_value = "../shared/data/maskbench")]
+    maskbench: std::path::PathBuf,
+    /// Longest schema text quoted in a prompt (bytes; longer ones are cut).
+    #[arg(long, default_value_t = 3000)]
+    max_schema_bytes: usize,
 }
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, Clone)]
 struct Row {
     variant: String,
     tokens: usize,
@@ -76,6 +87,8 @@ struct Row {
     rounds: usize,
     accepted: usize,
     seconds: f64,
+    /// Stopped at `--max-tokens` before EOS.
+    capped: bool,
     valid: Option<bool>,
     same_as_plain: Option<bool>,
     text: String,
@@ -85,6 +98,7 @@ struct Row {
 fn run<C, D, F>(
     name: &str,
     m: &SmolLm2,
+    base: &CausalLm,
     constraint: C,
     drafter: D,
     fvo: Option<F>,
@@ -97,7 +111,7 @@ where
     D: Drafter,
     F: PhiEstimator<C, NoModel>,
 {
-    let b = Builder::new(m.lm.clone(), constraint)
+    let b = Builder::new(base.clone(), constraint)
         .drafter(drafter)
         .prompt(prompt)
         .gamma(args.gamma)
@@ -106,7 +120,7 @@ where
     let b = if args.sampled { b } else { b.greedy() };
     let t = Instant::now();
     // a run that reaches the cap is reported, not fatal
-    let (tokens, stats) = match fvo {
+    let (tokens, stats, capped) = match fvo {
         Some(phi) => gen(b.fvo_spec(phi))?,
         None => gen(b)?,
     };
@@ -123,6 +137,7 @@ where
             rounds: stats.rounds,
             accepted: stats.accepted,
             seconds,
+            capped,
             valid,
             same_as_plain: None,
             text,
@@ -131,7 +146,7 @@ where
     ))
 }
 
-fn gen<M, C, D, F>(b: Builder<M, C, D, F>) -> Result<(Vec<TokenId>, zapspec::RoundStats)>
+fn gen<M, C, D, F>(b: Builder<M, C, D, F>) -> Result<(Vec<TokenId>, zapspec::RoundStats, bool)>
 where
     M: LanguageModel,
     C: Constraint,
@@ -140,54 +155,65 @@ where
 {
     let mut p = b.build()?;
     match p.generate() {
-        Ok(g) => Ok((g.tokens, g.stats)),
+        Ok(g) => Ok((g.tokens, g.stats, false)),
         Err(zapspec::Error::Verify(zapspec_verify::VerifyError::TooLong { .. })) => {
             let d = p.decoder();
             let n = d.prompt().len();
-            Ok((d.target.context()[n..].to_vec(), p.stats()))
+            Ok((d.target.context()[n..].to_vec(), p.stats(), true))
         }
         Err(e) => Err(e.into()),
     }
 }
 
-fn main() -> Result<()> {
-    let args = Args::parse();
-    let m = SmolLm2::load(GgufWeights::default(), 2048)?;
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&args.schema).with_context(|| format!("{:?}", args.schema))?,
-    )?;
-    let validator = jsonschema::validator_for(&schema)?;
-    let json = zapspec::json_schema(m.vocab.clone(), &schema)?;
+/// Every variant on one task; the prompt is prefilled once into `base`.
+fn variants(
+    m: &SmolLm2,
+    schema: &serde_json::Value,
+    prompt: &[TokenId],
+    args: &Args,
+) -> Result<Vec<Row>> {
+    let validator = jsonschema::validator_for(schema).ok();
+    let json = zapspec::json_schema(m.vocab.clone(), schema)?;
     let free = zapspec::Unconstrained::new(
         zapspec_core::Vocabulary::len(&*m.vocab),
         Constraint::eos(&json),
     );
-    let prompt = m.prompt(None, &args.prompt)?;
+    let mut base = m.lm.clone();
+    base.truncate(0);
+    base.prefill(prompt)?;
     let full = m.lm.model().clone();
-    let selfspec = || CausalLm::new(Arc::new(full.first_layers(args.draft_layers)));
+    // the draft model's prompt cache is filled here, untimed, like the target's
+    let selfspec = || -> Result<CausalLm> {
+        let mut d = CausalLm::new(Arc::new(full.first_layers(args.draft_layers)));
+        d.prefill(prompt)?;
+        Ok(d)
+    };
     let none: Option<OneStepCheap> = None;
     let fvo = || Some(OneStepCheap::new());
-    let v = Some(&validator);
+    let v = validator.as_ref();
+    let b = &base;
     let mut rows = Vec::new();
     let (r, _) = run(
         "unconstrained, no drafter",
-        &m,
+        m,
+        b,
         free,
         NoDraft,
         none.clone(),
-        &prompt,
-        &args,
+        prompt,
+        args,
         v,
     )?;
     rows.push(r);
     let (r, plain) = run(
         "constrained, no drafter (Leviathan)",
-        &m,
+        m,
+        b,
         json.clone(),
         NoDraft,
         none.clone(),
-        &prompt,
-        &args,
+        prompt,
+        args,
         v,
     )?;
     rows.push(r);
@@ -198,40 +224,44 @@ fn main() -> Result<()> {
     push(
         run(
             "constrained + prompt lookup (Leviathan)",
-            &m,
+            m,
+            b,
             json.clone(),
             PromptLookup::default(),
             none.clone(),
-            &prompt,
-            &args,
+            prompt,
+            args,
             v,
         )?,
         &plain,
     );
+    let ss = format!(
+        "constrained + self-speculative {}/30 layers (Leviathan)",
+        args.draft_layers
+    );
     push(
         run(
-            &format!(
-                "constrained + self-speculative {}/30 layers (Leviathan)",
-                args.draft_layers
-            ),
-            &m,
+            &ss,
+            m,
+            b,
             json.clone(),
-            selfspec(),
+            selfspec()?,
             none.clone(),
-            &prompt,
-            &args,
+            prompt,
+            args,
             v,
         )?,
         &plain,
     );
     let (r, fplain) = run(
         "constrained, no drafter (FVO-Spec, OneStep-Cheap)",
-        &m,
+        m,
+        b,
         json.clone(),
         NoDraft,
         fvo(),
-        &prompt,
-        &args,
+        prompt,
+        args,
         v,
     )?;
     rows.push(r);
@@ -241,75 +271,152 @@ fn main() -> Result<()> {
     };
     push(run(
         "constrained + prompt lookup (FVO-Spec, OneStep-Cheap)",
-        &m,
+        m,
+        b,
         json.clone(),
         PromptLookup::default(),
         fvo(),
-        &prompt,
-        &args,
+        prompt,
+        args,
         v,
     )?);
-    push(run(
-        &format!(
-            "constrained + self-speculative {}/30 layers (FVO-Spec, OneStep-Cheap)",
-            args.draft_layers
-        ),
-        &m,
-        json.clone(),
-        selfspec(),
-        fvo(),
-        &prompt,
-        &args,
-        v,
-    )?);
+    let ss = format!(
+        "constrained + self-speculative {}/30 layers (FVO-Spec, OneStep-Cheap)",
+        args.draft_layers
+    );
+    push(run(&ss, m, b, json, selfspec()?, fvo(), prompt, args, v)?);
+    Ok(rows)
+}
 
+/// Sums per variant (rows in the same order for every task).
+fn table(rows: &[Vec<Row>]) -> String {
     let mut t = MarkdownTable::new(&[
         "variant",
+        "tasks",
         "tokens",
         "target calls / token",
         "accepted / round",
         "tokens/s",
         "valid",
+        "hit the cap",
         "= no-drafter output",
     ]);
-    for r in &rows {
-        let yn = |b: Option<bool>| {
-            b.map_or("—".to_string(), |b| {
-                if b {
-                    "yes".into()
-                } else {
-                    "**no**".into()
-                }
-            })
+    let n = rows.first().map_or(0, Vec::len);
+    for i in 0..n {
+        let col: Vec<&Row> = rows.iter().map(|r| &r[i]).collect();
+        let sum = |f: &dyn Fn(&Row) -> f64| col.iter().map(|r| f(r)).sum::<f64>();
+        let tokens = sum(&|r| r.tokens as f64);
+        let share = |f: &dyn Fn(&Row) -> Option<bool>| {
+            let known: Vec<bool> = col.iter().filter_map(|r| f(r)).collect();
+            if known.is_empty() {
+                "—".to_string()
+            } else {
+                format!("{}/{}", known.iter().filter(|&&b| b).count(), known.len())
+            }
         };
         t.row(&[
-            r.variant.clone(),
-            r.tokens.to_string(),
-            format!("{:.2}", r.target_calls as f64 / r.tokens.max(1) as f64),
-            format!("{:.2}", r.accepted as f64 / r.rounds.max(1) as f64),
-            format!("{:.1}", r.tokens as f64 / r.seconds.max(1e-9)),
-            yn(r.valid),
-            yn(r.same_as_plain),
+            col[0].variant.clone(),
+            col.len().to_string(),
+            format!("{tokens:.0}"),
+            format!("{:.2}", sum(&|r| r.target_calls as f64) / tokens.max(1.0)),
+            format!(
+                "{:.2}",
+                sum(&|r| r.accepted as f64) / sum(&|r| r.rounds as f64).max(1.0)
+            ),
+            format!("{:.1}", tokens / sum(&|r| r.seconds).max(1e-9)),
+            share(&|r| r.valid),
+            share(&|r| Some(r.capped)),
+            share(&|r| r.same_as_plain),
         ]);
     }
+    t.render()
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let m = SmolLm2::load(GgufWeights::default(), 4096)?;
     let mode = if args.sampled {
         "sampled, T = 1"
     } else {
         "greedy"
     };
-    let md = format!(
-        "# Constrained speculative decoding on SmolLM2-135M-Instruct, built with the `zapspec` builder\n\n\
-         Command: `compose --draft-layers {} --gamma {} --seed {} --max-tokens {}{}` ({mode}); schema `{}`; \
-         ChatML prompt: {:?}. CPU, f32-dequantised Q4_1 weights, one sequence per variant \
-         (the first variant also pays the prompt's prefill).\n\n{}\n\nOutputs:\n\n{}\n",
+    let cmd = format!(
+        "cargo run --profile release-fast -p examples --bin compose -- --draft-layers {} --gamma {} --seed {} --max-tokens {}{}{}",
         args.draft_layers, args.gamma, args.seed, args.max_tokens,
         if args.sampled { " --sampled" } else { "" },
-        args.schema.display(), args.prompt, t.render(),
-        rows.iter().map(|r| format!("- {}: `{}`", r.variant, r.text.replace('\n', " "))).collect::<Vec<_>>().join("\n"),
+        if args.schemas > 0 { format!(" --schemas {}", args.schemas) } else { String::new() },
     );
+    let (name, md, rows) = if args.schemas == 0 {
+        let schema: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(&args.schema).with_context(|| format!("{:?}", args.schema))?,
+        )?;
+        let prompt = m.prompt(None, &args.prompt)?;
+        let rows = variants(&m, &schema, &prompt, &args)?;
+        let md = format!(
+            "# Constrained speculative decoding on SmolLM2-135M-Instruct, built with the `zapspec` builder\n\n\
+             Command: `{cmd}` ({mode}); schema `{}`; ChatML prompt: {:?}. CPU, f32-dequantised Q4_1 weights, \
+             one sequence per variant; the prompt is prefilled once and not timed.\n\n{}\n\nOutputs:\n\n{}\n",
+            args.schema.display(),
+            args.prompt,
+            table(std::slice::from_ref(&rows)),
+            rows.iter()
+                .map(|r| format!("- {}: `{}`", r.variant, r.text.replace('\n', " ")))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+        ("compose", md, vec![rows])
+    } else {
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&args.maskbench)
+            .with_context(|| format!("{} (the shared MaskBench data)", args.maskbench.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        files.shuffle(&mut zapspec_core::prob::seeded_rng(args.seed));
+        let pb = examples::fvo::progress(args.schemas, "schemas");
+        let (mut all, mut skipped) = (Vec::new(), Vec::new());
+        for f in &files {
+            if all.len() == args.schemas {
+                break;
+            }
+            let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f)?)?;
+            let schema = json.get("schema").cloned().unwrap_or(json.clone());
+            let mut text = serde_json::to_string(&schema)?;
+            if text.len() > args.max_schema_bytes {
+                let mut cut = args.max_schema_bytes;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+                text.push_str(" …");
+            }
+            let user = format!(
+                "Write one JSON value that conforms to this JSON Schema. Reply with the JSON only.\n\nSchema:\n{text}"
+            );
+            let prompt = m.prompt(None, &user)?;
+            match variants(&m, &schema, &prompt, &args) {
+                Ok(rows) => {
+                    all.push(rows);
+                    pb.inc(1);
+                }
+                // a schema zapspec refuses is skipped and counted
+                Err(e) => skipped.push(format!("{}: {e}", f.display())),
+            }
+        }
+        pb.finish_and_clear();
+        let md = format!(
+            "# Constrained speculative decoding on SmolLM2-135M-Instruct over MaskBench schemas, built with the `zapspec` builder\n\n\
+             Command: `{cmd}` ({mode}); {} schemas drawn with the seed from the whole shared set ({} files taken, {} refused by \
+             the compiler and skipped), each prompted (ChatML) with \"Write one JSON value that conforms to this JSON Schema. \
+             Reply with the JSON only.\" and the schema's text (cut at {} bytes). CPU, f32-dequantised Q4_1 weights; each \
+             prompt is prefilled once and not timed; sums over the schemas.\n\n{}\n",
+            all.len(), all.len() + skipped.len(), skipped.len(), args.max_schema_bytes, table(&all),
+        );
+        ("compose_maskbench", md, all)
+    };
     println!("{md}");
     std::fs::create_dir_all(&args.out)?;
-    std::fs::write(args.out.join("compose.md"), &md)?;
-    write_json(&args.out, "compose", &serde_json::to_value(&rows)?)?;
+    std::fs::write(args.out.join(format!("{name}.md")), &md)?;
+    write_json(&args.out, name, &serde_json::to_value(&rows)?)?;
     Ok(())
 }
