@@ -18,5 +18,6 @@ pub mod kbnf_ir;
 pub mod llg;
 pub mod maskstats;
 pub mod report;
+pub mod schema_tasks;
 pub mod smollm2;
 pub mod toys;

@@ -5,9 +5,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use zapspec_backend::{load_gguf, CausalLm, Device, GgufOptions, GgufWeights};
-use zapspec_core::TokenId;
+use zapspec_core::{TokenId, Vocabulary};
+use zapspec_testkit::{DyckConstraint, DyckSpec};
+
+use crate::fvo::Embed;
 use zapspec_vocab::{ChatMl, GgufTokenizerInfo, Message, TokenVocab};
 
 /// Where `scripts/fetch-smollm2.sh` puts the model.
@@ -61,6 +64,35 @@ impl SmolLm2 {
             info,
             chat,
         })
+    }
+
+    /// Bounded Dyck (one bracket type, nesting ≤ `depth`, length ≤ `len`)
+    /// over the model's own `(` and `)` tokens, EOS `<|im_end|>` — the
+    /// language of the real-model law experiments. Returns it with the two
+    /// token ids.
+    pub fn bracket_dyck(
+        &self,
+        depth: usize,
+        len: usize,
+    ) -> Result<(Embed<DyckConstraint>, TokenId, TokenId)> {
+        let find = |s: &str| {
+            self.vocab
+                .find(s.as_bytes())
+                .ok_or_else(|| anyhow!("{s:?} is not one token of SmolLM2"))
+        };
+        let (open, close) = (find("(")?, find(")")?);
+        let spec = DyckSpec {
+            kinds: 1,
+            max_depth: depth,
+            max_len: len,
+        };
+        let c = Embed::new(
+            DyckConstraint::new(spec),
+            vec![open, close],
+            self.vocab.len(),
+            self.chat.im_end,
+        );
+        Ok((c, open, close))
     }
 
     /// Token ids of a one-turn chat (`system` optional) ending in the

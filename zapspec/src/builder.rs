@@ -22,6 +22,12 @@ pub struct Builder<M, C, D, F> {
     constraint: C,
     drafter: D,
     phi: F,
+    settings: Settings,
+}
+
+/// The builder's settings (everything but the four parts).
+#[derive(Debug, Clone)]
+struct Settings {
     spec: SpecConfig,
     temperature: f64,
     seed: u64,
@@ -37,10 +43,12 @@ impl<M, C> Builder<M, C, NoDraft, Uniform> {
             constraint,
             drafter: NoDraft,
             phi: Uniform,
-            spec: SpecConfig::default(),
-            temperature: 1.0,
-            seed: 0,
-            prompt: Vec::new(),
+            settings: Settings {
+                spec: SpecConfig::default(),
+                temperature: 1.0,
+                seed: 0,
+                prompt: Vec::new(),
+            },
         }
     }
 }
@@ -53,10 +61,7 @@ impl<M, C, D, F> Builder<M, C, D, F> {
             constraint: self.constraint,
             drafter: self.drafter,
             phi: self.phi,
-            spec: self.spec,
-            temperature: self.temperature,
-            seed: self.seed,
-            prompt: self.prompt,
+            settings: self.settings,
         }
     }
 
@@ -67,10 +72,7 @@ impl<M, C, D, F> Builder<M, C, D, F> {
             constraint,
             drafter: self.drafter,
             phi: self.phi,
-            spec: self.spec,
-            temperature: self.temperature,
-            seed: self.seed,
-            prompt: self.prompt,
+            settings: self.settings,
         }
     }
 
@@ -83,28 +85,21 @@ impl<M, C, D, F> Builder<M, C, D, F> {
             constraint: self.constraint,
             drafter,
             phi: self.phi,
-            spec: self.spec,
-            temperature: self.temperature,
-            seed: self.seed,
-            prompt: self.prompt,
+            settings: self.settings,
         }
     }
 
     /// FVO-Spec with the estimator `phi` (future-validity §4, Prop. 6):
     /// the verifier's target is `p_t·Φ̂_t` on the valid set. With exact Φ
     /// the loop samples `μ*`.
-    pub fn fvo_spec<F2>(self, phi: F2) -> Builder<M, C, D, F2> {
-        let mut spec = self.spec;
-        spec.verifier = VerifierKind::FvoSpec;
+    pub fn fvo_spec<F2>(mut self, phi: F2) -> Builder<M, C, D, F2> {
+        self.settings.spec.verifier = VerifierKind::FvoSpec;
         Builder {
             model: self.model,
             constraint: self.constraint,
             drafter: self.drafter,
             phi,
-            spec,
-            temperature: self.temperature,
-            seed: self.seed,
-            prompt: self.prompt,
+            settings: self.settings,
         }
     }
 
@@ -112,26 +107,26 @@ impl<M, C, D, F> Builder<M, C, D, F> {
     /// samples `μ^proj`, as plain constrained sampling does; the Φ
     /// estimator is not consulted.
     pub fn leviathan(mut self) -> Self {
-        self.spec.verifier = VerifierKind::Leviathan;
+        self.settings.spec.verifier = VerifierKind::Leviathan;
         self
     }
 
     /// Any [`VerifierKind`] (the equality diagnostic included).
     pub fn verifier(mut self, kind: VerifierKind) -> Self {
-        self.spec.verifier = kind;
+        self.settings.spec.verifier = kind;
         self
     }
 
     /// Greedy decoding: drafts are the drafter's mode, a draft is accepted
     /// iff it is the argmax of the verifier's target.
     pub fn greedy(mut self) -> Self {
-        self.spec.mode = Mode::Greedy;
+        self.settings.spec.mode = Mode::Greedy;
         self
     }
 
     /// Sampled decoding (the default).
     pub fn sampled(mut self) -> Self {
-        self.spec.mode = Mode::Sampled;
+        self.settings.spec.mode = Mode::Sampled;
         self
     }
 
@@ -140,46 +135,46 @@ impl<M, C, D, F> Builder<M, C, D, F> {
     /// this call (wrap it yourself to draft from the tempered law; the
     /// output law does not depend on it).
     pub fn temperature(mut self, t: f64) -> Self {
-        self.temperature = t;
+        self.settings.temperature = t;
         self
     }
 
     /// Nucleus truncation of the verifier's target law
     /// ([`SpecConfig::top_p`]); 1 (the default) keeps it whole.
     pub fn top_p(mut self, p: f64) -> Self {
-        self.spec.top_p = p;
+        self.settings.spec.top_p = p;
         self
     }
 
     /// Seed of the pipeline's random stream (ChaCha8).
     pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+        self.settings.seed = seed;
         self
     }
 
     /// Draft block length γ (default 4).
     pub fn gamma(mut self, gamma: usize) -> Self {
-        self.spec.gamma = gamma;
+        self.settings.spec.gamma = gamma;
         self
     }
 
     /// A generation longer than this (EOS included) is an error
     /// ([`zapspec_verify::VerifyError::TooLong`]).
     pub fn max_tokens(mut self, n: usize) -> Self {
-        self.spec.max_tokens = n;
+        self.settings.spec.max_tokens = n;
         self
     }
 
     /// Tokens the models condition on before the output (a chat prompt);
     /// outside the constraint.
     pub fn prompt(mut self, prompt: &[TokenId]) -> Self {
-        self.prompt = prompt.to_vec();
+        self.settings.prompt = prompt.to_vec();
         self
     }
 
     /// The loop's configuration as it stands.
     pub fn spec(&self) -> &SpecConfig {
-        &self.spec
+        &self.settings.spec
     }
 
     /// Checks the configuration and assembles the loop.
@@ -190,10 +185,15 @@ impl<M, C, D, F> Builder<M, C, D, F> {
         D: Drafter,
         F: PhiEstimator<C, NoModel>,
     {
-        if !(self.temperature.is_finite() && self.temperature > 0.0) {
+        let Settings {
+            spec,
+            temperature,
+            seed,
+            prompt,
+        } = self.settings;
+        if !(temperature.is_finite() && temperature > 0.0) {
             return Err(Error::Config(format!(
-                "temperature must be finite and > 0, got {}",
-                self.temperature
+                "temperature must be finite and > 0, got {temperature}"
             )));
         }
         if self.model.vocab_size() != self.constraint.vocab_size() {
@@ -202,13 +202,13 @@ impl<M, C, D, F> Builder<M, C, D, F> {
                 constraint: self.constraint.vocab_size(),
             });
         }
-        let target = Tempered::new(self.model, self.temperature);
-        let decoder = SpeculativeDecoder::new(target, self.drafter, self.phi, self.spec)?
-            .with_prompt(&self.prompt);
+        let target = Tempered::new(self.model, temperature);
+        let decoder =
+            SpeculativeDecoder::new(target, self.drafter, self.phi, spec)?.with_prompt(&prompt);
         Ok(Pipeline {
             decoder,
             constraint: self.constraint,
-            rng: ChaCha8Rng::seed_from_u64(self.seed),
+            rng: ChaCha8Rng::seed_from_u64(seed),
         })
     }
 }

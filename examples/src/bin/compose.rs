@@ -29,7 +29,6 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use rand::seq::SliceRandom;
 use zapspec::{Builder, Constraint, Drafter, NoDraft, OneStepCheap, PhiEstimator, PromptLookup};
 use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::{LanguageModel, TokenId};
@@ -366,33 +365,15 @@ fn main() -> Result<()> {
         );
         ("compose", md, vec![rows])
     } else {
-        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&args.maskbench)
-            .with_context(|| format!("{} (the shared MaskBench data)", args.maskbench.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        files.shuffle(&mut zapspec_core::prob::seeded_rng(args.seed));
+        let files = examples::schema_tasks::shuffled_schema_files(&args.maskbench, args.seed)?;
         let pb = examples::fvo::progress(args.schemas, "schemas");
         let (mut all, mut skipped) = (Vec::new(), Vec::new());
         for f in &files {
             if all.len() == args.schemas {
                 break;
             }
-            let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f)?)?;
-            let schema = json.get("schema").cloned().unwrap_or(json.clone());
-            let mut text = serde_json::to_string(&schema)?;
-            if text.len() > args.max_schema_bytes {
-                let mut cut = args.max_schema_bytes;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
-                text.push_str(" …");
-            }
-            let user = format!(
-                "Write one JSON value that conforms to this JSON Schema. Reply with the JSON only.\n\nSchema:\n{text}"
-            );
+            let schema = examples::schema_tasks::read_schema(f)?;
+            let user = examples::schema_tasks::schema_instruction(&schema, args.max_schema_bytes)?;
             let prompt = m.prompt(None, &user)?;
             match variants(&m, &schema, &prompt, &args) {
                 Ok(rows) => {

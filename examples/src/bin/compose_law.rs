@@ -24,13 +24,12 @@ use clap::Parser;
 use zapspec::{Builder, Constraint, Drafter, NoDraft, PhiEstimator, PromptLookup};
 use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::prob::{seeded_rng, tv};
-use zapspec_core::{LanguageModel, Vocabulary};
+use zapspec_core::LanguageModel;
 use zapspec_phi::metrics::{chi_square, noise_floor, tv_counts};
 use zapspec_phi::NoModel;
-use zapspec_testkit::{DyckConstraint, DyckSpec};
 use zapspec_verify::{MemoLm, PrefixTree, TreePhi};
 
-use examples::fvo::{progress, Embed};
+use examples::fvo::progress;
 use examples::report::{write_json, MarkdownTable};
 use examples::smollm2::SmolLm2;
 
@@ -125,23 +124,7 @@ where
 fn main() -> Result<()> {
     let args = Args::parse();
     let m = SmolLm2::load(GgufWeights::default(), 2048)?;
-    let find = |s: &str| {
-        m.vocab
-            .find(s.as_bytes())
-            .ok_or_else(|| anyhow!("{s:?} is not one token of SmolLM2"))
-    };
-    let (open, close) = (find("(")?, find(")")?);
-    let spec = DyckSpec {
-        kinds: 1,
-        max_depth: 3,
-        max_len: 12,
-    };
-    let c = Embed::new(
-        DyckConstraint::new(spec),
-        vec![open, close],
-        m.vocab.len(),
-        m.chat.im_end,
-    );
+    let (c, open, close) = m.bracket_dyck(3, 12)?;
     let prompt = m.prompt(None, &args.prompt)?;
     let t = std::time::Instant::now();
     let mut lm = MemoLm::new(m.lm.clone());

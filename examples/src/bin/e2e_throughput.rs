@@ -30,7 +30,6 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use llguidance::api::TopLevelGrammar;
 use llguidance::ParserFactory;
-use rand::seq::SliceRandom;
 use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::prob::{log_softmax, masked_log_softmax, sample_log, seeded_rng};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet, Vocabulary};
@@ -345,28 +344,10 @@ fn main() -> Result<()> {
 fn build_tasks(args: &Args, m: &SmolLm2) -> Result<Vec<Task>> {
     let mut tasks = Vec::new();
     // 1. MaskBench.
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.maskbench)
-        .with_context(|| format!("{} (the shared MaskBench data)", args.maskbench.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    files.shuffle(&mut seeded_rng(args.seed));
+    let files = examples::schema_tasks::shuffled_schema_files(&args.maskbench, args.seed)?;
     for f in files.iter().take(args.schemas) {
-        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f)?)?;
-        let schema = json.get("schema").cloned().unwrap_or(json.clone());
-        let mut text = serde_json::to_string(&schema)?;
-        if text.len() > args.max_schema_bytes {
-            let mut cut = args.max_schema_bytes;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            text.push_str(" …");
-        }
-        let user = format!(
-            "Write one JSON value that conforms to this JSON Schema. Reply with the JSON only.\n\nSchema:\n{text}"
-        );
+        let schema = examples::schema_tasks::read_schema(f)?;
+        let user = examples::schema_tasks::schema_instruction(&schema, args.max_schema_bytes)?;
         let validator = jsonschema::validator_for(&schema).ok();
         tasks.push(Task {
             suite: "maskbench",

@@ -21,16 +21,16 @@
 //!
 //! `cargo run --profile release-fast -p examples --bin fvo_law_gap -- --out DIR`
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::Parser;
 use zapspec_core::prob::tv_log;
-use zapspec_core::{LanguageModel, TokenId, Vocabulary};
+use zapspec_core::{LanguageModel, TokenId};
 use zapspec_phi::metrics::{mean_sd, StructuralStats, TerminalLaws};
 use zapspec_phi::{
     Exact, ExactConfig, MonteCarlo, MonteCarloConfig, OneStepCheap, OneStepTrue, PhiEstimator,
     RolloutLaw, Uniform,
 };
-use zapspec_testkit::{DyckConstraint, DyckSpec};
+use zapspec_testkit::DyckConstraint;
 use zapspec_verify::MemoLm;
 
 use examples::fvo::Embed;
@@ -80,19 +80,7 @@ fn mc_name(law: RolloutLaw, k: usize) -> String {
 fn main() -> Result<()> {
     let args = Args::parse();
     let m = SmolLm2::load(GgufWeights::default(), 2048)?;
-    let find = |s: &str| {
-        m.vocab
-            .find(s.as_bytes())
-            .ok_or_else(|| anyhow!("{s:?} is not one token of SmolLM2"))
-    };
-    let (open, close) = (find("(")?, find(")")?);
-    let spec = DyckSpec {
-        kinds: 1,
-        max_depth: args.depth,
-        max_len: args.len,
-    };
-    let dyck = DyckConstraint::new(spec);
-    let c = Embed::new(dyck, vec![open, close], m.vocab.len(), m.chat.im_end);
+    let (c, open, close) = m.bracket_dyck(args.depth, args.len)?;
     let prompt = m.prompt(None, &args.prompt)?;
     let mut lm: Lm = MemoLm::new(m.lm);
     lm.prefill(&prompt)?;
