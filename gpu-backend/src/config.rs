@@ -441,6 +441,41 @@ fn token_field(v: Option<&serde_json::Value>) -> Option<TokenId> {
     }
 }
 
+/// Names and shapes of every tensor a config needs, in a fixed order.
+pub fn expected_tensors(cfg: &ModelConfig) -> Vec<(String, Vec<usize>)> {
+    let (d, i, v) = (cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size);
+    let (hq, hkv) = (
+        cfg.num_attention_heads * cfg.head_dim(),
+        cfg.kv_heads() * cfg.head_dim(),
+    );
+    let mut out = vec![("model.embed_tokens.weight".to_string(), vec![v, d])];
+    for l in 0..cfg.num_hidden_layers {
+        let p = format!("model.layers.{l}");
+        out.push((format!("{p}.input_layernorm.weight"), vec![d]));
+        out.push((format!("{p}.self_attn.q_proj.weight"), vec![hq, d]));
+        out.push((format!("{p}.self_attn.k_proj.weight"), vec![hkv, d]));
+        out.push((format!("{p}.self_attn.v_proj.weight"), vec![hkv, d]));
+        if cfg.qkv_bias() {
+            out.push((format!("{p}.self_attn.q_proj.bias"), vec![hq]));
+            out.push((format!("{p}.self_attn.k_proj.bias"), vec![hkv]));
+            out.push((format!("{p}.self_attn.v_proj.bias"), vec![hkv]));
+        }
+        out.push((format!("{p}.self_attn.o_proj.weight"), vec![d, hq]));
+        if cfg.o_bias() {
+            out.push((format!("{p}.self_attn.o_proj.bias"), vec![d]));
+        }
+        out.push((format!("{p}.post_attention_layernorm.weight"), vec![d]));
+        out.push((format!("{p}.mlp.gate_proj.weight"), vec![i, d]));
+        out.push((format!("{p}.mlp.up_proj.weight"), vec![i, d]));
+        out.push((format!("{p}.mlp.down_proj.weight"), vec![d, i]));
+    }
+    out.push(("model.norm.weight".to_string(), vec![d]));
+    if !cfg.tie_word_embeddings {
+        out.push(("lm_head.weight".to_string(), vec![v, d]));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -510,39 +545,4 @@ mod tests {
             DiffusionAttention::BlockCausal
         );
     }
-}
-
-/// Names and shapes of every tensor a config needs, in a fixed order.
-pub fn expected_tensors(cfg: &ModelConfig) -> Vec<(String, Vec<usize>)> {
-    let (d, i, v) = (cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size);
-    let (hq, hkv) = (
-        cfg.num_attention_heads * cfg.head_dim(),
-        cfg.kv_heads() * cfg.head_dim(),
-    );
-    let mut out = vec![("model.embed_tokens.weight".to_string(), vec![v, d])];
-    for l in 0..cfg.num_hidden_layers {
-        let p = format!("model.layers.{l}");
-        out.push((format!("{p}.input_layernorm.weight"), vec![d]));
-        out.push((format!("{p}.self_attn.q_proj.weight"), vec![hq, d]));
-        out.push((format!("{p}.self_attn.k_proj.weight"), vec![hkv, d]));
-        out.push((format!("{p}.self_attn.v_proj.weight"), vec![hkv, d]));
-        if cfg.qkv_bias() {
-            out.push((format!("{p}.self_attn.q_proj.bias"), vec![hq]));
-            out.push((format!("{p}.self_attn.k_proj.bias"), vec![hkv]));
-            out.push((format!("{p}.self_attn.v_proj.bias"), vec![hkv]));
-        }
-        out.push((format!("{p}.self_attn.o_proj.weight"), vec![d, hq]));
-        if cfg.o_bias() {
-            out.push((format!("{p}.self_attn.o_proj.bias"), vec![d]));
-        }
-        out.push((format!("{p}.post_attention_layernorm.weight"), vec![d]));
-        out.push((format!("{p}.mlp.gate_proj.weight"), vec![i, d]));
-        out.push((format!("{p}.mlp.up_proj.weight"), vec![i, d]));
-        out.push((format!("{p}.mlp.down_proj.weight"), vec![d, i]));
-    }
-    out.push(("model.norm.weight".to_string(), vec![d]));
-    if !cfg.tie_word_embeddings {
-        out.push(("lm_head.weight".to_string(), vec![v, d]));
-    }
-    out
 }
