@@ -8,18 +8,28 @@ use proptest::prelude::*;
 use zapspec_grammar::analysis::terminal_info;
 use zapspec_grammar::{Terminal, TerminalDfa};
 
-fn reference(re: &str) -> (bool, bool) {
-    let d = TerminalDfa::regex(re).expect("reference DFA");
-    (d.is_accepting(d.start()), d.can_continue(d.start()))
+/// The DFA's answer; `None` when the DFA is over its size limits (nested
+/// counted repetitions), where there is no reference to compare with.
+fn reference(re: &str) -> Option<(bool, bool)> {
+    match TerminalDfa::regex(re) {
+        Ok(d) => Some((d.is_accepting(d.start()), d.can_continue(d.start()))),
+        Err(zapspec_grammar::GrammarError::LimitExceeded { .. }) => None,
+        Err(e) => panic!("reference DFA for {re:?}: {e}"),
+    }
 }
 
-fn check(re: &str) {
+/// Compares with the reference; false when there is none.
+fn check(re: &str) -> bool {
+    let Some(want) = reference(re) else {
+        return false;
+    };
     let info = terminal_info(&Terminal::Regex(re.to_string())).expect("terminal_info");
     assert_eq!(
         (info.matches_empty, info.matches_nonempty),
-        reference(re),
+        want,
         "regex {re:?}"
     );
+    true
 }
 
 #[test]
@@ -65,7 +75,7 @@ fn hand_picked_shapes() {
         "(?:a$|^b)+",
         "(at ::=(a|b)*a(a|B){20}|b,)*a(a||b,)*$\u{11}\0\0}",
     ] {
-        check(re);
+        assert!(check(re), "no reference DFA for {re:?}");
     }
 }
 
@@ -95,7 +105,7 @@ fn regex() -> impl Strategy<Value = String> {
                 format!("(?:{r}){{{lo},{hi}}}")
             }),
             inner.clone().prop_map(|r| format!("(?:{r})*")),
-            (inner.clone(), 4u32..40).prop_map(|(r, m)| format!("(?:{r}){{{m},}}")),
+            (inner.clone(), 4u32..12).prop_map(|(r, m)| format!("(?:{r}){{{m},}}")),
             inner.prop_map(|r| format!("(?:{r})+")),
         ]
     })
@@ -105,6 +115,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
     #[test]
     fn equals_the_dfa(re in regex()) {
-        check(&re);
+        // nested counted repetitions can exceed the reference's limits
+        prop_assume!(check(&re));
     }
 }
