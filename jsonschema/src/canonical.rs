@@ -33,11 +33,23 @@ pub fn canonical_instances(
     instance: &Value,
     opts: &JsonSchemaOptions,
 ) -> Result<Vec<Value>, SchemaError> {
+    canonical_at(schema, schema, "", instance, opts)
+}
+
+/// [`canonical_instances`] of `instance` under `sub`, the subschema at
+/// `ptr` of `root` (references resolve against `root`).
+pub(crate) fn canonical_at(
+    root: &Value,
+    sub: &Value,
+    ptr: &str,
+    instance: &Value,
+    opts: &JsonSchemaOptions,
+) -> Result<Vec<Value>, SchemaError> {
     let mut c = Canon {
-        norm: Normalizer::new(schema, opts),
+        norm: Normalizer::new(root, opts),
         budget: BUDGET,
     };
-    let mut out = c.canon(schema, "", instance)?;
+    let mut out = c.canon(sub, ptr, instance)?;
     if out.is_empty() {
         out.push(instance.clone());
     }

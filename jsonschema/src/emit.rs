@@ -39,6 +39,12 @@ pub(crate) struct Emitter<'a> {
     below_pow: Vec<NtId>,
     pub format_notes: FormatNotes,
     name_counts: HashMap<String, usize>,
+    /// How many enum-member checks enclose this compilation
+    /// ([`Emitter::compile_sub`]).
+    pub member_nesting: usize,
+    /// Recognizers of the sibling keywords of object/array `enum` members,
+    /// by the siblings' text (`None`: the siblings are unsatisfiable).
+    pub member_checks: HashMap<String, Option<std::rc::Rc<zapspec_grammar::Recognizer>>>,
 }
 
 /// Smallest `max_regex_repeat` at which long strings are written as
@@ -203,6 +209,8 @@ pub(crate) fn multiple_of(
 pub(crate) struct FormatNotes {
     /// Whether refused formats become annotations.
     pub lenient: bool,
+    /// What unknown format names do.
+    pub unknown: super::UnknownFormats,
     /// `(pointer, "format: NAME")` of unknown names.
     pub ignored: Vec<(String, String)>,
     /// `(pointer, message)` of lenient annotations.
@@ -248,9 +256,18 @@ pub(crate) fn string_hir(
                 ),
                 ))
             }
-            FormatKind::Unknown => notes
-                .ignored
-                .push((ptr.to_string(), format!("format: {f}"))),
+            FormatKind::Unknown => match notes.unknown {
+                super::UnknownFormats::Annotation => notes
+                    .ignored
+                    .push((ptr.to_string(), format!("format: {f}"))),
+                super::UnknownFormats::Refuse => {
+                    return Err(SchemaError::unsupported(
+                        "format",
+                        ptr,
+                        format!("`{f}` is no format of the specification (JsonSchemaOptions::unknown_formats is Refuse)"),
+                    ))
+                }
+            },
         },
         Some(_) => return Err(SchemaError::invalid("format", ptr, "must be a string")),
     }
@@ -262,9 +279,40 @@ impl<'a> Emitter<'a> {
         schema: &'a Value,
         opts: &'a JsonSchemaOptions,
     ) -> Result<(Grammar, CompileReport), SchemaError> {
+        check_json_depth(schema, opts.max_json_depth)?;
+        Self::compile_at(schema, schema, "", opts, 0, None)
+    }
+
+    /// The grammar of `sub`, the subschema at `ptr` of `root` (references
+    /// resolve against `root`), inside `member_nesting` enclosing
+    /// enum-member checks and within the enclosing compilation's
+    /// `deadline`.
+    pub(crate) fn compile_sub(
+        &self,
+        sub: &Value,
+        ptr: &str,
+    ) -> Result<(Grammar, CompileReport), SchemaError> {
+        Emitter::compile_at(
+            self.norm.root,
+            sub,
+            ptr,
+            self.opts,
+            self.member_nesting + 1,
+            Some(self.norm.deadline),
+        )
+    }
+
+    fn compile_at(
+        root: &'a Value,
+        schema: &Value,
+        ptr: &str,
+        opts: &'a JsonSchemaOptions,
+        member_nesting: usize,
+        deadline: Option<Option<std::time::Instant>>,
+    ) -> Result<(Grammar, CompileReport), SchemaError> {
         let mut e = Emitter {
             g: Grammar::new(),
-            norm: Normalizer::new(schema, opts),
+            norm: Normalizer::new(root, opts),
             opts,
             memo: HashMap::new(),
             queue: VecDeque::new(),
@@ -276,12 +324,17 @@ impl<'a> Emitter<'a> {
             below_pow: Vec::new(),
             format_notes: FormatNotes {
                 lenient: opts.lenient_formats,
+                unknown: opts.unknown_formats,
                 ..FormatNotes::default()
             },
             name_counts: HashMap::new(),
+            member_nesting,
+            member_checks: HashMap::new(),
         };
-        check_json_depth(schema, opts.max_json_depth)?;
-        let root = e.node(schema, "")?;
+        if let Some(d) = deadline {
+            e.norm.deadline = d;
+        }
+        let root = e.node(schema, ptr)?;
         while let Some((nt, v, ptr, depth)) = e.queue.pop_front() {
             e.depth = depth;
             e.norm.check_time(&ptr)?;

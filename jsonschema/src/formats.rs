@@ -39,7 +39,7 @@
 //!
 //! Other names (`int32`, `binary`, draft-3's `color` …) are no JSON Schema
 //! format; validators ignore them, and so does the compiler (listed in the
-//! [`super::CompileReport`]).
+//! [`super::CompileReport`]) unless [`super::UnknownFormats::Refuse`].
 
 use std::sync::OnceLock;
 

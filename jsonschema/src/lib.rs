@@ -154,7 +154,15 @@
 //!   and `regex` are refused unless [`JsonSchemaOptions::lenient_formats`]
 //!   (then annotations, with a warning in [`CompileReport::warnings`]);
 //!   names that are no format of the specification are annotations (as
-//!   validators treat them) and listed in [`CompileReport::ignored`].
+//!   validators treat them) and listed in [`CompileReport::ignored`], or
+//!   refused with [`UnknownFormats::Refuse`].
+//! * **`enum`/`const` of objects or arrays next to object/array
+//!   keywords**: a member is kept when the compiler's own grammar of the
+//!   sibling keywords (same pointer, same root for `$ref`) recognises it
+//!   with its keys in the grammar's order; exact where that grammar is,
+//!   and a sibling keyword the compiler refuses refuses the schema.
+//!   Checks nested in checks (a recursive schema) stop at 4 levels,
+//!   refused on `enum`.
 //! * **`nullable`** (OpenAPI 3.0, no JSON Schema keyword): ignored by
 //!   default, as JSON Schema validators ignore it;
 //!   [`JsonSchemaOptions::openapi_nullable`] makes `nullable: true` add
@@ -175,8 +183,7 @@
 //!   ten and integers (integers only without bounds), number bounds beyond
 //!   `u128`, two different patterns in one `allOf`, `patternProperties` in
 //!   both members of an `allOf` (or next to another member's
-//!   `additionalProperties`), `enum`/`const` of objects or arrays next to
-//!   object/array keywords, `$ref` outside the document.
+//!   `additionalProperties`), `$ref` outside the document.
 //! * **Coverage** on MaskBench: `cargo test -p tests --test
 //!   maskbench_census -- --nocapture` (recorded results:
 //!   `examples/results/history_zapspec_grammar.md`).
@@ -220,6 +227,26 @@ pub enum UnknownKeywords {
     Ignore,
     /// Refuse with [`SchemaError::UnknownKeyword`].
     Reject,
+}
+
+/// What to do with a `format` name that no JSON Schema draft defines
+/// (`path`, `int32`, `semver` …).
+///
+/// The specification makes such names annotations: Validation 2020-12
+/// §7.2.3 ("custom format attributes" may be supported by agreement), and
+/// validators, the `jsonschema` crate among them, accept any string for
+/// them. So the default, [`UnknownFormats::Annotation`], is exact: the
+/// grammar accepts any string there, as the validator does, and the name
+/// is listed in [`CompileReport::ignored`]. [`UnknownFormats::Refuse`] is
+/// for callers whose validator gives a custom format a meaning (and the
+/// policy llguidance follows by default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnknownFormats {
+    /// Any string, as validators do (listed in [`CompileReport::ignored`]).
+    #[default]
+    Annotation,
+    /// Refuse the schema with [`SchemaError::Unsupported`] on `format`.
+    Refuse,
 }
 
 /// How `oneOf` is compiled.
@@ -301,6 +328,9 @@ pub struct JsonSchemaOptions {
     /// as an annotation (any string) and record a warning in
     /// [`CompileReport::warnings`].
     pub lenient_formats: bool,
+    /// What to do with a `format` no draft defines (default: an
+    /// annotation, as the specification and validators treat it).
+    pub unknown_formats: UnknownFormats,
     /// Whether OpenAPI 3.0's `nullable: true` adds `null` to the schema's
     /// values. JSON Schema has no such keyword and its validators ignore it,
     /// so the default `false` ignores it too (a grammar honouring it would
@@ -324,6 +354,7 @@ impl Default for JsonSchemaOptions {
             max_json_depth: 2048,
             time_budget: std::time::Duration::from_secs(60),
             lenient_formats: false,
+            unknown_formats: UnknownFormats::Annotation,
             openapi_nullable: false,
         }
     }

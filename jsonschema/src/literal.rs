@@ -4,17 +4,29 @@
 //! that whitespace may appear between their tokens).
 //!
 //! Members are checked against the sibling keywords of scalar types
-//! (`type`, numeric bounds, `minLength`/`maxLength`, `pattern`, `format`).
-//! Object or array members next to object/array keywords would need a
-//! full validator and are refused.
+//! (`type`, numeric bounds, `minLength`/`maxLength`, `pattern`, `format`)
+//! directly. Object or array members next to object/array keywords are
+//! checked by the compiler's own grammar of those keywords (compiled at the
+//! same pointer, references resolved against the same root) recognising
+//! the member with its keys in the grammar's order; a sibling keyword the
+//! compiler refuses refuses the schema.
 
 use serde_json::Value;
 
+use std::rc::Rc;
+
+use super::canonical::canonical_at;
 use super::emit::{bounds, get_u64, lit, multiple_of, string_hir, Emitter};
 use super::error::SchemaError;
 use super::normalize::{Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING};
 use zapspec_grammar::dfa::TerminalDfa;
 use zapspec_grammar::ir::{NtId, Symbol};
+use zapspec_grammar::Recognizer;
+
+/// Most enum-member checks inside one another ([`Emitter::compile_sub`]):
+/// a recursive schema whose `enum` sits beside keywords that reach the
+/// same `enum` again is refused at this depth.
+const MAX_MEMBER_NESTING: usize = 4;
 
 const CONTAINER_KEYWORDS: &[&str] = &[
     "properties",
@@ -123,16 +135,60 @@ impl Emitter<'_> {
                 if types & bit == 0 {
                     return Ok(false);
                 }
-                if let Some(k) = CONTAINER_KEYWORDS.iter().find(|k| s.map.contains_key(**k)) {
-                    return Err(SchemaError::unsupported(
-                        "enum",
-                        ptr,
-                        format!("object/array enum or const values together with `{k}`"),
-                    ));
+                if CONTAINER_KEYWORDS.iter().any(|k| s.map.contains_key(*k)) {
+                    return self.container_member_ok(s, v);
                 }
                 true
             }
         })
+    }
+
+    /// Whether the object or array `v` satisfies the keywords beside its
+    /// `enum`/`const` (`s` without them): the compiler's own grammar of
+    /// those keywords, at the same pointer of the same root, recognises `v`
+    /// with its keys in the grammar's order ([`canonical_at`]). Exact
+    /// wherever that grammar is exact; where the grammar is a documented
+    /// sound subset, a member outside it is left out, never added. A
+    /// sibling keyword the compiler refuses refuses the schema.
+    fn container_member_ok(&mut self, s: &Simple, v: &Value) -> Result<bool, SchemaError> {
+        let ptr = &s.ptr;
+        let mut sub = s.map.clone();
+        sub.remove("enum");
+        sub.remove("const");
+        let sub = Value::Object(sub);
+        let key = sub.to_string();
+        let rec = match self.member_checks.get(&key) {
+            Some(r) => r.clone(),
+            None => {
+                if self.member_nesting >= MAX_MEMBER_NESTING {
+                    return Err(SchemaError::unsupported(
+                        "enum",
+                        ptr,
+                        format!(
+                            "object/array members checked against sibling keywords nested more than {MAX_MEMBER_NESTING} deep (a recursive schema)"
+                        ),
+                    ));
+                }
+                let rec = match self.compile_sub(&sub, ptr) {
+                    Ok((g, _)) => Some(Rc::new(Recognizer::new(&g).map_err(|e| {
+                        SchemaError::unsupported(
+                            "enum",
+                            ptr,
+                            format!("the sibling keywords' grammar: {e}"),
+                        )
+                    })?)),
+                    Err(SchemaError::Unsatisfiable { .. }) => None,
+                    Err(e) => return Err(e),
+                };
+                self.member_checks.insert(key, rec.clone());
+                rec
+            }
+        };
+        let Some(rec) = rec else { return Ok(false) };
+        let cands = canonical_at(self.norm.root, &sub, ptr, v, self.opts)?;
+        Ok(cands
+            .iter()
+            .any(|c| rec.recognizes(c.to_string().as_bytes())))
     }
 
     /// The tokens of a JSON value (one literal when compact), with the

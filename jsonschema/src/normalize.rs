@@ -171,7 +171,7 @@ type Conj = Vec<(Map<String, Value>, String)>;
 
 /// Resolves references and normalises schema nodes of one document.
 pub(crate) struct Normalizer<'a> {
-    root: &'a Value,
+    pub(crate) root: &'a Value,
     root_ids: Vec<String>,
     /// Plain-name anchors → pointers, collected on first use.
     anchors: Option<std::collections::HashMap<String, String>>,
@@ -196,7 +196,7 @@ pub(crate) struct Normalizer<'a> {
     /// context in which `oneOf` branches must be disjoint.
     context: Vec<Map<String, Value>>,
     /// When the compilation's time budget runs out (`None`: never).
-    deadline: Option<std::time::Instant>,
+    pub(crate) deadline: Option<std::time::Instant>,
 }
 
 /// Depth bound for inlining `$ref`/applicators at one node.

@@ -360,6 +360,22 @@ fn errors_name_keyword_and_pointer() {
         compile_json_schema(&s, &strict),
         Err(SchemaError::UnknownKeyword { .. })
     ));
+    // an unknown format is any string (an annotation), or refused on request
+    let g = compile_json_schema(&json!({"type": "string", "format": "topic"}), &opts).unwrap();
+    let rec = zapspec_grammar::Recognizer::new(&g).unwrap();
+    assert!(rec.recognizes(br#""any thing: \u00e9""#));
+    assert!(!rec.recognizes(b"1"));
+    let refuse = JsonSchemaOptions {
+        unknown_formats: UnknownFormats::Refuse,
+        ..Default::default()
+    };
+    let e = compile_json_schema(&s, &refuse).unwrap_err();
+    assert!(
+        matches!(&e, SchemaError::Unsupported { keyword, .. } if keyword == "format"),
+        "{e}"
+    );
+    // known formats are unaffected by the switch
+    compile_json_schema(&json!({"type": "string", "format": "date"}), &refuse).unwrap();
     // annotations and no-op values are fine
     compile(
         &json!({"title": "t", "description": "d", "$comment": "c", "examples": [1], "uniqueItems": false}),

@@ -10,7 +10,9 @@ use zapspec_earley::{
     CompiledGrammar, EarleyMatcher, Engine, EngineConfig, IndexConfig, VocabIndex,
 };
 use zapspec_grammar::Grammar;
-use zapspec_jsonschema::{compile_json_schema_report, JsonSchemaOptions, OneOfMode};
+use zapspec_jsonschema::{
+    compile_json_schema_report, JsonSchemaOptions, OneOfMode, UnknownFormats,
+};
 use zapspec_vocab::TokenVocab;
 
 use crate::adapter::{Adapter, CompileFailure, Compiled};
@@ -20,8 +22,10 @@ use crate::adapter::{Adapter, CompileFailure, Compiled};
 /// bug, so the compiler runs in its sound mode: compact whitespace,
 /// `oneOf` only where its branches are provably disjoint
 /// ([`OneOfMode::RequireDisjoint`]; llguidance refuses `oneOf` too), and a
-/// `format` the compiler cannot enforce is a refusal rather than an
-/// annotation.
+/// specification `format` the compiler cannot enforce is a refusal rather
+/// than an annotation. A `format` no draft defines is an annotation, as the
+/// specification and the validators that wrote MaskBench's labels treat it
+/// (`MASKBENCH_REFUSE_UNKNOWN_FORMATS=1` refuses it, llguidance's policy).
 pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
     let mut opts = JsonSchemaOptions {
         one_of: OneOfMode::RequireDisjoint,
@@ -33,18 +37,11 @@ pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
     if let Some(b) = env_u64("MASKBENCH_STRING_BLOCKS") {
         opts.string_blocks = b != 0;
     }
-    let (g, report) = compile_json_schema_report(schema, &opts)
-        .map_err(|e| CompileFailure::new(format!("schema: {}", e.category()), e.to_string()))?;
-    if let Some((ptr, what)) = report
-        .ignored
-        .iter()
-        .find(|(_, w)| w.starts_with("format: "))
-    {
-        return Err(CompileFailure::new(
-            "schema: unsupported `format`".to_string(),
-            format!("{what} at {ptr} is not enforced by the compiler"),
-        ));
+    if env_u64("MASKBENCH_REFUSE_UNKNOWN_FORMATS").is_some_and(|b| b != 0) {
+        opts.unknown_formats = UnknownFormats::Refuse;
     }
+    let (g, _report) = compile_json_schema_report(schema, &opts)
+        .map_err(|e| CompileFailure::new(format!("schema: {}", e.category()), e.to_string()))?;
     Ok(g)
 }
 
