@@ -502,17 +502,16 @@ impl<'a> Emitter<'a> {
             return Ok(());
         }
         if let Some(Value::Array(excluded)) = s.map.get(NOT_IN) {
+            let names: Vec<&str> = excluded.iter().filter_map(Value::as_str).collect();
             if ["pattern", "format", "minLength", "maxLength"]
                 .iter()
                 .any(|k| s.map.contains_key(*k))
             {
-                return Err(SchemaError::unsupported(
-                    "not",
-                    &s.ptr,
-                    "`not: {enum: [strings]}` together with pattern/format/minLength/maxLength",
-                ));
+                // the product of the pattern/format, the length counter and
+                // the trie of the excluded strings
+                let hirs = string_hir(&s.map, &s.ptr, &mut self.format_notes)?;
+                return self.string_automaton(nt, &hirs, &names, min, max, &s.ptr);
             }
-            let names: Vec<&str> = excluded.iter().filter_map(Value::as_str).collect();
             self.g.add_rule(nt, vec![re(key_regex_excluding(&names))]);
             return Ok(());
         }
@@ -545,7 +544,7 @@ impl<'a> Emitter<'a> {
                         .note_unsat(&s.ptr, format!("{kw} contradicts minLength/maxLength")),
                 }
             }
-            hirs => self.string_automaton(nt, hirs, min, max, &s.ptr)?,
+            hirs => self.string_automaton(nt, hirs, &[], min, max, &s.ptr)?,
         }
         Ok(())
     }
@@ -612,26 +611,32 @@ impl<'a> Emitter<'a> {
     }
 
     /// A string whose content matches every HIR of `hirs` (`pattern`,
-    /// `format`) and has between `min` and `max` characters, where no
-    /// single regex says so: the product automaton of the HIRs and a
+    /// `format`), is none of `excluded` (`not: {enum: [strings]}`) and has
+    /// between `min` and `max` characters, where no single regex says so:
+    /// the product automaton of the HIRs, the trie of `excluded` and a
     /// character counter ([`super::keys::KeyAutomaton::with_length`]),
     /// written as a right-linear grammar.
     fn string_automaton(
         &mut self,
         nt: NtId,
         hirs: &[(regex_syntax::hir::Hir, &'static str)],
+        excluded: &[&str],
         min: u64,
         max: Option<u64>,
         ptr: &str,
     ) -> Result<(), SchemaError> {
-        let kw = if hirs.len() > 1 { "format" } else { hirs[0].1 };
+        let kw = match hirs {
+            [] => "not",
+            [(_, k)] => k,
+            _ => "format",
+        };
         let pats: Vec<KeyPattern> = hirs
             .iter()
             .map(|(h, k)| KeyPattern::from_hir(k, h.clone()))
             .collect::<Result<_, _>>()
             .map_err(|r| r.into_schema(kw, ptr, ""))?;
         let refs: Vec<&KeyPattern> = pats.iter().collect();
-        let ka = KeyAutomaton::with_length(&refs, min, max).map_err(|r| {
+        let ka = KeyAutomaton::with_length(&refs, excluded, min, max).map_err(|r| {
             r.into_schema(
                 kw,
                 ptr,

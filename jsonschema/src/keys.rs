@@ -198,16 +198,18 @@ impl KeyAutomaton {
         Self::build(pats, names, None)
     }
 
-    /// The product of the patterns and a character counter: a string
-    /// whose length is outside `[min, max]` counts as "declared" (in no
-    /// region). Used for strings whose `pattern`/`format` meet length
-    /// bounds they do not imply.
+    /// The product of the patterns, the trie of `excluded` strings and a
+    /// character counter: a string whose length is outside `[min, max]`
+    /// or that is in `excluded` counts as "declared" (in no region). Used
+    /// for strings whose `pattern`/`format` meet length bounds they do not
+    /// imply, or a `not: {enum: [strings]}`.
     pub fn with_length(
         pats: &[&KeyPattern],
+        excluded: &[&str],
         min: u64,
         max: Option<u64>,
     ) -> Result<KeyAutomaton, KeyError> {
-        Self::build(pats, &[], Some(LenBound { min, max }))
+        Self::build(pats, excluded, Some(LenBound { min, max }))
     }
 
     fn build(

@@ -5,7 +5,7 @@
 //! `prefixItems`, `minItems` / `maxItems`, `contains`), the compiled
 //! grammar accepts a member's text exactly when the `jsonschema` crate
 //! (draft 2020-12) says the member is valid, and accepts no value that is
-//! not a member.
+//! not a member. And `not: {enum: [strings]}` beside string keywords.
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
@@ -228,5 +228,72 @@ fn a_recursive_enum_check_is_refused_not_looped() {
             matches!(&e, SchemaError::Unsupported { keyword, .. } if keyword == "enum"),
             "{e}"
         ),
+    }
+}
+
+/// Every string of up to three characters over `a`, `b`, `1`.
+fn short_strings() -> Vec<String> {
+    let mut all = vec![String::new()];
+    let mut last = vec![String::new()];
+    for _ in 0..3 {
+        let next: Vec<String> = last
+            .iter()
+            .flat_map(|s| ["a", "b", "1"].map(|c| format!("{s}{c}")))
+            .collect();
+        all.extend(next.iter().cloned());
+        last = next;
+    }
+    all
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// `not: {enum: [strings]}` beside `pattern` / `minLength` /
+    /// `maxLength`: the product of the pattern, the length counter and the
+    /// excluded strings' trie, against the validator on every short string.
+    #[test]
+    fn excluded_strings_beside_string_keywords_match_the_validator(
+        names in prop::collection::vec(prop::sample::select(short_strings()), 1..5),
+        pattern in prop::option::of(prop::sample::select(vec!["^a", "b$", "^[ab]*$", "1", "^(a|1b)+$"])),
+        min in prop::option::of(0u64..3),
+        max in prop::option::of(0u64..4),
+    ) {
+        let mut m = Map::new();
+        m.insert("type".into(), json!("string"));
+        m.insert("not".into(), json!({"enum": names}));
+        if let Some(p) = pattern {
+            m.insert("pattern".into(), json!(p));
+        }
+        if let Some(n) = min {
+            m.insert("minLength".into(), json!(n));
+        }
+        if let Some(n) = max {
+            m.insert("maxLength".into(), json!(n));
+        }
+        let schema = Value::Object(m);
+        let oracle = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&schema)
+            .unwrap();
+        match compile_json_schema(&schema, &JsonSchemaOptions::default()) {
+            Ok(g) => {
+                let r = Recognizer::new(&g).unwrap();
+                for s in short_strings() {
+                    let v = Value::String(s);
+                    prop_assert_eq!(
+                        r.recognizes(v.to_string().as_bytes()),
+                        oracle.is_valid(&v),
+                        "schema {}\ninstance {}", schema, v
+                    );
+                }
+            }
+            Err(SchemaError::Unsatisfiable { .. }) => {
+                for s in short_strings() {
+                    prop_assert!(!oracle.is_valid(&Value::String(s.clone())), "schema {}: {:?} is valid", schema, s);
+                }
+            }
+            Err(e) => prop_assert!(false, "schema {}: {}", schema, e),
+        }
     }
 }
