@@ -10,6 +10,7 @@
 //! | any [`LanguageModel`] (a draft model) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1) | [`DraftLaw::Dist`] | one draft forward per token |
 //! | [`NoDraft`] | nothing: plain constrained decoding, one target forward per token | — | none |
 //! | [`PromptLookup`] | the tokens that followed the longest earlier occurrence of the context's last `n` tokens (prompt lookup / n-gram drafting) | [`DraftLaw::Point`] | a scan of the context; no model |
+//! | [`CopyDraft`] | a source document's tokens from a cursor aligned with the output (Copy-as-Decode's copies, verified in one call) | [`DraftLaw::Point`] | a scan of the source; no model |
 //!
 //! Every drafter proposes only tokens the constraint allows: it advances
 //! the fork of the matcher it is given and stops at the first token the
@@ -274,6 +275,115 @@ impl Drafter for PromptLookup {
     }
 }
 
+/// Copy-as-Decode's copies as drafts: the tokens of a source document
+/// (the text being edited) from a cursor that follows the output.
+///
+/// In Copy-as-Decode (`002_*`, §3) an edit is a program of
+/// `<copy lines="i-j"/>` and `<gen>…</gen>` spans and a copy is run as one
+/// parallel prefill. Here the same two ideas serve a speculative loop under
+/// any constraint: the *copy* is a draft of up to γ source tokens, scored
+/// in the one target call that verifies the round (the parallel prefill),
+/// and the *alignment* says where in the source the output stands, so no
+/// copy program has to be written by the model. Reading chosen, as the
+/// paper leaves spans to the model: the cursor is re-derived each round as
+/// the end of the longest suffix of the output (at most
+/// [`CopyDraft::max_ngram`] tokens) that occurs in the source; among
+/// occurrences of that length, the first ending at or after the previous
+/// cursor wins (the output moves forward through the source), else the
+/// last before it. That is what separates it from [`PromptLookup`], which
+/// takes the most recent occurrence anywhere in the context: in a JSON
+/// document short n-grams (`", "`, `": "`) repeat on every line, and the
+/// most recent one is usually the wrong line.
+///
+/// Generated spans (the edit itself) break the match; the first tokens
+/// after them that occur in the source at or past the cursor put the copy
+/// back on track. Drafts are cut where the constraint refuses a token,
+/// like every drafter's; point laws, so the output law is the target's.
+/// Cost: a scan of the source per round, `O(|source| · max_ngram)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyDraft {
+    /// The source document's tokens (as they appear in the prompt).
+    pub source: Vec<TokenId>,
+    /// Longest output suffix matched (the first try).
+    pub max_ngram: usize,
+    /// Shortest output suffix matched (at least 1).
+    pub min_ngram: usize,
+    /// Where the previous round's copy ended (the next source token).
+    cursor: usize,
+}
+
+impl CopyDraft {
+    /// Copies from `source`, matching output suffixes of 8 down to 1 tokens.
+    pub fn new(source: Vec<TokenId>) -> Self {
+        CopyDraft {
+            source,
+            max_ngram: 8,
+            min_ngram: 1,
+            cursor: 0,
+        }
+    }
+
+    /// The source position the output continues at, if any: the end of the
+    /// longest suffix of `out` found in the source (see the type's docs for
+    /// ties). An empty output continues at the source's start.
+    pub fn align(&self, out: &[TokenId]) -> Option<usize> {
+        if out.is_empty() {
+            return Some(0);
+        }
+        let lo = self.min_ngram.max(1);
+        for n in (lo..=self.max_ngram.max(lo)).rev() {
+            if out.len() < n || self.source.len() < n {
+                continue;
+            }
+            let key = &out[out.len() - n..];
+            let mut before = None;
+            for start in 0..=self.source.len() - n {
+                if &self.source[start..start + n] == key {
+                    let end = start + n;
+                    if end >= self.cursor {
+                        return Some(end);
+                    }
+                    before = Some(end);
+                }
+            }
+            if before.is_some() {
+                return before;
+            }
+        }
+        None
+    }
+}
+
+impl Drafter for CopyDraft {
+    fn draft<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        ctx: &[TokenId],
+        prompt_len: usize,
+        fork: &mut C,
+        gamma: usize,
+        _sampled: bool,
+        _rng: &mut R,
+    ) -> Result<Draft, VerifyError> {
+        let eos = fork.eos();
+        let mut out = Draft::default();
+        let Some(at) = self.align(&ctx[prompt_len.min(ctx.len())..]) else {
+            return Ok(out);
+        };
+        self.cursor = at;
+        for &t in self.source.iter().skip(at).take(gamma) {
+            if fork.is_finished() || fork.advance(t).is_err() {
+                break; // cut where the grammar stops accepting the copy
+            }
+            out.tokens.push(t);
+            out.laws.push(DraftLaw::Point);
+            if t == eos {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,5 +401,45 @@ mod tests {
         assert_eq!(p.lookup(&ctx, 2), &[1, 7]);
         assert!(p.lookup(&[1, 2, 3], 4).is_empty());
         assert!(p.lookup(&[], 4).is_empty());
+    }
+
+    #[test]
+    fn copy_alignment_moves_forward_through_the_source() {
+        // two lines that share the 2-gram [7, 8]: after the first line the
+        // copy continues into the second, not back to the first
+        let mut c = CopyDraft::new(vec![1, 7, 8, 2, 3, 7, 8, 4, 5]);
+        assert_eq!(c.align(&[]), Some(0));
+        assert_eq!(c.align(&[1, 7, 8]), Some(3));
+        c.cursor = 3;
+        // the 1-gram [8] occurs at ends 3 and 7; the longest suffix [2, 3,
+        // 7, 8] is unique and ends at 7
+        assert_eq!(c.align(&[1, 7, 8, 2, 3, 7, 8]), Some(7));
+        // an edit (9 9) breaks the match; [7, 8] after it resumes at the
+        // occurrence at or after the cursor
+        c.cursor = 5;
+        assert_eq!(c.align(&[1, 7, 8, 9, 9, 7, 8]), Some(7));
+        // only an earlier occurrence: the last one before the cursor
+        c.cursor = 8;
+        assert_eq!(c.align(&[9, 2]), Some(4));
+        // nothing in common
+        assert_eq!(c.align(&[42]), None);
+    }
+
+    #[test]
+    fn copy_drafts_are_cut_by_the_constraint_and_gamma() {
+        use std::sync::Arc;
+        use zapspec_testkit::{TokenTrie, TrieConstraint};
+        // the trie allows 1 7 8 2 then only 5: the copy of 1 7 8 2 3 stops
+        // before 3
+        let trie = TrieConstraint::new(Arc::new(TokenTrie::new([vec![1, 7, 8, 2, 5]])), 10, 0);
+        let mut c = CopyDraft::new(vec![1, 7, 8, 2, 3, 7, 8]);
+        let mut rng = zapspec_core::prob::seeded_rng(0);
+        let mut f = trie.clone();
+        let d = c.draft(&[4, 4], 2, &mut f, 16, false, &mut rng).unwrap();
+        assert_eq!(d.tokens, vec![1, 7, 8, 2]);
+        assert!(d.laws.iter().all(|l| *l == DraftLaw::Point));
+        let mut f = trie.clone();
+        let d = c.draft(&[4, 4], 2, &mut f, 2, false, &mut rng).unwrap();
+        assert_eq!(d.tokens, vec![1, 7]);
     }
 }

@@ -66,7 +66,7 @@ pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};
 pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
-pub use drafter::{Draft, DraftLaw, Drafter, NoDraft, PromptLookup};
+pub use drafter::{CopyDraft, Draft, DraftLaw, Drafter, NoDraft, PromptLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::MemoLm;

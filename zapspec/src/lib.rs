@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | target model | [`LanguageModel`] | toy LMs (`zapspec-testkit`), the shipped byte models and SmolLM2 (`zapspec-backend`), wrapped in [`Tempered`] by the builder |
 //! | constraint | [`Constraint`] | Earley matcher of a GBNF grammar or JSON Schema ([`gbnf`], [`json_schema`]), Dyck and token tries (`zapspec-testkit`), Copy-as-Decode's FSM (`zapspec-copy`), [`Unconstrained`] |
-//! | drafter | [`Drafter`] | [`NoDraft`] (plain constrained decoding), [`PromptLookup`] (n-gram), any [`LanguageModel`] as a draft model (self-speculative: the target cut after its first layers) |
+//! | drafter | [`Drafter`] | [`NoDraft`] (plain constrained decoding), [`PromptLookup`] (n-gram), [`CopyDraft`] (Copy-as-Decode copies of a source document), any [`LanguageModel`] as a draft model (self-speculative: the target cut after its first layers) |
 //! | verifier | [`VerifierKind`] + [`PhiEstimator`] | Leviathan (samples `μ^proj`, like plain constrained sampling), FVO-Spec with any Φ estimator ([`Uniform`], [`OneStepCheap`], `zapspec_phi::MonteCarlo`, exact Φ for finite languages) |
 //!
 //! Settings: greedy or sampled, temperature ([`Tempered`]), top-p
@@ -71,7 +71,7 @@ pub use unconstrained::Unconstrained;
 pub use zapspec_core::{Constraint, LanguageModel, TokenId};
 pub use zapspec_phi::{OneStepCheap, PhiEstimator, Uniform};
 pub use zapspec_verify::{
-    Drafter, Generation, NoDraft, PromptLookup, RoundStats, SpecConfig, VerifierKind,
+    CopyDraft, Drafter, Generation, NoDraft, PromptLookup, RoundStats, SpecConfig, VerifierKind,
 };
 
 /// What building or running a pipeline can fail with.

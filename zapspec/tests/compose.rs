@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use zapspec::{
-    Builder, Constraint, Drafter, LanguageModel, NoDraft, OneStepCheap, PhiEstimator, PromptLookup,
-    TokenId, Unconstrained, Uniform,
+    Builder, Constraint, CopyDraft, Drafter, LanguageModel, NoDraft, OneStepCheap, PhiEstimator,
+    PromptLookup, TokenId, Unconstrained, Uniform,
 };
 use zapspec_core::{TokenSet, Vocabulary};
 use zapspec_phi::metrics::chi_square;
@@ -214,8 +214,18 @@ proptest! {
         let target = move || hashed(vs, seed);
         let c = move || if which == 0 { Either::Dyck(dyck.clone()) } else { Either::Trie(trie.clone()) };
         let reference = plain_greedy(target(), c(), 64);
+        // a copy source: the reference output with one token edited, so
+        // copies are accepted up to the edit and resume after it
+        let mut source = reference.clone();
+        if !source.is_empty() {
+            let i = (seed as usize) % source.len();
+            source[i] = (source[i] + 1) % vs as TokenId;
+        }
+        let copy = || CopyDraft::new(source.clone());
         // Leviathan and FVO-Spec with Φ̂ ≡ 1: plain constrained greedy
         for out in [
+            greedy(Builder::new(target(), c()).gamma(gamma + 4).drafter(copy())),
+            greedy(Builder::new(target(), c()).gamma(gamma + 4).drafter(copy()).fvo_spec(Uniform)),
             greedy(Builder::new(target(), c())),
             greedy(Builder::new(target(), c()).gamma(gamma).drafter(PromptLookup::default())),
             greedy(Builder::new(target(), c()).gamma(gamma).drafter(hashed(vs, seed + 1))),
@@ -228,6 +238,7 @@ proptest! {
         // every drafter as without one
         let base = greedy(Builder::new(target(), c()).fvo_spec(OneStepCheap::new()));
         for out in [
+            greedy(Builder::new(target(), c()).gamma(gamma + 4).drafter(copy()).fvo_spec(OneStepCheap::new())),
             greedy(Builder::new(target(), c()).gamma(gamma).drafter(PromptLookup::default()).fvo_spec(OneStepCheap::new())),
             greedy(Builder::new(target(), c()).gamma(gamma).drafter(hashed(vs, seed + 2)).fvo_spec(OneStepCheap::new())),
         ] {
@@ -427,6 +438,18 @@ fn leviathan_samples_plain_constrained_sampling_with_every_drafter() {
             &want,
             &alt,
             &format!("prompt lookup, T={t} top-p={p}"),
+        );
+        // copies of the most likely member: accepted often, never biasing
+        let likely = members
+            .iter()
+            .max_by(|a, b| law[*a].total_cmp(&law[*b]))
+            .unwrap()
+            .clone();
+        check(
+            &counts_of(mk().seed(6).drafter(CopyDraft::new(likely)), &index, DRAWS),
+            &want,
+            &alt,
+            &format!("copy drafts, T={t} top-p={p}"),
         );
         check(
             &counts_of(
