@@ -22,14 +22,23 @@
 //! loop's output token for token (it must, for every drafter under the same
 //! verifier).
 //!
-//! `scripts/fetch-smollm2.sh && cargo run --release -p examples --bin compose -- [--sampled] [--seed N] [--out DIR]`
+//! `--schemas N` sweeps N MaskBench schemas. `--edits N` runs edit tasks
+//! (a valid MaskBench instance and an instruction to change one value,
+//! under its schema) with Copy-as-Decode's copies as drafts
+//! ([`CopyDraft`], the document's tokens from a cursor aligned with the
+//! output) beside prompt lookup at the same draft length, and reports
+//! whether the edit was applied.
+//!
+//! `scripts/fetch-smollm2.sh && cargo run --release -p examples --bin compose -- [--sampled] [--seed N] [--schemas N | --edits N] [--out DIR]`
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use zapspec::{Builder, Constraint, Drafter, NoDraft, OneStepCheap, PhiEstimator, PromptLookup};
+use zapspec::{
+    Builder, Constraint, CopyDraft, Drafter, NoDraft, OneStepCheap, PhiEstimator, PromptLookup,
+};
 use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::{LanguageModel, TokenId};
 use zapspec_phi::NoModel;
@@ -75,6 +84,18 @@ struct Args {
     /// Longest schema text quoted in a prompt (bytes; longer ones are cut).
     #[arg(long, default_value_t = 3000)]
     max_schema_bytes: usize,
+    /// Edit mode: this many edit tasks (a valid MaskBench instance, drawn
+    /// with `--seed`, and an instruction to change one value), under the
+    /// instance's schema, with copy drafts beside the other drafters.
+    #[arg(long, default_value_t = 0)]
+    edits: usize,
+    /// Draft length of the copy drafter (and of a prompt-lookup row at the
+    /// same length) in edit mode.
+    #[arg(long, default_value_t = 16)]
+    copy_gamma: usize,
+    /// Edit mode: documents of at most this many bytes (compact JSON).
+    #[arg(long, default_value_t = 600)]
+    max_doc_bytes: usize,
 }
 
 #[derive(serde::Serialize, Clone)]
@@ -90,6 +111,8 @@ struct Row {
     capped: bool,
     valid: Option<bool>,
     same_as_plain: Option<bool>,
+    /// Edit mode: the output is the edited document (as JSON values).
+    edit_applied: Option<bool>,
     text: String,
 }
 
@@ -102,6 +125,7 @@ fn run<C, D, F>(
     drafter: D,
     fvo: Option<F>,
     prompt: &[TokenId],
+    gamma: usize,
     args: &Args,
     validator: Option<&jsonschema::Validator>,
 ) -> Result<(Row, Vec<TokenId>)>
@@ -113,7 +137,7 @@ where
     let b = Builder::new(base.clone(), constraint)
         .drafter(drafter)
         .prompt(prompt)
-        .gamma(args.gamma)
+        .gamma(gamma)
         .seed(args.seed)
         .max_tokens(args.max_tokens);
     let b = if args.sampled { b } else { b.greedy() };
@@ -139,6 +163,7 @@ where
             capped,
             valid,
             same_as_plain: None,
+            edit_applied: None,
             text,
         },
         tokens,
@@ -161,6 +186,20 @@ where
             Ok((d.target.context()[n..].to_vec(), p.stats(), true))
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether two outputs of the same loop are the same: equal, or, where
+/// both stopped at the cap `cap` (EOS included, so at least `cap − 1`
+/// tokens; a speculative round may commit up to γ tokens past it), equal
+/// on their common prefix.
+fn same_output(a: &[TokenId], b: &[TokenId], cap: usize) -> bool {
+    let capped = |x: &[TokenId]| x.len() + 1 >= cap;
+    if capped(a) && capped(b) {
+        let n = a.len().min(b.len());
+        a[..n] == b[..n]
+    } else {
+        a == b
     }
 }
 
@@ -200,6 +239,7 @@ fn variants(
         NoDraft,
         none.clone(),
         prompt,
+        args.gamma,
         args,
         v,
     )?;
@@ -212,14 +252,14 @@ fn variants(
         NoDraft,
         none.clone(),
         prompt,
+        args.gamma,
         args,
         v,
     )?;
     rows.push(r);
-    // equal up to the cap: a round can commit up to γ tokens past it
-    let cut = |x: &[TokenId]| x[..x.len().min(args.max_tokens)].to_vec();
+    let cap = args.max_tokens;
     let mut push = |(mut r, t): (Row, Vec<TokenId>), base: &[TokenId]| {
-        r.same_as_plain = Some(cut(&t) == cut(base));
+        r.same_as_plain = Some(same_output(&t, base, cap));
         rows.push(r);
     };
     push(
@@ -231,6 +271,7 @@ fn variants(
             PromptLookup::default(),
             none.clone(),
             prompt,
+            args.gamma,
             args,
             v,
         )?,
@@ -249,6 +290,7 @@ fn variants(
             selfspec()?,
             none.clone(),
             prompt,
+            args.gamma,
             args,
             v,
         )?,
@@ -262,12 +304,13 @@ fn variants(
         NoDraft,
         fvo(),
         prompt,
+        args.gamma,
         args,
         v,
     )?;
     rows.push(r);
     let mut push = |(mut r, t): (Row, Vec<TokenId>)| {
-        r.same_as_plain = Some(cut(&t) == cut(&fplain));
+        r.same_as_plain = Some(same_output(&t, &fplain, cap));
         rows.push(r);
     };
     push(run(
@@ -278,6 +321,7 @@ fn variants(
         PromptLookup::default(),
         fvo(),
         prompt,
+        args.gamma,
         args,
         v,
     )?);
@@ -285,8 +329,260 @@ fn variants(
         "constrained + self-speculative {}/30 layers (FVO-Spec, OneStep-Cheap)",
         args.draft_layers
     );
-    push(run(&ss, m, b, json, selfspec()?, fvo(), prompt, args, v)?);
+    push(run(
+        &ss,
+        m,
+        b,
+        json,
+        selfspec()?,
+        fvo(),
+        prompt,
+        args.gamma,
+        args,
+        v,
+    )?);
     Ok(rows)
+}
+
+/// One edit task: a valid instance of a MaskBench schema, written in the
+/// grammar's key order, and an instruction to change one value.
+struct EditTask {
+    file: String,
+    schema: serde_json::Value,
+    /// The document as the prompt quotes it (compact JSON).
+    doc: String,
+    /// The edited document.
+    expected: serde_json::Value,
+    /// The user turn.
+    instruction: String,
+}
+
+/// The leaves (strings, numbers, booleans) of `v` with their JSON pointers.
+fn leaves(v: &serde_json::Value, ptr: String, out: &mut Vec<(String, serde_json::Value)>) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let k = k.replace('~', "~0").replace('/', "~1");
+                leaves(x, format!("{ptr}/{k}"), out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                leaves(x, format!("{ptr}/{i}"), out);
+            }
+        }
+        Value::Null => {}
+        x => out.push((ptr, x.clone())),
+    }
+}
+
+/// A changed value of the same type: `s` → `s-v2`, `n` → `n + 1`, `b` → `!b`.
+fn changed(v: &serde_json::Value) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    match v {
+        Value::String(x) => Some(Value::String(format!("{x}-v2"))),
+        Value::Bool(b) => Some(Value::Bool(!b)),
+        Value::Number(n) => n
+            .as_i64()
+            .map(|i| Value::from(i + 1))
+            .or_else(|| n.as_f64().map(|f| Value::from(f + 1.0))),
+        _ => None,
+    }
+}
+
+/// Edit tasks from the MaskBench files in seeded order: the first valid
+/// test instance of each schema that zapspec compiles, rewritten in the
+/// grammar's key order (`canonical_instances`), of 60 to `--max-doc-bytes`
+/// bytes, and the first leaf (in seeded order) whose changed value keeps
+/// the document valid (the `jsonschema` crate).
+fn edit_tasks(args: &Args) -> Result<(Vec<EditTask>, usize)> {
+    use rand::seq::SliceRandom;
+    let files = examples::schema_tasks::shuffled_schema_files(&args.maskbench, args.seed)?;
+    let mut rng = zapspec_core::prob::seeded_rng(args.seed);
+    let (mut out, mut looked) = (Vec::new(), 0);
+    for f in &files {
+        if out.len() == args.edits {
+            break;
+        }
+        looked += 1;
+        let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f)?)?;
+        let Some(schema) = file.get("schema").cloned() else {
+            continue;
+        };
+        let Ok(validator) = jsonschema::validator_for(&schema) else {
+            continue;
+        };
+        let Some(inst) = file["tests"].as_array().and_then(|t| {
+            t.iter()
+                .find(|x| x["valid"] == true && (x["data"].is_object() || x["data"].is_array()))
+                .map(|x| x["data"].clone())
+        }) else {
+            continue;
+        };
+        let opts = zapspec_jsonschema::JsonSchemaOptions::default();
+        if zapspec_jsonschema::compile_json_schema(&schema, &opts).is_err() {
+            continue;
+        }
+        let Some(doc) = zapspec_jsonschema::canonical_instances(&schema, &inst, &opts)
+            .ok()
+            .and_then(|c| c.into_iter().next())
+        else {
+            continue;
+        };
+        let text = serde_json::to_string(&doc)?;
+        if text.len() < 60 || text.len() > args.max_doc_bytes || !validator.is_valid(&doc) {
+            continue;
+        }
+        let mut ls = Vec::new();
+        leaves(&doc, String::new(), &mut ls);
+        ls.shuffle(&mut rng);
+        let edit = ls.into_iter().find_map(|(ptr, old)| {
+            let new = changed(&old)?;
+            let mut e = doc.clone();
+            *e.pointer_mut(&ptr)? = new.clone();
+            validator.is_valid(&e).then_some((ptr, old, new, e))
+        });
+        let Some((ptr, old, new, expected)) = edit else {
+            continue;
+        };
+        let instruction = format!(
+            "Here is a JSON document:\n{text}\n\nChange the value at JSON pointer {ptr} from {old} to {new} and keep everything else unchanged. Reply with the whole updated JSON document only, on one line."
+        );
+        out.push(EditTask {
+            file: f
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            schema,
+            doc: text,
+            expected,
+            instruction,
+        });
+    }
+    Ok((out, looked))
+}
+
+/// The edit variants on one task (greedy unless `--sampled`): no drafter,
+/// prompt lookup at γ and at the copy length, copy drafts of the document,
+/// each with Leviathan; no drafter and copy drafts with FVO-Spec
+/// (OneStep-Cheap); and unconstrained decoding.
+fn edit_variants(m: &SmolLm2, task: &EditTask, args: &Args) -> Result<Vec<Row>> {
+    let prompt = m.prompt(None, &task.instruction)?;
+    let validator = jsonschema::validator_for(&task.schema).ok();
+    let json = zapspec::json_schema(m.vocab.clone(), &task.schema)?;
+    let free = zapspec::Unconstrained::new(
+        zapspec_core::Vocabulary::len(&*m.vocab),
+        Constraint::eos(&json),
+    );
+    let source = m.vocab.encode(&task.doc)?;
+    let mut base = m.lm.clone();
+    base.truncate(0);
+    base.prefill(&prompt)?;
+    let none: Option<OneStepCheap> = None;
+    let fvo = || Some(OneStepCheap::new());
+    let v = validator.as_ref();
+    let (b, p, g, cg) = (&base, &prompt[..], args.gamma, args.copy_gamma);
+    let copy = || CopyDraft::new(source.clone());
+    let mut rows = vec![
+        run(
+            "unconstrained, no drafter",
+            m,
+            b,
+            free,
+            NoDraft,
+            none.clone(),
+            p,
+            g,
+            args,
+            v,
+        )?,
+        run(
+            "constrained, no drafter (Leviathan)",
+            m,
+            b,
+            json.clone(),
+            NoDraft,
+            none.clone(),
+            p,
+            g,
+            args,
+            v,
+        )?,
+        run(
+            &format!("constrained + prompt lookup γ={g} (Leviathan)"),
+            m,
+            b,
+            json.clone(),
+            PromptLookup::default(),
+            none.clone(),
+            p,
+            g,
+            args,
+            v,
+        )?,
+        run(
+            &format!("constrained + prompt lookup γ={cg} (Leviathan)"),
+            m,
+            b,
+            json.clone(),
+            PromptLookup::default(),
+            none.clone(),
+            p,
+            cg,
+            args,
+            v,
+        )?,
+        run(
+            &format!("constrained + copy drafts γ={cg} (Leviathan)"),
+            m,
+            b,
+            json.clone(),
+            copy(),
+            none.clone(),
+            p,
+            cg,
+            args,
+            v,
+        )?,
+        run(
+            "constrained, no drafter (FVO-Spec, OneStep-Cheap)",
+            m,
+            b,
+            json.clone(),
+            NoDraft,
+            fvo(),
+            p,
+            g,
+            args,
+            v,
+        )?,
+        run(
+            &format!("constrained + copy drafts γ={cg} (FVO-Spec, OneStep-Cheap)"),
+            m,
+            b,
+            json,
+            copy(),
+            fvo(),
+            p,
+            cg,
+            args,
+            v,
+        )?,
+    ];
+    let cap = args.max_tokens;
+    let (lev, fvo_plain) = (rows[1].1.clone(), rows[5].1.clone());
+    for (i, (r, t)) in rows.iter_mut().enumerate() {
+        r.edit_applied = Some(
+            serde_json::from_str::<serde_json::Value>(&r.text).is_ok_and(|j| j == task.expected),
+        );
+        r.same_as_plain = match i {
+            2..=4 => Some(same_output(t, &lev, cap)),
+            6 => Some(same_output(t, &fvo_plain, cap)),
+            _ => None,
+        };
+    }
+    Ok(rows.into_iter().map(|(r, _)| r).collect())
 }
 
 /// Sums per variant (rows in the same order for every task).
@@ -301,6 +597,7 @@ fn table(rows: &[Vec<Row>]) -> String {
         "valid",
         "hit the cap",
         "= no-drafter output (up to the cap)",
+        "edit applied",
     ]);
     let n = rows.first().map_or(0, Vec::len);
     for i in 0..n {
@@ -328,6 +625,7 @@ fn table(rows: &[Vec<Row>]) -> String {
             share(&|r| r.valid),
             share(&|r| Some(r.capped)),
             share(&|r| r.same_as_plain),
+            share(&|r| r.edit_applied),
         ]);
     }
     t.render()
@@ -347,7 +645,29 @@ fn main() -> Result<()> {
         if args.sampled { " --sampled" } else { "" },
         if args.schemas > 0 { format!(" --schemas {}", args.schemas) } else { String::new() },
     );
-    let (name, md, rows) = if args.schemas == 0 {
+    let (name, md, rows) = if args.edits > 0 {
+        let (tasks, looked) = edit_tasks(&args)?;
+        let pb = examples::fvo::progress(tasks.len(), "edits");
+        let mut all = Vec::new();
+        for t in &tasks {
+            all.push(edit_variants(&m, t, &args).with_context(|| t.file.clone())?);
+            pb.inc(1);
+        }
+        pb.finish_and_clear();
+        let md = format!(
+            "# Edits under a JSON Schema on SmolLM2-135M-Instruct: copy drafts beside the other drafters, built with the `zapspec` builder\n\n\
+             Command: `{cmd} --edits {} --copy-gamma {} --max-doc-bytes {}` ({mode}); {} edit tasks from {} MaskBench files in seeded \
+             order: the first valid test instance of a schema zapspec compiles, in the grammar's key order, 60–{} bytes of compact \
+             JSON, and one leaf changed (`s` → `s-v2`, `n` → `n+1`, `b` → `!b`; the first leaf in seeded order whose change keeps \
+             the document valid). ChatML prompt: \"Here is a JSON document: … Change the value at JSON pointer P from OLD to NEW \
+             and keep everything else unchanged. Reply with the whole updated JSON document only, on one line.\" The copy drafter's \
+             source is the document's tokens. CPU, f32-dequantised Q4_1 weights; each prompt is prefilled once and not timed; sums \
+             over the tasks. \"edit applied\": the output parses to the edited document.\n\n{}\n\nTasks: {}\n",
+            args.edits, args.copy_gamma, args.max_doc_bytes, tasks.len(), looked, args.max_doc_bytes, table(&all),
+            tasks.iter().map(|t| format!("`{}`", t.file)).collect::<Vec<_>>().join(", "),
+        );
+        ("compose_edits", md, all)
+    } else if args.schemas == 0 {
         let schema: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(&args.schema).with_context(|| format!("{:?}", args.schema))?,
         )?;
