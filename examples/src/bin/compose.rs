@@ -3,7 +3,8 @@
 //! under a JSON Schema, from a ChatML prompt, every combination of drafter
 //! (none, prompt lookup, self-speculative: the target's first
 //! `--draft-layers` layers) and verifier (Leviathan, FVO-Spec with
-//! OneStep-Cheap), plus unconstrained decoding, in one run.
+//! OneStep-Cheap), plus unconstrained and llguidance-masked decoding (the
+//! same loop with llguidance's matcher as the `Constraint`), in one run.
 //!
 //! The heart of it is README's example:
 //!
@@ -43,8 +44,11 @@ use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::{LanguageModel, TokenId};
 use zapspec_phi::NoModel;
 
+use examples::llg::{compact_schema, LlgConstraint};
 use examples::report::{write_json, MarkdownTable};
 use examples::smollm2::SmolLm2;
+use llguidance::api::TopLevelGrammar;
+use llguidance::ParserFactory;
 
 #[derive(Parser)]
 #[command(about = "Constrained speculative decoding on SmolLM2, built from parts")]
@@ -203,9 +207,60 @@ fn same_output(a: &[TokenId], b: &[TokenId], cap: usize) -> bool {
     }
 }
 
+/// The llguidance-masked row: the same loop with llguidance's matcher as
+/// the constraint (its compact JSON, like zapspec's); a schema llguidance
+/// refuses gives an empty row (no tokens, validity unknown) that says so.
+#[allow(clippy::too_many_arguments)]
+fn llg_run<D: Drafter>(
+    name: &str,
+    m: &SmolLm2,
+    base: &CausalLm,
+    factory: &ParserFactory,
+    schema: &serde_json::Value,
+    drafter: D,
+    prompt: &[TokenId],
+    gamma: usize,
+    args: &Args,
+    validator: Option<&jsonschema::Validator>,
+) -> Result<(Row, Vec<TokenId>)> {
+    let grammar = TopLevelGrammar::from_json_schema(compact_schema(schema));
+    match LlgConstraint::new(factory, grammar, &m.vocab) {
+        Ok(c) => run(
+            name,
+            m,
+            base,
+            c,
+            drafter,
+            None::<OneStepCheap>,
+            prompt,
+            gamma,
+            args,
+            validator,
+        ),
+        Err(e) => Ok((
+            Row {
+                variant: name.into(),
+                tokens: 0,
+                target_calls: 0,
+                draft_calls: 0,
+                rounds: 0,
+                accepted: 0,
+                seconds: 0.0,
+                capped: false,
+                valid: None,
+                same_as_plain: None,
+                edit_applied: None,
+                text: format!("llguidance refused the schema: {e}"),
+            },
+            Vec::new(),
+        )),
+    }
+}
+
 /// Every variant on one task; the prompt is prefilled once into `base`.
 fn variants(
     m: &SmolLm2,
+    factory: &ParserFactory,
     schema: &serde_json::Value,
     prompt: &[TokenId],
     args: &Args,
@@ -251,6 +306,19 @@ fn variants(
         json.clone(),
         NoDraft,
         none.clone(),
+        prompt,
+        args.gamma,
+        args,
+        v,
+    )?;
+    rows.push(r);
+    let (r, _) = llg_run(
+        "llguidance-masked, no drafter (Leviathan)",
+        m,
+        b,
+        factory,
+        schema,
+        NoDraft,
         prompt,
         args.gamma,
         args,
@@ -466,8 +534,14 @@ fn edit_tasks(args: &Args) -> Result<(Vec<EditTask>, usize)> {
 /// The edit variants on one task (greedy unless `--sampled`): no drafter,
 /// prompt lookup at γ and at the copy length, copy drafts of the document,
 /// each with Leviathan; no drafter and copy drafts with FVO-Spec
-/// (OneStep-Cheap); and unconstrained decoding.
-fn edit_variants(m: &SmolLm2, task: &EditTask, args: &Args) -> Result<Vec<Row>> {
+/// (OneStep-Cheap); llguidance's masks with no drafter and with copy
+/// drafts; and unconstrained decoding.
+fn edit_variants(
+    m: &SmolLm2,
+    factory: &ParserFactory,
+    task: &EditTask,
+    args: &Args,
+) -> Result<Vec<Row>> {
     let prompt = m.prompt(None, &task.instruction)?;
     let validator = jsonschema::validator_for(&task.schema).ok();
     let json = zapspec::json_schema(m.vocab.clone(), &task.schema)?;
@@ -569,9 +643,33 @@ fn edit_variants(m: &SmolLm2, task: &EditTask, args: &Args) -> Result<Vec<Row>> 
             args,
             v,
         )?,
+        llg_run(
+            "llguidance-masked, no drafter (Leviathan)",
+            m,
+            b,
+            factory,
+            &task.schema,
+            NoDraft,
+            p,
+            g,
+            args,
+            v,
+        )?,
+        llg_run(
+            &format!("llguidance-masked + copy drafts γ={cg} (Leviathan)"),
+            m,
+            b,
+            factory,
+            &task.schema,
+            copy(),
+            p,
+            cg,
+            args,
+            v,
+        )?,
     ];
     let cap = args.max_tokens;
-    let (lev, fvo_plain) = (rows[1].1.clone(), rows[5].1.clone());
+    let (lev, fvo_plain, llg_plain) = (rows[1].1.clone(), rows[5].1.clone(), rows[7].1.clone());
     for (i, (r, t)) in rows.iter_mut().enumerate() {
         r.edit_applied = Some(
             serde_json::from_str::<serde_json::Value>(&r.text).is_ok_and(|j| j == task.expected),
@@ -579,6 +677,7 @@ fn edit_variants(m: &SmolLm2, task: &EditTask, args: &Args) -> Result<Vec<Row>> 
         r.same_as_plain = match i {
             2..=4 => Some(same_output(t, &lev, cap)),
             6 => Some(same_output(t, &fvo_plain, cap)),
+            8 if !llg_plain.is_empty() => Some(same_output(t, &llg_plain, cap)),
             _ => None,
         };
     }
@@ -634,6 +733,9 @@ fn table(rows: &[Vec<Row>]) -> String {
 fn main() -> Result<()> {
     let args = Args::parse();
     let m = SmolLm2::load(GgufWeights::default(), 4096)?;
+    let env = examples::llg::tok_env(&m.vocab);
+    let mut factory = ParserFactory::new_simple(&env)?;
+    factory.quiet();
     let mode = if args.sampled {
         "sampled, T = 1"
     } else {
@@ -650,7 +752,7 @@ fn main() -> Result<()> {
         let pb = examples::fvo::progress(tasks.len(), "edits");
         let mut all = Vec::new();
         for t in &tasks {
-            all.push(edit_variants(&m, t, &args).with_context(|| t.file.clone())?);
+            all.push(edit_variants(&m, &factory, t, &args).with_context(|| t.file.clone())?);
             pb.inc(1);
         }
         pb.finish_and_clear();
@@ -672,7 +774,7 @@ fn main() -> Result<()> {
             &std::fs::read_to_string(&args.schema).with_context(|| format!("{:?}", args.schema))?,
         )?;
         let prompt = m.prompt(None, &args.prompt)?;
-        let rows = variants(&m, &schema, &prompt, &args)?;
+        let rows = variants(&m, &factory, &schema, &prompt, &args)?;
         let md = format!(
             "# Constrained speculative decoding on SmolLM2-135M-Instruct, built with the `zapspec` builder\n\n\
              Command: `{cmd}` ({mode}); schema `{}`; ChatML prompt: {:?}. CPU, f32-dequantised Q4_1 weights, \
@@ -697,7 +799,7 @@ fn main() -> Result<()> {
             let schema = examples::schema_tasks::read_schema(f)?;
             let user = examples::schema_tasks::schema_instruction(&schema, args.max_schema_bytes)?;
             let prompt = m.prompt(None, &user)?;
-            match variants(&m, &schema, &prompt, &args) {
+            match variants(&m, &factory, &schema, &prompt, &args) {
                 Ok(rows) => {
                     all.push(rows);
                     pb.inc(1);
