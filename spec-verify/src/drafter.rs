@@ -10,7 +10,7 @@
 //! | any [`LanguageModel`] (a draft model) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1) | [`DraftLaw::Dist`] | one draft forward per token |
 //! | [`NoDraft`] | nothing: plain constrained decoding, one target forward per token | — | none |
 //! | [`PromptLookup`] | the tokens that followed the longest earlier occurrence of the context's last `n` tokens (prompt lookup / n-gram drafting) | [`DraftLaw::Point`] | a scan of the context; no model |
-//! | [`CopyDraft`] | a source document's tokens from a cursor aligned with the output (Copy-as-Decode's copies, verified in one call) | [`DraftLaw::Point`] | a scan of the source; no model |
+//! | [`CopyDraft`] | a source document's tokens from a cursor aligned with the output (Copy-as-Decode's copies, verified in one call); prompt lookup where the output has left the source | [`DraftLaw::Point`] | a scan of the source; no model |
 //!
 //! Every drafter proposes only tokens the constraint allows: it advances
 //! the fork of the matcher it is given and stops at the first token the
@@ -297,7 +297,10 @@ impl Drafter for PromptLookup {
 ///
 /// Generated spans (the edit itself) break the match; the first tokens
 /// after them that occur in the source at or past the cursor put the copy
-/// back on track. Drafts are cut where the constraint refuses a token,
+/// back on track. Where the output's longest suffix in the source is short
+/// ([`CopyDraft::fallback`], default under 3 tokens), the output is not
+/// copying the source, and the round drafts by prompt lookup over the
+/// whole context instead (which also copies the output's own repeats). Drafts are cut where the constraint refuses a token,
 /// like every drafter's; point laws, so the output law is the target's.
 /// Cost: a scan of the source per round, `O(|source| · max_ngram)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,17 +311,26 @@ pub struct CopyDraft {
     pub max_ngram: usize,
     /// Shortest output suffix matched (at least 1).
     pub min_ngram: usize,
+    /// Where the output has left the source — its longest suffix found in
+    /// the source is shorter than this (and shorter than the output) —
+    /// draft by prompt lookup over the whole context instead (`None`:
+    /// never). Outputs that run on by repeating themselves are copies of
+    /// the output, not of the source; a one- or two-token match into the
+    /// source is mostly a wrong line.
+    pub fallback: Option<(usize, PromptLookup)>,
     /// Where the previous round's copy ended (the next source token).
     cursor: usize,
 }
 
 impl CopyDraft {
-    /// Copies from `source`, matching output suffixes of 8 down to 1 tokens.
+    /// Copies from `source`, matching output suffixes of 8 down to 1
+    /// tokens, with prompt lookup where the match is shorter than 3.
     pub fn new(source: Vec<TokenId>) -> Self {
         CopyDraft {
             source,
             max_ngram: 8,
             min_ngram: 1,
+            fallback: Some((3, PromptLookup::default())),
             cursor: 0,
         }
     }
@@ -327,8 +339,13 @@ impl CopyDraft {
     /// longest suffix of `out` found in the source (see the type's docs for
     /// ties). An empty output continues at the source's start.
     pub fn align(&self, out: &[TokenId]) -> Option<usize> {
+        self.align_len(out).map(|(end, _)| end)
+    }
+
+    /// [`CopyDraft::align`] with the length of the matched suffix.
+    fn align_len(&self, out: &[TokenId]) -> Option<(usize, usize)> {
         if out.is_empty() {
-            return Some(0);
+            return Some((0, 0));
         }
         let lo = self.min_ngram.max(1);
         for n in (lo..=self.max_ngram.max(lo)).rev() {
@@ -341,9 +358,9 @@ impl CopyDraft {
                 if &self.source[start..start + n] == key {
                     let end = start + n;
                     if end >= self.cursor {
-                        return Some(end);
+                        return Some((end, n));
                     }
-                    before = Some(end);
+                    before = Some((end, n));
                 }
             }
             if before.is_some() {
@@ -366,11 +383,21 @@ impl Drafter for CopyDraft {
     ) -> Result<Draft, VerifyError> {
         let eos = fork.eos();
         let mut out = Draft::default();
-        let Some(at) = self.align(&ctx[prompt_len.min(ctx.len())..]) else {
-            return Ok(out);
+        let produced = &ctx[prompt_len.min(ctx.len())..];
+        let aligned = self.align_len(produced);
+        let tokens: &[TokenId] = match (aligned, self.fallback) {
+            (Some((at, n)), Some((min, _))) if n >= min.min(produced.len()) => {
+                self.cursor = at;
+                &self.source[at..(at + gamma).min(self.source.len())]
+            }
+            (Some((at, _)), None) => {
+                self.cursor = at;
+                &self.source[at..(at + gamma).min(self.source.len())]
+            }
+            (_, Some((_, lookup))) => lookup.lookup(ctx, gamma),
+            (None, None) => &[],
         };
-        self.cursor = at;
-        for &t in self.source.iter().skip(at).take(gamma) {
+        for &t in tokens {
             if fork.is_finished() || fork.advance(t).is_err() {
                 break; // cut where the grammar stops accepting the copy
             }
@@ -423,6 +450,38 @@ mod tests {
         assert_eq!(c.align(&[9, 2]), Some(4));
         // nothing in common
         assert_eq!(c.align(&[42]), None);
+    }
+
+    #[test]
+    fn a_weak_match_falls_back_to_prompt_lookup() {
+        use std::sync::Arc;
+        use zapspec_testkit::{TokenTrie, TrieConstraint};
+        let mut rng = zapspec_core::prob::seeded_rng(0);
+        let trie =
+            TrieConstraint::new(Arc::new(TokenTrie::new([vec![9, 5, 9, 5, 9, 5, 9]])), 10, 0);
+        let mut after = trie.clone();
+        for t in [9, 5, 9, 5, 9] {
+            after.advance(t).unwrap();
+        }
+        // the output 9 5 9 5 9 repeats itself and is nowhere in the source:
+        // prompt lookup over the context copies the repeat
+        let ctx = [4, 4, 9, 5, 9, 5, 9];
+        let mut c = CopyDraft::new(vec![1, 7, 8, 2, 3]);
+        assert_eq!(c.align(&ctx[2..]), None);
+        let d = c
+            .draft(&ctx, 2, &mut after.clone(), 3, false, &mut rng)
+            .unwrap();
+        assert_eq!(d.tokens, vec![5, 9]);
+        // without the fallback, nothing to draft
+        c.fallback = None;
+        let d = c
+            .draft(&ctx, 2, &mut after.clone(), 3, false, &mut rng)
+            .unwrap();
+        assert!(d.tokens.is_empty());
+        // a match of 3 tokens into the source is a copy, a shorter one not
+        let c = CopyDraft::new(vec![1, 7, 8, 2, 3]);
+        assert_eq!(c.align_len(&[4, 7, 8, 2]), Some((4, 3)));
+        assert_eq!(c.align_len(&[4, 8, 2]), Some((4, 2)));
     }
 
     #[test]
