@@ -249,6 +249,24 @@ impl PromptLookup {
     }
 }
 
+/// `tokens` as a draft of point laws, advanced through `fork` and cut at
+/// the first token it refuses (or after EOS).
+fn point_draft<C: Constraint>(tokens: &[TokenId], fork: &mut C) -> Draft {
+    let eos = fork.eos();
+    let mut out = Draft::default();
+    for &t in tokens {
+        if fork.is_finished() || fork.advance(t).is_err() {
+            break; // cut where the grammar stops accepting the copy
+        }
+        out.tokens.push(t);
+        out.laws.push(DraftLaw::Point);
+        if t == eos {
+            break;
+        }
+    }
+    out
+}
+
 impl Drafter for PromptLookup {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
@@ -259,19 +277,7 @@ impl Drafter for PromptLookup {
         _sampled: bool,
         _rng: &mut R,
     ) -> Result<Draft, VerifyError> {
-        let eos = fork.eos();
-        let mut out = Draft::default();
-        for &t in self.lookup(ctx, gamma) {
-            if fork.is_finished() || fork.advance(t).is_err() {
-                break; // cut where the grammar stops accepting the copy
-            }
-            out.tokens.push(t);
-            out.laws.push(DraftLaw::Point);
-            if t == eos {
-                break;
-            }
-        }
-        Ok(out)
+        Ok(point_draft(self.lookup(ctx, gamma), fork))
     }
 }
 
@@ -381,8 +387,6 @@ impl Drafter for CopyDraft {
         _sampled: bool,
         _rng: &mut R,
     ) -> Result<Draft, VerifyError> {
-        let eos = fork.eos();
-        let mut out = Draft::default();
         let produced = &ctx[prompt_len.min(ctx.len())..];
         let aligned = self.align_len(produced);
         let tokens: &[TokenId] = match (aligned, self.fallback) {
@@ -397,17 +401,7 @@ impl Drafter for CopyDraft {
             (_, Some((_, lookup))) => lookup.lookup(ctx, gamma),
             (None, None) => &[],
         };
-        for &t in tokens {
-            if fork.is_finished() || fork.advance(t).is_err() {
-                break; // cut where the grammar stops accepting the copy
-            }
-            out.tokens.push(t);
-            out.laws.push(DraftLaw::Point);
-            if t == eos {
-                break;
-            }
-        }
-        Ok(out)
+        Ok(point_draft(tokens, fork))
     }
 }
 
