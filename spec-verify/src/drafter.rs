@@ -388,17 +388,17 @@ impl Drafter for CopyDraft {
         _rng: &mut R,
     ) -> Result<Draft, VerifyError> {
         let produced = &ctx[prompt_len.min(ctx.len())..];
-        let aligned = self.align_len(produced);
-        let tokens: &[TokenId] = match (aligned, self.fallback) {
-            (Some((at, n)), Some((min, _))) if n >= min.min(produced.len()) => {
+        // a copy, unless the match is too short for the fallback's bound
+        let copy_at = self.align_len(produced).filter(|&(_, n)| {
+            self.fallback
+                .is_none_or(|(min, _)| n >= min.min(produced.len()))
+        });
+        let tokens: &[TokenId] = match (copy_at, self.fallback) {
+            (Some((at, _)), _) => {
                 self.cursor = at;
                 &self.source[at..(at + gamma).min(self.source.len())]
             }
-            (Some((at, _)), None) => {
-                self.cursor = at;
-                &self.source[at..(at + gamma).min(self.source.len())]
-            }
-            (_, Some((_, lookup))) => lookup.lookup(ctx, gamma),
+            (None, Some((_, lookup))) => lookup.lookup(ctx, gamma),
             (None, None) => &[],
         };
         Ok(point_draft(tokens, fork))

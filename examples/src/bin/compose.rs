@@ -536,6 +536,52 @@ fn edit_tasks(args: &Args) -> Result<(Vec<EditTask>, usize)> {
     Ok((out, looked))
 }
 
+/// What every row of an edit task shares: the ChatML prompt, the schema's
+/// validator and Earley matcher, the document's tokens (the copy source)
+/// and the model with the prompt prefilled once (untimed).
+struct EditSetup {
+    prompt: Vec<TokenId>,
+    validator: Option<jsonschema::Validator>,
+    json: zapspec_earley::EarleyMatcher,
+    source: Vec<TokenId>,
+    base: CausalLm,
+}
+
+impl EditSetup {
+    fn new(m: &SmolLm2, task: &EditTask) -> Result<Self> {
+        let prompt = m.prompt(None, &task.instruction)?;
+        let mut base = m.lm.clone();
+        base.truncate(0);
+        base.prefill(&prompt)?;
+        Ok(EditSetup {
+            validator: jsonschema::validator_for(&task.schema).ok(),
+            json: zapspec::json_schema(m.vocab.clone(), &task.schema)?,
+            source: m.vocab.encode(&task.doc)?,
+            prompt,
+            base,
+        })
+    }
+}
+
+/// The rows of one edit task, marked: whether each output is the edited
+/// document, and whether it equals the output of the row `plain_of(i)`
+/// names (its drafter-free baseline; `None`: no comparison).
+fn finish_edit(
+    mut rows: Vec<(Row, Vec<TokenId>)>,
+    task: &EditTask,
+    cap: usize,
+    plain_of: impl Fn(usize) -> Option<usize>,
+) -> Vec<Row> {
+    let outputs: Vec<Vec<TokenId>> = rows.iter().map(|(_, t)| t.clone()).collect();
+    for (i, (r, t)) in rows.iter_mut().enumerate() {
+        r.edit_applied = Some(
+            serde_json::from_str::<serde_json::Value>(&r.text).is_ok_and(|j| j == task.expected),
+        );
+        r.same_as_plain = plain_of(i).map(|j| same_output(t, &outputs[j], cap));
+    }
+    rows.into_iter().map(|(r, _)| r).collect()
+}
+
 /// The edit variants on one task (greedy unless `--sampled`): no drafter,
 /// prompt lookup at γ and at the copy length, copy drafts of the document,
 /// each with Leviathan; no drafter and copy drafts with FVO-Spec
@@ -547,23 +593,23 @@ fn edit_variants(
     task: &EditTask,
     args: &Args,
 ) -> Result<Vec<Row>> {
-    let prompt = m.prompt(None, &task.instruction)?;
-    let validator = jsonschema::validator_for(&task.schema).ok();
-    let json = zapspec::json_schema(m.vocab.clone(), &task.schema)?;
+    let EditSetup {
+        prompt,
+        validator,
+        json,
+        source,
+        base,
+    } = EditSetup::new(m, task)?;
     let free = zapspec::Unconstrained::new(
         zapspec_core::Vocabulary::len(&*m.vocab),
         Constraint::eos(&json),
     );
-    let source = m.vocab.encode(&task.doc)?;
-    let mut base = m.lm.clone();
-    base.truncate(0);
-    base.prefill(&prompt)?;
     let none: Option<OneStepCheap> = None;
     let fvo = || Some(OneStepCheap::new());
     let v = validator.as_ref();
     let (b, p, g, cg) = (&base, &prompt[..], args.gamma, args.copy_gamma);
     let copy = || CopyDraft::new(source.clone());
-    let mut rows = vec![
+    let rows = vec![
         run(
             "unconstrained, no drafter",
             m,
@@ -673,33 +719,27 @@ fn edit_variants(
             v,
         )?,
     ];
-    let cap = args.max_tokens;
-    let (lev, fvo_plain, llg_plain) = (rows[1].1.clone(), rows[5].1.clone(), rows[7].1.clone());
-    for (i, (r, t)) in rows.iter_mut().enumerate() {
-        r.edit_applied = Some(
-            serde_json::from_str::<serde_json::Value>(&r.text).is_ok_and(|j| j == task.expected),
-        );
-        r.same_as_plain = match i {
-            2..=4 => Some(same_output(t, &lev, cap)),
-            6 => Some(same_output(t, &fvo_plain, cap)),
-            8 if !llg_plain.is_empty() => Some(same_output(t, &llg_plain, cap)),
-            _ => None,
-        };
-    }
-    Ok(rows.into_iter().map(|(r, _)| r).collect())
+    // a schema llguidance refused has no llguidance baseline
+    let llg_refused = rows[7].1.is_empty();
+    Ok(finish_edit(rows, task, args.max_tokens, |i| match i {
+        2..=4 => Some(1),
+        6 => Some(5),
+        8 if !llg_refused => Some(7),
+        _ => None,
+    }))
 }
 
 /// The scaling line on one edit task: no drafter, then prompt lookup and
 /// copy drafts at each draft length of `--gamma-sweep` (Leviathan, greedy
 /// unless `--sampled`).
 fn sweep_variants(m: &SmolLm2, task: &EditTask, args: &Args) -> Result<Vec<Row>> {
-    let prompt = m.prompt(None, &task.instruction)?;
-    let validator = jsonschema::validator_for(&task.schema).ok();
-    let json = zapspec::json_schema(m.vocab.clone(), &task.schema)?;
-    let source = m.vocab.encode(&task.doc)?;
-    let mut base = m.lm.clone();
-    base.truncate(0);
-    base.prefill(&prompt)?;
+    let EditSetup {
+        prompt,
+        validator,
+        json,
+        source,
+        base,
+    } = EditSetup::new(m, task)?;
     let none: Option<OneStepCheap> = None;
     let v = validator.as_ref();
     let (b, p) = (&base, &prompt[..]);
@@ -741,17 +781,9 @@ fn sweep_variants(m: &SmolLm2, task: &EditTask, args: &Args) -> Result<Vec<Row>>
             v,
         )?);
     }
-    let plain = rows[0].1.clone();
-    let cap = args.max_tokens;
-    for (i, (r, t)) in rows.iter_mut().enumerate() {
-        r.edit_applied = Some(
-            serde_json::from_str::<serde_json::Value>(&r.text).is_ok_and(|j| j == task.expected),
-        );
-        if i > 0 {
-            r.same_as_plain = Some(same_output(t, &plain, cap));
-        }
-    }
-    Ok(rows.into_iter().map(|(r, _)| r).collect())
+    Ok(finish_edit(rows, task, args.max_tokens, |i| {
+        (i > 0).then_some(0)
+    }))
 }
 
 /// Token rate over all tasks of row `i`.
