@@ -45,11 +45,51 @@ pub const MIN_COUNTED: u32 = 16;
 /// [`MIN_COUNTED`]); whether its unit and tail qualify is decided when it
 /// is built.
 pub fn is_counted_regex(re: &str) -> bool {
+    // A repetition with a finite upper bound of MIN_COUNTED or more is
+    // written `{n}` or `{m,n}` with `n ≥ MIN_COUNTED`: without such a brace
+    // the regex cannot have the shape, and the parse (most of a grammar's
+    // regexes, every compile) is skipped.
+    if !has_large_bound(re) {
+        return false;
+    }
     regex_syntax::ParserBuilder::new()
         .utf8(false)
         .build()
         .parse(re)
         .is_ok_and(|h| split(&h).is_some())
+}
+
+/// True when `re` contains a `{…}` whose last number is at least
+/// [`MIN_COUNTED`] (an over-approximation of "has a counted repetition with
+/// a large upper bound": escaped braces and braces inside classes count
+/// too, which only costs the parse this screens for).
+fn has_large_bound(re: &str) -> bool {
+    let b = re.as_bytes();
+    let mut i = 0;
+    while let Some(off) = b[i..].iter().position(|&c| c == b'{') {
+        let mut j = i + off + 1;
+        let mut last: u64 = 0;
+        let mut digits = false;
+        while j < b.len() && (b[j].is_ascii_digit() || b[j] == b',' || b[j] == b' ') {
+            if b[j].is_ascii_digit() {
+                last = if digits {
+                    last.saturating_mul(10)
+                        .saturating_add(u64::from(b[j] - b'0'))
+                } else {
+                    u64::from(b[j] - b'0')
+                };
+                digits = true;
+            } else if b[j] == b',' {
+                digits = false;
+            }
+            j += 1;
+        }
+        if j < b.len() && b[j] == b'}' && digits && last >= u64::from(MIN_COUNTED) {
+            return true;
+        }
+        i = i + off + 1;
+    }
+    false
 }
 
 /// The regex's parts when it has the shape of the module docs:
@@ -206,4 +246,65 @@ pub(crate) fn build<E>(
         start,
         Some(layout),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The parse-based check with the brace screen removed.
+    fn shape_by_parse(re: &str) -> bool {
+        regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(re)
+            .is_ok_and(|h| split(&h).is_some())
+    }
+
+    #[test]
+    fn brace_screen_cases() {
+        for (re, want) in [
+            ("\"[a-z]{0,16}\"", true),
+            ("\"[a-z]{0,15}\"", false),
+            ("x{16}", true),
+            ("x{16,}", false),
+            ("x{2,1000}y", true),
+            ("\\{16}", true), // screened in, refused by the parse
+            ("abc", false),
+        ] {
+            assert_eq!(has_large_bound(re), want, "{re}");
+        }
+        assert!(!is_counted_regex("\\{16}"));
+        assert!(is_counted_regex("\"[a-z]{0,16}\""));
+    }
+
+    proptest! {
+        /// The screen never rejects a regex the parse accepts: random
+        /// concatenations of literals, classes and counted repetitions.
+        #[test]
+        fn screen_is_sound(parts in proptest::collection::vec(
+            (0usize..5, 0u32..40, 0u32..40), 1..5)) {
+            let mut re = String::new();
+            for (k, a, b) in parts {
+                let (lo, hi) = (a.min(b), a.max(b));
+                re.push_str(match k {
+                    0 => "ab",
+                    1 => "[0-9]",
+                    2 => "(?:x|yz)",
+                    3 => "\\{",
+                    _ => "q",
+                });
+                match k % 3 {
+                    0 => re.push_str(&format!("{{{lo},{hi}}}")),
+                    1 => re.push_str(&format!("{{{hi}}}")),
+                    _ => re.push_str(&format!("{{{lo},}}")),
+                }
+            }
+            if shape_by_parse(&re) {
+                prop_assert!(has_large_bound(&re), "{}", re);
+            }
+            prop_assert_eq!(is_counted_regex(&re), shape_by_parse(&re));
+        }
+    }
 }

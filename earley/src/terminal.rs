@@ -75,6 +75,7 @@ impl ByteDfa {
                 regex: pattern.to_string(),
                 reason: e.to_string(),
             })?;
+        Self::check_nfa_bound(&hir, pattern, limits)?;
         Self::from_hir(&hir, pattern, limits)
     }
 
@@ -112,8 +113,7 @@ impl ByteDfa {
         };
         let over =
             |limit: Limit, max: usize, detail: String| limit_error(pattern, limit, max, detail);
-        let hir = hir.clone();
-        Self::check_nfa_bound(&hir, pattern, limits)?;
+        // (Callers have checked the NFA size bound of the whole regex.)
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()
@@ -121,7 +121,7 @@ impl ByteDfa {
                     .which_captures(thompson::WhichCaptures::None)
                     .nfa_size_limit(Some(limits.nfa_bytes)),
             )
-            .build_from_hir(&hir)
+            .build_from_hir(hir)
             .map_err(|e| match e.size_limit() {
                 Some(max) => over(Limit::NfaBytes, max, e.to_string()),
                 None => err(e.to_string()),
