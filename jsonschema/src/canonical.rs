@@ -14,6 +14,7 @@
 
 use serde_json::{Map, Value};
 
+use super::emit::FormatNotes;
 use super::error::{push_ptr, Sat, SchemaError};
 use super::normalize::{
     json_eq, Normalizer, Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
@@ -47,6 +48,11 @@ pub(crate) fn canonical_at(
 ) -> Result<Vec<Value>, SchemaError> {
     let mut c = Canon {
         norm: Normalizer::new(root, opts),
+        notes: FormatNotes {
+            lenient: opts.lenient_formats,
+            unknown: opts.unknown_formats,
+            ..FormatNotes::default()
+        },
         budget: BUDGET,
     };
     let mut out = c.canon(sub, ptr, instance)?;
@@ -58,6 +64,8 @@ pub(crate) fn canonical_at(
 
 struct Canon<'a> {
     norm: Normalizer<'a>,
+    /// What `format`s inside `propertyNames` recorded (not reported).
+    notes: FormatNotes,
     budget: usize,
 }
 
@@ -107,7 +115,8 @@ impl Canon<'_> {
             }
             match inst {
                 Value::Object(m) if types & T_OBJECT != 0 => {
-                    let Sat::Yes(layout) = object_layout(&s)? else {
+                    let Sat::Yes(layout) = object_layout(&s, &mut self.norm, &mut self.notes)?
+                    else {
                         continue;
                     };
                     let members = &layout.members;
@@ -203,7 +212,7 @@ impl Canon<'_> {
         let Value::Object(m) = inst else {
             return Ok(true);
         };
-        let Sat::Yes(layout) = object_layout(s)? else {
+        let Sat::Yes(layout) = object_layout(s, &mut self.norm, &mut self.notes)? else {
             return Ok(false);
         };
         for (name, sch, req) in &layout.members {
@@ -219,8 +228,9 @@ impl Canon<'_> {
             }
         }
         if m.keys().any(|k| {
-            !layout.members.iter().any(|(n, _, _)| n == k)
-                && layout.extra_schema(k) == Value::Bool(false)
+            layout.filter.as_ref().is_some_and(|f| !f.accepts(k))
+                || (!layout.members.iter().any(|(n, _, _)| n == k)
+                    && layout.extra_schema(k) == Value::Bool(false))
         }) {
             return Ok(false);
         }

@@ -12,7 +12,8 @@ use super::error::{push_ptr, SchemaError};
 use super::formats::{self, FormatKind};
 use super::keys::{KeyAutomaton, KeyPattern};
 use super::normalize::{
-    Normalizer, Simple, NOT_IN, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+    Normalizer, Simple, NOT_IN, NOT_PATTERNS, PATTERNS, T_ARRAY, T_BOOL, T_INTEGER, T_NULL,
+    T_NUMBER, T_OBJECT, T_STRING,
 };
 use super::numbers::{integer_regex, number_regex_multiple, Bounds, Multiple, Num};
 use super::strings::{
@@ -217,23 +218,54 @@ pub(crate) struct FormatNotes {
     pub warnings: Vec<(String, String)>,
 }
 
+/// The full-match HIR of the ECMA-262 pattern `p` of keyword `kw`.
+fn pattern_hir(p: &Value, kw: &str, ptr: &str) -> Result<regex_syntax::hir::Hir, SchemaError> {
+    let p = p
+        .as_str()
+        .ok_or_else(|| SchemaError::invalid(kw, ptr, "must be a string"))?;
+    translate_pattern(p)
+        .map_err(|r| SchemaError::unsupported(kw, ptr, format!("{r} (pattern {p:?})")))
+}
+
+/// The patterns of an internal keyword holding an array of them.
+fn pattern_list<'m>(
+    m: &'m Map<String, Value>,
+    k: &str,
+    ptr: &str,
+) -> Result<&'m [Value], SchemaError> {
+    match m.get(k) {
+        None => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => Err(SchemaError::invalid("pattern", ptr, "must be a string")),
+    }
+}
+
+/// The full-match HIRs of the patterns a string must *not* match
+/// (`not: {pattern}`, kept by the normaliser under [`NOT_PATTERNS`]).
+pub(crate) fn not_pattern_hirs(
+    m: &Map<String, Value>,
+    ptr: &str,
+) -> Result<Vec<regex_syntax::hir::Hir>, SchemaError> {
+    pattern_list(m, NOT_PATTERNS, ptr)?
+        .iter()
+        .map(|p| pattern_hir(p, "pattern", ptr))
+        .collect()
+}
+
 /// The full-match HIR (over decoded characters) of a string's
-/// `pattern`/`format`, if any.
+/// `pattern`s (the keyword's and, from `allOf`, the further ones under
+/// [`PATTERNS`]) and `format`, if any.
 pub(crate) fn string_hir(
     m: &Map<String, Value>,
     ptr: &str,
     notes: &mut FormatNotes,
 ) -> Result<Vec<(regex_syntax::hir::Hir, &'static str)>, SchemaError> {
     let mut out = Vec::new();
-    match m.get("pattern") {
-        None => {}
-        Some(Value::String(p)) => out.push((
-            translate_pattern(p).map_err(|r| {
-                SchemaError::unsupported("pattern", ptr, format!("{r} (pattern {p:?})"))
-            })?,
-            "pattern",
-        )),
-        Some(_) => return Err(SchemaError::invalid("pattern", ptr, "must be a string")),
+    if let Some(p) = m.get("pattern") {
+        out.push((pattern_hir(p, "pattern", ptr)?, "pattern"));
+    }
+    for p in pattern_list(m, PATTERNS, ptr)? {
+        out.push((pattern_hir(p, "pattern", ptr)?, "pattern"));
     }
     match m.get("format") {
         None => {}
@@ -501,19 +533,25 @@ impl<'a> Emitter<'a> {
             self.norm.note_unsat(&s.ptr, "maxLength < minLength");
             return Ok(());
         }
-        if let Some(Value::Array(excluded)) = s.map.get(NOT_IN) {
-            let names: Vec<&str> = excluded.iter().filter_map(Value::as_str).collect();
-            if ["pattern", "format", "minLength", "maxLength"]
-                .iter()
-                .any(|k| s.map.contains_key(*k))
+        let nots = not_pattern_hirs(&s.map, &s.ptr)?;
+        let excluded: Option<Vec<&str>> = match s.map.get(NOT_IN) {
+            Some(Value::Array(x)) => Some(x.iter().filter_map(Value::as_str).collect()),
+            _ => None,
+        };
+        if excluded.is_some() || !nots.is_empty() {
+            let names = excluded.unwrap_or_default();
+            if nots.is_empty()
+                && !["pattern", PATTERNS, "format", "minLength", "maxLength"]
+                    .iter()
+                    .any(|k| s.map.contains_key(*k))
             {
-                // the product of the pattern/format, the length counter and
-                // the trie of the excluded strings
-                let hirs = string_hir(&s.map, &s.ptr, &mut self.format_notes)?;
-                return self.string_automaton(nt, &hirs, &names, min, max, &s.ptr);
+                self.g.add_rule(nt, vec![re(key_regex_excluding(&names))]);
+                return Ok(());
             }
-            self.g.add_rule(nt, vec![re(key_regex_excluding(&names))]);
-            return Ok(());
+            // the product of the patterns/format (those to match and those
+            // not to), the length counter and the trie of the excluded strings
+            let hirs = string_hir(&s.map, &s.ptr, &mut self.format_notes)?;
+            return self.string_automaton(nt, &hirs, &nots, &names, min, max, &s.ptr);
         }
         match string_hir(&s.map, &s.ptr, &mut self.format_notes)?.as_slice() {
             [] => {
@@ -544,7 +582,7 @@ impl<'a> Emitter<'a> {
                         .note_unsat(&s.ptr, format!("{kw} contradicts minLength/maxLength")),
                 }
             }
-            hirs => self.string_automaton(nt, hirs, &[], min, max, &s.ptr)?,
+            hirs => self.string_automaton(nt, hirs, &[], &[], min, max, &s.ptr)?,
         }
         Ok(())
     }
@@ -611,15 +649,19 @@ impl<'a> Emitter<'a> {
     }
 
     /// A string whose content matches every HIR of `hirs` (`pattern`,
-    /// `format`), is none of `excluded` (`not: {enum: [strings]}`) and has
-    /// between `min` and `max` characters, where no single regex says so:
-    /// the product automaton of the HIRs, the trie of `excluded` and a
-    /// character counter ([`super::keys::KeyAutomaton::with_length`]),
-    /// written as a right-linear grammar.
+    /// `format`) and none of `nots` (`not: {pattern}`), is none of
+    /// `excluded` (`not: {enum: [strings]}`) and has between `min` and
+    /// `max` characters, where no single regex says so: the product
+    /// automaton of the HIRs, the trie of `excluded` and a character
+    /// counter ([`super::keys::KeyAutomaton::with_length`]), whose region
+    /// "every pattern of `hirs` and none of `nots`" is written as a regex or
+    /// a right-linear grammar.
+    #[allow(clippy::too_many_arguments)]
     fn string_automaton(
         &mut self,
         nt: NtId,
         hirs: &[(regex_syntax::hir::Hir, &'static str)],
+        nots: &[regex_syntax::hir::Hir],
         excluded: &[&str],
         min: u64,
         max: Option<u64>,
@@ -633,6 +675,7 @@ impl<'a> Emitter<'a> {
         let pats: Vec<KeyPattern> = hirs
             .iter()
             .map(|(h, k)| KeyPattern::from_hir(k, h.clone()))
+            .chain(nots.iter().map(|h| KeyPattern::from_hir("not", h.clone())))
             .collect::<Result<_, _>>()
             .map_err(|r| r.into_schema(kw, ptr, ""))?;
         let refs: Vec<&KeyPattern> = pats.iter().collect();
@@ -643,7 +686,12 @@ impl<'a> Emitter<'a> {
                 &format!("{kw} with minLength/maxLength or another pattern: "),
             )
         })?;
-        let r = ka.region((1u64 << pats.len()) - 1);
+        // at most 64 patterns here (else `with_length` failed)
+        let must = match hirs.len() {
+            0 => 0,
+            n => u64::MAX >> (64 - n),
+        };
+        let r = ka.region(must);
         if r.states.is_empty() {
             self.norm.note_unsat(
                 ptr,

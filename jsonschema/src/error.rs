@@ -319,6 +319,9 @@ pub(crate) enum Unsat {
     /// property schemas forbid.
     #[error("required property `{0}` is not allowed by patternProperties/additionalProperties")]
     RequiredNotAllowed(String),
+    /// A required property whose name `propertyNames` rejects.
+    #[error("required property `{0}` is not allowed by propertyNames")]
+    NameRejected(String),
     /// `allOf` members whose `type`s do not intersect.
     #[error("allOf of disjoint types {0} and {1}")]
     DisjointTypes(Value, Value),

@@ -87,32 +87,40 @@ impl KeyPattern {
     }
 }
 
-/// A trie of the declared names, over characters.
+/// A trie over characters of several lists of strings (list 0: the
+/// declared names; further lists: the strings a [`KeyFilter`] branch
+/// excludes or allows). A node knows which lists end there, so one trie
+/// position decides membership in every list.
 struct Trie {
     kids: Vec<HashMap<char, usize>>,
-    end: Vec<bool>,
+    /// The lists (sorted ids) that contain the string of this node.
+    end: Vec<Vec<usize>>,
 }
 
 impl Trie {
     const OUT: usize = usize::MAX;
 
-    fn new(names: &[&str]) -> Trie {
+    fn new(lists: &[&[&str]]) -> Trie {
         let mut t = Trie {
             kids: vec![HashMap::new()],
-            end: vec![false],
+            end: vec![Vec::new()],
         };
-        for n in names {
-            let mut cur = 0;
-            for c in n.chars() {
-                let next = t.kids.len();
-                let e = *t.kids[cur].entry(c).or_insert(next);
-                if e == next {
-                    t.kids.push(HashMap::new());
-                    t.end.push(false);
+        for (id, list) in lists.iter().enumerate() {
+            for n in list.iter() {
+                let mut cur = 0;
+                for c in n.chars() {
+                    let next = t.kids.len();
+                    let e = *t.kids[cur].entry(c).or_insert(next);
+                    if e == next {
+                        t.kids.push(HashMap::new());
+                        t.end.push(Vec::new());
+                    }
+                    cur = e;
                 }
-                cur = e;
+                if t.end[cur].last() != Some(&id) {
+                    t.end[cur].push(id);
+                }
             }
-            t.end[cur] = true;
         }
         t
     }
@@ -124,8 +132,71 @@ impl Trie {
         self.kids[node].get(&c).copied().unwrap_or(Self::OUT)
     }
 
-    fn is_end(&self, node: usize) -> bool {
-        node != Self::OUT && self.end[node]
+    /// Whether the string of `node` is in list `id`.
+    fn has(&self, node: usize, id: usize) -> bool {
+        node != Self::OUT && self.end[node].contains(&id)
+    }
+}
+
+/// One branch of a [`KeyFilter`]: a conjunction of conditions on a
+/// string (the string keywords of one simple schema of `propertyNames`).
+pub(crate) struct KeyBranch {
+    /// Patterns (`pattern`, `format`) the key must match.
+    pub must: Vec<KeyPattern>,
+    /// Patterns (`not: {pattern}`) the key must not match.
+    pub must_not: Vec<KeyPattern>,
+    /// Strings the key must not be (`not: {enum}`, `not: {const}`).
+    pub excluded: Vec<String>,
+    /// When set, the only strings the key may be (`enum`, `const`).
+    pub only: Option<Vec<String>>,
+    /// `minLength`, in characters.
+    pub min: u64,
+    /// `maxLength`, in characters.
+    pub max: Option<u64>,
+}
+
+impl KeyBranch {
+    /// Whether the branch says nothing (every string satisfies it).
+    pub fn is_unconstrained(&self) -> bool {
+        self.must.is_empty()
+            && self.must_not.is_empty()
+            && self.excluded.is_empty()
+            && self.only.is_none()
+            && self.min == 0
+            && self.max.is_none()
+    }
+
+    /// Whether the (decoded) key satisfies the branch.
+    pub fn accepts(&self, key: &str) -> bool {
+        let n = key.chars().count() as u64;
+        self.len().ok(n)
+            && self
+                .only
+                .as_ref()
+                .is_none_or(|o| o.iter().any(|x| x == key))
+            && !self.excluded.iter().any(|x| x == key)
+            && self.must.iter().all(|p| p.matches(key))
+            && !self.must_not.iter().any(|p| p.matches(key))
+    }
+
+    fn len(&self) -> LenBound {
+        LenBound {
+            min: self.min,
+            max: self.max,
+        }
+    }
+}
+
+/// A condition on object keys (`propertyNames`): a key is allowed when
+/// some branch accepts it; no branch, no key.
+pub(crate) struct KeyFilter {
+    pub branches: Vec<KeyBranch>,
+}
+
+impl KeyFilter {
+    /// Whether the (decoded) key is allowed.
+    pub fn accepts(&self, key: &str) -> bool {
+        self.branches.iter().any(|b| b.accepts(key))
     }
 }
 
@@ -170,8 +241,10 @@ pub(crate) struct KeyAutomaton {
     trans: Vec<Vec<u32>>,
     /// Bit `i` set: a key ending in this state matches pattern `i`.
     mask: Vec<u64>,
-    /// A key ending in this state is a declared name, or has a length
-    /// outside the bounds given to [`KeyAutomaton::with_length`].
+    /// A key ending in this state is in no region: a declared name, a
+    /// string of a length outside the bounds given to
+    /// [`KeyAutomaton::with_length`], or a key the `propertyNames` filter
+    /// given to [`KeyAutomaton::with_filter`] rejects.
     name: Vec<bool>,
 }
 
@@ -194,8 +267,20 @@ impl LenBound {
 
 impl KeyAutomaton {
     /// The product of the patterns (at most 64) and the trie of `names`.
+    #[cfg(test)]
     pub fn new(pats: &[&KeyPattern], names: &[&str]) -> Result<KeyAutomaton, KeyError> {
-        Self::build(pats, names, None)
+        Self::build(pats, names, None, None)
+    }
+
+    /// [`KeyAutomaton::new`] with the components of a `propertyNames`
+    /// filter in the product: a key the filter rejects is in no region
+    /// (like a declared name).
+    pub fn with_filter(
+        pats: &[&KeyPattern],
+        names: &[&str],
+        filter: Option<&KeyFilter>,
+    ) -> Result<KeyAutomaton, KeyError> {
+        Self::build(pats, names, None, filter)
     }
 
     /// The product of the patterns, the trie of `excluded` strings and a
@@ -209,26 +294,60 @@ impl KeyAutomaton {
         min: u64,
         max: Option<u64>,
     ) -> Result<KeyAutomaton, KeyError> {
-        Self::build(pats, excluded, Some(LenBound { min, max }))
+        Self::build(pats, excluded, Some(LenBound { min, max }), None)
     }
 
+    /// The product automaton. Its components: the DFAs of `pats` (whose
+    /// acceptance gives the region mask) and of the filter's patterns, one
+    /// trie of `names` and of the filter's listed strings, and one
+    /// character counter saturating above every length bound involved
+    /// (a bound `[min, max]` only asks whether the count is below `min`
+    /// or above `max`, which the saturated count still tells).
     fn build(
         pats: &[&KeyPattern],
         names: &[&str],
         len: Option<LenBound>,
+        filter: Option<&KeyFilter>,
     ) -> Result<KeyAutomaton, KeyError> {
         if pats.len() > 64 {
             return Err(KeyError::TooManyPatterns);
         }
+        // every pattern DFA of the product: `pats` first, then per filter
+        // branch its `must` and `must_not` patterns
+        let mut all: Vec<&KeyPattern> = pats.to_vec();
+        // per branch: (range of `must` in `all`, range of `must_not`)
+        let mut ranges = Vec::new();
+        // trie lists: 0 = names, then per branch `excluded` and `only`
+        let mut lists: Vec<Vec<&str>> = vec![names.to_vec()];
+        for br in filter.iter().flat_map(|f| &f.branches) {
+            let m0 = all.len();
+            all.extend(br.must.iter());
+            let n0 = all.len();
+            all.extend(br.must_not.iter());
+            ranges.push((m0..n0, n0..all.len()));
+            lists.push(br.excluded.iter().map(String::as_str).collect());
+            lists.push(br.only.iter().flatten().map(String::as_str).collect());
+        }
+        let cap = len
+            .iter()
+            .copied()
+            .chain(
+                filter
+                    .iter()
+                    .flat_map(|f| f.branches.iter().map(KeyBranch::len)),
+            )
+            .map(LenBound::cap)
+            .max()
+            .unwrap_or(0);
         let mut bounds = BTreeSet::new();
         bounds.insert(0u32);
         bounds.insert(0xD800);
         bounds.insert(0xE000);
         bounds.insert(0x11_0000);
-        for p in pats {
+        for p in &all {
             boundaries(&p.hir, &mut bounds);
         }
-        for n in names {
+        for n in lists.iter().flatten() {
             for c in n.chars() {
                 bounds.insert(c as u32);
                 bounds.insert(c as u32 + 1);
@@ -249,12 +368,13 @@ impl KeyAutomaton {
             .iter()
             .map(|&(a, _)| (a, encode_str(&a.to_string()).into_bytes()))
             .collect();
-        let trie = Trie::new(names);
+        let list_refs: Vec<&[&str]> = lists.iter().map(Vec::as_slice).collect();
+        let trie = Trie::new(&list_refs);
         type Key = (Vec<u32>, usize, u64);
         let mut ids: HashMap<Key, u32> = HashMap::new();
         let mut states: Vec<Key> = Vec::new();
         let start: Key = (
-            pats.iter()
+            all.iter()
                 .map(|p| p.dfa.run(p.dfa.start(), b"\""))
                 .collect(),
             0,
@@ -266,11 +386,11 @@ impl KeyAutomaton {
         let mut i = 0;
         while i < states.len() {
             let (qs, node, n) = states[i].clone();
-            let n1 = len.map_or(0, |l| (n + 1).min(l.cap()));
+            let n1 = (n + 1).min(cap);
             let mut row = Vec::with_capacity(reps.len());
             for (c, enc) in &reps {
                 let key: Key = (
-                    pats.iter()
+                    all.iter()
                         .zip(&qs)
                         .map(|(p, &q)| p.dfa.run(q, enc))
                         .collect(),
@@ -296,25 +416,38 @@ impl KeyAutomaton {
             trans.push(row);
             i += 1;
         }
-        let mask = states
-            .iter()
-            .map(|(qs, _, _)| {
-                pats.iter()
-                    .zip(qs)
+        // whether a key ending in the state matches each DFA of `all`
+        let matched = |qs: &[u32]| -> Vec<bool> {
+            all.iter()
+                .zip(qs)
+                .map(|(p, &q)| p.dfa.is_accepting(p.dfa.next(q, b'"')))
+                .collect()
+        };
+        let mut mask = Vec::with_capacity(states.len());
+        let mut name = Vec::with_capacity(states.len());
+        for (qs, node, n) in &states {
+            let hit = matched(qs);
+            mask.push(
+                hit[..pats.len()]
+                    .iter()
                     .enumerate()
-                    .fold(0u64, |m, (i, (p, &q))| {
-                        if p.dfa.is_accepting(p.dfa.next(q, b'"')) {
-                            m | 1 << i
-                        } else {
-                            m
-                        }
+                    .fold(0u64, |m, (i, &h)| if h { m | 1 << i } else { m }),
+            );
+            let filtered_out = filter.is_some_and(|f| {
+                !f.branches
+                    .iter()
+                    .zip(&ranges)
+                    .enumerate()
+                    .any(|(j, (br, (mu, no)))| {
+                        br.len().ok(*n)
+                            && hit[mu.clone()].iter().all(|&h| h)
+                            && !hit[no.clone()].iter().any(|&h| h)
+                            && !trie.has(*node, 1 + 2 * j)
+                            && (br.only.is_none() || trie.has(*node, 2 + 2 * j))
                     })
-            })
-            .collect();
-        let name = states
-            .iter()
-            .map(|(_, node, n)| trie.is_end(*node) || len.is_some_and(|l| !l.ok(*n)))
-            .collect();
+            });
+            name.push(trie.has(*node, 0) || len.is_some_and(|l| !l.ok(*n)) || filtered_out);
+        }
         Ok(KeyAutomaton {
             atoms,
             trans,

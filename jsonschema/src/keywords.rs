@@ -35,6 +35,7 @@ pub const SUPPORTED: &[&str] = &[
     "required",
     "additionalProperties",
     "patternProperties",
+    "propertyNames",
     "minProperties",
     "maxProperties",
     "items",
@@ -97,7 +98,6 @@ pub const ANNOTATIONS: &[&str] = &[
 
 /// Keywords of some draft that affect validity but are not implemented.
 pub const UNSUPPORTED: &[&str] = &[
-    "propertyNames",
     "unevaluatedProperties",
     "unevaluatedItems",
     "uniqueItems",
@@ -145,7 +145,7 @@ pub fn is_noop(key: &str, value: &Value) -> bool {
         "patternProperties" | "dependencies" | "dependentRequired" | "dependentSchemas" => {
             value.as_object().is_some_and(|m| m.is_empty())
         }
-        "propertyNames" | "unevaluatedProperties" | "unevaluatedItems" | "contentSchema" => {
+        "unevaluatedProperties" | "unevaluatedItems" | "contentSchema" => {
             value == &Value::Bool(true) || value.as_object().is_some_and(|m| m.is_empty())
         }
         _ => false,

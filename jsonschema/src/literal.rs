@@ -16,7 +16,7 @@ use serde_json::Value;
 use std::rc::Rc;
 
 use super::canonical::canonical_at;
-use super::emit::{bounds, get_u64, lit, multiple_of, string_hir, Emitter};
+use super::emit::{bounds, get_u64, lit, multiple_of, not_pattern_hirs, string_hir, Emitter};
 use super::error::SchemaError;
 use super::normalize::{Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING};
 use zapspec_grammar::dfa::TerminalDfa;
@@ -32,6 +32,8 @@ const CONTAINER_KEYWORDS: &[&str] = &[
     "properties",
     "required",
     "additionalProperties",
+    "patternProperties",
+    "propertyNames",
     "minProperties",
     "maxProperties",
     "prefixItems",
@@ -128,6 +130,13 @@ impl Emitter<'_> {
                         return Ok(false);
                     }
                 }
+                for h in not_pattern_hirs(&s.map, ptr)? {
+                    let d = TerminalDfa::regex(&h.to_string())
+                        .map_err(|e| SchemaError::unsupported("not", ptr, e.to_string()))?;
+                    if d.matches(st.as_bytes()) {
+                        return Ok(false);
+                    }
+                }
                 true
             }
             Value::Array(_) | Value::Object(_) => {
@@ -155,6 +164,9 @@ impl Emitter<'_> {
         let mut sub = s.map.clone();
         sub.remove("enum");
         sub.remove("const");
+        // the normaliser's internal keywords are about strings only (and
+        // would read as unknown keywords)
+        sub.retain(|k, _| !k.starts_with("$zapspec:"));
         let sub = Value::Object(sub);
         let key = sub.to_string();
         let rec = match self.member_checks.get(&key) {

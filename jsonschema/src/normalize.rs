@@ -42,6 +42,14 @@ pub(crate) const T_ALL: u8 = 127;
 /// none of these.
 pub(crate) const NOT_IN: &str = "$zapspec:notIn";
 
+/// Internal keyword produced by `allOf` of different `pattern`s: the
+/// further patterns a string must match (besides `pattern`).
+pub(crate) const PATTERNS: &str = "$zapspec:patterns";
+
+/// Internal keyword produced by `not: {pattern: p}`: patterns a string
+/// must not match.
+pub(crate) const NOT_PATTERNS: &str = "$zapspec:notPatterns";
+
 /// A schema without applicators, plus the JSON pointer it came from.
 #[derive(Clone, Debug)]
 pub(crate) struct Simple {
@@ -385,6 +393,8 @@ impl<'a> Normalizer<'a> {
                             | "dependentRequired"
                             | "dependentSchemas"
                             | "if"
+                            // conjoined as its complement by `dnf_applicators`
+                            | "not"
                     ) {
                         plain.insert(k.clone(), val.clone());
                     }
@@ -623,7 +633,8 @@ impl<'a> Normalizer<'a> {
 
     /// The complement of a schema, for the forms whose complement is a
     /// union of simple schemas: `true`/`false`/`{}`, `type`, `enum`/`const`
-    /// of null/boolean/string members, `required`, and `not`.
+    /// of null/boolean/string members, `required`, `pattern` (strings
+    /// matching none of [`NOT_PATTERNS`]), and `not`.
     fn negate(&mut self, v: &Value, ptr: &str, depth: usize) -> Result<Vec<Conj>, SchemaError> {
         if depth > MAX_INLINE_DEPTH {
             return Err(SchemaError::limit(
@@ -673,7 +684,7 @@ impl<'a> Normalizer<'a> {
                 "not",
                 ptr,
                 "only `not` of true/false/{}, `type`, scalar `enum`/`const`, `required`, `not`, \
-                 `properties`, numeric bounds, length/item/property counts, or a conjunction of \
+                 `properties`, `pattern`, numeric bounds, length/item/property counts, or a conjunction of \
                  these is implemented",
             )
         };
@@ -681,6 +692,7 @@ impl<'a> Normalizer<'a> {
         if keys.len() > 1 {
             const INDEPENDENT: &[&str] = &[
                 "type",
+                "pattern",
                 "enum",
                 "const",
                 "required",
@@ -765,6 +777,17 @@ impl<'a> Normalizer<'a> {
                         _ => ("object", "minProperties"),
                     };
                     return Ok(typed(t, other, Value::from(n + 1)));
+                }
+                "pattern" => {
+                    // ¬(a string matches p) = a string not matching p
+                    let p = obj[k]
+                        .as_str()
+                        .ok_or_else(|| SchemaError::invalid("pattern", ptr, "must be a string"))?;
+                    return Ok(typed(
+                        "string",
+                        NOT_PATTERNS,
+                        Value::Array(vec![Value::String(p.into())]),
+                    ));
                 }
                 "properties" => {
                     // ¬(every present xᵢ satisfies Sᵢ) = an object with some xᵢ
@@ -1207,7 +1230,7 @@ fn merge2(
                         .collect(),
                 )
             }
-            "required" | NOT_IN => {
+            "required" | NOT_IN | PATTERNS | NOT_PATTERNS => {
                 let (Value::Array(x), Value::Array(y)) = (&old, &v) else {
                     return Err(SchemaError::invalid("required", ptr, "must be an array"));
                 };
@@ -1233,7 +1256,23 @@ fn merge2(
                     old
                 }
             }
-            "pattern" | "format" => {
+            "pattern" => {
+                // both must match: the second is kept under PATTERNS
+                if old != v {
+                    let more = a
+                        .entry(PATTERNS)
+                        .or_insert_with(|| Value::Array(Vec::new()));
+                    match more {
+                        Value::Array(x) if !x.contains(&v) => x.push(v),
+                        Value::Array(_) => {}
+                        _ => return Err(SchemaError::invalid("pattern", ptr, "must be a string")),
+                    }
+                }
+                old
+            }
+            // every key must satisfy both
+            "propertyNames" => all_of(vec![old, v]),
+            "format" => {
                 if old != v {
                     return Err(SchemaError::unsupported(
                         &k,

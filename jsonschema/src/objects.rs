@@ -25,10 +25,10 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::emit::{get_u64, lit, re, Emitter};
+use super::emit::{get_u64, lit, not_pattern_hirs, re, string_hir, Emitter, FormatNotes};
 use super::error::{push_ptr, Sat, SchemaError, Unsat};
-use super::keys::{KeyAutomaton, KeyPattern, RegionGrammar};
-use super::normalize::{all_of, Simple};
+use super::keys::{KeyAutomaton, KeyBranch, KeyFilter, KeyPattern, RegionGrammar};
+use super::normalize::{all_of, Normalizer, Simple, NOT_IN, T_STRING};
 use super::strings::{encode_class, encode_str, key_regex_excluding};
 use zapspec_grammar::ir::{NtId, Symbol, Terminal};
 
@@ -53,6 +53,8 @@ pub(crate) struct Layout {
     pub additional: Value,
     /// `patternProperties`: compiled patterns and their schemas.
     pub patterns: Vec<(KeyPattern, Value)>,
+    /// `propertyNames` (`None`: every key allowed).
+    pub filter: Option<KeyFilter>,
 }
 
 impl Layout {
@@ -106,9 +108,119 @@ pub(crate) fn pattern_properties(
     Ok(out)
 }
 
+/// Parses `propertyNames: P` of a simple schema into a [`KeyFilter`]
+/// (`None` when it allows every key).
+///
+/// Keys are strings, so `P` is normalised like any schema (`$ref`,
+/// `allOf`, `anyOf`, `oneOf`, `not`, `if` …, into a union of simple
+/// schemas) and only what each simple schema says about strings is kept:
+/// a branch whose `type` excludes strings allows no key; otherwise its
+/// `pattern`s and `format`, `not: {pattern}`, `not: {enum|const}`,
+/// `enum`/`const` (string members), `minLength`/`maxLength` form one
+/// [`KeyBranch`], exactly as they constrain a string value. Keywords of
+/// other types hold for every string and are dropped. A construct the
+/// normaliser or the string compiler refuses inside `P` is refused as
+/// [`SchemaError::Unsupported`] on `propertyNames` (the reason names the
+/// inner keyword and its pointer).
+pub(crate) fn key_filter(
+    s: &Simple,
+    norm: &mut Normalizer,
+    notes: &mut FormatNotes,
+) -> Result<Option<KeyFilter>, SchemaError> {
+    let Some(p) = s.map.get("propertyNames") else {
+        return Ok(None);
+    };
+    if !p.is_object() && !p.is_boolean() {
+        return Err(SchemaError::invalid(
+            "propertyNames",
+            &s.ptr,
+            "must be a schema",
+        ));
+    }
+    let pptr = push_ptr(&s.ptr, "propertyNames");
+    let wrap = |e: SchemaError| match e {
+        SchemaError::Unsupported {
+            keyword,
+            pointer,
+            reason,
+        } => SchemaError::Unsupported {
+            keyword: "propertyNames".into(),
+            pointer: pptr.clone(),
+            reason: format!("`{keyword}` at `{pointer}`: {reason}"),
+        },
+        e => e,
+    };
+    // a branch of `P` that is contradictory is no contradiction of the
+    // object (it allows fewer keys): keep the first one noted for the schema
+    let saved = norm.first_unsat.clone();
+    let branches = norm.branches(p, &pptr).map_err(wrap);
+    norm.first_unsat = saved;
+    let mut out = Vec::new();
+    for b in &branches? {
+        if b.types() & T_STRING == 0 {
+            continue;
+        }
+        let m = &b.map;
+        let min = get_u64(m, "minLength", &b.ptr)?.unwrap_or(0);
+        let max = get_u64(m, "maxLength", &b.ptr)?;
+        if max.is_some_and(|x| x < min) {
+            continue;
+        }
+        let strings = |k: &str| -> Result<Option<Vec<String>>, SchemaError> {
+            match m.get(k) {
+                None => Ok(None),
+                Some(Value::Array(a)) => Ok(Some(
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect(),
+                )),
+                Some(_) => Err(SchemaError::invalid("enum", &b.ptr, "must be an array")),
+            }
+        };
+        let only = strings("enum")?;
+        if only.as_ref().is_some_and(Vec::is_empty) {
+            continue; // no string member
+        }
+        let excluded = strings(NOT_IN)?.unwrap_or_default();
+        let to_pat = |(h, kw): (regex_syntax::hir::Hir, &str)| {
+            KeyPattern::from_hir(kw, h)
+                .map_err(|r| r.into_schema("propertyNames", &pptr, &format!("({kw}) ")))
+        };
+        let must = string_hir(m, &b.ptr, notes)
+            .map_err(wrap)?
+            .into_iter()
+            .map(to_pat)
+            .collect::<Result<Vec<_>, _>>()?;
+        let must_not = not_pattern_hirs(m, &b.ptr)
+            .map_err(wrap)?
+            .into_iter()
+            .map(|h| to_pat((h, "not")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let branch = KeyBranch {
+            must,
+            must_not,
+            excluded,
+            only,
+            min,
+            max,
+        };
+        if branch.is_unconstrained() {
+            return Ok(None);
+        }
+        out.push(branch);
+    }
+    Ok(Some(KeyFilter { branches: out }))
+}
+
 /// The layout of an object schema; [`Sat::No`] when a required member is
-/// impossible.
-pub(crate) fn object_layout(s: &Simple) -> Result<Sat<Layout>, SchemaError> {
+/// impossible. `norm` and `notes` serve `propertyNames`, whose schema is
+/// normalised against the same document.
+pub(crate) fn object_layout(
+    s: &Simple,
+    norm: &mut Normalizer,
+    notes: &mut FormatNotes,
+) -> Result<Sat<Layout>, SchemaError> {
     let ptr = &s.ptr;
     let props = match s.map.get("properties") {
         None => serde_json::Map::new(),
@@ -151,11 +263,20 @@ pub(crate) fn object_layout(s: &Simple) -> Result<Sat<Layout>, SchemaError> {
         ));
     }
     let patterns = pattern_properties(&s.map, ptr)?;
+    let filter = key_filter(s, norm, notes)?;
+    let name_ok = |k: &str| filter.as_ref().is_none_or(|f| f.accepts(k));
     let mut members = Vec::new();
     let mut names = Vec::new();
     for (k, v) in &props {
         names.push(k.clone());
         let req = required.contains(k);
+        if !name_ok(k) {
+            // `propertyNames` forbids the key: the member never appears
+            if req {
+                return Ok(Sat::No(Unsat::NameRejected(k.clone())));
+            }
+            continue;
+        }
         // a declared key must also satisfy every pattern it matches
         let mut parts = vec![v.clone()];
         parts.extend(
@@ -182,9 +303,13 @@ pub(crate) fn object_layout(s: &Simple) -> Result<Sat<Layout>, SchemaError> {
         names,
         additional,
         patterns,
+        filter,
     };
     for r in &required {
         if !props.contains_key(r) {
+            if layout.filter.as_ref().is_some_and(|f| !f.accepts(r)) {
+                return Ok(Sat::No(Unsat::NameRejected(r.clone())));
+            }
             let sch = layout.extra_schema(r);
             if sch == Value::Bool(false) {
                 return Ok(Sat::No(Unsat::RequiredNotAllowed(r.clone())));
@@ -204,30 +329,45 @@ enum KeyPlan {
     Region(RegionGrammar),
 }
 
-/// The regions of undeclared keys (keys other than `names`) with their
-/// value schemas and schema pointers: one region for `additionalProperties`
+/// The regions of undeclared keys (keys other than `names`, and allowed
+/// by `filter`, the `propertyNames` of the object) with their value
+/// schemas and schema pointers: one region for `additionalProperties`
 /// without patterns, else the regions of `patternProperties` (see
 /// [`super::keys`]). Regions whose schema is `false` are left out, so the
-/// result is empty when no undeclared key is allowed.
+/// result is empty when no undeclared key is allowed. Without patterns and
+/// filter the one region is a trie-complement regex; otherwise the
+/// regions are read off the product automaton of the patterns, the names
+/// and the filter.
 fn extra_regions(
     ptr: &str,
     names: &[&str],
     additional: &Value,
     patterns: &[(KeyPattern, Value)],
+    filter: Option<&KeyFilter>,
 ) -> Result<Vec<(KeyPlan, Value, String)>, SchemaError> {
+    if filter.is_some_and(|f| f.branches.is_empty()) {
+        return Ok(vec![]); // `propertyNames` allows no key
+    }
     if patterns.is_empty() {
         if additional == &Value::Bool(false) {
             return Ok(vec![]);
         }
-        return Ok(vec![(
-            KeyPlan::Regex(key_regex_excluding(names)),
-            additional.clone(),
-            push_ptr(ptr, "additionalProperties"),
-        )]);
+        if filter.is_none() {
+            return Ok(vec![(
+                KeyPlan::Regex(key_regex_excluding(names)),
+                additional.clone(),
+                push_ptr(ptr, "additionalProperties"),
+            )]);
+        }
     }
     let pats: Vec<&KeyPattern> = patterns.iter().map(|(p, _)| p).collect();
+    let kw = if pats.is_empty() {
+        "propertyNames"
+    } else {
+        "patternProperties"
+    };
     let ka =
-        KeyAutomaton::new(&pats, names).map_err(|r| r.into_schema("patternProperties", ptr, ""))?;
+        KeyAutomaton::with_filter(&pats, names, filter).map_err(|r| r.into_schema(kw, ptr, ""))?;
     let pp_ptr = push_ptr(ptr, "patternProperties");
     let mut out = Vec::new();
     for set in ka.regions() {
@@ -269,7 +409,8 @@ impl Emitter<'_> {
             names,
             additional,
             patterns,
-        } = match object_layout(s)? {
+            filter,
+        } = match object_layout(s, &mut self.norm, &mut self.format_notes)? {
             Sat::Yes(x) => x,
             Sat::No(reason) => {
                 self.norm.note_unsat(&ptr, reason.to_string());
@@ -288,7 +429,7 @@ impl Emitter<'_> {
         let min_p = get_u64(&s.map, "minProperties", &ptr)?.unwrap_or(0);
         let max_p = get_u64(&s.map, "maxProperties", &ptr)?;
         let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let extra_plan = extra_regions(&ptr, &name_refs, &additional, &patterns)?;
+        let extra_plan = extra_regions(&ptr, &name_refs, &additional, &patterns, filter.as_ref())?;
         let allow_extra = !extra_plan.is_empty();
         if max_p.is_some_and(|m| m < n_req || m < min_p) {
             self.norm.note_unsat(

@@ -280,8 +280,15 @@ fn simple_negations() {
     ));
     let g = compile(&json!({"not": {"minimum": 3}}));
     assert!(accepts(&g, &json!(2.5)) && !accepts(&g, &json!(3)) && !accepts(&g, &json!("s")));
+    // `pattern` searches, and every non-string satisfies it: the
+    // complement is the strings without an `a`
+    let g = compile(&json!({"not": {"pattern": "a"}}));
+    assert!(accepts(&g, &json!("bcd")) && accepts(&g, &json!("")));
+    assert!(!accepts(&g, &json!("bab")) && !accepts(&g, &json!("a")) && !accepts(&g, &json!(5)));
+    let g = compile(&json!({"type": "string", "pattern": "^[a-c]+$", "not": {"pattern": "^a"}}));
+    assert!(accepts(&g, &json!("bca")) && !accepts(&g, &json!("abc")) && !accepts(&g, &json!("")));
     assert!(matches!(
-        compile_json_schema(&json!({"not": {"pattern": "a"}}), &JsonSchemaOptions::default()),
+        compile_json_schema(&json!({"not": {"multipleOf": 2}}), &JsonSchemaOptions::default()),
         Err(SchemaError::Unsupported { keyword, .. }) if keyword == "not"
     ));
 }
