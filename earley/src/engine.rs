@@ -71,6 +71,10 @@ pub struct VocabIndex {
     evictions: AtomicUsize,
     /// Entries and terminals evicted so far.
     evicted: AtomicUsize,
+    /// Terminal automata built (cache misses of [`Self::terminal`]) and
+    /// the nanoseconds their construction took.
+    dfa_builds: AtomicUsize,
+    dfa_build_nanos: AtomicU64,
 }
 
 /// How a [`VocabIndex`] computes and shares context-independent entries.
@@ -191,6 +195,8 @@ impl VocabIndex {
             evicting: AtomicBool::new(false),
             evictions: AtomicUsize::new(0),
             evicted: AtomicUsize::new(0),
+            dfa_builds: AtomicUsize::new(0),
+            dfa_build_nanos: AtomicU64::new(0),
         }))
     }
 
@@ -254,7 +260,14 @@ impl VocabIndex {
             e.touch(self.tick());
             return Ok(e.clone());
         }
-        let dfa = ByteDfa::from_regex_with(&regex, limits)?;
+        let t0 = std::time::Instant::now();
+        let dfa = ByteDfa::from_regex_with(&regex, limits);
+        self.dfa_builds.fetch_add(1, Ordering::Relaxed);
+        self.dfa_build_nanos.fetch_add(
+            u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        let dfa = dfa?;
         self.note_bytes(dfa.heap_bytes() + regex.len());
         let e = Arc::new(TermEntry::new(regex.clone(), dfa));
         e.touch(self.tick());
@@ -407,6 +420,15 @@ impl VocabIndex {
         self.terminals.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Terminal automata built so far and the nanoseconds spent building
+    /// them (two atomic loads; [`Self::cache_stats`] walks the cache).
+    pub fn dfa_build_stats(&self) -> (usize, u64) {
+        (
+            self.dfa_builds.load(Ordering::Relaxed),
+            self.dfa_build_nanos.load(Ordering::Relaxed),
+        )
+    }
+
     /// Statistics of the shared terminal cache.
     pub fn cache_stats(&self) -> CacheStats {
         let m = self.lock();
@@ -414,6 +436,8 @@ impl VocabIndex {
             terminals: m.len(),
             evictions: self.evictions.load(Ordering::Relaxed),
             evicted: self.evicted.load(Ordering::Relaxed),
+            dfa_builds: self.dfa_builds.load(Ordering::Relaxed),
+            dfa_build_nanos: self.dfa_build_nanos.load(Ordering::Relaxed),
             shared_entries: self
                 .residuals
                 .lock()
@@ -453,6 +477,13 @@ pub struct CacheStats {
     pub evictions: usize,
     /// Entries and terminals those passes evicted.
     pub evicted: usize,
+    /// Terminal automata built so far (cache misses, failed builds
+    /// included), and the wall-clock nanoseconds spent building them (the
+    /// part of compile time, hence of time-to-first-mask, that goes to
+    /// determinisation).
+    pub dfa_builds: usize,
+    /// See [`CacheStats::dfa_builds`].
+    pub dfa_build_nanos: u64,
 }
 
 /// The engine for one vocabulary: compiles grammars against a shared

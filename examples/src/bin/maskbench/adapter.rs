@@ -30,6 +30,12 @@ pub trait Adapter {
     fn prepare(&mut self) {}
     /// Compiles a schema (counted in TTFM).
     fn compile(&mut self, schema: &Value) -> Result<Box<dyn Compiled>, CompileFailure>;
+    /// Microseconds the engine has spent building terminal automata so far
+    /// (cumulative), where it reports it: the run records the part of each
+    /// schema's TTFM that went to determinisation.
+    fn automaton_build_us(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// A compiled schema with one current matcher state.

@@ -31,6 +31,11 @@ pub struct EngineSummary {
     pub mask_advance_mismatches: usize,
     pub tokens: usize,
     pub ttfm_us: Summary,
+    /// Share of the summed TTFM spent building terminal automata: over
+    /// all compiled schemas, and over the slowest 1% by TTFM (engines that
+    /// report it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfm_automata_share: Option<(f64, f64)>,
     pub tbm_us: Summary,
     /// Tokens per second of mask computation: masks / total mask time.
     pub mask_throughput_per_s: f64,
@@ -54,6 +59,7 @@ pub fn summarize(engine: &str, results: &[SchemaResult]) -> EngineSummary {
         ..Default::default()
     };
     let mut ttfm = Vec::new();
+    let mut automata: Vec<(f64, f64)> = Vec::new();
     let mut tbm = Vec::new();
     let mut peaks = Vec::new();
     for r in results {
@@ -80,6 +86,9 @@ pub fn summarize(engine: &str, results: &[SchemaResult]) -> EngineSummary {
         if r.status != Status::CompileError {
             if let Some(t) = r.ttfm_us {
                 ttfm.push(t);
+                if let Some(a) = r.ttfm_automata_us {
+                    automata.push((t, a));
+                }
             }
         }
         tbm.extend(r.tbm_ns.iter().map(|&n| n as f64 / 1000.0));
@@ -88,6 +97,20 @@ pub fn summarize(engine: &str, results: &[SchemaResult]) -> EngineSummary {
         }
     }
     s.ttfm_us = Summary::of(&ttfm);
+    if !automata.is_empty() {
+        let share = |xs: &[(f64, f64)]| {
+            let t: f64 = xs.iter().map(|x| x.0).sum();
+            let a: f64 = xs.iter().map(|x| x.1).sum();
+            if t > 0.0 {
+                a / t
+            } else {
+                0.0
+            }
+        };
+        automata.sort_by(|x, y| y.0.total_cmp(&x.0));
+        let top = automata.len().div_ceil(100);
+        s.ttfm_automata_share = Some((share(&automata), share(&automata[..top])));
+    }
     s.tbm_us = Summary::of(&tbm);
     let total: f64 = tbm.iter().sum();
     s.mask_throughput_per_s = if total > 0.0 {
@@ -179,6 +202,16 @@ pub fn markdown_table(sums: &[EngineSummary]) -> String {
             }
             out.push('\n');
         }
+    }
+    if sums.iter().any(|s| s.ttfm_automata_share.is_some()) {
+        out.push_str("| TTFM share in terminal automata (all / slowest 1%) |");
+        for s in sums {
+            match s.ttfm_automata_share {
+                Some((a, b)) => out.push_str(&format!(" {:.0}% / {:.0}% |", 100.0 * a, 100.0 * b)),
+                None => out.push_str(" — |"),
+            }
+        }
+        out.push('\n');
     }
     out.push_str("| mask throughput (masks/s) |");
     for s in sums {

@@ -145,6 +145,10 @@ pub struct SchemaResult {
     /// Compile + first mask, µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttfm_us: Option<f64>,
+    /// The part of `ttfm_us` spent building terminal automata, µs (engines
+    /// that report it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfm_automata_us: Option<f64>,
     /// Every other mask, ns.
     pub tbm_ns: Vec<u64>,
     pub valid_tests: usize,
@@ -195,6 +199,7 @@ fn run_schema_inner(
     res: &mut SchemaResult,
 ) {
     adapter.prepare();
+    let built0 = adapter.automaton_build_us();
     let t0 = Instant::now();
     let mut c = match adapter.compile(&case.schema) {
         Ok(c) => c,
@@ -207,6 +212,7 @@ fn run_schema_inner(
     };
     let first = c.start().and_then(|_| c.compute_mask());
     res.ttfm_us = Some(t0.elapsed().as_nanos() as f64 / 1000.0);
+    res.ttfm_automata_us = built0.zip(adapter.automaton_build_us()).map(|(a, b)| b - a);
     if let Err(e) = first {
         res.status = Status::CompileError;
         res.error_category = Some("first mask failed".into());

@@ -169,6 +169,10 @@ impl Adapter for ZapAdapter {
         }
     }
 
+    fn automaton_build_us(&self) -> Option<f64> {
+        Some(self.engine.index().dfa_build_stats().1 as f64 / 1000.0)
+    }
+
     fn compile(&mut self, schema: &Value) -> Result<Box<dyn Compiled>, CompileFailure> {
         let g = schema_grammar(schema)?;
         let cg = self.engine.compile(&g, self.config).map_err(|e| {
