@@ -1,15 +1,17 @@
 //! The context-288 diffusion models shipped for Spiffy (`models/
-//! diffusion-bytes-288*`) load, beat unigram on held-out text, fit a
-//! 32-byte prompt plus a 256-byte generation, and decode losslessly with
-//! Spiffy in their exact cache settings (one block, so this stays fast in
-//! a debug build). Skips (with a message) when a model is absent.
+//! diffusion-bytes-288*` and the GPU-trained `models/diffusion-bytes-3m*`)
+//! load, beat unigram on held-out text, fit a 32-byte prompt plus a
+//! 256-byte generation, and decode losslessly with Spiffy in their exact
+//! cache settings (one block, so this stays fast in a debug build); on the
+//! 3M-parameter models threshold unmasking at τ = 0.9 fires (fewer calls
+//! than positions). Skips (with a message) when a model is absent.
 
 use zapspec_backend::{shipped_models_dir, Device, DiffusionAttention, DiffusionCache};
 use zapspec_core::TokenId;
 use zapspec_spiffy::calibrate::{calibrate, record_trajectory, CalibrationConfig};
 use zapspec_spiffy::{generate, generate_spiffy, DecodeConfig, SpiffyConfig, Unmasking};
 
-fn check(name: &str, attention: DiffusionAttention, cache: DiffusionCache) {
+fn check(name: &str, attention: DiffusionAttention, cache: DiffusionCache, tau_fires: bool) {
     let dir = shipped_models_dir().join(name);
     if !dir.join("model.safetensors").exists() {
         eprintln!("skipping: {} not found", dir.display());
@@ -75,6 +77,13 @@ fn check(name: &str, attention: DiffusionAttention, cache: DiffusionCache) {
     .unwrap();
     assert_eq!(sp.output.tokens, vanilla.tokens, "{name}: Spiffy ≠ vanilla");
     assert!(sp.output.nfe <= vanilla.nfe);
+    if tau_fires {
+        assert!(
+            vanilla.nfe < 32,
+            "{name}: τ = 0.9 never fired ({} calls for 32 positions)",
+            vanilla.nfe
+        );
+    }
 }
 
 #[test]
@@ -83,6 +92,7 @@ fn bidirectional_288_dual_cache_is_lossless() {
         "diffusion-bytes-288",
         DiffusionAttention::Bidirectional,
         DiffusionCache::Dual,
+        false,
     );
 }
 
@@ -92,5 +102,26 @@ fn blockwise_causal_288_prefix_cache_is_lossless() {
         "diffusion-bytes-288-blockcausal",
         DiffusionAttention::BlockCausal,
         DiffusionCache::Prefix,
+        false,
+    );
+}
+
+#[test]
+fn bidirectional_3m_dual_cache_is_lossless() {
+    check(
+        "diffusion-bytes-3m",
+        DiffusionAttention::Bidirectional,
+        DiffusionCache::Dual,
+        true,
+    );
+}
+
+#[test]
+fn blockwise_causal_3m_prefix_cache_is_lossless() {
+    check(
+        "diffusion-bytes-3m-blockcausal",
+        DiffusionAttention::BlockCausal,
+        DiffusionCache::Prefix,
+        true,
     );
 }
