@@ -16,8 +16,8 @@
 //! ```text
 //! cargo run --release -p examples --bin spiffy -- --out examples/results
 //! cargo run --profile release-fast -p examples --bin spiffy -- \
-//!     --model models/diffusion-bytes-288 --name spiffy_288 \
-//!     --prompt-len 32 --gen-len 128 --block-len 32 --calib 4 --eval 4 \
+//!     --model models/diffusion-bytes-3m --name spiffy_3m \
+//!     --prompt-len 32 --gen-len 256 --block-len 32 --calib 8 --eval 8 \
 //!     --temps 0,1 --tau-low 0 --out examples/results
 //! ```
 //!
