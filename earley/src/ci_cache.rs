@@ -32,6 +32,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use zapspec_core::{TokenId, TokenSet};
 
+use crate::segmented::Segmented;
 use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
 use crate::toktrie::TokTrie;
@@ -45,7 +46,9 @@ pub struct TermEntry {
     pub regex: String,
     /// The terminal's automaton.
     pub dfa: ByteDfa,
-    ci: Vec<Slot>,
+    /// One slot per DFA state, allocated as states appear (a lazy DFA
+    /// grows while masks run).
+    ci: Segmented<Slot>,
     /// The index clock at this terminal's last use (compile or mask).
     used: AtomicU64,
 }
@@ -189,13 +192,13 @@ impl CiEntry {
 }
 
 impl TermEntry {
-    /// A terminal with no entry computed yet (one empty slot per DFA state).
+    /// A terminal with no entry computed yet (slots allocated on first
+    /// use).
     pub fn new(regex: String, dfa: ByteDfa) -> Self {
-        let ci = (0..dfa.num_states()).map(|_| Slot::default()).collect();
         TermEntry {
             regex,
             dfa,
-            ci,
+            ci: Segmented::default(),
             used: AtomicU64::new(0),
         }
     }
@@ -210,14 +213,14 @@ impl TermEntry {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// The per-DFA-state slots.
-    pub(crate) fn slots(&self) -> &[Slot] {
-        &self.ci
+    /// The per-DFA-state slots allocated so far.
+    pub(crate) fn slots(&self) -> impl Iterator<Item = &Slot> + '_ {
+        self.ci.iter()
     }
 
     /// The slot of DFA state `s` (a state of [`TermEntry::dfa`]).
     pub(crate) fn slot(&self, s: u32) -> &Slot {
-        &self.ci[s as usize]
+        self.ci.get_or_init(s as usize, Slot::default)
     }
 
     /// The computed entries (shared ones included).

@@ -1,11 +1,16 @@
 //! Regex → [`ByteDfa`]: the entry points that pick the construction. A
 //! long counted repetition of a prefix-free unit is built as a counter
-//! times the unit's automaton ([`crate::counted`]); every other regex by
-//! `regex-automata`'s NFA and dense DFA
-//! ([`ByteDfa::from_regex_general`]). Both check the NFA size bound first.
+//! times the unit's automaton ([`crate::counted`]); a regex without
+//! look-around as a lazy automaton over its Thompson NFA (`lazy`: states
+//! on first use); a regex with look-around by `regex-automata`'s NFA and
+//! dense DFA ([`ByteDfa::from_regex_general`], which is also the eager
+//! reference the others are tested against). All check the NFA size bound
+//! first.
 //!
-//! Cost: the general construction is one determinisation (bounded by
-//! [`RegexLimits`]); the counted one is linear in the count.
+//! Cost: the eager construction is one determinisation (bounded by
+//! [`RegexLimits`]); the counted one is linear in the count; the lazy one
+//! is the NFA at compile time and one subset-construction step per state
+//! a mask or step first reaches.
 
 use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
@@ -29,6 +34,17 @@ impl ByteDfa {
     /// limit is [`EarleyError::LimitExceeded`] naming the limit and the
     /// terminal.
     pub fn from_regex_with(pattern: &str, limits: &RegexLimits) -> Result<Self, EarleyError> {
+        Self::from_regex_opts(pattern, limits, true)
+    }
+
+    /// [`ByteDfa::from_regex_with`], choosing whether a regex without
+    /// look-around is built lazily (`lazy`, the default) or determinised
+    /// at once (the ablation of [`crate::IndexConfig::lazy_dfas`]).
+    pub fn from_regex_opts(
+        pattern: &str,
+        limits: &RegexLimits,
+        lazy: bool,
+    ) -> Result<Self, EarleyError> {
         let err = |reason: String| EarleyError::Terminal {
             regex: pattern.to_string(),
             reason,
@@ -58,6 +74,11 @@ impl ByteDfa {
         };
         if let Some(d) = crate::counted::build(&hir, limits.dfa_states, small, too_many) {
             return d;
+        }
+        // Without look-around, states are built on first use (module
+        // `lazy`): exact liveness needs no assertion-free reading.
+        if lazy && hir.properties().look_set().is_empty() {
+            return Self::lazy_from_hir(&hir, pattern, limits);
         }
         Self::from_hir(&hir, pattern, limits)
     }

@@ -99,8 +99,19 @@ pub struct IndexConfig {
     /// ([`VocabIndex::cache_stats`] counts the passes). An evicted entry is
     /// recomputed on its next use (masks are unchanged). The DFAs of the
     /// terminals of live grammars are pinned: never evicted, and not
-    /// counted against the bound. `usize::MAX`: unbounded.
+    /// counted against the bound. `usize::MAX`: unbounded. Default 32 MiB:
+    /// on the 6,730 MaskBench schemas over o200k (one index for all, as a
+    /// server would hold) a 128 MiB bound left peak RSS at 337 MiB and a
+    /// 32 MiB one at 192 MiB, with the same mask times (the cache's working
+    /// set is a few grammars' states; `examples/results/` has the runs).
     pub max_cache_bytes: usize,
+    /// Build the DFAs of terminals without look-around lazily, state by
+    /// state as masks and steps reach them (module `lazy`), instead of
+    /// determinising them at compile time. Lazy DFAs move the cost of
+    /// states no token reaches out of time-to-first-mask, and report a
+    /// `dfa_states` overflow at the mask or step that needed the state
+    /// (`EarleyMatcher::limit_exceeded`) rather than at compile time.
+    pub lazy_dfas: bool,
 }
 
 impl Default for IndexConfig {
@@ -112,7 +123,8 @@ impl Default for IndexConfig {
                 .collect(),
             share_residuals: true,
             residual_max_states: 64,
-            max_cache_bytes: 128 << 20,
+            max_cache_bytes: 32 << 20,
+            lazy_dfas: true,
         }
     }
 }
@@ -125,6 +137,7 @@ impl IndexConfig {
             share_residuals: false,
             residual_max_states: 0,
             max_cache_bytes: usize::MAX,
+            lazy_dfas: true,
         }
     }
 }
@@ -219,13 +232,18 @@ impl VocabIndex {
     pub(crate) fn shared_entry(
         &self,
         key: Vec<u32>,
-        compute: impl FnOnce() -> Arc<CiEntry>,
+        compute: impl FnOnce() -> (Arc<CiEntry>, bool),
     ) -> Arc<CiEntry> {
         let lock = || self.residuals.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = lock().get(&key) {
             return e.clone();
         }
-        let e = compute();
+        // `keep` false: the entry may be incomplete (a lazy DFA hit its
+        // state bound while it was computed), so it is not shared.
+        let (e, keep) = compute();
+        if !keep {
+            return e;
+        }
         lock().entry(key).or_insert(e).clone()
     }
 
@@ -261,7 +279,7 @@ impl VocabIndex {
             return Ok(e.clone());
         }
         let t0 = std::time::Instant::now();
-        let dfa = ByteDfa::from_regex_with(&regex, limits);
+        let dfa = ByteDfa::from_regex_opts(&regex, limits, self.config.lazy_dfas);
         self.dfa_builds.fetch_add(1, Ordering::Relaxed);
         self.dfa_build_nanos.fetch_add(
             u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
@@ -645,6 +663,20 @@ impl std::fmt::Debug for CompiledGrammar {
 }
 
 impl CompiledGrammar {
+    /// The regex of a terminal whose lazy DFA has refused a state for its
+    /// bound (module `lazy`), if any: one atomic load when no lazy DFA in
+    /// the process has.
+    pub(crate) fn overflowed_terminal(&self) -> Option<String> {
+        if !crate::lazy::any_overflowed() {
+            return None;
+        }
+        self.rules
+            .terms
+            .iter()
+            .find(|t| t.dfa.overflowed())
+            .map(|t| t.regex.clone())
+    }
+
     /// Compiles `grammar` over `index`.
     pub fn new(
         grammar: &Grammar,
@@ -844,16 +876,26 @@ impl TermEntry {
         if let Some(e) = slot.cached() {
             return e;
         }
+        // An entry computed while (or after) a lazy DFA refused a state
+        // for its bound may leave tokens out: it is returned, not cached
+        // (the matcher reports the overflow).
         let fresh = || {
             let (trie, slices, vocab_len) = (index.trie(), index.slices(), index.vocab().len());
             let e = Arc::new(ci_cache::compute(&self.dfa, s, trie, slices, vocab_len));
-            index.note_bytes(e.heap_bytes());
-            e
+            let keep = !self.dfa.overflowed();
+            if keep {
+                index.note_bytes(e.heap_bytes());
+            }
+            (e, keep)
         };
-        let e = match index.residual_key(&self.dfa, s) {
-            Some(key) => index.shared_entry(key, fresh),
-            None => fresh(),
+        let key = index.residual_key(&self.dfa, s);
+        let e = match key {
+            Some(key) if !self.dfa.overflowed() => index.shared_entry(key, fresh),
+            _ => fresh().0,
         };
+        if self.dfa.overflowed() {
+            return e;
+        }
         slot.mark_used(index.tick());
         // Two threads may compute the same cold entry; the first stored wins.
         let e = slot.fill(e);

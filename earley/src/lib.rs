@@ -20,6 +20,8 @@
 //! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals become one DFA terminal |
 //! | `toktrie` | — | the vocabulary as a preorder byte trie with subtree skips ([`TokTrie`]) |
 //! | [`terminal`] | §4.1 | terminals as byte DFAs ([`ByteDfa`]) |
+//! | `lazy` | — (regex-automata's hybrid DFA, in spirit) | terminal DFA states built on first use by the subset construction, exact liveness from the NFA, lock-free reads; a state bound reported at mask time |
+//! | `segmented` | — | append-only arrays growing by doubling segments without moving (lazy rows, cache slots) |
 //! | [`counted`] | — (llguidance's counted lexemes, in spirit) | `P X{m,n} S` with a prefix-free unit built as a counter times `X`'s DFA, not `n` expanded copies; states no token can tell apart share one cache entry |
 //!
 //! ## Entry points
@@ -72,10 +74,14 @@
 //! - **Index** ([`VocabIndex::new`]): sorting the token strings and
 //!   building the trie, O(Σ|token| + |V| log |V|), plus one trie walk per
 //!   slice. Excluded from time to first mask (TTFM).
-//! - **Compile** ([`Engine::compile`]): terminal fusion, one DFA per
-//!   distinct terminal (shared with earlier grammars over the same index;
-//!   a huge fused terminal can dominate, see [`fuse::MAX_FUSED_WEIGHT`]),
-//!   rule flattening and the initial Earley set. TTFM is this plus the
+//! - **Compile** ([`Engine::compile`]): terminal fusion, one automaton per
+//!   distinct terminal (shared with earlier grammars over the same index):
+//!   for a regex without look-around its Thompson NFA only, its DFA states
+//!   built when a mask or step first reaches them (module `lazy`,
+//!   [`IndexConfig::lazy_dfas`]); a regex with look-around is determinised
+//!   at once (a huge fused terminal can dominate, see
+//!   [`fuse::MAX_FUSED_WEIGHT`]). Then rule flattening and the initial
+//!   Earley set. TTFM is this plus the
 //!   first mask; a benchmark of cold TTFM needs a fresh [`VocabIndex`] per
 //!   grammar (the trie can be shared by cloning the vocabulary `Arc`).
 //! - **Mask** (`fill_mask`): a pruned-state cache hit copies `W` words.
@@ -84,7 +90,9 @@
 //!   its non-zero words) and a walk of its remainder trie of
 //!   context-dependent tokens with the byte-level parser. The first use of
 //!   a pair anywhere in the process computes its entry: one walk of the
-//!   token trie (O(N)), or of the few thousand tokens outside a slice.
+//!   token trie (O(N)), or of the few thousand tokens outside a slice;
+//!   with lazy terminal DFAs, that walk also builds the DFA states the
+//!   tokens reach (a subset-construction step each, about a microsecond).
 //! - **Advance**: Earley work for the token's bytes over the pruned chart
 //!   (SCAN / COMPLETE / PREDICT per byte), then compaction in time
 //!   proportional to the retained items; the matcher keeps one chart
@@ -105,7 +113,10 @@
 //! Every resource a hostile grammar or input can blow up has a bound in
 //! [`EngineConfig`], and exceeding it is [`EarleyError::LimitExceeded`]
 //! naming the `zapspec_grammar::Limit` and the place: each terminal's NFA,
-//! DFA and DFA states (`regex_limits`), the items of one Earley set
+//! DFA and DFA states (`regex_limits`; a lazy DFA's state bound is met at
+//! the mask or step that needs a state past it, and reported there by
+//! [`EarleyMatcher::limit_exceeded`], the work since not cached), the
+//! items of one Earley set
 //! (`max_set_items`; checked by [`EarleyMatcher::try_advance`] and
 //! [`EarleyMatcher::try_mask`], and at compile time for the initial set)
 //! and the compile's wall clock (`compile_time_budget`). The table of
@@ -171,8 +182,11 @@
 //!   the whole trie, and a single-character terminal whose every
 //!   continuation is context-dependent builds a remainder trie of most of
 //!   the vocabulary (once per process).
-//! - Huge fused terminals (tens of thousands of DFA states, from bounded
-//!   repetitions) make TTFM's tail: DFA construction is in TTFM.
+//! - TTFM's tail: a bounded repetition that the counted construction does
+//!   not take (under an alternation, or after a non-literal prefix, e.g. a
+//!   string `pattern` with `maxLength` 1024) is expanded `n` times in the
+//!   NFA, lazy or not, and regexes with look-around are determinised at
+//!   compile time.
 
 pub mod batch;
 mod chart;
@@ -185,8 +199,10 @@ mod engine;
 mod error;
 pub mod fuse;
 mod grammar;
+mod lazy;
 mod matcher;
 mod prune;
+mod segmented;
 pub mod slicer;
 pub mod terminal;
 mod toktrie;

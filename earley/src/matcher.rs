@@ -67,6 +67,9 @@ pub struct EarleyMatcher {
     /// The last `EngineConfig::max_set_items` overflow of an advance or a
     /// mask: (items reached, byte offset of the set, in a mask?).
     limit: Option<(usize, u32, bool)>,
+    /// A lazy terminal DFA of the grammar refused a state for its bound
+    /// during the last advance or mask (in a mask?), and its regex.
+    dfa_limit: Option<(bool, String)>,
 }
 
 impl std::fmt::Debug for EarleyMatcher {
@@ -112,6 +115,7 @@ impl EarleyMatcher {
             key: Vec::new(),
             scratch: prune::Scratch::default(),
             limit: None,
+            dfa_limit: None,
         }
     }
 
@@ -160,6 +164,22 @@ impl EarleyMatcher {
     /// the state cache was complete. [`Self::try_advance`] and
     /// [`Self::try_mask`] return it as an error instead.
     pub fn limit_exceeded(&self) -> Option<EarleyError> {
+        if let (None, Some((in_mask, regex))) = (self.limit, &self.dfa_limit) {
+            let max = self.g.config.regex_limits.dfa_states;
+            return Some(EarleyError::LimitExceeded {
+                limit: Limit::DfaStates,
+                max,
+                place: format!(
+                    "terminal {} ({})",
+                    zapspec_grammar::limits::short_regex(regex),
+                    if *in_mask { "mask" } else { "advance" }
+                ),
+                terminal: Some(regex.clone()),
+                detail: format!(
+                    "the lazily built DFA reached dfa_states {max}; tokens leading to new states were left out"
+                ),
+            });
+        }
         let (n, at, in_mask) = self.limit?;
         let max = self.g.config.max_set_items;
         Some(EarleyError::LimitExceeded {
@@ -254,11 +274,17 @@ impl EarleyMatcher {
         let chart = self.chart().clone();
         let mut w = Work::new(&g.rules, &chart);
         self.limit = None;
+        self.dfa_limit = None;
         for (i, &b) in bytes.iter().enumerate() {
             if !w.push_byte(b) {
                 g.counters.observe_set(w.largest);
                 if let Some(n) = w.overflow {
                     self.limit = Some((n, chart.last_pos() + i as u32 + 1, false));
+                    return Err(0);
+                }
+                if let Some(r) = g.overflowed_terminal() {
+                    // not shown invalid: a lazy DFA refused a state
+                    self.dfa_limit = Some((false, r));
                     return Err(0);
                 }
                 return Err(i + 1);
@@ -395,6 +421,7 @@ impl zapspec_core::Matcher for EarleyMatcher {
     fn fill_next(&mut self, mask: &mut TokenSet) {
         AtomicCounters::bump(&self.g.counters.masks);
         self.limit = None;
+        self.dfa_limit = None;
         if let Some(m) = self.cached_mask() {
             AtomicCounters::bump(&self.g.counters.state_cache_hits);
             mask.words_mut().copy_from_slice(m.words());
@@ -403,6 +430,11 @@ impl zapspec_core::Matcher for EarleyMatcher {
         if let Some((n, at)) = self.compute_mask(mask) {
             // Incomplete: not cached.
             self.limit = Some((n, at, true));
+            return;
+        }
+        if let Some(r) = self.g.overflowed_terminal() {
+            // Possibly incomplete (a lazy DFA refused a state): not cached.
+            self.dfa_limit = Some((true, r));
             return;
         }
         if self.g.config.state_cache {
@@ -422,6 +454,7 @@ impl zapspec_core::Matcher for EarleyMatcher {
 
     fn step(&mut self, t: TokenId) -> Result<(), RejectReason> {
         self.limit = None;
+        self.dfa_limit = None;
         let vocab = self.g.vocab().clone();
         if (t as usize) >= vocab.len() {
             return Err(RejectReason::OutOfVocabulary);

@@ -19,23 +19,36 @@ use regex_automata::{Anchored, MatchKind};
 use zapspec_grammar::limits::short_regex;
 use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
+use std::sync::Arc;
+
 use crate::error::EarleyError;
+use crate::lazy::LazyTables;
 
 /// The dead state of every [`ByteDfa`]: no continuation can be accepted.
-pub const DEAD: u32 = 0;
+pub const DEAD: u32 = crate::lazy::DEAD;
 
-/// A deterministic automaton over bytes with only live states.
+/// A deterministic automaton over bytes with only live states: a dense
+/// table built at compile time, or one built state by state on first use
+/// (module `lazy`); both answer the same queries.
 #[derive(Clone, Debug)]
 pub struct ByteDfa {
     classes: [u8; 256],
     ncls: usize,
-    trans: Vec<u32>,
-    accepting: Vec<bool>,
-    /// Some byte leads to a live state.
-    can_continue: Vec<bool>,
+    tables: Tables,
     start: u32,
     /// Built as a counter times a small automaton ([`crate::counted`]).
     counted: Option<CountedLayout>,
+}
+
+#[derive(Clone, Debug)]
+enum Tables {
+    Dense {
+        trans: Vec<u32>,
+        accepting: Vec<bool>,
+        /// Some byte leads to a live state.
+        can_continue: Vec<bool>,
+    },
+    Lazy(Arc<LazyTables>),
 }
 
 impl ByteDfa {
@@ -114,18 +127,7 @@ impl ByteDfa {
         let over =
             |limit: Limit, max: usize, detail: String| limit_error(pattern, limit, max, detail);
         // (Callers have checked the NFA size bound of the whole regex.)
-        let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .utf8(false)
-                    .which_captures(thompson::WhichCaptures::None)
-                    .nfa_size_limit(Some(limits.nfa_bytes)),
-            )
-            .build_from_hir(hir)
-            .map_err(|e| match e.size_limit() {
-                Some(max) => over(Limit::NfaBytes, max, e.to_string()),
-                None => err(e.to_string()),
-            })?;
+        let nfa = Self::thompson(hir, pattern, limits)?;
         let (table_limit, scratch_limit) =
             limits.dense_builder_limits(nfa.byte_classes().alphabet_len());
         let dfa = dense::Builder::new()
@@ -275,11 +277,78 @@ impl ByteDfa {
         ByteDfa {
             classes,
             ncls,
-            trans,
-            accepting,
-            can_continue,
+            tables: Tables::Dense {
+                trans,
+                accepting,
+                can_continue,
+            },
             start,
             counted,
+        }
+    }
+
+    /// The lazy construction ([`crate::lazy`]) of a regex without
+    /// look-around: `regex-automata`'s Thompson NFA (bounded by
+    /// `limits.nfa_bytes`), its states determinised on first use, at most
+    /// `limits.dfa_states` of them.
+    pub(crate) fn lazy_from_hir(
+        hir: &regex_syntax::hir::Hir,
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<Self, EarleyError> {
+        let nfa = Self::thompson(hir, pattern, limits)?;
+        let bc = nfa.byte_classes();
+        let mut classes = [0u8; 256];
+        for b in 0..=255u8 {
+            classes[b as usize] = bc.get(b);
+        }
+        let ncls = classes.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
+        let (t, start) = LazyTables::new(nfa, &classes, ncls, limits.dfa_states.saturating_add(1));
+        Ok(ByteDfa {
+            classes,
+            ncls,
+            tables: Tables::Lazy(Arc::new(t)),
+            start,
+            counted: None,
+        })
+    }
+
+    /// `regex-automata`'s Thompson NFA of `hir` (bytes, no captures),
+    /// bounded by `limits.nfa_bytes`.
+    fn thompson(
+        hir: &regex_syntax::hir::Hir,
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<thompson::NFA, EarleyError> {
+        thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .utf8(false)
+                    .which_captures(thompson::WhichCaptures::None)
+                    .nfa_size_limit(Some(limits.nfa_bytes)),
+            )
+            .build_from_hir(hir)
+            .map_err(|e| match e.size_limit() {
+                Some(max) => limit_error(pattern, Limit::NfaBytes, max, e.to_string()),
+                None => EarleyError::Terminal {
+                    regex: pattern.to_string(),
+                    reason: e.to_string(),
+                },
+            })
+    }
+
+    /// True when the automaton is built state by state (module `lazy`).
+    pub fn is_lazy(&self) -> bool {
+        matches!(self.tables, Tables::Lazy(_))
+    }
+
+    /// True when a lazy automaton refused a state for its bound
+    /// (module `lazy`: what was computed from it since may be
+    /// incomplete).
+    pub fn overflowed(&self) -> bool {
+        match &self.tables {
+            Tables::Lazy(l) => l.overflowed(),
+            Tables::Dense { .. } => false,
         }
     }
 
@@ -308,8 +377,12 @@ impl ByteDfa {
     /// The state after reading `b` in state `s` ([`DEAD`] = no live continuation).
     #[inline]
     pub fn next(&self, s: u32, b: u8) -> u32 {
-        // SAFETY-free indexing: `s < num_states`, class < ncls by construction.
-        self.trans[s as usize * self.ncls + self.classes[b as usize] as usize]
+        let c = self.classes[b as usize] as usize;
+        match &self.tables {
+            // `s < num_states`, class < ncls by construction.
+            Tables::Dense { trans, .. } => trans[s as usize * self.ncls + c],
+            Tables::Lazy(l) => l.next(s, c),
+        }
     }
 
     /// The byte class of `b` (bytes of one class have the same transitions
@@ -322,23 +395,33 @@ impl ByteDfa {
     /// True when the bytes read so far are a complete match.
     #[inline]
     pub fn is_accepting(&self, s: u32) -> bool {
-        self.accepting[s as usize]
+        match &self.tables {
+            Tables::Dense { accepting, .. } => accepting[s as usize],
+            Tables::Lazy(l) => l.is_accepting(s),
+        }
     }
 
     /// True when some byte leads from `s` to a live state.
     #[inline]
     pub fn can_continue(&self, s: u32) -> bool {
-        self.can_continue[s as usize]
+        match &self.tables {
+            Tables::Dense { can_continue, .. } => can_continue[s as usize],
+            Tables::Lazy(l) => l.can_continue(s),
+        }
     }
 
     /// True when the terminal matches the empty string.
     pub fn is_nullable(&self) -> bool {
-        self.start != DEAD && self.accepting[self.start as usize]
+        self.start != DEAD && self.is_accepting(self.start)
     }
 
-    /// Number of states, [`DEAD`] included.
+    /// Number of states, [`DEAD`] included (of a lazy automaton: built so
+    /// far).
     pub fn num_states(&self) -> usize {
-        self.accepting.len()
+        match &self.tables {
+            Tables::Dense { accepting, .. } => accepting.len(),
+            Tables::Lazy(l) => l.num_states(),
+        }
     }
 
     /// A canonical encoding of the automaton reachable from `s` (states
@@ -365,7 +448,7 @@ impl ByteDfa {
         while i < order.len() {
             let q = order[i];
             i += 1;
-            key.push(u32::MAX - self.accepting[q as usize] as u32);
+            key.push(u32::MAX - self.is_accepting(q) as u32);
             let mut prev = u32::MAX;
             for &b in &bounds {
                 let t = self.next(q, b);
@@ -403,9 +486,16 @@ impl ByteDfa {
         s
     }
 
-    /// Heap bytes of the tables.
+    /// Heap bytes of the tables (of a lazy automaton: built so far).
     pub fn heap_bytes(&self) -> usize {
-        self.trans.capacity() * 4 + self.accepting.capacity()
+        match &self.tables {
+            Tables::Dense {
+                trans,
+                accepting,
+                can_continue,
+            } => trans.capacity() * 4 + accepting.capacity() + can_continue.capacity(),
+            Tables::Lazy(l) => l.heap_bytes(),
+        }
     }
 }
 

@@ -42,11 +42,49 @@ fn nested_counted_repetition() {
 
 #[test]
 fn exponential_dfa() {
-    for cfg in [EngineConfig::default(), EngineConfig::baseline()] {
-        let r = timed("(a|b)*a(a|b){25}", || {
-            compile("root ::= item+\nitem ::= /(a|b)*a(a|b){25}/ \";\"\n", cfg)
-        });
-        assert_limit(r, &[Limit::DfaBytes, Limit::DfaStates], "item");
+    // `(a|b)*a(a|b){25}` has 2^26 DFA states. Its states are built on
+    // first use (module `lazy`), so the compile and the first mask are
+    // quick; a generation that reaches more states than `dfa_states`
+    // stops with `LimitExceeded { DfaStates }` naming the terminal, at
+    // the advance or mask that needed a state past the bound.
+    for base in [EngineConfig::default(), EngineConfig::baseline()] {
+        let cfg = EngineConfig {
+            regex_limits: RegexLimits {
+                dfa_states: 500,
+                ..RegexLimits::default()
+            },
+            ..base
+        };
+        let g = Grammar::from_gbnf("root ::= item+\nitem ::= /(a|b)*a(a|b){25}/ \";\"\n").unwrap();
+        let vocab = Arc::new(TokenVocab::bytes());
+        let c = timed("(a|b)*a(a|b){25}", || Engine::new(vocab).compile(&g, cfg)).unwrap();
+        let mut m = c.matcher();
+        assert!(m.try_mask().is_ok());
+        // a xorshift walk over a/b: each byte reaches a new state w.h.p.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut hit = None;
+        for _ in 0..5_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let t = if x & 1 == 0 { b'a' } else { b'b' } as u32;
+            if let Err(e) = m.try_advance(t).and_then(|()| m.try_mask().map(|_| ())) {
+                hit = Some(e);
+                break;
+            }
+        }
+        match hit {
+            Some(EarleyError::LimitExceeded {
+                limit: Limit::DfaStates,
+                terminal: Some(t),
+                max,
+                ..
+            }) => {
+                assert!(t.contains("(a|b){25}"), "{t}");
+                assert_eq!(max, 500);
+            }
+            other => panic!("expected the dfa_states limit, got {other:?}"),
+        }
     }
 }
 

@@ -71,7 +71,7 @@ pub fn variant_config(name: &str) -> Option<EngineConfig> {
         "fuse-150k" => c.fuse_max_weight = 150_000,
         "fuse-5m" => c.fuse_max_weight = 5_000_000,
         "baseline" => c = EngineConfig::baseline(),
-        "no-slice" | "no-share" | "plain-index" => {}
+        "no-slice" | "no-share" | "plain-index" | "eager-dfa" => {}
         _ => return None,
     }
     Some(c)
@@ -107,6 +107,10 @@ fn variant_index_of(name: &str) -> IndexConfig {
             share_residuals: false,
             ..IndexConfig::default()
         },
+        "eager-dfa" => IndexConfig {
+            lazy_dfas: false,
+            ..IndexConfig::default()
+        },
         "plain-index" | "baseline" => IndexConfig::plain(),
         _ => IndexConfig::default(),
     }
@@ -125,6 +129,7 @@ pub const VARIANTS: &[&str] = &[
     "no-slice",
     "no-share",
     "plain-index",
+    "eager-dfa",
     "baseline",
 ];
 
