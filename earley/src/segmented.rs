@@ -99,13 +99,13 @@ impl<T> Segmented<T> {
             .sum()
     }
 
-    /// Every element of the allocated segments, in index order (a segment
-    /// past an unallocated one is skipped too: segments are allocated in
-    /// order by the users here, which grow their index one at a time).
+    /// Every element of the allocated segments, in index order (elements
+    /// of segments never allocated are not there to visit: a slot array
+    /// allocates the segment of whatever index is used first).
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         self.segs
             .iter()
-            .map_while(OnceLock::get)
+            .filter_map(OnceLock::get)
             .flat_map(|s| s.iter())
     }
 }
@@ -152,5 +152,10 @@ mod tests {
         assert_eq!(p, a.get(3).unwrap() as *const u32);
         assert_eq!(a.iter().count(), a.allocated());
         assert!(a.allocated() >= 1000);
+        // a segment allocated before the ones below it is still visited
+        let b: Segmented<u32> = Segmented::default();
+        b.get_or_init(200, || 1);
+        assert_eq!(b.iter().count(), 256);
+        assert!(b.get(0).is_none() && b.get(200) == Some(&1));
     }
 }
