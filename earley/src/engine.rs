@@ -72,7 +72,8 @@ pub struct VocabIndex {
     /// Entries and terminals evicted so far.
     evicted: AtomicUsize,
     /// Terminal automata built (cache misses of [`Self::terminal`]) and
-    /// the nanoseconds their construction took.
+    /// the nanoseconds their construction took (see
+    /// [`CacheStats::dfa_builds`]).
     dfa_builds: AtomicUsize,
     dfa_build_nanos: AtomicU64,
 }
@@ -496,9 +497,10 @@ pub struct CacheStats {
     /// Entries and terminals those passes evicted.
     pub evicted: usize,
     /// Terminal automata built so far (cache misses, failed builds
-    /// included), and the wall-clock nanoseconds spent building them (the
-    /// part of compile time, hence of time-to-first-mask, that goes to
-    /// determinisation).
+    /// included), and the wall-clock nanoseconds spent building them at
+    /// compile time (the part of time-to-first-mask that goes to automata:
+    /// determinisation, or a lazy DFA's NFA and start state; the states a
+    /// lazy DFA builds later, inside masks, are not counted here).
     pub dfa_builds: usize,
     /// See [`CacheStats::dfa_builds`].
     pub dfa_build_nanos: u64,
