@@ -39,8 +39,10 @@ pub const MAX_LEXEME_REGEX: usize = 20_000;
 /// Default bound on a fused regex's estimated expanded size (counted
 /// repetitions multiplied out; roughly NFA states): larger ones are not
 /// used (`EngineConfig::fuse_max_weight`). A string with `maxLength:
-/// 32767` fused whole is a DFA of ~100k states, built at compile time
-/// (seconds of TTFM); left as the compiler's binary decomposition, its
+/// 32767` fused whole is an automaton of ~100k states (its NFA built at
+/// compile time, its DFA states — eagerly, or lazily as masks reach them —
+/// as many again: seconds of TTFM or of the first masks); left as the
+/// compiler's binary decomposition, its
 /// ≤ 2^k-unit pieces are fused and the rest is parsed: DFA construction
 /// leaves TTFM at the cost of some byte-level parsing per token.
 pub const MAX_FUSED_WEIGHT: usize = 20_000;
