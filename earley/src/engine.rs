@@ -666,17 +666,18 @@ impl std::fmt::Debug for CompiledGrammar {
 
 impl CompiledGrammar {
     /// The regex of a terminal whose lazy DFA has refused a state for its
-    /// bound (module `lazy`), if any: one atomic load when no lazy DFA in
-    /// the process has.
-    pub(crate) fn overflowed_terminal(&self) -> Option<String> {
+    /// bound (module `lazy`), and that bound, if any: one atomic load when
+    /// no lazy DFA in the process has.
+    pub(crate) fn overflowed_terminal(&self) -> Option<(String, usize)> {
         if !crate::lazy::any_overflowed() {
             return None;
         }
-        self.rules
-            .terms
-            .iter()
-            .find(|t| t.dfa.overflowed())
-            .map(|t| t.regex.clone())
+        self.rules.terms.iter().find_map(|t| {
+            t.dfa
+                .state_bound()
+                .filter(|_| t.dfa.overflowed())
+                .map(|max| (t.regex.clone(), max))
+        })
     }
 
     /// Compiles `grammar` over `index`.

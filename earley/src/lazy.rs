@@ -117,19 +117,11 @@ impl std::fmt::Debug for LazyTables {
 }
 
 impl LazyTables {
-    /// The tables of `nfa` (which has no look-around), with the byte
-    /// classes `classes` (`ncls` of them, `reps` a byte of each), at most
-    /// `cap` states; and the start state ([`DEAD`] or 1).
-    pub(crate) fn new(nfa: NFA, classes: &[u8; 256], ncls: usize, cap: usize) -> (Self, u32) {
-        let mut reps = vec![0u8; ncls];
-        let mut seen_cls = vec![false; ncls];
-        for b in 0..=255u8 {
-            let c = classes[b as usize] as usize;
-            if !seen_cls[c] {
-                seen_cls[c] = true;
-                reps[c] = b;
-            }
-        }
+    /// The tables of `nfa` (which has no look-around) over its byte
+    /// classes, `reps` a byte of each, at most `cap` states; and the start
+    /// state ([`DEAD`] or 1).
+    pub(crate) fn new(nfa: NFA, reps: Vec<u8>, cap: usize) -> (Self, u32) {
+        let ncls = reps.len();
         let live = co_reachable(&nfa);
         let n = nfa.states().len();
         let t = LazyTables {
@@ -150,7 +142,9 @@ impl LazyTables {
             let mut b = t.lock();
             // DEAD: every transition to itself, no flags.
             b.sets.push(Arc::new([]));
-            t.alloc_row(0, DEAD);
+            for cell in t.alloc_row(0) {
+                cell.store(DEAD, Ordering::Relaxed);
+            }
             b.targets.clear();
             b.targets.push(t.nfa.start_anchored());
             t.closure(&mut b);
@@ -167,15 +161,11 @@ impl LazyTables {
         self.builder.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Allocates the row and flags of state `s`, its transitions `fill`.
-    fn alloc_row(&self, s: u32, fill: u32) {
-        for cell in self
-            .rows
-            .row_or_init(s as usize, || AtomicU32::new(UNKNOWN))
-        {
-            cell.store(fill, Ordering::Relaxed);
-        }
+    /// Allocates the row (transitions [`UNKNOWN`]) and flags of state `s`.
+    fn alloc_row(&self, s: u32) -> &[AtomicU32] {
         self.flags.get_or_init(s as usize, || AtomicU8::new(0));
+        self.rows
+            .row_or_init(s as usize, || AtomicU32::new(UNKNOWN))
     }
 
     /// The ε-closure of `b.targets`, kept to the live byte-reading and
@@ -251,7 +241,7 @@ impl LazyTables {
                 _ => f |= CONTINUES,
             }
         }
-        self.alloc_row(id, UNKNOWN);
+        self.alloc_row(id);
         if let Some(fl) = self.flags.get(id as usize) {
             fl.store(f, Ordering::Relaxed);
         }
@@ -328,6 +318,11 @@ impl LazyTables {
         self.flags
             .get(s as usize)
             .map_or(0, |f| f.load(Ordering::Relaxed))
+    }
+
+    /// Most states, [`DEAD`] included.
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
     }
 
     /// States built so far, [`DEAD`] included.

@@ -68,8 +68,8 @@ pub struct EarleyMatcher {
     /// mask: (items reached, byte offset of the set, in a mask?).
     limit: Option<(usize, u32, bool)>,
     /// A lazy terminal DFA of the grammar refused a state for its bound
-    /// during the last advance or mask (in a mask?), and its regex.
-    dfa_limit: Option<(bool, String)>,
+    /// during the last advance or mask: (in a mask?, its regex, its bound).
+    dfa_limit: Option<(bool, String, usize)>,
 }
 
 impl std::fmt::Debug for EarleyMatcher {
@@ -164,8 +164,8 @@ impl EarleyMatcher {
     /// the state cache was complete. [`Self::try_advance`] and
     /// [`Self::try_mask`] return it as an error instead.
     pub fn limit_exceeded(&self) -> Option<EarleyError> {
-        if let (None, Some((in_mask, regex))) = (self.limit, &self.dfa_limit) {
-            let max = self.g.config.regex_limits.dfa_states;
+        if let (None, Some((in_mask, regex, max))) = (self.limit, &self.dfa_limit) {
+            let max = *max;
             return Some(EarleyError::LimitExceeded {
                 limit: Limit::DfaStates,
                 max,
@@ -282,9 +282,9 @@ impl EarleyMatcher {
                     self.limit = Some((n, chart.last_pos() + i as u32 + 1, false));
                     return Err(0);
                 }
-                if let Some(r) = g.overflowed_terminal() {
+                if let Some((r, max)) = g.overflowed_terminal() {
                     // not shown invalid: a lazy DFA refused a state
-                    self.dfa_limit = Some((false, r));
+                    self.dfa_limit = Some((false, r, max));
                     return Err(0);
                 }
                 return Err(i + 1);
@@ -432,9 +432,9 @@ impl zapspec_core::Matcher for EarleyMatcher {
             self.limit = Some((n, at, true));
             return;
         }
-        if let Some(r) = self.g.overflowed_terminal() {
+        if let Some((r, max)) = self.g.overflowed_terminal() {
             // Possibly incomplete (a lazy DFA refused a state): not cached.
-            self.dfa_limit = Some((true, r));
+            self.dfa_limit = Some((true, r, max));
             return;
         }
         if self.g.config.state_cache {

@@ -158,27 +158,7 @@ impl ByteDfa {
         let s0 = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
             .map_err(|e| err(e.to_string()))?;
-        // Representative byte of each class.
-        let bc = dfa.byte_classes();
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        for b in 0..=255u8 {
-            let c = bc.get(b);
-            classes[b as usize] = c;
-            if c as usize >= reps.len() {
-                reps.resize(c as usize + 1, b);
-            }
-        }
-        // byte classes are numbered in increasing byte order, so the first
-        // occurrence of each is a fine representative; recompute to be safe.
-        let mut seen = vec![false; reps.len()];
-        for b in 0..=255u8 {
-            let c = classes[b as usize] as usize;
-            if !seen[c] {
-                seen[c] = true;
-                reps[c] = b;
-            }
-        }
+        let (classes, reps) = class_table(dfa.byte_classes());
         let ncls = reps.len();
         // BFS over regex-automata states.
         let mut ids: std::collections::HashMap<regex_automata::util::primitives::StateID, u32> =
@@ -297,13 +277,9 @@ impl ByteDfa {
         limits: &RegexLimits,
     ) -> Result<Self, EarleyError> {
         let nfa = Self::thompson(hir, pattern, limits)?;
-        let bc = nfa.byte_classes();
-        let mut classes = [0u8; 256];
-        for b in 0..=255u8 {
-            classes[b as usize] = bc.get(b);
-        }
-        let ncls = classes.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
-        let (t, start) = LazyTables::new(nfa, &classes, ncls, limits.dfa_states.saturating_add(1));
+        let (classes, reps) = class_table(nfa.byte_classes());
+        let ncls = reps.len();
+        let (t, start) = LazyTables::new(nfa, reps, limits.dfa_states.saturating_add(1));
         Ok(ByteDfa {
             classes,
             ncls,
@@ -349,6 +325,15 @@ impl ByteDfa {
         match &self.tables {
             Tables::Lazy(l) => l.overflowed(),
             Tables::Dense { .. } => false,
+        }
+    }
+
+    /// The state bound of a lazy automaton (its `dfa_states` when it was
+    /// compiled; [`DEAD`] not counted), `None` for a dense one.
+    pub fn state_bound(&self) -> Option<usize> {
+        match &self.tables {
+            Tables::Lazy(l) => Some(l.cap() - 1),
+            Tables::Dense { .. } => None,
         }
     }
 
@@ -497,6 +482,31 @@ impl ByteDfa {
             Tables::Lazy(l) => l.heap_bytes(),
         }
     }
+}
+
+/// The byte class of every byte, and a byte of each class (the first,
+/// classes being numbered in increasing byte order).
+fn class_table(bc: &regex_automata::util::alphabet::ByteClasses) -> ([u8; 256], Vec<u8>) {
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    for b in 0..=255u8 {
+        let c = bc.get(b);
+        classes[b as usize] = c;
+        if c as usize >= reps.len() {
+            reps.resize(c as usize + 1, b);
+        }
+    }
+    // a class first seen after a higher-numbered one got a later byte
+    // from `resize`: take its first byte
+    let mut seen = vec![false; reps.len()];
+    for b in 0..=255u8 {
+        let c = classes[b as usize] as usize;
+        if !seen[c] {
+            seen[c] = true;
+            reps[c] = b;
+        }
+    }
+    (classes, reps)
 }
 
 /// [`EarleyError::LimitExceeded`] for `limit` at terminal `pattern`.
