@@ -19,8 +19,10 @@
 //! `k` one *boundary* state (between two `X`s: an `X` may start if `k < n`,
 //! `S` may start if `k ≥ m`) and the non-accepting states of `X`'s DFA
 //! (inside the `k+1`-th `X`; its accepting states are the boundary of
-//! `k + 1`), then the states of `S`'s DFA. Building it is one pass over
-//! its table (`O(n · |X| · classes)`, microseconds per count); every state
+//! `k + 1`), then the states of `S`'s DFA. The table is not stored: a
+//! transition is computed from the layout ([`CountedTables`]: a shift, a
+//! mask and one lookup in `X`'s or `S`'s row), so building costs
+//! `O((|X| + |S|) · classes)` whatever `n`; every state
 //! is live when `S` matches something, so no pruning pass is needed.
 //!
 //! The layout also tells which states look alike to a token. A token of at
@@ -35,6 +37,7 @@
 use regex_syntax::hir::{Hir, HirKind};
 
 use crate::terminal::{ByteDfa, CountedLayout, DEAD};
+
 
 /// Repetitions with an upper bound below this are left to the general
 /// construction (their NFA is small).
@@ -164,12 +167,18 @@ pub(crate) fn build<E>(
     }
     let plen = prefix.len() as u32;
     let base = 1 + plen;
-    let s_base = base as u64 + n as u64 * per as u64 + 1;
-    let total = s_base + ds.num_states() as u64 - 1;
-    if total > max_states as u64 + 1 {
-        return Some(Err(too_many(total - 1)));
+    // The state bound counts the states that exist; ids leave room for
+    // a power-of-two stride per count (`CountedTables`).
+    let reachable = base as u64 + n as u64 * per as u64 + ds.num_states() as u64;
+    if reachable > max_states as u64 + 1 {
+        return Some(Err(too_many(reachable - 1)));
     }
-    let (s_base, total) = (s_base as u32, total as usize);
+    let stride = per.next_power_of_two();
+    let s_base = base as u64 + n as u64 * stride as u64 + 1;
+    if s_base + ds.num_states() as u64 > u64::from(u32::MAX / 2) {
+        return Some(Err(too_many(reachable - 1)));
+    }
+    let s_base = s_base as u32;
     // Joint byte classes: X's, S's, and each prefix byte alone.
     let mut key_of = std::collections::HashMap::new();
     let mut classes = [0u8; 256];
@@ -185,67 +194,201 @@ pub(crate) fn build<E>(
         classes[b as usize] = u8::try_from(c).ok()?;
     }
     let ncls = reps.len();
-    let at = |k: u32, q: u32| -> u32 {
-        // state q of X's DFA inside count k (q accepting: boundary of k + 1)
-        if dx.is_accepting(q) {
-            base + (k + 1) * per
+    // offset within a count of X's state q (q accepting: the next count's
+    // boundary, one stride on)
+    let off = |q: u32| -> u32 {
+        if q == DEAD {
+            0
+        } else if dx.is_accepting(q) {
+            stride
         } else {
-            base + k * per + inner[q as usize]
+            inner[q as usize]
         }
     };
-    let s_at = |q: u32| if q == DEAD { DEAD } else { s_base + q - 1 };
-    let mut trans = vec![DEAD; total * ncls];
-    let mut accepting = vec![false; total];
-    for (j, &pb) in prefix.iter().enumerate() {
-        let s = 1 + j as u32;
-        trans[s as usize * ncls + classes[pb as usize] as usize] = s + 1;
+    let mut x_rows = vec![0u32; per as usize * ncls];
+    for (c, &b) in reps.iter().enumerate() {
+        x_rows[c] = off(dx.next(x0, b));
     }
-    for k in 0..=n {
-        let b_state = base + k * per;
-        let row = b_state as usize * ncls;
-        for (c, &b) in reps.iter().enumerate() {
-            let qx = dx.next(x0, b);
-            let qs = ds.next(s0, b);
-            trans[row + c] = if k < n && qx != DEAD {
-                at(k, qx)
-            } else if k >= m && qs != DEAD {
-                s_at(qs)
-            } else {
-                DEAD
-            };
-        }
-        accepting[b_state as usize] = k >= m && ds.is_accepting(s0);
-        if k == n {
-            break;
-        }
-        for q in 1..xs {
-            if dx.is_accepting(q) {
-                continue;
-            }
-            let row = at(k, q) as usize * ncls;
+    for q in 1..xs {
+        if !dx.is_accepting(q) {
+            let row = inner[q as usize] as usize * ncls;
             for (c, &b) in reps.iter().enumerate() {
-                let t = dx.next(q, b);
-                trans[row + c] = if t == DEAD { DEAD } else { at(k, t) };
+                x_rows[row + c] = off(dx.next(q, b));
             }
         }
     }
-    for q in 1..ds.num_states() as u32 {
-        let row = s_at(q) as usize * ncls;
-        accepting[s_at(q) as usize] = ds.is_accepting(q);
+    let ns = ds.num_states();
+    let mut s_rows = vec![0u32; ns * ncls];
+    let mut s_acc = vec![false; ns];
+    let mut s_cont = vec![false; ns];
+    for q in 1..ns as u32 {
+        s_acc[q as usize] = ds.is_accepting(q);
+        s_cont[q as usize] = ds.can_continue(q);
         for (c, &b) in reps.iter().enumerate() {
-            trans[row + c] = s_at(ds.next(q, b));
+            s_rows[q as usize * ncls + c] = ds.next(q, b);
         }
     }
+    let s_start = reps.iter().map(|&b| ds.next(s0, b)).collect();
+    let tables = CountedTables {
+        ncls,
+        prefix_cls: prefix.iter().map(|&b| classes[b as usize]).collect(),
+        base,
+        shift: stride.trailing_zeros(),
+        m,
+        n,
+        x_rows,
+        s_start,
+        s_start_accepting: ds.is_accepting(s0),
+        s_start_continues: ds.can_continue(s0),
+        s_base,
+        s_rows,
+        s_acc,
+        s_cont,
+        reachable: reachable as usize,
+    };
     let start = if plen > 0 { 1 } else { base };
-    let layout = CountedLayout { base, per, m, n };
-    Some(Ok(ByteDfa::from_parts(
+    let layout = CountedLayout {
+        base,
+        per: stride,
+        m,
+        n,
+    };
+    Some(Ok(ByteDfa::from_counted(
         classes,
         ncls,
-        trans,
-        accepting,
+        tables,
         start,
-        Some(layout),
+        layout,
     )))
+}
+
+/// The transitions of `P X{m,n} S` computed from the layout instead of
+/// stored: `O(|X| + |S|)` table entries for any `n`, so building the
+/// automaton costs microseconds and a few KiB whatever the count.
+///
+/// State ids: [`DEAD`], the prefix chain `1..base`, then count `k`'s block
+/// at `base + k·stride` (offset 0: the boundary; `1..per`: `X`'s
+/// non-accepting states; `stride` is `per` rounded up to a power of two so
+/// that a state splits into count and offset by a shift and a mask), the
+/// last boundary (`k = n`) at `s_base - 1`, then `S`'s states from
+/// `s_base`. Ids at offsets `per..stride` are never reached.
+#[derive(Clone, Debug)]
+pub(crate) struct CountedTables {
+    ncls: usize,
+    /// The class of each prefix byte (a class of its own).
+    prefix_cls: Vec<u8>,
+    base: u32,
+    shift: u32,
+    m: u32,
+    n: u32,
+    /// Row 0: from a boundary, where an `X` may start; rows `1..per`: from
+    /// `X`'s states. Entries are offsets in the count's block (`stride`:
+    /// the next count's boundary; 0: [`DEAD`]).
+    x_rows: Vec<u32>,
+    /// `S`'s start transitions from a boundary (states of `S`, 0 = dead).
+    s_start: Vec<u32>,
+    s_start_accepting: bool,
+    s_start_continues: bool,
+    s_base: u32,
+    /// `S`'s transitions, by `S` state (row 0 unused), in `S`'s numbering.
+    s_rows: Vec<u32>,
+    s_acc: Vec<bool>,
+    s_cont: Vec<bool>,
+    /// States laid out ([`DEAD`] included; a few, such as `X`'s start
+    /// inside each count, may be unreachable), for statistics and the
+    /// state bound.
+    reachable: usize,
+}
+
+impl CountedTables {
+    #[inline]
+    pub(crate) fn next(&self, s: u32, c: usize) -> u32 {
+        if s == DEAD {
+            DEAD
+        } else if s < self.base {
+            if self.prefix_cls[s as usize - 1] as usize == c {
+                s + 1
+            } else {
+                DEAD
+            }
+        } else if s < self.s_base {
+            let o = s - self.base;
+            let r = o & ((1 << self.shift) - 1);
+            let block = s - r;
+            if r != 0 {
+                return match self.x_rows[r as usize * self.ncls + c] {
+                    0 => DEAD,
+                    t => block + t,
+                };
+            }
+            let k = o >> self.shift;
+            if k < self.n {
+                let t = self.x_rows[c];
+                if t != 0 {
+                    return block + t;
+                }
+            }
+            if k >= self.m {
+                let q = self.s_start[c];
+                if q != DEAD {
+                    return self.s_base + q - 1;
+                }
+            }
+            DEAD
+        } else {
+            let q = (s - self.s_base + 1) as usize;
+            match self.s_rows[q * self.ncls + c] {
+                DEAD => DEAD,
+                t => self.s_base + t - 1,
+            }
+        }
+    }
+
+    /// The count of a boundary state, `None` for other states.
+    fn boundary(&self, s: u32) -> Option<u32> {
+        let o = s.checked_sub(self.base)?;
+        (s < self.s_base && o & ((1 << self.shift) - 1) == 0).then_some(o >> self.shift)
+    }
+
+    #[inline]
+    pub(crate) fn is_accepting(&self, s: u32) -> bool {
+        if s >= self.s_base {
+            return self.s_acc[(s - self.s_base + 1) as usize];
+        }
+        self.boundary(s)
+            .is_some_and(|k| k >= self.m && self.s_start_accepting)
+    }
+
+    #[inline]
+    pub(crate) fn can_continue(&self, s: u32) -> bool {
+        if s == DEAD {
+            false
+        } else if s >= self.s_base {
+            self.s_cont[(s - self.s_base + 1) as usize]
+        } else {
+            // prefix and X states continue (X is live and not yet
+            // complete); a boundary continues into an X or into S
+            self.boundary(s)
+                .is_none_or(|k| k < self.n || (k >= self.m && self.s_start_continues))
+        }
+    }
+
+    /// One more than the largest state id.
+    pub(crate) fn id_bound(&self) -> usize {
+        self.s_base as usize + self.s_acc.len() - 1
+    }
+
+    /// States laid out ([`DEAD`] included).
+    pub(crate) fn reachable(&self) -> usize {
+        self.reachable
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        (self.x_rows.capacity() + self.s_start.capacity() + self.s_rows.capacity()) * 4
+            + self.prefix_cls.capacity()
+            + self.s_acc.capacity()
+            + self.s_cont.capacity()
+    }
 }
 
 #[cfg(test)]

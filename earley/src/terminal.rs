@@ -22,6 +22,7 @@ use zapspec_grammar::{Limit, RegexLimits, Terminal};
 use std::sync::Arc;
 
 use crate::error::EarleyError;
+use crate::counted::CountedTables;
 use crate::lazy::LazyTables;
 
 /// The dead state of every [`ByteDfa`]: no continuation can be accepted.
@@ -49,6 +50,9 @@ enum Tables {
         can_continue: Vec<bool>,
     },
     Lazy(Arc<LazyTables>),
+    /// A counted repetition's transitions computed from its layout
+    /// ([`crate::counted`]).
+    Counted(Arc<CountedTables>),
 }
 
 impl ByteDfa {
@@ -267,6 +271,23 @@ impl ByteDfa {
         }
     }
 
+    /// A counted repetition ([`crate::counted`]) from its layout.
+    pub(crate) fn from_counted(
+        classes: [u8; 256],
+        ncls: usize,
+        tables: CountedTables,
+        start: u32,
+        layout: CountedLayout,
+    ) -> Self {
+        ByteDfa {
+            classes,
+            ncls,
+            tables: Tables::Counted(Arc::new(tables)),
+            start,
+            counted: Some(layout),
+        }
+    }
+
     /// The lazy construction ([`crate::lazy`]) of a regex without
     /// look-around: `regex-automata`'s Thompson NFA (bounded by
     /// `limits.nfa_bytes`), its states determinised on first use, at most
@@ -324,7 +345,7 @@ impl ByteDfa {
     pub fn overflowed(&self) -> bool {
         match &self.tables {
             Tables::Lazy(l) => l.overflowed(),
-            Tables::Dense { .. } => false,
+            Tables::Dense { .. } | Tables::Counted(_) => false,
         }
     }
 
@@ -333,7 +354,7 @@ impl ByteDfa {
     pub fn state_bound(&self) -> Option<usize> {
         match &self.tables {
             Tables::Lazy(l) => Some(l.cap() - 1),
-            Tables::Dense { .. } => None,
+            Tables::Dense { .. } | Tables::Counted(_) => None,
         }
     }
 
@@ -367,6 +388,7 @@ impl ByteDfa {
             // `s < num_states`, class < ncls by construction.
             Tables::Dense { trans, .. } => trans[s as usize * self.ncls + c],
             Tables::Lazy(l) => l.next(s, c),
+            Tables::Counted(t) => t.next(s, c),
         }
     }
 
@@ -383,6 +405,7 @@ impl ByteDfa {
         match &self.tables {
             Tables::Dense { accepting, .. } => accepting[s as usize],
             Tables::Lazy(l) => l.is_accepting(s),
+            Tables::Counted(t) => t.is_accepting(s),
         }
     }
 
@@ -392,6 +415,7 @@ impl ByteDfa {
         match &self.tables {
             Tables::Dense { can_continue, .. } => can_continue[s as usize],
             Tables::Lazy(l) => l.can_continue(s),
+            Tables::Counted(t) => t.can_continue(s),
         }
     }
 
@@ -401,11 +425,23 @@ impl ByteDfa {
     }
 
     /// Number of states, [`DEAD`] included (of a lazy automaton: built so
-    /// far).
+    /// far; of a counted one: those laid out, fewer than
+    /// [`Self::state_id_bound`]).
     pub fn num_states(&self) -> usize {
         match &self.tables {
             Tables::Dense { accepting, .. } => accepting.len(),
             Tables::Lazy(l) => l.num_states(),
+            Tables::Counted(t) => t.reachable(),
+        }
+    }
+
+    /// One more than the largest state id: equal to [`Self::num_states`]
+    /// except for a counted repetition, whose ids leave unused gaps
+    /// ([`crate::counted`]).
+    pub fn state_id_bound(&self) -> usize {
+        match &self.tables {
+            Tables::Counted(t) => t.id_bound(),
+            _ => self.num_states(),
         }
     }
 
@@ -480,6 +516,7 @@ impl ByteDfa {
                 can_continue,
             } => trans.capacity() * 4 + accepting.capacity() + can_continue.capacity(),
             Tables::Lazy(l) => l.heap_bytes(),
+            Tables::Counted(t) => t.heap_bytes(),
         }
     }
 }

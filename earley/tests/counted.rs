@@ -115,6 +115,23 @@ fn json_strings_take_the_counted_construction() {
     }
 }
 
+/// The live states reachable from the start (ids of a counted automaton
+/// have gaps: `ByteDfa::state_id_bound`).
+fn reachable(d: &ByteDfa) -> HashSet<u32> {
+    let mut seen = HashSet::from([d.start()]);
+    let mut queue = VecDeque::from([d.start()]);
+    while let Some(s) = queue.pop_front() {
+        for b in 0..=255u8 {
+            let t = d.next(s, b);
+            if t != DEAD && seen.insert(t) {
+                queue.push_back(t);
+            }
+        }
+    }
+    seen.remove(&DEAD);
+    seen
+}
+
 /// Naive classification of `token` from `s`: allowed (live after all its
 /// bytes) and the split points where the DFA accepts inside it.
 fn classify(d: &ByteDfa, s: u32, token: &[u8]) -> (bool, Vec<usize>) {
@@ -148,12 +165,14 @@ proptest! {
         let d = ByteDfa::from_regex_with(&re, &RegexLimits::default()).unwrap();
         prop_assert!(d.is_counted());
         let tokens: Vec<_> = tokens.into_iter().filter(|t| t.len() <= horizon).collect();
-        for s in 1..d.num_states() as u32 {
+        let states = reachable(&d);
+        prop_assert!(states.len() < d.num_states());
+        for &s in &states {
             let r = d.ci_representative(s, horizon);
             if r == s {
                 continue;
             }
-            prop_assert!(r != DEAD && (r as usize) < d.num_states());
+            prop_assert!(r != DEAD && states.contains(&r));
             for t in &tokens {
                 prop_assert_eq!(classify(&d, s, t), classify(&d, r, t), "state {} vs {} on {:?}", s, r, t);
             }
