@@ -30,6 +30,14 @@ pub struct EngineConfig {
     /// [`crate::fuse::MAX_FUSED_WEIGHT`]); larger regular sub-grammars stay
     /// rules.
     pub fuse_max_weight: usize,
+    /// Regular families (module `family`): nonterminals that recur
+    /// through one another only as the last symbol of their rules (the
+    /// right-linear grammar of an automaton with cycles, e.g. a JSON Schema
+    /// key region) compiled into one lazily determinised terminal instead
+    /// of being parsed byte by byte. Language-preserving; needs
+    /// `fuse_terminals`. (Always determinised lazily, also under
+    /// `IndexConfig::lazy_dfas: false`.)
+    pub fuse_families: bool,
     /// Maximum number of masks kept by the pruned-state cache (per compiled
     /// grammar); the cache is cleared when it is full.
     pub state_cache_capacity: usize,
@@ -75,6 +83,7 @@ impl Default for EngineConfig {
             rejected_prefixes: true,
             fuse_terminals: true,
             fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
+            fuse_families: true,
             state_cache_capacity: 4096,
             regex_limits: RegexLimits::default(),
             max_set_items: Self::DEFAULT_MAX_SET_ITEMS,
@@ -104,6 +113,7 @@ impl EngineConfig {
             rejected_prefixes: false,
             fuse_terminals: false,
             fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
+            fuse_families: false,
             state_cache_capacity: 0,
             regex_limits: RegexLimits::default(),
             max_set_items: Self::DEFAULT_MAX_SET_ITEMS,

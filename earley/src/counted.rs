@@ -20,7 +20,7 @@
 //! `S` may start if `k ≥ m`) and the non-accepting states of `X`'s DFA
 //! (inside the `k+1`-th `X`; its accepting states are the boundary of
 //! `k + 1`), then the states of `S`'s DFA. The table is not stored: a
-//! transition is computed from the layout ([`CountedTables`]: a shift, a
+//! transition is computed from the layout (`CountedTables`: a shift, a
 //! mask and one lookup in `X`'s or `S`'s row), so building costs
 //! `O((|X| + |S|) · classes)` whatever `n`; every state
 //! is live when `S` matches something, so no pruning pass is needed.
@@ -37,7 +37,6 @@
 use regex_syntax::hir::{Hir, HirKind};
 
 use crate::terminal::{ByteDfa, CountedLayout, DEAD};
-
 
 /// Repetitions with an upper bound below this are left to the general
 /// construction (their NFA is small).
@@ -254,11 +253,7 @@ pub(crate) fn build<E>(
         n,
     };
     Some(Ok(ByteDfa::from_counted(
-        classes,
-        ncls,
-        tables,
-        start,
-        layout,
+        classes, ncls, tables, start, layout,
     )))
 }
 

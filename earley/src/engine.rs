@@ -275,12 +275,35 @@ impl VocabIndex {
         regex: String,
         limits: &zapspec_grammar::RegexLimits,
     ) -> Result<Arc<TermEntry>, EarleyError> {
+        let lazy = self.config.lazy_dfas;
+        self.terminal_built(regex, |re| ByteDfa::from_regex_opts(re, limits, lazy))
+    }
+
+    /// The shared entry of a regular family's terminal ([`crate::family`]),
+    /// keyed by its text like a regex.
+    pub(crate) fn terminal_family(
+        &self,
+        family: &crate::family::Family,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        self.terminal_built(
+            ByteDfa::regex_of(&Terminal::Regex(family.key().to_string())),
+            |_| ByteDfa::from_family(family, limits),
+        )
+    }
+
+    /// The entry of `regex` from the cache, or built by `build` and stored.
+    fn terminal_built(
+        &self,
+        regex: String,
+        build: impl FnOnce(&str) -> Result<ByteDfa, EarleyError>,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
         if let Some(e) = self.lock().get(&regex) {
             e.touch(self.tick());
             return Ok(e.clone());
         }
         let t0 = std::time::Instant::now();
-        let dfa = ByteDfa::from_regex_opts(&regex, limits, self.config.lazy_dfas);
+        let dfa = build(&regex);
         self.dfa_builds.fetch_add(1, Ordering::Relaxed);
         self.dfa_build_nanos.fetch_add(
             u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
@@ -738,8 +761,25 @@ impl CompiledGrammar {
             let mut excluded: Vec<zapspec_grammar::NtId> = Vec::new();
             for round in 0..8 {
                 deadline.check(&format!("terminal fusion, round {}", round + 1))?;
-                let (fg, re) =
-                    crate::fuse::fuse_excluding(grammar, config.fuse_max_weight, &excluded);
+                let crate::fuse::Fused {
+                    grammar: fg,
+                    terminal: re,
+                    families,
+                } = crate::fuse::fuse_with(
+                    grammar,
+                    config.fuse_max_weight,
+                    &excluded,
+                    config.fuse_families,
+                );
+                let term = |t: &Terminal| {
+                    if let Terminal::Regex(text) = t {
+                        if let Some(f) = families.get(text) {
+                            deadline.check("terminal compilation")?;
+                            return index.terminal_family(f, &config.regex_limits);
+                        }
+                    }
+                    term(t)
+                };
                 match Rules::new(&fg, term) {
                     Ok(r) => return Ok((r, Some(fg))),
                     Err(e) => {

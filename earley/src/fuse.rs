@@ -25,6 +25,7 @@
 
 use zapspec_grammar::{Grammar, NtId, Rule, Symbol, Terminal};
 
+use crate::family::Family;
 use crate::terminal::ByteDfa;
 use zapspec_grammar::limits::regex_nesting as nesting;
 
@@ -301,7 +302,59 @@ pub fn fuse_excluding(
     max_weight: usize,
     excluded: &[NtId],
 ) -> (Grammar, Vec<Option<String>>) {
-    let re = fusable_excluding(g, max_weight, excluded);
+    let f = fuse_with(g, max_weight, excluded, false);
+    (f.grammar, f.terminal)
+}
+
+/// The result of [`fuse_with`].
+#[derive(Clone, Debug)]
+pub struct Fused {
+    /// The grammar with fused nonterminals replaced by terminals.
+    pub grammar: Grammar,
+    /// The terminal text each nonterminal was replaced by (a regex, or a
+    /// family's [`Family::key`]); `None`: kept as rules.
+    pub terminal: Vec<Option<String>>,
+    /// The families behind terminal texts starting with
+    /// [`crate::family::FAMILY_PREFIX`], by text.
+    pub families: std::collections::HashMap<String, std::sync::Arc<Family>>,
+}
+
+/// [`fuse_excluding`], and with `families`, regular families (module
+/// [`crate::family`]) replaced by family terminals too.
+pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bool) -> Fused {
+    let mut re = fusable_excluding(g, max_weight, excluded);
+    let mut fams = std::collections::HashMap::new();
+    if families {
+        let n = g.num_nonterminals();
+        let mut blocked = vec![false; n];
+        for x in excluded {
+            if let Some(b) = blocked.get_mut(x.index()) {
+                *b = true;
+            }
+        }
+        let mut counted: std::collections::HashMap<&str, bool> = Default::default();
+        for r in &g.rules {
+            for sym in &r.rhs {
+                if let Symbol::T(Terminal::Regex(text)) = sym {
+                    if *counted
+                        .entry(text.as_str())
+                        .or_insert_with(|| crate::counted::is_counted_regex(text))
+                    {
+                        if let Some(b) = blocked.get_mut(r.lhs.index()) {
+                            *b = true;
+                        }
+                    }
+                }
+            }
+        }
+        let found = crate::family::regular_families(g, &re, &blocked);
+        for (nt, f) in found.into_iter().enumerate() {
+            if let Some(f) = f {
+                re[nt] = Some(f.key().to_string());
+                fams.insert(f.key().to_string(), f);
+            }
+        }
+    }
     let n = g.num_nonterminals();
     let mut out = Grammar::new();
     for i in 0..n {
@@ -319,7 +372,11 @@ pub fn fuse_excluding(
     };
     if let Some(Some(r)) = re.get(g.start.index()) {
         out.add_rule(g.start, vec![Symbol::T(Terminal::Regex(r.clone()))]);
-        return (out, re);
+        return Fused {
+            grammar: out,
+            terminal: re,
+            families: fams,
+        };
     }
     for r in &g.rules {
         if re.get(r.lhs.index()).is_some_and(|x| x.is_some()) {
@@ -327,5 +384,9 @@ pub fn fuse_excluding(
         }
         out.add_rule(r.lhs, r.rhs.iter().map(map).collect());
     }
-    (out, re)
+    Fused {
+        grammar: out,
+        terminal: re,
+        families: fams,
+    }
 }

@@ -18,11 +18,12 @@
 //! | [`batch`] | — (XGrammar's batch matcher) | [`fill_masks`]: the masks of a batch of sequences in parallel (rayon), the grammar shared by `Arc` |
 //! | [`draft_tree`] | — (XGrammar's draft-tree traversal) | [`draft_tree_masks`]: the mask at every node of a speculative draft tree in one call |
 //! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals become one DFA terminal |
+//! | [`family`] | — (Chomsky–Miller: right-linear grammars are regular) | regular families: nonterminals recurring through one another only in last position (an automaton's grammar) become one lazily determinised terminal, built with `regex-automata`'s NFA builder |
 //! | `toktrie` | — | the vocabulary as a preorder byte trie with subtree skips ([`TokTrie`]) |
 //! | [`terminal`] | §4.1 | terminals as byte DFAs ([`ByteDfa`]) |
 //! | `lazy` | — (regex-automata's hybrid DFA, in spirit) | terminal DFA states built on first use by the subset construction, exact liveness from the NFA, lock-free reads; a state bound reported at mask time |
 //! | `segmented` | — | append-only arrays growing by doubling segments without moving (lazy rows, cache slots) |
-//! | [`counted`] | — (llguidance's counted lexemes, in spirit) | `P X{m,n} S` with a prefix-free unit built as a counter times `X`'s DFA, not `n` expanded copies; states no token can tell apart share one cache entry |
+//! | [`counted`] | — (llguidance's counted lexemes, in spirit) | `P X{m,n} S` with a prefix-free unit as a counter times `X`'s DFA, transitions computed from the layout (no table of `n` copies); states no token can tell apart share one cache entry |
 //!
 //! ## Entry points
 //!
@@ -197,6 +198,7 @@ pub mod counted;
 pub mod draft_tree;
 mod engine;
 mod error;
+pub mod family;
 pub mod fuse;
 mod grammar;
 mod lazy;

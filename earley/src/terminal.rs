@@ -21,8 +21,8 @@ use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
 use std::sync::Arc;
 
-use crate::error::EarleyError;
 use crate::counted::CountedTables;
+use crate::error::EarleyError;
 use crate::lazy::LazyTables;
 
 /// The dead state of every [`ByteDfa`]: no continuation can be accepted.
@@ -298,16 +298,30 @@ impl ByteDfa {
         limits: &RegexLimits,
     ) -> Result<Self, EarleyError> {
         let nfa = Self::thompson(hir, pattern, limits)?;
+        Ok(Self::lazy_from_nfa(nfa, limits))
+    }
+
+    /// The lazy construction over a regular family's NFA
+    /// ([`crate::family`]).
+    pub(crate) fn from_family(
+        family: &crate::family::Family,
+        limits: &RegexLimits,
+    ) -> Result<Self, EarleyError> {
+        Ok(Self::lazy_from_nfa(family.nfa(limits)?, limits))
+    }
+
+    /// The lazy construction over a Thompson NFA without look-around.
+    fn lazy_from_nfa(nfa: thompson::NFA, limits: &RegexLimits) -> Self {
         let (classes, reps) = class_table(nfa.byte_classes());
         let ncls = reps.len();
         let (t, start) = LazyTables::new(nfa, reps, limits.dfa_states.saturating_add(1));
-        Ok(ByteDfa {
+        ByteDfa {
             classes,
             ncls,
             tables: Tables::Lazy(Arc::new(t)),
             start,
             counted: None,
-        })
+        }
     }
 
     /// `regex-automata`'s Thompson NFA of `hir` (bytes, no captures),

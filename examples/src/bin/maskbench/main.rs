@@ -85,7 +85,7 @@ struct Args {
     timeout_ms: u64,
     /// Ablation variants of our engine, comma-separated (full, no-prune,
     /// no-cache, no-prune-no-cache, no-state-cache, no-ci-cache, no-reject,
-    /// no-fuse, baseline); each runs as engine `zapspec:<variant>`.
+    /// no-fuse, no-families, baseline); each runs as engine `zapspec:<variant>`.
     #[arg(long)]
     ablation: Option<String>,
     /// Output directory (per-schema JSONL, summaries, Markdown).

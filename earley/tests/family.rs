@@ -1,0 +1,236 @@
+//! Regular families (`zapspec_earley::family`): right-linear systems with
+//! cycles through several nonterminals, compiled into one terminal. Masks
+//! with families equal brute force (the independent naive recognizer of
+//! `zapspec_grammar::reference`) and the masks without them, on random
+//! automata written as right-linear grammars (what JSON Schema key regions
+//! become), placed alone or inside a larger rule.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
+use zapspec_earley::fuse::fuse_with;
+use zapspec_earley::{Engine, EngineConfig};
+use zapspec_grammar::reference::Recognizer;
+use zapspec_grammar::{CharClass, Grammar, NtId, Symbol, Terminal};
+use zapspec_vocab::TokenVocab;
+
+fn vocab() -> Arc<TokenVocab> {
+    let toks = [
+        "a", "b", "c", "ab", "ba", "abc", "cc", "bca", "aa", "cab", "", "bb", "abab", "x", "y",
+        "xa", "by", "cy", "aab", "é",
+    ];
+    let v: Vec<Vec<u8>> = toks.iter().map(|s| s.as_bytes().to_vec()).collect();
+    Arc::new(TokenVocab::from_tokens("family", v, &[], 10).unwrap())
+}
+
+#[derive(Clone, Debug)]
+enum B {
+    Lit(&'static str),
+    Class,
+    Re(&'static str),
+}
+
+/// A right-linear system: per member, rules `body [tail]` (`tail` a member
+/// index); `wrapped`: the start is `s ::= "x" m0 "y"` instead of `m0`.
+#[derive(Clone, Debug)]
+struct System {
+    rules: Vec<(u32, Vec<B>, Option<u32>)>,
+    members: u32,
+    wrapped: bool,
+}
+
+impl System {
+    fn grammar(&self) -> Grammar {
+        let mut g = Grammar::new();
+        let s = g.add_nonterminal("s");
+        let ms: Vec<NtId> = (0..self.members)
+            .map(|i| g.add_nonterminal(&format!("m{i}")))
+            .collect();
+        for (lhs, body, tail) in &self.rules {
+            let mut rhs: Vec<Symbol> = body
+                .iter()
+                .map(|b| {
+                    Symbol::T(match b {
+                        B::Lit(l) => Terminal::Literal(l.as_bytes().to_vec()),
+                        B::Class => {
+                            Terminal::Class(CharClass::new([('a', 'b'), ('é', 'é')], false))
+                        }
+                        B::Re(r) => Terminal::Regex(r.to_string()),
+                    })
+                })
+                .collect();
+            if let Some(t) = tail {
+                rhs.push(Symbol::Nt(ms[(*t % self.members) as usize]));
+            }
+            g.add_rule(ms[(*lhs % self.members) as usize], rhs);
+        }
+        let x = |b: &str| Symbol::T(Terminal::Literal(b.as_bytes().to_vec()));
+        if self.wrapped {
+            g.add_rule(s, vec![x("x"), Symbol::Nt(ms[0]), x("y")]);
+        } else {
+            g.add_rule(s, vec![Symbol::Nt(ms[0])]);
+        }
+        g.start = s;
+        g
+    }
+}
+
+fn body() -> impl Strategy<Value = Vec<B>> {
+    prop::collection::vec(
+        prop_oneof![
+            3 => prop::sample::select(vec!["a", "b", "c", "ab"]).prop_map(B::Lit),
+            1 => Just(B::Class),
+            1 => prop::sample::select(vec!["a*", "(?:bc)+", "c?"]).prop_map(B::Re),
+        ],
+        0..3,
+    )
+}
+
+fn system() -> impl Strategy<Value = System> {
+    (
+        2u32..6,
+        prop::collection::vec(
+            (0u32..6, body(), prop::option::weighted(0.8, 0u32..6)),
+            3..14,
+        ),
+        any::<bool>(),
+    )
+        .prop_map(|(members, rules, wrapped)| System {
+            rules,
+            members,
+            wrapped,
+        })
+}
+
+fn brute_mask(rec: &Recognizer, vocab: &TokenVocab, prefix: &[u8]) -> TokenSet {
+    let mut m = TokenSet::new(vocab.len());
+    for t in 0..vocab.len() as TokenId {
+        if vocab.is_special(t) {
+            continue;
+        }
+        let mut p = prefix.to_vec();
+        p.extend_from_slice(vocab.token_bytes(t));
+        if rec.is_viable_prefix(&p) {
+            m.insert(t);
+        }
+    }
+    if rec.recognizes(prefix) {
+        m.insert(vocab.eos());
+    }
+    m
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn family_masks_match_brute_force(sys in system(), picks in prop::collection::vec(0usize..64, 0..8)) {
+        let g = sys.grammar();
+        let vocab = vocab();
+        let rec = Recognizer::new(&g).unwrap();
+        if !rec.is_viable_prefix(b"") {
+            return Ok(());
+        }
+        let engine = Engine::new(vocab.clone());
+        let d = EngineConfig::default();
+        let mut ms: Vec<_> = [d, EngineConfig { fuse_families: false, ..d }, EngineConfig { pruning: false, ..d }]
+            .into_iter()
+            .map(|c| engine.compile(&g, c).unwrap().matcher())
+            .collect();
+        let mut prefix = Vec::new();
+        for pick in picks {
+            let want = brute_mask(&rec, &vocab, &prefix);
+            for (i, m) in ms.iter_mut().enumerate() {
+                prop_assert_eq!(&m.mask(), &want, "config {} after {:?}\n{}", i, String::from_utf8_lossy(&prefix), g);
+            }
+            let allowed: Vec<TokenId> = want.iter().filter(|&t| t != vocab.eos()).collect();
+            if allowed.is_empty() {
+                break;
+            }
+            let t = allowed[pick % allowed.len()];
+            for m in ms.iter_mut() {
+                prop_assert!(m.advance(t).is_ok());
+            }
+            prefix.extend_from_slice(vocab.token_bytes(t));
+        }
+    }
+}
+
+/// The generator makes families most of the time (otherwise the property
+/// above would test the rules only).
+#[test]
+fn generator_makes_families() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let mut with = 0;
+    for _ in 0..200 {
+        let g = system().new_tree(&mut runner).unwrap().current().grammar();
+        if !fuse_with(&g, usize::MAX, &[], true).families.is_empty() {
+            with += 1;
+        }
+    }
+    eprintln!("{with}/200 grammars have a family");
+    assert!(with >= 80, "{with}");
+}
+
+/// A key region of "contains `ab` or `ca`" written state by state, as
+/// `zapspec-jsonschema` writes regions whose automaton has cycles: one
+/// family terminal, the rules dropped, and the language unchanged.
+#[test]
+fn contains_automaton_is_one_terminal() {
+    let text = r#"
+        root ::= "\"" q0
+        q0 ::= "a" q1 | "c" q2 | [b] q0
+        q1 ::= "b" q3 | "a" q1 | "c" q2
+        q2 ::= "a" q3 | "b" q0 | "c" q2
+        q3 ::= [a-c] q3 | "\""
+    "#;
+    let g = Grammar::from_gbnf(text).unwrap();
+    let f = fuse_with(&g, usize::MAX, &[], true);
+    assert_eq!(f.families.len(), 1, "{}", f.grammar);
+    assert!(f
+        .families
+        .keys()
+        .all(|k| k.starts_with(zapspec_earley::family::FAMILY_PREFIX)));
+    assert_eq!(f.grammar.rules.len(), 1, "{}", f.grammar);
+    let rec = Recognizer::new(&g).unwrap();
+    let vocab = vocab();
+    let engine = Engine::new(vocab.clone());
+    let cg = engine.compile(&g, EngineConfig::default()).unwrap();
+    for s in [
+        &b"\"ab\""[..],
+        b"\"cca\"",
+        b"\"bbb\"",
+        b"\"ac\"",
+        b"\"abc",
+        b"\"caab\"",
+    ] {
+        let mut m = cg.matcher();
+        let ok = s.iter().all(|&b| m.advance_bytes(&[b])) && m.is_accepting();
+        assert_eq!(ok, rec.recognizes(s), "{}", String::from_utf8_lossy(s));
+    }
+}
+
+/// Unit rules in a cycle (`m0 → m1`, `m1 → m0`) are epsilon edges between
+/// members: the NFA builder must not loop on them.
+#[test]
+fn unit_rule_cycle_compiles() {
+    let text = r#"
+        root ::= "x" m0 "y"
+        m0 ::= m1 | "a" m1 | "b"
+        m1 ::= m0 | "c" m0 | "a"
+    "#;
+    let g = Grammar::from_gbnf(text).unwrap();
+    let f = fuse_with(&g, usize::MAX, &[], true);
+    assert_eq!(f.families.len(), 1, "{}", f.grammar);
+    let rec = Recognizer::new(&g).unwrap();
+    let vocab = vocab();
+    let engine = Engine::new(vocab.clone());
+    let cg = engine.compile(&g, EngineConfig::default()).unwrap();
+    for s in [&b"xby"[..], b"xacay", b"xcby", b"xy", b"xaaby", b"xcacby"] {
+        let mut m = cg.matcher();
+        let ok = s.iter().all(|&b| m.advance_bytes(&[b])) && m.is_accepting();
+        assert_eq!(ok, rec.recognizes(s), "{}", String::from_utf8_lossy(s));
+    }
+}
