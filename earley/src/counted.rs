@@ -36,7 +36,7 @@
 
 use regex_syntax::hir::{Hir, HirKind};
 
-use crate::terminal::{ByteDfa, CountedLayout, DEAD};
+use crate::terminal::{ByteDfa, CountedLayout, CountedTables, DEAD};
 
 /// Repetitions with an upper bound below this are left to the general
 /// construction (their NFA is small).
@@ -255,135 +255,6 @@ pub(crate) fn build<E>(
     Some(Ok(ByteDfa::from_counted(
         classes, ncls, tables, start, layout,
     )))
-}
-
-/// The transitions of `P X{m,n} S` computed from the layout instead of
-/// stored: `O(|X| + |S|)` table entries for any `n`, so building the
-/// automaton costs microseconds and a few KiB whatever the count.
-///
-/// State ids: [`DEAD`], the prefix chain `1..base`, then count `k`'s block
-/// at `base + k·stride` (offset 0: the boundary; `1..per`: `X`'s
-/// non-accepting states; `stride` is `per` rounded up to a power of two so
-/// that a state splits into count and offset by a shift and a mask), the
-/// last boundary (`k = n`) at `s_base - 1`, then `S`'s states from
-/// `s_base`. Ids at offsets `per..stride` are never reached.
-#[derive(Clone, Debug)]
-pub(crate) struct CountedTables {
-    ncls: usize,
-    /// The class of each prefix byte (a class of its own).
-    prefix_cls: Vec<u8>,
-    base: u32,
-    shift: u32,
-    m: u32,
-    n: u32,
-    /// Row 0: from a boundary, where an `X` may start; rows `1..per`: from
-    /// `X`'s states. Entries are offsets in the count's block (`stride`:
-    /// the next count's boundary; 0: [`DEAD`]).
-    x_rows: Vec<u32>,
-    /// `S`'s start transitions from a boundary (states of `S`, 0 = dead).
-    s_start: Vec<u32>,
-    s_start_accepting: bool,
-    s_start_continues: bool,
-    s_base: u32,
-    /// `S`'s transitions, by `S` state (row 0 unused), in `S`'s numbering.
-    s_rows: Vec<u32>,
-    s_acc: Vec<bool>,
-    s_cont: Vec<bool>,
-    /// States laid out ([`DEAD`] included; a few, such as `X`'s start
-    /// inside each count, may be unreachable), for statistics and the
-    /// state bound.
-    reachable: usize,
-}
-
-impl CountedTables {
-    #[inline]
-    pub(crate) fn next(&self, s: u32, c: usize) -> u32 {
-        if s == DEAD {
-            DEAD
-        } else if s < self.base {
-            if self.prefix_cls[s as usize - 1] as usize == c {
-                s + 1
-            } else {
-                DEAD
-            }
-        } else if s < self.s_base {
-            let o = s - self.base;
-            let r = o & ((1 << self.shift) - 1);
-            let block = s - r;
-            if r != 0 {
-                return match self.x_rows[r as usize * self.ncls + c] {
-                    0 => DEAD,
-                    t => block + t,
-                };
-            }
-            let k = o >> self.shift;
-            if k < self.n {
-                let t = self.x_rows[c];
-                if t != 0 {
-                    return block + t;
-                }
-            }
-            if k >= self.m {
-                let q = self.s_start[c];
-                if q != DEAD {
-                    return self.s_base + q - 1;
-                }
-            }
-            DEAD
-        } else {
-            let q = (s - self.s_base + 1) as usize;
-            match self.s_rows[q * self.ncls + c] {
-                DEAD => DEAD,
-                t => self.s_base + t - 1,
-            }
-        }
-    }
-
-    /// The count of a boundary state, `None` for other states.
-    fn boundary(&self, s: u32) -> Option<u32> {
-        let o = s.checked_sub(self.base)?;
-        (s < self.s_base && o & ((1 << self.shift) - 1) == 0).then_some(o >> self.shift)
-    }
-
-    #[inline]
-    pub(crate) fn is_accepting(&self, s: u32) -> bool {
-        if s >= self.s_base {
-            return self.s_acc[(s - self.s_base + 1) as usize];
-        }
-        self.boundary(s)
-            .is_some_and(|k| k >= self.m && self.s_start_accepting)
-    }
-
-    #[inline]
-    pub(crate) fn can_continue(&self, s: u32) -> bool {
-        if s == DEAD {
-            false
-        } else if s >= self.s_base {
-            self.s_cont[(s - self.s_base + 1) as usize]
-        } else {
-            // prefix and X states continue (X is live and not yet
-            // complete); a boundary continues into an X or into S
-            self.boundary(s)
-                .is_none_or(|k| k < self.n || (k >= self.m && self.s_start_continues))
-        }
-    }
-
-    /// One more than the largest state id.
-    pub(crate) fn id_bound(&self) -> usize {
-        self.s_base as usize + self.s_acc.len() - 1
-    }
-
-    /// States laid out ([`DEAD`] included).
-    pub(crate) fn reachable(&self) -> usize {
-        self.reachable
-    }
-
-    pub(crate) fn heap_bytes(&self) -> usize {
-        (self.x_rows.capacity() + self.s_start.capacity() + self.s_rows.capacity()) * 4
-            + self.prefix_cls.capacity()
-            + self.s_acc.capacity()
-            + self.s_cont.capacity()
-    }
 }
 
 #[cfg(test)]

@@ -288,7 +288,7 @@ impl VocabIndex {
     ) -> Result<Arc<TermEntry>, EarleyError> {
         self.terminal_built(
             ByteDfa::regex_of(&Terminal::Regex(family.key().to_string())),
-            |_| ByteDfa::from_family(family, limits),
+            |_| family.dfa(limits),
         )
     }
 

@@ -87,6 +87,12 @@ impl Family {
         self.members as usize
     }
 
+    /// The family's automaton: its NFA ([`Family::nfa`]) determinised
+    /// lazily (module `lazy`).
+    pub fn dfa(&self, limits: &RegexLimits) -> Result<ByteDfa, EarleyError> {
+        Ok(ByteDfa::lazy_from_nfa(self.nfa(limits)?, limits))
+    }
+
     /// The system's Thompson NFA (no captures, anchored at the entry),
     /// bounded by `limits.nfa_bytes`; `key` names the terminal in errors.
     pub fn nfa(&self, limits: &RegexLimits) -> Result<thompson::NFA, EarleyError> {
