@@ -201,6 +201,7 @@ mod literal;
 mod normalize;
 mod numbers;
 mod objects;
+mod schema;
 mod strings;
 
 pub use canonical::canonical_instances;
