@@ -33,14 +33,14 @@ pub fn canonical_instances(
     instance: &Value,
     opts: &JsonSchemaOptions,
 ) -> Result<Vec<Value>, SchemaError> {
-    canonical_at(schema, &Sub::Schema(schema.clone()), "", instance, opts)
+    canonical_at(schema, &Sub::Schema(schema), "", instance, opts)
 }
 
 /// [`canonical_instances`] of `instance` under `sub`, the subschema at
 /// `ptr` of `root` (references resolve against `root`).
-pub(crate) fn canonical_at(
-    root: &Value,
-    sub: &Sub,
+pub(crate) fn canonical_at<'a>(
+    root: &'a Value,
+    sub: &Sub<'a>,
     ptr: &str,
     instance: &Value,
     opts: &JsonSchemaOptions,
@@ -77,8 +77,13 @@ fn push_unique(out: &mut Vec<Value>, v: Value) {
     }
 }
 
-impl Canon<'_> {
-    fn canon(&mut self, schema: &Sub, ptr: &str, inst: &Value) -> Result<Vec<Value>, SchemaError> {
+impl<'a> Canon<'a> {
+    fn canon(
+        &mut self,
+        schema: &Sub<'a>,
+        ptr: &str,
+        inst: &Value,
+    ) -> Result<Vec<Value>, SchemaError> {
         if !inst.is_object() && !inst.is_array() {
             return Ok(vec![inst.clone()]);
         }
@@ -115,7 +120,7 @@ impl Canon<'_> {
                     };
                     let members = &layout.members;
                     // children candidates, key order: declared first, then the rest
-                    let mut order: Vec<(String, Sub)> = Vec::new();
+                    let mut order: Vec<(String, Sub<'a>)> = Vec::new();
                     for (name, sch, _) in members {
                         if let Some(v) = m.get(name) {
                             order.push((name.clone(), sch.clone()));
@@ -178,8 +183,8 @@ impl Canon<'_> {
     }
 }
 
-impl Canon<'_> {
-    fn plausible(&mut self, s: &Simple, inst: &Value) -> Result<bool, SchemaError> {
+impl<'a> Canon<'a> {
+    fn plausible(&mut self, s: &Simple<'a>, inst: &Value) -> Result<bool, SchemaError> {
         if !s.types().admits(inst) || !enum_ok(s, inst) {
             return Ok(false);
         }
@@ -212,7 +217,7 @@ impl Canon<'_> {
     }
 }
 
-fn enum_ok(s: &Simple, v: &Value) -> bool {
+fn enum_ok(s: &Simple<'_>, v: &Value) -> bool {
     match &s.enum_values {
         None => true,
         Some(a) => a.iter().any(|x| json_eq(x, v)),

@@ -28,7 +28,7 @@ pub(crate) struct Emitter<'a> {
     pub opts: &'a JsonSchemaOptions,
     memo: HashMap<String, NtId>,
     /// Work items: nonterminal, subschema, pointer, nesting depth.
-    queue: VecDeque<(NtId, Sub, String, usize)>,
+    queue: VecDeque<(NtId, Sub<'a>, String, usize)>,
     /// Nesting depth of the work item being emitted.
     depth: usize,
     ws: Option<NtId>,
@@ -257,7 +257,7 @@ impl<'a> Emitter<'a> {
         opts: &'a JsonSchemaOptions,
     ) -> Result<(Grammar, CompileReport), SchemaError> {
         check_json_depth(schema, opts.max_json_depth)?;
-        Self::compile_at(schema, &Sub::Schema(schema.clone()), "", opts, 0, None)
+        Self::compile_at(schema, &Sub::Schema(schema), "", opts, 0, None)
     }
 
     /// The grammar of `sub`, the subschema at `ptr` of `root` (references
@@ -266,7 +266,7 @@ impl<'a> Emitter<'a> {
     /// `deadline`.
     pub(crate) fn compile_sub(
         &self,
-        sub: &Sub,
+        sub: &Sub<'a>,
         ptr: &str,
     ) -> Result<(Grammar, CompileReport), SchemaError> {
         Emitter::compile_at(
@@ -281,7 +281,7 @@ impl<'a> Emitter<'a> {
 
     fn compile_at(
         root: &'a Value,
-        schema: &Sub,
+        schema: &Sub<'a>,
         ptr: &str,
         opts: &'a JsonSchemaOptions,
         member_nesting: usize,
@@ -336,7 +336,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// The nonterminal of a subschema (created and queued on first use).
-    pub fn node(&mut self, v: &Sub, ptr: &str) -> Result<NtId, SchemaError> {
+    pub fn node(&mut self, v: &Sub<'a>, ptr: &str) -> Result<NtId, SchemaError> {
         let key = v.key();
         if let Some(&nt) = self.memo.get(&key) {
             return Ok(nt);
@@ -408,7 +408,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Alternatives of `nt` for one simple schema.
-    fn simple(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
+    fn simple(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let types = s.types();
         if let Some(e) = &s.enum_values {
             return self.enum_values(nt, s, types, e);
@@ -457,7 +457,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// The string, array and object alternatives of a simple schema.
-    fn simple_rest(&mut self, nt: NtId, s: &Simple, types: TypeSet) -> Result<(), SchemaError> {
+    fn simple_rest(&mut self, nt: NtId, s: &Simple<'a>, types: TypeSet) -> Result<(), SchemaError> {
         if types.contains(TypeSet::STRING) {
             self.string(nt, s)?;
         }
@@ -470,7 +470,7 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
-    fn string(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
+    fn string(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let sk = &s.string;
         let min = sk.min_length.unwrap_or(0);
         let max = sk.max_length;
@@ -795,7 +795,13 @@ impl<'a> Emitter<'a> {
         self.below_pow[k]
     }
 
-    pub fn child(&mut self, v: &Sub, ptr: &str, kw: &str, key: &str) -> Result<NtId, SchemaError> {
+    pub fn child(
+        &mut self,
+        v: &Sub<'a>,
+        ptr: &str,
+        kw: &str,
+        key: &str,
+    ) -> Result<NtId, SchemaError> {
         let p = push_ptr(&push_ptr(ptr, kw), key);
         self.node(v, &p)
     }

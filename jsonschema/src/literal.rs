@@ -28,11 +28,11 @@ use zapspec_grammar::Recognizer;
 /// same `enum` again is refused at this depth.
 const MAX_MEMBER_NESTING: usize = 4;
 
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
     pub(crate) fn enum_values(
         &mut self,
         nt: NtId,
-        s: &Simple,
+        s: &Simple<'a>,
         types: TypeSet,
         values: &[Value],
     ) -> Result<(), SchemaError> {
@@ -79,7 +79,12 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    fn member_ok(&mut self, s: &Simple, types: TypeSet, v: &Value) -> Result<bool, SchemaError> {
+    fn member_ok(
+        &mut self,
+        s: &Simple<'a>,
+        types: TypeSet,
+        v: &Value,
+    ) -> Result<bool, SchemaError> {
         let ptr = &s.ptr;
         Ok(match v {
             Value::Null | Value::Bool(_) => types.admits(v),
@@ -136,7 +141,7 @@ impl Emitter<'_> {
     /// wherever that grammar is exact; where the grammar is a documented
     /// sound subset, a member outside it is left out, never added. A
     /// sibling keyword the compiler refuses refuses the schema.
-    fn container_member_ok(&mut self, s: &Simple, v: &Value) -> Result<bool, SchemaError> {
+    fn container_member_ok(&mut self, s: &Simple<'a>, v: &Value) -> Result<bool, SchemaError> {
         let ptr = &s.ptr;
         // the keywords beside `enum`, without the complements and further
         // patterns that `not`/`allOf` added (about strings only)

@@ -36,32 +36,32 @@ use zapspec_grammar::ir::{NtId, Symbol, Terminal};
 const MAX_MIN_CONTAINS: u64 = 64;
 
 /// One declared member: name, value schema, required.
-struct Member {
+struct Member<'a> {
     name: String,
-    schema: Sub,
+    schema: Sub<'a>,
     required: bool,
 }
 
 /// The members of an object schema as the grammar lays them out.
-pub(crate) struct Layout {
+pub(crate) struct Layout<'a> {
     /// Declared members in grammar order: (name, schema, required).
-    pub members: Vec<(String, Sub, bool)>,
+    pub members: Vec<(String, Sub<'a>, bool)>,
     /// Names that additional keys must differ from.
     pub names: Vec<String>,
     /// The `additionalProperties` schema (`true` when absent).
-    pub additional: Sub,
+    pub additional: Sub<'a>,
     /// `patternProperties`: compiled patterns and their schemas.
-    pub patterns: Vec<(KeyPattern, Sub)>,
+    pub patterns: Vec<(KeyPattern, Sub<'a>)>,
     /// `propertyNames` (`None`: every key allowed).
     pub filter: Option<KeyFilter>,
 }
 
-impl Layout {
+impl<'a> Layout<'a> {
     /// The schema the value of an *undeclared* key must satisfy: the
     /// conjunction of the schemas of the patterns it matches, or
     /// `additionalProperties` when it matches none.
-    pub fn extra_schema(&self, key: &str) -> Sub {
-        let matched: Vec<Sub> = self
+    pub fn extra_schema(&self, key: &str) -> Sub<'a> {
+        let matched: Vec<Sub<'a>> = self
             .patterns
             .iter()
             .filter(|(p, _)| p.matches(key))
@@ -89,9 +89,9 @@ impl Layout {
 /// normaliser or the string compiler refuses inside `P` is refused as
 /// [`SchemaError::Unsupported`] on `propertyNames` (the reason names the
 /// inner keyword and its pointer).
-pub(crate) fn key_filter(
-    s: &Simple,
-    norm: &mut Normalizer,
+pub(crate) fn key_filter<'a>(
+    s: &Simple<'a>,
+    norm: &mut Normalizer<'a>,
     notes: &mut FormatNotes,
 ) -> Result<Option<KeyFilter>, SchemaError> {
     let Some(p) = &s.object.property_names else {
@@ -169,11 +169,11 @@ pub(crate) fn key_filter(
 /// The layout of an object schema; [`Sat::No`] when a required member is
 /// impossible. `norm` and `notes` serve `propertyNames`, whose schema is
 /// normalised against the same document.
-pub(crate) fn object_layout(
-    s: &Simple,
-    norm: &mut Normalizer,
+pub(crate) fn object_layout<'a>(
+    s: &Simple<'a>,
+    norm: &mut Normalizer<'a>,
     notes: &mut FormatNotes,
-) -> Result<Sat<Layout>, SchemaError> {
+) -> Result<Sat<Layout<'a>>, SchemaError> {
     let ptr = &s.ptr;
     let o = &s.object;
     let no_props = Vec::new();
@@ -256,13 +256,13 @@ enum KeyPlan {
 /// filter the one region is a trie-complement regex; otherwise the
 /// regions are read off the product automaton of the patterns, the names
 /// and the filter.
-fn extra_regions(
+fn extra_regions<'a>(
     ptr: &str,
     names: &[&str],
-    additional: &Sub,
-    patterns: &[(KeyPattern, Sub)],
+    additional: &Sub<'a>,
+    patterns: &[(KeyPattern, Sub<'a>)],
     filter: Option<&KeyFilter>,
-) -> Result<Vec<(KeyPlan, Sub, String)>, SchemaError> {
+) -> Result<Vec<(KeyPlan, Sub<'a>, String)>, SchemaError> {
     if filter.is_some_and(|f| f.branches.is_empty()) {
         return Ok(vec![]); // `propertyNames` allows no key
     }
@@ -319,8 +319,8 @@ fn extra_regions(
     Ok(out)
 }
 
-impl Emitter<'_> {
-    pub(crate) fn object(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
+impl<'a> Emitter<'a> {
+    pub(crate) fn object(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let ptr = s.ptr.clone();
         let Layout {
             members,
@@ -335,7 +335,7 @@ impl Emitter<'_> {
                 return Ok(());
             }
         };
-        let members: Vec<Member> = members
+        let members: Vec<Member<'a>> = members
             .into_iter()
             .map(|(name, schema, required)| Member {
                 name,
@@ -516,7 +516,7 @@ impl Emitter<'_> {
         }
     }
 
-    pub(crate) fn array(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
+    pub(crate) fn array(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let ptr = s.ptr.clone();
         let a = &s.array;
         let prefix = a.prefix_items.clone().unwrap_or_default();

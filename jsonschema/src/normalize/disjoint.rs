@@ -34,14 +34,14 @@ fn empty_schema() -> &'static Value {
     EMPTY.get_or_init(|| Value::Object(Map::new()))
 }
 
-fn raw(s: &Sub) -> &Value {
+fn raw<'s>(s: &'s Sub<'_>) -> &'s Value {
     match s {
         Sub::Schema(v) => v,
         _ => empty_schema(),
     }
 }
 
-impl Facts for Simple {
+impl Facts for Simple<'_> {
     fn types(&self) -> TypeSet {
         let mut t = TypeSet::all();
         if let Some(ty) = self.types {
@@ -159,9 +159,9 @@ fn raw_listed(m: &Map<String, Value>) -> Option<Vec<&Value>> {
 /// `union`) are provably disjoint in the context `ctx` (the plain keywords
 /// around the `oneOf`), so that compiling it as `anyOf` is exact.
 pub(super) fn check_one_of_disjoint(
-    union: &[Conj],
+    union: &[Conj<'_>],
     starts: &[usize],
-    ctx: &[Simple],
+    ctx: &[Simple<'_>],
     ptr: &str,
 ) -> Result<(), SchemaError> {
     let branch_of = |k: usize| starts.iter().rposition(|&s| s <= k).unwrap_or(0);
@@ -185,7 +185,7 @@ pub(super) fn check_one_of_disjoint(
 }
 
 /// The conjunction `c` with the context's keywords before it.
-fn with_context<'s>(ctx: &'s [Simple], c: &'s Conj) -> Vec<&'s Simple> {
+fn with_context<'s, 'a>(ctx: &'s [Simple<'a>], c: &'s Conj<'a>) -> Vec<&'s Simple<'a>> {
     ctx.iter().chain(c.iter()).collect()
 }
 

@@ -31,14 +31,15 @@ mod negate;
 use serde_json::{Map, Value};
 
 use super::error::{push_ptr, Sat, SchemaError};
-use super::keywords::{classify, is_noop, KeywordClass};
-use super::schema::{json_eq, merge, Simple, Sub, TypeSet};
-use super::{JsonSchemaOptions, OneOfMode, UnknownKeywords};
+use super::schema::{merge, Conditional, Dependency, Dialect, Node, Simple, Sub, TypeSet};
+use super::{JsonSchemaOptions, OneOfMode};
 use disjoint::check_one_of_disjoint;
+use std::collections::HashMap;
+use std::rc::Rc;
 use zapspec_grammar::Limit;
 
 /// A conjunction of typed simple schemas, each with its pointer.
-type Conj = Vec<Simple>;
+type Conj<'a> = Vec<Simple<'a>>;
 
 /// Resolves references and normalises schema nodes of one document.
 pub(crate) struct Normalizer<'a> {
@@ -65,7 +66,10 @@ pub(crate) struct Normalizer<'a> {
     /// current one (all at the same instance location, so every one of
     /// them holds for any instance that reaches a `oneOf` inside): the
     /// context in which `oneOf` branches must be disjoint.
-    context: Vec<Simple>,
+    context: Vec<Simple<'a>>,
+    /// The schema objects parsed so far, by address (the document is
+    /// borrowed for the normaliser's life, so an address is one object).
+    nodes: HashMap<*const Map<String, Value>, Rc<Node<'a>>>,
     /// When the compilation's time budget runs out (`None`: never).
     pub(crate) deadline: Option<std::time::Instant>,
 }
@@ -116,6 +120,7 @@ impl<'a> Normalizer<'a> {
             ignored: Vec::new(),
             first_unsat: None,
             context: Vec::new(),
+            nodes: HashMap::new(),
             deadline: std::time::Instant::now().checked_add(opts.time_budget),
         }
     }
@@ -188,7 +193,7 @@ impl<'a> Normalizer<'a> {
 
     /// The simple schemas whose union is the subschema `s` at `ptr`.
     /// Contradictory conjunctions are dropped (and noted).
-    pub fn branches(&mut self, s: &Sub, ptr: &str) -> Result<Vec<Simple>, SchemaError> {
+    pub fn branches(&mut self, s: &Sub<'a>, ptr: &str) -> Result<Vec<Simple<'a>>, SchemaError> {
         let dnf = self.dnf_sub(s, ptr, 0)?;
         let mut out = Vec::new();
         for conj in dnf {
@@ -202,7 +207,12 @@ impl<'a> Normalizer<'a> {
     /// The normal form of a handle: a document schema's, or that of the
     /// conjunction or complement it stands for (at the pointers of the
     /// `{"allOf": […]}`/`{"not": …}` schema it is equivalent to).
-    fn dnf_sub(&mut self, s: &Sub, ptr: &str, depth: usize) -> Result<Vec<Conj>, SchemaError> {
+    fn dnf_sub(
+        &mut self,
+        s: &Sub<'a>,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
         match s {
             Sub::Schema(v) => self.dnf(v, ptr, depth),
             Sub::Simple(s) => Ok(vec![vec![(**s).clone()]]),
@@ -210,7 +220,7 @@ impl<'a> Normalizer<'a> {
                 self.check_depth(ptr, depth)?;
                 self.check_time(ptr)?;
                 let aptr = push_ptr(ptr, "allOf");
-                let mut acc: Vec<Conj> = vec![vec![Simple::any(ptr)]];
+                let mut acc: Vec<Conj<'a>> = vec![vec![Simple::any(ptr)]];
                 for (i, p) in parts.iter().enumerate() {
                     let sub = self.dnf_sub(p, &push_ptr(&aptr, &i.to_string()), depth + 1)?;
                     acc = self.product(acc, sub, ptr, "allOf")?;
@@ -239,7 +249,7 @@ impl<'a> Normalizer<'a> {
         Ok(())
     }
 
-    fn dnf(&mut self, v: &Value, ptr: &str, depth: usize) -> Result<Vec<Conj>, SchemaError> {
+    fn dnf(&mut self, v: &'a Value, ptr: &str, depth: usize) -> Result<Vec<Conj<'a>>, SchemaError> {
         self.check_depth(ptr, depth)?;
         self.check_time(ptr)?;
         let obj = match v {
@@ -257,179 +267,156 @@ impl<'a> Normalizer<'a> {
                 ))
             }
         };
-        if self.ref_siblings_ignored {
-            if let Some(r) = obj.get("$ref") {
-                let rptr = push_ptr(ptr, "$ref");
-                let r = r
-                    .as_str()
-                    .ok_or_else(|| SchemaError::invalid("$ref", ptr, "must be a string"))?;
-                let (target, tptr) = self.resolve(r, &rptr)?;
-                return self.dnf(target, &tptr, depth + 1);
-            }
+        let node = self.node(obj, ptr)?;
+        if let Some(r) = node.ref_only {
+            let (target, tptr) = self.resolve(r, &push_ptr(ptr, "$ref"))?;
+            return self.dnf(target, &tptr, depth + 1);
         }
-        let mut plain = Map::new();
-        for (k, val) in obj {
-            if self.no_if && k == "if" {
-                // not a keyword of the document's draft
-                self.ignored.push((ptr.to_string(), k.clone()));
-                continue;
-            }
-            match classify(k) {
-                KeywordClass::Supported => {
-                    if !matches!(
-                        k.as_str(),
-                        "$ref"
-                            | "allOf"
-                            | "anyOf"
-                            | "oneOf"
-                            | "nullable"
-                            | "$defs"
-                            | "definitions"
-                            | "dependencies"
-                            | "dependentRequired"
-                            | "dependentSchemas"
-                            | "if"
-                            // conjoined as its complement by `dnf_applicators`
-                            | "not"
-                    ) {
-                        plain.insert(k.clone(), val.clone());
-                    }
-                }
-                KeywordClass::Annotation => {}
-                KeywordClass::Unsupported => {
-                    if !is_noop(k, val) {
-                        return Err(SchemaError::unsupported(k, ptr, "keyword not implemented"));
-                    }
-                }
-                KeywordClass::Unknown => match self.opts.unknown_keywords {
-                    UnknownKeywords::Ignore => self.ignored.push((ptr.to_string(), k.clone())),
-                    UnknownKeywords::Reject => {
-                        return Err(SchemaError::UnknownKeyword {
-                            keyword: k.clone(),
-                            pointer: ptr.to_string(),
-                        })
-                    }
-                },
-            }
+        for k in &node.ignored {
+            self.ignored.push((ptr.to_string(), k.to_string()));
         }
-        normalize_plain(&mut plain, ptr)?;
-        let plain = Simple::parse(&plain, ptr)?;
+        let mut plain = node.plain.clone();
+        plain.ptr = ptr.to_string();
         self.context.push(plain.clone());
-        let r = self.dnf_applicators(obj, plain, ptr, depth);
+        let r = self.dnf_applicators(&node, plain, ptr, depth);
         self.context.pop();
         r
+    }
+
+    /// The parsed node of the schema object `obj` met at `ptr` (parsed on
+    /// first use; a node that fails to parse is parsed again, so that its
+    /// error names the pointer of each use).
+    fn node(
+        &mut self,
+        obj: &'a Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Rc<Node<'a>>, SchemaError> {
+        let key: *const Map<String, Value> = obj;
+        if let Some(n) = self.nodes.get(&key) {
+            return Ok(n.clone());
+        }
+        let n = Rc::new(Node::parse(obj, ptr, self.dialect())?);
+        self.nodes.insert(key, n.clone());
+        Ok(n)
+    }
+
+    /// How the document's draft reads schema objects.
+    fn dialect(&self) -> Dialect {
+        Dialect {
+            ref_siblings_ignored: self.ref_siblings_ignored,
+            no_if: self.no_if,
+            unknown_keywords: self.opts.unknown_keywords,
+        }
     }
 
     /// The applicators of a schema object (`$ref`, `allOf`, `anyOf`,
     /// `oneOf`, `not`, `nullable`) conjoined with its plain keywords.
     fn dnf_applicators(
         &mut self,
-        obj: &Map<String, Value>,
-        plain: Simple,
+        node: &Node<'a>,
+        plain: Simple<'a>,
         ptr: &str,
         depth: usize,
-    ) -> Result<Vec<Conj>, SchemaError> {
-        let mut acc: Vec<Conj> = vec![vec![plain]];
-        if let Some(r) = obj.get("$ref") {
-            let rptr = push_ptr(ptr, "$ref");
-            let r = r
-                .as_str()
-                .ok_or_else(|| SchemaError::invalid("$ref", ptr, "must be a string"))?;
-            let (target, tptr) = self.resolve(r, &rptr)?;
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
+        let mut acc: Vec<Conj<'a>> = vec![vec![plain]];
+        if let Some(r) = node.reference {
+            let (target, tptr) = self.resolve(r, &push_ptr(ptr, "$ref"))?;
             let sub = self.dnf(target, &tptr, depth + 1)?;
             acc = self.product(acc, sub, ptr, "$ref")?;
         }
-        if let Some(a) = obj.get("allOf") {
-            let a = a
-                .as_array()
-                .ok_or_else(|| SchemaError::invalid("allOf", ptr, "must be an array"))?;
-            let aptr = push_ptr(ptr, "allOf");
-            for (i, m) in a.iter().enumerate() {
-                let sub = self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?;
-                acc = self.product(acc, sub, ptr, "allOf")?;
-            }
+        let aptr = push_ptr(ptr, "allOf");
+        for (i, m) in node.all_of.iter().enumerate() {
+            let sub = self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?;
+            acc = self.product(acc, sub, ptr, "allOf")?;
         }
-        if let Some(i) = obj.get("if").filter(|_| !self.no_if) {
-            // if I then T else E  =  (I ∧ T) ∨ (¬I ∧ E)  (2020-12 Core §10.2.2);
-            // exact where `not` of I is (see `negate`)
-            let iptr = push_ptr(ptr, "if");
-            let yes = self.dnf(i, &iptr, depth + 1)?;
-            let then = match obj.get("then") {
-                Some(t) => self.dnf(t, &push_ptr(ptr, "then"), depth + 1)?,
-                None => vec![vec![Simple::any(ptr)]],
-            };
-            let mut union = self.product(yes, then, ptr, "then")?;
-            let no = self.negate(i, &iptr, depth + 1).map_err(|e| match e {
-                SchemaError::Unsupported {
-                    pointer, reason, ..
-                } => SchemaError::Unsupported {
-                    keyword: "if".into(),
-                    pointer,
-                    reason: format!("its negation: {reason}"),
-                },
-                e => e,
-            })?;
-            let els = match obj.get("else") {
-                Some(e) => self.dnf(e, &push_ptr(ptr, "else"), depth + 1)?,
-                None => vec![vec![Simple::any(ptr)]],
-            };
-            union.extend(self.product(no, els, ptr, "else")?);
+        if let Some(c) = &node.conditional {
+            let union = self.conditional(c, ptr, depth)?;
             acc = self.product(acc, union, ptr, "if")?;
         }
-        for kw in ["dependencies", "dependentRequired", "dependentSchemas"] {
-            let Some(deps) = obj.get(kw) else { continue };
-            let deps = deps
-                .as_object()
-                .ok_or_else(|| SchemaError::invalid(kw, ptr, "must be an object"))?;
-            let dptr = push_ptr(ptr, kw);
-            for (k, d) in deps {
-                let union = self.dependency(k, d, kw, &push_ptr(&dptr, k), depth)?;
+        for d in &node.dependencies {
+            let dptr = push_ptr(&push_ptr(ptr, d.keyword), d.name);
+            let union = self.dependency(d, &dptr, depth)?;
+            acc = self.product(acc, union, ptr, d.keyword)?;
+        }
+        for (kw, branches) in [("anyOf", node.any_of), ("oneOf", node.one_of)] {
+            if let Some(a) = branches {
+                let union = self.union(kw, a, ptr, depth)?;
                 acc = self.product(acc, union, ptr, kw)?;
             }
         }
-        for kw in ["anyOf", "oneOf"] {
-            if let Some(a) = obj.get(kw) {
-                let a = a
-                    .as_array()
-                    .ok_or_else(|| SchemaError::invalid(kw, ptr, "must be an array"))?;
-                if a.is_empty() {
-                    return Err(SchemaError::invalid(kw, ptr, "must not be empty"));
-                }
-                let aptr = push_ptr(ptr, kw);
-                let mut union = Vec::new();
-                let mut starts = Vec::with_capacity(a.len());
-                for (i, m) in a.iter().enumerate() {
-                    starts.push(union.len());
-                    union.extend(self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?);
-                    if union.len() > self.opts.max_branches {
-                        return Err(self.too_many_branches(ptr, kw, union.len()));
-                    }
-                }
-                if kw == "oneOf" && self.opts.one_of == OneOfMode::RequireDisjoint {
-                    let ctx: &[Simple] = &self.context;
-                    if let Err(e) = check_one_of_disjoint(&union, &starts, ctx, &aptr) {
-                        // not provably disjoint: exact where every branch
-                        // can be negated
-                        union = self.one_of_exact(a, &aptr, depth).map_err(|_| e)?;
-                    }
-                }
-                acc = self.product(acc, union, ptr, kw)?;
-            }
-        }
-        if let Some(n) = obj.get("not") {
+        if let Some(n) = node.not {
             let neg = self.negate(n, &push_ptr(ptr, "not"), depth + 1)?;
             acc = self.product(acc, neg, ptr, "not")?;
         }
-        match obj.get("nullable") {
-            None | Some(Value::Bool(false)) => {}
-            // JSON Schema has no `nullable`: validators ignore it.
-            Some(Value::Bool(true)) if !self.opts.openapi_nullable => {}
-            Some(Value::Bool(true)) => {
-                acc.push(vec![Simple::of_type(TypeSet::NULL, ptr)]);
-            }
-            Some(_) => return Err(SchemaError::invalid("nullable", ptr, "must be a boolean")),
+        // JSON Schema has no `nullable`: validators ignore it.
+        if node.nullable && self.opts.openapi_nullable {
+            acc.push(vec![Simple::of_type(TypeSet::NULL, ptr)]);
         }
         Ok(acc)
+    }
+
+    /// `if I then T else E`  =  `(I ∧ T) ∨ (¬I ∧ E)` (2020-12 Core
+    /// §10.2.2); exact where `not` of `I` is (see `negate`).
+    fn conditional(
+        &mut self,
+        c: &Conditional<'a>,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
+        let iptr = push_ptr(ptr, "if");
+        let yes = self.dnf(c.test, &iptr, depth + 1)?;
+        let then = match c.then {
+            Some(t) => self.dnf(t, &push_ptr(ptr, "then"), depth + 1)?,
+            None => vec![vec![Simple::any(ptr)]],
+        };
+        let mut union = self.product(yes, then, ptr, "then")?;
+        let no = self.negate(c.test, &iptr, depth + 1).map_err(|e| match e {
+            SchemaError::Unsupported {
+                pointer, reason, ..
+            } => SchemaError::Unsupported {
+                keyword: "if".into(),
+                pointer,
+                reason: format!("its negation: {reason}"),
+            },
+            e => e,
+        })?;
+        let els = match c.otherwise {
+            Some(e) => self.dnf(e, &push_ptr(ptr, "else"), depth + 1)?,
+            None => vec![vec![Simple::any(ptr)]],
+        };
+        union.extend(self.product(no, els, ptr, "else")?);
+        Ok(union)
+    }
+
+    /// The union of the branches of `anyOf` or `oneOf` (`kw`); a `oneOf`
+    /// under [`OneOfMode::RequireDisjoint`] must have provably disjoint
+    /// branches, or branches that can all be negated.
+    fn union(
+        &mut self,
+        kw: &str,
+        a: &'a [Value],
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
+        let aptr = push_ptr(ptr, kw);
+        let mut union = Vec::new();
+        let mut starts = Vec::with_capacity(a.len());
+        for (i, m) in a.iter().enumerate() {
+            starts.push(union.len());
+            union.extend(self.dnf(m, &push_ptr(&aptr, &i.to_string()), depth + 1)?);
+            if union.len() > self.opts.max_branches {
+                return Err(self.too_many_branches(ptr, kw, union.len()));
+            }
+        }
+        if kw == "oneOf" && self.opts.one_of == OneOfMode::RequireDisjoint {
+            let ctx: &[Simple] = &self.context;
+            if let Err(e) = check_one_of_disjoint(&union, &starts, ctx, &aptr) {
+                // not provably disjoint: exact where every branch can be
+                // negated
+                union = self.one_of_exact(a, &aptr, depth).map_err(|_| e)?;
+            }
+        }
+        Ok(union)
     }
 
     /// `oneOf: [B₁, …, Bₙ]` exactly, as `⋃ᵢ (Bᵢ ∧ ⋀_{j≠i} ¬Bⱼ)` ("exactly
@@ -437,10 +424,10 @@ impl<'a> Normalizer<'a> {
     /// ([`Self::negate`]) or the branches exceed the limit.
     fn one_of_exact(
         &mut self,
-        a: &[Value],
+        a: &'a [Value],
         aptr: &str,
         depth: usize,
-    ) -> Result<Vec<Conj>, SchemaError> {
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
         let mut negs = Vec::with_capacity(a.len());
         for (j, b) in a.iter().enumerate() {
             negs.push(self.negate(b, &push_ptr(aptr, &j.to_string()), depth + 1)?);
@@ -469,16 +456,15 @@ impl<'a> Normalizer<'a> {
     /// Both members say nothing about non-objects, which satisfy the union.
     fn dependency(
         &mut self,
-        k: &str,
-        d: &Value,
-        kw: &str,
+        dep: &Dependency<'a>,
         ptr: &str,
         depth: usize,
-    ) -> Result<Vec<Conj>, SchemaError> {
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
+        let (k, d, kw) = (dep.name, dep.value, dep.keyword);
         let mut absent = Simple::any(ptr);
         absent.object.properties = Some(vec![(k.to_string(), Sub::FALSE)]);
         // `{required: [k, …names]}`
-        let required = |a: &[Value]| -> Result<Simple, SchemaError> {
+        let required = |a: &[Value]| -> Result<Simple<'a>, SchemaError> {
             let mut s = Simple::any(ptr);
             s.object.required.push(k.to_string());
             for x in a {
@@ -491,7 +477,7 @@ impl<'a> Normalizer<'a> {
             }
             Ok(s)
         };
-        let present: Vec<Conj> = match d {
+        let present: Vec<Conj<'a>> = match d {
             Value::Array(a) if kw != "dependentSchemas" => vec![vec![required(a)?]],
             Value::String(s) if kw == "dependencies" => {
                 vec![vec![required(&[Value::String(s.clone())])?]]
@@ -531,11 +517,11 @@ impl<'a> Normalizer<'a> {
     /// `max_branches`.
     fn product(
         &mut self,
-        a: Vec<Conj>,
-        b: Vec<Conj>,
+        a: Vec<Conj<'a>>,
+        b: Vec<Conj<'a>>,
         ptr: &str,
         what: &str,
-    ) -> Result<Vec<Conj>, SchemaError> {
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
         let n = a.len().saturating_mul(b.len());
         if n > self.opts.max_branches {
             return Err(self.too_many_branches(ptr, what, n));
@@ -556,7 +542,7 @@ impl<'a> Normalizer<'a> {
 
     /// Merges a conjunction of plain schemas into one; `None` when it is
     /// found contradictory.
-    fn merge(&mut self, conj: Conj) -> Result<Option<Simple>, SchemaError> {
+    fn merge(&mut self, conj: Conj<'a>) -> Result<Option<Simple<'a>>, SchemaError> {
         let mut it = conj.into_iter();
         let Some(mut acc) = it.next() else {
             return Ok(Some(Simple::any("")));
@@ -630,74 +616,20 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Rewrites older spellings into one form: draft-4 boolean
-/// `exclusiveMinimum`/`exclusiveMaximum`, array-form `items` with
-/// `additionalItems`, `const` as a one-element `enum`.
-fn normalize_plain(m: &mut Map<String, Value>, ptr: &str) -> Result<(), SchemaError> {
-    for (ex, bound) in [
-        ("exclusiveMinimum", "minimum"),
-        ("exclusiveMaximum", "maximum"),
-    ] {
-        match m.get(ex) {
-            Some(Value::Bool(true)) => {
-                let b = m.remove(bound).ok_or_else(|| {
-                    SchemaError::invalid(ex, ptr, format!("`{ex}: true` (draft 4) needs `{bound}`"))
-                })?;
-                m.insert(ex.into(), b);
-            }
-            Some(Value::Bool(false)) => {
-                m.remove(ex);
-            }
-            Some(Value::Number(_)) | None => {}
-            Some(_) => {
-                return Err(SchemaError::invalid(
-                    ex,
-                    ptr,
-                    "must be a number (or a boolean in draft 4)",
-                ))
-            }
-        }
-    }
-    if let Some(Value::Array(items)) = m.get("items").cloned() {
-        if m.contains_key("prefixItems") {
-            return Err(SchemaError::invalid(
-                "items",
-                ptr,
-                "array-form `items` together with `prefixItems`",
-            ));
-        }
-        m.insert("prefixItems".into(), Value::Array(items));
-        match m.remove("additionalItems") {
-            Some(a) => m.insert("items".into(), a),
-            None => m.remove("items"),
-        };
-    } else {
-        // `additionalItems` without array-form `items` has no effect.
-        m.remove("additionalItems");
-    }
-    if let Some(c) = m.remove("const") {
-        let e = match m.remove("enum") {
-            Some(Value::Array(e)) => e.into_iter().filter(|x| json_eq(x, &c)).collect(),
-            Some(_) => return Err(SchemaError::invalid("enum", ptr, "must be an array")),
-            None => vec![c],
-        };
-        m.insert("enum".into(), Value::Array(e));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn branches(s: Value) -> Vec<Simple> {
+    fn branches(s: &Value) -> Vec<Simple<'_>> {
         let opts = JsonSchemaOptions {
             openapi_nullable: true,
             ..JsonSchemaOptions::default()
         };
-        let mut n = Normalizer::new(&s, &opts);
-        n.branches(&Sub::Schema(s.clone()), "").unwrap()
+        // the branches borrow from the options too (one lifetime)
+        let opts: &'static JsonSchemaOptions = Box::leak(Box::new(opts));
+        let mut n = Normalizer::new(s, opts);
+        n.branches(&Sub::Schema(s), "").unwrap()
     }
 
     #[test]
@@ -706,7 +638,7 @@ mod tests {
             {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false, "required": ["a"]},
             {"properties": {"a": {"maxLength": 3}, "b": {"type": "integer"}}, "required": ["b"]}
         ]});
-        let b = branches(s);
+        let b = branches(&s);
         assert_eq!(b.len(), 1);
         assert_eq!(b[0].types, Some(TypeSet::OBJECT));
         assert_eq!(
@@ -715,8 +647,8 @@ mod tests {
                 (
                     "a".to_string(),
                     Sub::All(vec![
-                        Sub::Schema(json!({"type": "string"})),
-                        Sub::Schema(json!({"maxLength": 3}))
+                        Sub::Schema(&json!({"type": "string"})),
+                        Sub::Schema(&json!({"maxLength": 3}))
                     ])
                 ),
                 ("b".to_string(), Sub::FALSE)
@@ -729,7 +661,7 @@ mod tests {
     #[test]
     fn anyof_distributes_siblings_and_types_intersect() {
         let s = json!({"type": ["number", "string"], "anyOf": [{"type": "integer"}, {"type": "null"}, {"minimum": 1}]});
-        let b = branches(s);
+        let b = branches(&s);
         assert_eq!(b.len(), 2, "{b:?}"); // null branch contradicts
         assert_eq!(b[0].types, Some(TypeSet::INTEGER));
         assert_eq!(b[1].number.minimum, Some(1.into()));
@@ -740,7 +672,7 @@ mod tests {
         let s = json!({"type": "string", "pattern": "a",
             "allOf": [{"pattern": "b"}, {"not": {"enum": ["x"]}}],
             "not": {"pattern": "c"}});
-        let b = branches(s);
+        let b = branches(&s);
         assert_eq!(b.len(), 1, "{b:?}");
         assert_eq!(b[0].string.patterns, vec!["a", "b"]);
         assert_eq!(b[0].string.not_patterns, vec!["c"]);
@@ -754,7 +686,7 @@ mod tests {
             "$ref": "#/definitions/n",
             "nullable": true
         });
-        let b = branches(s);
+        let b = branches(&s);
         assert_eq!(b.len(), 2);
         assert_eq!(b[0].types, Some(TypeSet::NUMBER));
         assert_eq!(b[0].number.exclusive_minimum, Some(0.into()));
@@ -764,13 +696,13 @@ mod tests {
         let opts = JsonSchemaOptions::default();
         let mut n = Normalizer::new(&bad, &opts);
         assert!(matches!(
-            n.branches(&Sub::Schema(bad.clone()), ""),
+            n.branches(&Sub::Schema(&bad), ""),
             Err(SchemaError::BadRef { .. })
         ));
         let cyc = json!({"$ref": "#"});
         let mut n = Normalizer::new(&cyc, &opts);
         assert!(matches!(
-            n.branches(&Sub::Schema(cyc.clone()), ""),
+            n.branches(&Sub::Schema(&cyc), ""),
             Err(SchemaError::LimitExceeded {
                 limit: Limit::Depth,
                 ..

@@ -44,11 +44,11 @@ fn refuse(ptr: &str) -> SchemaError {
 }
 
 /// One conjunction of one simple schema.
-fn one(s: Simple) -> Conj {
+fn one(s: Simple<'_>) -> Conj<'_> {
     vec![s]
 }
 
-impl Normalizer<'_> {
+impl<'a> Normalizer<'a> {
     /// The complement of a schema, for the forms whose complement is a
     /// union of simple schemas: `true`/`false`/`{}`, `type`, `enum`/`const`
     /// of null/boolean/string members, `required`, `pattern` (strings
@@ -57,10 +57,10 @@ impl Normalizer<'_> {
     /// and conjunctions of these.
     pub(super) fn negate(
         &mut self,
-        v: &Value,
+        v: &'a Value,
         ptr: &str,
         depth: usize,
-    ) -> Result<Vec<Conj>, SchemaError> {
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
         if depth > MAX_INLINE_DEPTH {
             return Err(SchemaError::limit(
                 Limit::Depth,
@@ -100,7 +100,7 @@ impl Normalizer<'_> {
                 self.note_unsat(ptr, "`not` of a schema that accepts everything");
                 Ok(vec![])
             }
-            [k] => self.negate_keyword(obj, k, ptr, depth),
+            [k] => self.negate_keyword(k, &obj[k.as_str()], ptr, depth),
             _ => self.negate_conjunction(obj, &keys, ptr, depth),
         }
     }
@@ -108,11 +108,11 @@ impl Normalizer<'_> {
     /// `¬(A ∧ B ∧ …) = ¬A ∨ ¬B ∨ …` for keywords that act independently.
     fn negate_conjunction(
         &mut self,
-        obj: &Map<String, Value>,
+        obj: &'a Map<String, Value>,
         keys: &[&String],
         ptr: &str,
         depth: usize,
-    ) -> Result<Vec<Conj>, SchemaError> {
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
         let draft4_exclusive = ["exclusiveMinimum", "exclusiveMaximum"]
             .iter()
             .any(|k| obj.get(*k).is_some_and(Value::is_boolean));
@@ -121,9 +121,16 @@ impl Normalizer<'_> {
         }
         let mut out = Vec::new();
         for k in keys {
-            let mut m = Map::new();
-            m.insert((*k).clone(), obj[k.as_str()].clone());
-            out.extend(self.negate(&Value::Object(m), ptr, depth + 1)?);
+            // as `negate` of `{k: …}` one level deeper
+            if depth + 1 > MAX_INLINE_DEPTH {
+                return Err(SchemaError::limit(
+                    Limit::Depth,
+                    MAX_INLINE_DEPTH,
+                    ptr,
+                    format!("more than {MAX_INLINE_DEPTH} nested not/$ref levels to negate"),
+                ));
+            }
+            out.extend(self.negate_keyword(k, &obj[k.as_str()], ptr, depth + 1)?);
             if out.len() > self.opts.max_branches {
                 return Err(self.too_many_branches(ptr, "not", out.len()));
             }
@@ -131,15 +138,14 @@ impl Normalizer<'_> {
         Ok(out)
     }
 
-    /// The complement of one keyword `k` (the only one of `obj`).
+    /// The complement of one keyword `k` whose value is `val`.
     fn negate_keyword(
         &mut self,
-        obj: &Map<String, Value>,
         k: &str,
+        val: &'a Value,
         ptr: &str,
         depth: usize,
-    ) -> Result<Vec<Conj>, SchemaError> {
-        let val = &obj[k];
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
         match k {
             "minimum" | "exclusiveMinimum" | "maximum" | "exclusiveMaximum" => {
                 negate_bound(k, val, ptr)
@@ -158,7 +164,7 @@ impl Normalizer<'_> {
             "properties" => self.negate_properties(val, ptr, depth),
             "not" => self.dnf(val, &push_ptr(ptr, "not"), depth + 1),
             "type" => negate_type(val, ptr),
-            "enum" | "const" => negate_values(obj, ptr),
+            "enum" | "const" => negate_values(k, val, ptr),
             "required" => negate_required(val, ptr),
             _ => Err(refuse(ptr)),
         }
@@ -168,10 +174,10 @@ impl Normalizer<'_> {
     /// and violating Sᵢ.
     fn negate_properties(
         &mut self,
-        val: &Value,
+        val: &'a Value,
         ptr: &str,
         depth: usize,
-    ) -> Result<Vec<Conj>, SchemaError> {
+    ) -> Result<Vec<Conj<'a>>, SchemaError> {
         let props = val
             .as_object()
             .ok_or_else(|| SchemaError::invalid("properties", ptr, "must be an object"))?;
@@ -185,7 +191,7 @@ impl Normalizer<'_> {
             self.negate(sx, &push_ptr(&push_ptr(ptr, "properties"), x), depth + 1)?;
             let mut s = Simple::of_type(TypeSet::OBJECT, ptr);
             s.object.required.push(x.clone());
-            s.object.properties = Some(vec![(x.clone(), Sub::Not(sx.clone()))]);
+            s.object.properties = Some(vec![(x.clone(), Sub::Not(sx))]);
             out.push(one(s));
         }
         Ok(out)
@@ -194,7 +200,7 @@ impl Normalizer<'_> {
 
 /// ¬(a numeric bound): numbers beyond it (values of other types satisfy
 /// the bound vacuously). A draft-4 boolean exclusive bound is refused.
-fn negate_bound(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj>, SchemaError> {
+fn negate_bound<'a>(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj<'a>>, SchemaError> {
     let n: Number = match val {
         Value::Number(n) => n.clone(),
         Value::Bool(_) if k.starts_with("exclusive") => return Err(refuse(ptr)),
@@ -212,7 +218,7 @@ fn negate_bound(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj>, SchemaErro
 }
 
 /// ¬(a count bound on one type): values of that type beyond it.
-fn negate_count(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj>, SchemaError> {
+fn negate_count<'a>(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj<'a>>, SchemaError> {
     let n = val
         .as_u64()
         .or_else(|| {
@@ -248,7 +254,7 @@ fn negate_count(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj>, SchemaErro
 
 /// ¬type: the other types (`not: {type: integer}` would need the
 /// non-integral numbers and is refused).
-fn negate_type(val: &Value, ptr: &str) -> Result<Vec<Conj>, SchemaError> {
+fn negate_type<'a>(val: &Value, ptr: &str) -> Result<Vec<Conj<'a>>, SchemaError> {
     let t = TypeSet::parse(val).ok_or_else(|| SchemaError::invalid("type", ptr, "bad type"))?;
     // integers are numbers: not(number) excludes both
     let t = if t.contains(TypeSet::NUMBER) {
@@ -272,17 +278,17 @@ fn negate_type(val: &Value, ptr: &str) -> Result<Vec<Conj>, SchemaError> {
 
 /// ¬enum / ¬const of null, boolean and string members: the other booleans,
 /// the strings outside the list, and every other type.
-fn negate_values(obj: &Map<String, Value>, ptr: &str) -> Result<Vec<Conj>, SchemaError> {
-    let vals: Vec<Value> = match (&obj.get("enum"), &obj.get("const")) {
-        (Some(Value::Array(a)), _) => a.clone(),
-        (None, Some(c)) => vec![(*c).clone()],
+fn negate_values<'a>(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj<'a>>, SchemaError> {
+    let vals: &[Value] = match (k, val) {
+        ("const", c) => std::slice::from_ref(c),
+        (_, Value::Array(a)) => a,
         _ => return Err(SchemaError::invalid("enum", ptr, "must be an array")),
     };
     let mut types = TypeSet::all() - TypeSet::INTEGER;
     let mut out = Vec::new();
     let (mut t, mut f) = (false, false);
     let mut strs = Vec::new();
-    for x in &vals {
+    for x in vals {
         match x {
             Value::Null => types -= TypeSet::NULL,
             Value::Bool(true) => t = true,
@@ -311,7 +317,7 @@ fn negate_values(obj: &Map<String, Value>, ptr: &str) -> Result<Vec<Conj>, Schem
 
 /// ¬required: an object lacking one of the names (non-objects satisfy
 /// `required`).
-fn negate_required(val: &Value, ptr: &str) -> Result<Vec<Conj>, SchemaError> {
+fn negate_required<'a>(val: &Value, ptr: &str) -> Result<Vec<Conj<'a>>, SchemaError> {
     let r = val
         .as_array()
         .ok_or_else(|| SchemaError::invalid("required", ptr, "must be an array"))?;

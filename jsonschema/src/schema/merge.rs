@@ -9,7 +9,11 @@ use crate::keys::KeyPattern;
 
 /// `a ∧ b`, as one simple schema at `a`'s pointer; `ptr` is `b`'s (the
 /// place of a conflict). [`Sat::No`] when they contradict each other.
-pub(crate) fn merge(mut a: Simple, mut b: Simple, ptr: &str) -> Result<Sat<Simple>, SchemaError> {
+pub(crate) fn merge<'a>(
+    mut a: Simple<'a>,
+    mut b: Simple<'a>,
+    ptr: &str,
+) -> Result<Sat<Simple<'a>>, SchemaError> {
     // `minContains`/`maxContains` do nothing beside no `contains`: drop
     // them so that they do not attach to the other side's `contains`
     for s in [&mut a, &mut b] {
@@ -133,7 +137,7 @@ fn merge_strings(a: &mut StringKw, b: StringKw, ptr: &str) -> Result<(), SchemaE
 }
 
 /// `prefixItems`/`items` per position.
-fn merge_arrays(a: &mut ArrayKw, b: &mut ArrayKw) {
+fn merge_arrays<'a>(a: &mut ArrayKw<'a>, b: &mut ArrayKw<'a>) {
     let a_arr = a.prefix_items.is_some() || a.items.is_some();
     let b_arr = b.prefix_items.is_some() || b.items.is_some();
     if a_arr && b_arr {
@@ -142,7 +146,7 @@ fn merge_arrays(a: &mut ArrayKw, b: &mut ArrayKw) {
         let ia = a.items.take().unwrap_or(Sub::TRUE);
         let ib = b.items.take().unwrap_or(Sub::TRUE);
         let n = pa.len().max(pb.len());
-        let prefix: Vec<Sub> = (0..n)
+        let prefix: Vec<Sub<'_>> = (0..n)
             .map(|j| {
                 Sub::all(vec![
                     pa.get(j).cloned().unwrap_or_else(|| ia.clone()),
@@ -163,7 +167,11 @@ fn merge_arrays(a: &mut ArrayKw, b: &mut ArrayKw) {
     }
 }
 
-fn merge_array_counts(a: &mut ArrayKw, b: ArrayKw, ptr: &str) -> Result<(), SchemaError> {
+fn merge_array_counts<'a>(
+    a: &mut ArrayKw<'a>,
+    b: ArrayKw<'a>,
+    ptr: &str,
+) -> Result<(), SchemaError> {
     tighter(&mut a.min_items, b.min_items, true);
     tighter(&mut a.max_items, b.max_items, false);
     same(&mut a.contains, b.contains, "contains", ptr)?;
@@ -171,7 +179,7 @@ fn merge_array_counts(a: &mut ArrayKw, b: ArrayKw, ptr: &str) -> Result<(), Sche
     same(&mut a.max_contains, b.max_contains, "maxContains", ptr)
 }
 
-fn merge_object_counts(a: &mut ObjectKw, b: ObjectKw) {
+fn merge_object_counts<'a>(a: &mut ObjectKw<'a>, b: ObjectKw<'a>) {
     union(&mut a.required, b.required);
     tighter(&mut a.min_properties, b.min_properties, true);
     tighter(&mut a.max_properties, b.max_properties, false);
@@ -184,7 +192,11 @@ fn merge_object_counts(a: &mut ObjectKw, b: ObjectKw) {
 
 /// `properties`/`additionalProperties`/`patternProperties` per key (`a`
 /// has the patterns if either does).
-fn merge_objects(a: &mut ObjectKw, b: &mut ObjectKw, ptr: &str) -> Result<(), SchemaError> {
+fn merge_objects<'a>(
+    a: &mut ObjectKw<'a>,
+    b: &mut ObjectKw<'a>,
+    ptr: &str,
+) -> Result<(), SchemaError> {
     let a_pp = a.pattern_properties.is_some();
     let b_pp = b.pattern_properties.is_some();
     let a_obj = a.properties.is_some() || a.additional_properties.is_some();
@@ -205,8 +217,8 @@ fn merge_objects(a: &mut ObjectKw, b: &mut ObjectKw, ptr: &str) -> Result<(), Sc
         let pb = b.properties.take().unwrap_or_default();
         let aa = a.additional_properties.take().unwrap_or(Sub::TRUE);
         let ab = b.additional_properties.take().unwrap_or(Sub::TRUE);
-        let find = |ps: &[(String, Sub)], k: &str| ps.iter().position(|(n, _)| n == k);
-        let mut props: Vec<(String, Sub)> = Vec::with_capacity(pa.len() + pb.len());
+        let find = |ps: &[(String, Sub<'a>)], k: &str| ps.iter().position(|(n, _)| n == k);
+        let mut props: Vec<(String, Sub<'a>)> = Vec::with_capacity(pa.len() + pb.len());
         for (k, v) in &pa {
             let other = match find(&pb, k) {
                 Some(i) => pb[i].1.clone(),
@@ -238,7 +250,11 @@ fn merge_objects(a: &mut ObjectKw, b: &mut ObjectKw, ptr: &str) -> Result<(), Sc
 /// demands of it — the schemas of `a`'s patterns it matches (which the
 /// emitter applies to every declared key) or else `a`'s
 /// `additionalProperties`. Other cases are refused.
-fn merge_into_patterns(a: &mut ObjectKw, b: &mut ObjectKw, ptr: &str) -> Result<(), SchemaError> {
+fn merge_into_patterns<'a>(
+    a: &mut ObjectKw<'a>,
+    b: &mut ObjectKw<'a>,
+    ptr: &str,
+) -> Result<(), SchemaError> {
     let ab = b.additional_properties.take().unwrap_or(Sub::TRUE);
     if !ab.is_true() {
         return Err(SchemaError::unsupported(
@@ -270,10 +286,10 @@ fn merge_into_patterns(a: &mut ObjectKw, b: &mut ObjectKw, ptr: &str) -> Result<
 }
 
 /// The compiled `patternProperties` of an object schema at `ptr`.
-pub(crate) fn pattern_properties(
-    o: &ObjectKw,
+pub(crate) fn pattern_properties<'a>(
+    o: &ObjectKw<'a>,
     ptr: &str,
-) -> Result<Vec<(KeyPattern, Sub)>, SchemaError> {
+) -> Result<Vec<(KeyPattern, Sub<'a>)>, SchemaError> {
     let mut out = Vec::new();
     for (p, v) in o.pattern_properties.iter().flatten() {
         let kp = KeyPattern::new(p).map_err(|r| {

@@ -17,17 +17,20 @@
 //! conjunction of such handles. The emitter compiles a handle to one
 //! nonterminal, memoised by [`Sub::key`].
 //!
-//! Costs: parsing clones the keyword values it keeps (subschemas are
-//! cloned as JSON values, as before the IR), and merging two simple
-//! schemas ([`merge`]) is linear in their keywords, except `properties`,
-//! which are matched by name in `O(n·m)` (declared names are few).
+//! Costs: subschemas are borrowed from the document, never copied; parsing
+//! clones only keyword values (numbers, names, patterns, `enum` members),
+//! and merging two simple schemas ([`merge`]) is linear in their keywords,
+//! except `properties`, which are matched by name in `O(n·m)` (declared
+//! names are few).
 
 mod merge;
+mod node;
 mod parse;
 
 use serde_json::{Map, Number, Value};
 
 pub(crate) use merge::{merge, pattern_properties};
+pub(crate) use node::{Conditional, Dependency, Dialect, Node};
 
 bitflags::bitflags! {
     /// A set of JSON types, as the `type` keyword lists them. `NUMBER`
@@ -166,27 +169,33 @@ impl TypeSet {
     }
 }
 
-/// A subschema a simple schema refers to (a property value, the items, …).
+/// A subschema a simple schema refers to (a property value, the items, …),
+/// borrowed from the document.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Sub {
+pub(crate) enum Sub<'a> {
     /// A schema of the document (or `true`/`false`).
-    Schema(Value),
+    Schema(&'a Value),
     /// The complement of a schema of the document (`not`, from negating
     /// `properties`).
-    Not(Value),
+    Not(&'a Value),
     /// A typed simple schema (a negation's branch, or the sibling keywords
     /// of an `enum`).
-    Simple(Box<Simple>),
+    Simple(Box<Simple<'a>>),
     /// The conjunction of at least two handles (from `allOf` merges, and
     /// a key matched by several `patternProperties`).
-    All(Vec<Sub>),
+    All(Vec<Sub<'a>>),
 }
 
-impl Sub {
+/// The schema `true`, as a value to borrow.
+const TRUE_SCHEMA: &Value = &Value::Bool(true);
+/// The schema `false`, as a value to borrow.
+const FALSE_SCHEMA: &Value = &Value::Bool(false);
+
+impl<'a> Sub<'a> {
     /// The schema `true`.
-    pub const TRUE: Sub = Sub::Schema(Value::Bool(true));
+    pub const TRUE: Sub<'static> = Sub::Schema(TRUE_SCHEMA);
     /// The schema `false`.
-    pub const FALSE: Sub = Sub::Schema(Value::Bool(false));
+    pub const FALSE: Sub<'static> = Sub::Schema(FALSE_SCHEMA);
 
     /// Whether this is the schema `false`.
     pub fn is_false(&self) -> bool {
@@ -204,8 +213,8 @@ impl Sub {
 
     /// The conjunction of handles: `true`s dropped, `false` absorbing,
     /// duplicates removed, a single one returned as is.
-    pub fn all(parts: Vec<Sub>) -> Sub {
-        let mut keep: Vec<Sub> = Vec::new();
+    pub fn all(parts: Vec<Sub<'a>>) -> Sub<'a> {
+        let mut keep: Vec<Sub<'a>> = Vec::new();
         for p in parts {
             if p.is_true() {
                 continue;
@@ -294,17 +303,17 @@ pub(crate) struct StringKw {
 /// The array keywords (draft-4 array-form `items` already rewritten into
 /// `prefixItems` and `items`).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct ArrayKw {
+pub(crate) struct ArrayKw<'a> {
     /// `prefixItems`
-    pub prefix_items: Option<Vec<Sub>>,
+    pub prefix_items: Option<Vec<Sub<'a>>>,
     /// `items` (the items after the prefix)
-    pub items: Option<Sub>,
+    pub items: Option<Sub<'a>>,
     /// `minItems`
     pub min_items: Option<u64>,
     /// `maxItems`
     pub max_items: Option<u64>,
     /// `contains`
-    pub contains: Option<Sub>,
+    pub contains: Option<Sub<'a>>,
     /// `minContains`
     pub min_contains: Option<u64>,
     /// `maxContains`
@@ -313,27 +322,27 @@ pub(crate) struct ArrayKw {
 
 /// The object keywords.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct ObjectKw {
+pub(crate) struct ObjectKw<'a> {
     /// `properties`, in schema order.
-    pub properties: Option<Vec<(String, Sub)>>,
+    pub properties: Option<Vec<(String, Sub<'a>)>>,
     /// `required` (distinct names; draft 3's boolean form is an
     /// annotation and left out).
     pub required: Vec<String>,
     /// `additionalProperties`
-    pub additional_properties: Option<Sub>,
+    pub additional_properties: Option<Sub<'a>>,
     /// `patternProperties`: pattern source and schema, in schema order.
-    pub pattern_properties: Option<Vec<(String, Sub)>>,
+    pub pattern_properties: Option<Vec<(String, Sub<'a>)>>,
     /// `propertyNames`
-    pub property_names: Option<Sub>,
+    pub property_names: Option<Sub<'a>>,
     /// `minProperties`
     pub min_properties: Option<u64>,
     /// `maxProperties`
     pub max_properties: Option<u64>,
 }
 
-impl ObjectKw {
+impl<'a> ObjectKw<'a> {
     /// The schema of declared property `k`, if declared.
-    pub fn property(&self, k: &str) -> Option<&Sub> {
+    pub fn property(&self, k: &str) -> Option<&Sub<'a>> {
         self.properties
             .as_ref()?
             .iter()
@@ -344,7 +353,7 @@ impl ObjectKw {
 
 /// A schema without applicators: one conjunct of a node's normal form.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Simple {
+pub(crate) struct Simple<'a> {
     /// JSON pointer of the schema it came from (the first conjunct's).
     pub ptr: String,
     /// `type` (`None`: every type).
@@ -356,14 +365,14 @@ pub(crate) struct Simple {
     /// Keywords on strings.
     pub string: StringKw,
     /// Keywords on arrays.
-    pub array: ArrayKw,
+    pub array: ArrayKw<'a>,
     /// Keywords on objects.
-    pub object: ObjectKw,
+    pub object: ObjectKw<'a>,
 }
 
-impl Simple {
+impl<'a> Simple<'a> {
     /// The schema `{}` at `ptr`.
-    pub fn any(ptr: &str) -> Simple {
+    pub fn any(ptr: &str) -> Simple<'a> {
         Simple {
             ptr: ptr.to_string(),
             ..Simple::default()
@@ -376,16 +385,18 @@ impl Simple {
     }
 
     /// The schema of one of the types (`{type: t}`) at `ptr`.
-    pub fn of_type(t: TypeSet, ptr: &str) -> Simple {
+    pub fn of_type(t: TypeSet, ptr: &str) -> Simple<'a> {
         Simple {
             types: Some(t.canonical()),
             ..Simple::any(ptr)
         }
     }
 
-    /// Parses a schema object holding no applicators (see module
-    /// `normalize`, which rewrites draft-specific forms first).
-    pub fn parse(m: &Map<String, Value>, ptr: &str) -> Result<Simple, super::SchemaError> {
+    /// The plain (non-applicator) keywords of a schema object, with the
+    /// older spellings rewritten: draft-4 boolean
+    /// `exclusiveMinimum`/`exclusiveMaximum`, array-form `items` with
+    /// `additionalItems`, `const` as a one-element `enum`.
+    pub fn parse(m: &'a Map<String, Value>, ptr: &str) -> Result<Simple<'a>, super::SchemaError> {
         parse::simple(m, ptr)
     }
 }

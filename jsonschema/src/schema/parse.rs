@@ -1,15 +1,16 @@
-//! JSON → [`Simple`]: every keyword's value checked once, with the
-//! pointer of the schema in its error.
+//! JSON → [`Simple`]: the plain keywords of a schema object, older
+//! spellings rewritten, every value checked once, with the pointer of the
+//! schema in its error. Subschemas are borrowed from the document.
 
 use serde_json::{Map, Number, Value};
 
-use super::{ArrayKw, NumberKw, ObjectKw, Simple, StringKw, Sub, TypeSet};
+use super::{json_eq, ArrayKw, NumberKw, ObjectKw, Simple, StringKw, Sub, TypeSet};
 use crate::error::SchemaError;
 
 /// The value of a count keyword (`minLength` …): a non-negative integer
 /// (also written `3.0`).
-fn get_u64(m: &Map<String, Value>, k: &str, ptr: &str) -> Result<Option<u64>, SchemaError> {
-    match m.get(k) {
+fn count(v: Option<&Value>, k: &str, ptr: &str) -> Result<Option<u64>, SchemaError> {
+    match v {
         None => Ok(None),
         Some(v) => {
             if let Some(u) = v.as_u64() {
@@ -30,8 +31,8 @@ fn get_u64(m: &Map<String, Value>, k: &str, ptr: &str) -> Result<Option<u64>, Sc
     }
 }
 
-fn number(m: &Map<String, Value>, k: &str, ptr: &str) -> Result<Option<Number>, SchemaError> {
-    match m.get(k) {
+fn number(v: Option<&Value>, k: &str, ptr: &str) -> Result<Option<Number>, SchemaError> {
+    match v {
         None => Ok(None),
         Some(Value::Number(n)) => Ok(Some(n.clone())),
         Some(_) => Err(SchemaError::invalid(k, ptr, "must be a number")),
@@ -47,45 +48,59 @@ fn string(m: &Map<String, Value>, k: &str, ptr: &str) -> Result<Option<String>, 
 }
 
 /// A subschema keyword whose value must be a schema (object or boolean).
-fn schema(m: &Map<String, Value>, k: &str, ptr: &str) -> Result<Option<Sub>, SchemaError> {
-    match m.get(k) {
+fn schema<'a>(v: Option<&'a Value>, k: &str, ptr: &str) -> Result<Option<Sub<'a>>, SchemaError> {
+    match v {
         None => Ok(None),
-        Some(v) if v.is_object() || v.is_boolean() => Ok(Some(Sub::Schema(v.clone()))),
+        Some(v) if v.is_object() || v.is_boolean() => Ok(Some(Sub::Schema(v))),
         Some(_) => Err(SchemaError::invalid(k, ptr, "must be a schema")),
     }
 }
 
 /// A keyword mapping names to schemas (`properties`), in order.
-fn schemas_by_name(
-    m: &Map<String, Value>,
+fn schemas_by_name<'a>(
+    m: &'a Map<String, Value>,
     k: &str,
     ptr: &str,
-) -> Result<Option<Vec<(String, Sub)>>, SchemaError> {
+) -> Result<Option<Vec<(String, Sub<'a>)>>, SchemaError> {
     match m.get(k) {
         None => Ok(None),
         Some(Value::Object(o)) => Ok(Some(
-            o.iter()
-                .map(|(n, v)| (n.clone(), Sub::Schema(v.clone())))
-                .collect(),
+            o.iter().map(|(n, v)| (n.clone(), Sub::Schema(v))).collect(),
         )),
         Some(_) => Err(SchemaError::invalid(k, ptr, "must be an object")),
     }
 }
 
-fn number_kw(m: &Map<String, Value>, ptr: &str) -> Result<NumberKw, SchemaError> {
-    Ok(NumberKw {
-        minimum: number(m, "minimum", ptr)?,
-        exclusive_minimum: number(m, "exclusiveMinimum", ptr)?,
-        maximum: number(m, "maximum", ptr)?,
-        exclusive_maximum: number(m, "exclusiveMaximum", ptr)?,
-        multiple_of: number(m, "multipleOf", ptr)?,
-    })
+/// A bound with its draft-4 boolean exclusive form rewritten: `(bound,
+/// exclusive bound)` values, e.g. `minimum: 3, exclusiveMinimum: true`
+/// as `(None, Some(3))`.
+fn bound<'a>(
+    m: &'a Map<String, Value>,
+    ex: &str,
+    bound: &str,
+    ptr: &str,
+) -> Result<(Option<&'a Value>, Option<&'a Value>), SchemaError> {
+    match m.get(ex) {
+        Some(Value::Bool(true)) => {
+            let b = m.get(bound).ok_or_else(|| {
+                SchemaError::invalid(ex, ptr, format!("`{ex}: true` (draft 4) needs `{bound}`"))
+            })?;
+            Ok((None, Some(b)))
+        }
+        Some(Value::Bool(false)) | None => Ok((m.get(bound), None)),
+        Some(x @ Value::Number(_)) => Ok((m.get(bound), Some(x))),
+        Some(_) => Err(SchemaError::invalid(
+            ex,
+            ptr,
+            "must be a number (or a boolean in draft 4)",
+        )),
+    }
 }
 
 fn string_kw(m: &Map<String, Value>, ptr: &str) -> Result<StringKw, SchemaError> {
     Ok(StringKw {
-        min_length: get_u64(m, "minLength", ptr)?,
-        max_length: get_u64(m, "maxLength", ptr)?,
+        min_length: count(m.get("minLength"), "minLength", ptr)?,
+        max_length: count(m.get("maxLength"), "maxLength", ptr)?,
         patterns: string(m, "pattern", ptr)?.into_iter().collect(),
         format: string(m, "format", ptr)?,
         not_in: Vec::new(),
@@ -93,24 +108,29 @@ fn string_kw(m: &Map<String, Value>, ptr: &str) -> Result<StringKw, SchemaError>
     })
 }
 
-fn array_kw(m: &Map<String, Value>, ptr: &str) -> Result<ArrayKw, SchemaError> {
-    let prefix_items = match m.get("prefixItems") {
+fn array_kw<'a>(
+    m: &'a Map<String, Value>,
+    prefix: Option<&'a Value>,
+    items: Option<&'a Value>,
+    ptr: &str,
+) -> Result<ArrayKw<'a>, SchemaError> {
+    let prefix_items = match prefix {
         None => None,
-        Some(Value::Array(a)) => Some(a.iter().map(|v| Sub::Schema(v.clone())).collect()),
+        Some(Value::Array(a)) => Some(a.iter().map(Sub::Schema).collect()),
         Some(_) => return Err(SchemaError::invalid("prefixItems", ptr, "must be an array")),
     };
     Ok(ArrayKw {
         prefix_items,
-        items: schema(m, "items", ptr)?,
-        min_items: get_u64(m, "minItems", ptr)?,
-        max_items: get_u64(m, "maxItems", ptr)?,
-        contains: m.get("contains").map(|v| Sub::Schema(v.clone())),
-        min_contains: get_u64(m, "minContains", ptr)?,
-        max_contains: get_u64(m, "maxContains", ptr)?,
+        items: schema(items, "items", ptr)?,
+        min_items: count(m.get("minItems"), "minItems", ptr)?,
+        max_items: count(m.get("maxItems"), "maxItems", ptr)?,
+        contains: m.get("contains").map(Sub::Schema),
+        min_contains: count(m.get("minContains"), "minContains", ptr)?,
+        max_contains: count(m.get("maxContains"), "maxContains", ptr)?,
     })
 }
 
-fn object_kw(m: &Map<String, Value>, ptr: &str) -> Result<ObjectKw, SchemaError> {
+fn object_kw<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<ObjectKw<'a>, SchemaError> {
     let mut required: Vec<String> = Vec::new();
     match m.get("required") {
         None => {}
@@ -150,16 +170,41 @@ fn object_kw(m: &Map<String, Value>, ptr: &str) -> Result<ObjectKw, SchemaError>
     Ok(ObjectKw {
         properties: schemas_by_name(m, "properties", ptr)?,
         required,
-        additional_properties: schema(m, "additionalProperties", ptr)?,
+        additional_properties: schema(m.get("additionalProperties"), "additionalProperties", ptr)?,
         pattern_properties,
-        property_names: schema(m, "propertyNames", ptr)?,
-        min_properties: get_u64(m, "minProperties", ptr)?,
-        max_properties: get_u64(m, "maxProperties", ptr)?,
+        property_names: schema(m.get("propertyNames"), "propertyNames", ptr)?,
+        min_properties: count(m.get("minProperties"), "minProperties", ptr)?,
+        max_properties: count(m.get("maxProperties"), "maxProperties", ptr)?,
     })
 }
 
 /// [`Simple::parse`].
-pub(super) fn simple(m: &Map<String, Value>, ptr: &str) -> Result<Simple, SchemaError> {
+pub(super) fn simple<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<Simple<'a>, SchemaError> {
+    // the older spellings first (in this order: their errors come first)
+    let (minimum, exclusive_minimum) = bound(m, "exclusiveMinimum", "minimum", ptr)?;
+    let (maximum, exclusive_maximum) = bound(m, "exclusiveMaximum", "maximum", ptr)?;
+    let (prefix, items) = match m.get("items") {
+        Some(a @ Value::Array(_)) => {
+            if m.contains_key("prefixItems") {
+                return Err(SchemaError::invalid(
+                    "items",
+                    ptr,
+                    "array-form `items` together with `prefixItems`",
+                ));
+            }
+            // `additionalItems` applies after array-form `items` only
+            (Some(a), m.get("additionalItems"))
+        }
+        items => (m.get("prefixItems"), items),
+    };
+    let enum_values = match (m.get("const"), m.get("enum")) {
+        (Some(c), Some(Value::Array(e))) => Some(Value::Array(
+            e.iter().filter(|x| json_eq(x, c)).cloned().collect(),
+        )),
+        (Some(_), Some(_)) => return Err(SchemaError::invalid("enum", ptr, "must be an array")),
+        (Some(c), None) => Some(Value::Array(vec![c.clone()])),
+        (None, e) => e.cloned(),
+    };
     let types = match m.get("type") {
         None => None,
         Some(t) => Some(
@@ -174,18 +219,25 @@ pub(super) fn simple(m: &Map<String, Value>, ptr: &str) -> Result<Simple, Schema
                 .canonical(),
         ),
     };
-    let enum_values = match m.get("enum") {
+    let enum_values = match enum_values {
         None => None,
-        Some(Value::Array(a)) => Some(a.clone()),
+        Some(Value::Array(a)) => Some(a),
         Some(_) => return Err(SchemaError::invalid("enum", ptr, "must be an array")),
+    };
+    let number = NumberKw {
+        minimum: number(minimum, "minimum", ptr)?,
+        exclusive_minimum: number(exclusive_minimum, "exclusiveMinimum", ptr)?,
+        maximum: number(maximum, "maximum", ptr)?,
+        exclusive_maximum: number(exclusive_maximum, "exclusiveMaximum", ptr)?,
+        multiple_of: number(m.get("multipleOf"), "multipleOf", ptr)?,
     };
     Ok(Simple {
         ptr: ptr.to_string(),
         types,
         enum_values,
-        number: number_kw(m, ptr)?,
+        number,
         string: string_kw(m, ptr)?,
-        array: array_kw(m, ptr)?,
+        array: array_kw(m, prefix, items, ptr)?,
         object: object_kw(m, ptr)?,
     })
 }
