@@ -28,6 +28,16 @@ const BUDGET: usize = 200_000;
 
 /// The reorderings of `instance` (keys in the grammar's order) under
 /// `schema`, at most a few; `[instance]` itself when nothing is reordered.
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_jsonschema::{canonical_instances, JsonSchemaOptions};
+///
+/// let schema = json!({"type": "object", "properties": {"a": {}, "b": {}}});
+/// let inst = json!({"b": "x", "a": 1});
+/// let c = canonical_instances(&schema, &inst, &JsonSchemaOptions::default()).unwrap();
+/// assert_eq!(c[0].to_string(), r#"{"a":1,"b":"x"}"#);
+/// ```
 pub fn canonical_instances(
     schema: &Value,
     instance: &Value,

@@ -124,6 +124,15 @@ pub enum KeywordClass {
 }
 
 /// Classifies a key of a schema object.
+///
+/// ```
+/// use zapspec_jsonschema::keywords::{classify, KeywordClass};
+///
+/// assert_eq!(classify("minLength"), KeywordClass::Supported);
+/// assert_eq!(classify("title"), KeywordClass::Annotation);
+/// assert_eq!(classify("uniqueItems"), KeywordClass::Unsupported);
+/// assert_eq!(classify("x-foo"), KeywordClass::Unknown);
+/// ```
 pub fn classify(key: &str) -> KeywordClass {
     if SUPPORTED.contains(&key) {
         KeywordClass::Supported

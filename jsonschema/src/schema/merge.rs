@@ -303,3 +303,94 @@ pub(crate) fn pattern_properties<'a>(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::TypeSet;
+    use serde_json::{json, Value};
+
+    fn simple(v: &Value) -> Simple<'_> {
+        Simple::parse(v.as_object().unwrap(), "/x").unwrap()
+    }
+
+    fn both<'a>(a: &'a Value, b: &'a Value) -> Result<Sat<Simple<'a>>, SchemaError> {
+        merge(simple(a), simple(b), "/y")
+    }
+
+    #[test]
+    fn types_intersect_and_disjoint_types_are_unsat() {
+        let (a, b) = (
+            json!({"type": ["number", "string"]}),
+            json!({"type": "integer"}),
+        );
+        let Ok(Sat::Yes(m)) = both(&a, &b) else {
+            panic!()
+        };
+        assert_eq!(m.types, Some(TypeSet::INTEGER));
+        assert_eq!(m.ptr, "/x");
+        let c = json!({"type": "null"});
+        assert!(matches!(
+            both(&a, &c),
+            Ok(Sat::No(Unsat::DisjointTypes(..)))
+        ));
+    }
+
+    #[test]
+    fn string_keywords_merge_per_keyword() {
+        let a = json!({"pattern": "a", "minLength": 2, "format": "date"});
+        let b = json!({"pattern": "b", "minLength": 3, "maxLength": 9});
+        let Ok(Sat::Yes(m)) = both(&a, &b) else {
+            panic!()
+        };
+        assert_eq!(m.string.patterns, vec!["a", "b"]);
+        assert_eq!(
+            (m.string.min_length, m.string.max_length),
+            (Some(3), Some(9))
+        );
+        let c = json!({"format": "uuid"});
+        assert!(matches!(
+            both(&a, &c),
+            Err(SchemaError::Unsupported { keyword, pointer, .. }) if keyword == "format" && pointer == "/y"
+        ));
+    }
+
+    #[test]
+    fn properties_meet_the_other_sides_additional_properties() {
+        let a = json!({"properties": {"p": {"type": "string"}}, "additionalProperties": false});
+        let b = json!({"properties": {"q": {}}, "required": ["q"]});
+        let Ok(Sat::Yes(m)) = both(&a, &b) else {
+            panic!()
+        };
+        let props = m.object.properties.unwrap();
+        assert_eq!(
+            props[0],
+            ("p".to_string(), Sub::Schema(&a["properties"]["p"]))
+        );
+        assert_eq!(props[1], ("q".to_string(), Sub::FALSE));
+        assert_eq!(m.object.additional_properties, Some(Sub::FALSE));
+        assert_eq!(m.object.required, vec!["q"]);
+    }
+
+    #[test]
+    fn items_conjoin_per_position_and_unmergeable_keywords_are_refused() {
+        let a = json!({"prefixItems": [{"type": "integer"}], "items": false});
+        let b = json!({"items": {"minimum": 1}, "contains": {"const": 1}});
+        let Ok(Sat::Yes(m)) = both(&a, &b) else {
+            panic!()
+        };
+        assert_eq!(
+            m.array.prefix_items,
+            Some(vec![Sub::All(vec![
+                Sub::Schema(&a["prefixItems"][0]),
+                Sub::Schema(&b["items"])
+            ])])
+        );
+        assert_eq!(m.array.items, Some(Sub::FALSE));
+        let c = json!({"contains": {"const": 2}});
+        assert!(matches!(
+            both(&b, &c),
+            Err(SchemaError::Unsupported { keyword, .. }) if keyword == "contains"
+        ));
+    }
+}

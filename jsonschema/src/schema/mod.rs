@@ -17,9 +17,18 @@
 //! conjunction of such handles. The emitter compiles a handle to one
 //! nonterminal, memoised by [`Sub::key`].
 //!
+//! A schema object of the document is read once into a [`Node`]: its
+//! plain keywords (a [`Simple`]) and its applicators (`$ref`, `allOf`,
+//! `anyOf`, `oneOf`, `not`, `if`/`then`/`else`, the dependency keywords,
+//! `nullable`), typed; the normaliser (module `normalize`) keeps one node
+//! per object and computes the normal form from nodes. `not` reads the
+//! keyword list of its operand itself (`normalize::negate`): its
+//! complements are per keyword, in the operand's keyword order, and its
+//! refusals name the combination of keywords.
+//!
 //! Costs: subschemas are borrowed from the document, never copied; parsing
 //! clones only keyword values (numbers, names, patterns, `enum` members),
-//! and merging two simple schemas ([`merge`]) is linear in their keywords,
+//! and merging two simple schemas ([`merge()`]) is linear in their keywords,
 //! except `properties`, which are matched by name in `O(n·m)` (declared
 //! names are few).
 
