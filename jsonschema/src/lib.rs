@@ -248,6 +248,22 @@ pub enum Whitespace {
 }
 
 /// What to do with keys that are no JSON Schema keyword.
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, SchemaError, UnknownKeywords};
+///
+/// let schema = json!({"type": "string", "minLenght": 3}); // a typo: no keyword
+/// assert!(compile_json_schema(&schema, &JsonSchemaOptions::default()).is_ok());
+/// let strict = JsonSchemaOptions {
+///     unknown_keywords: UnknownKeywords::Reject,
+///     ..JsonSchemaOptions::default()
+/// };
+/// assert!(matches!(
+///     compile_json_schema(&schema, &strict),
+///     Err(SchemaError::UnknownKeyword { keyword, .. }) if keyword == "minLenght"
+/// ));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnknownKeywords {
     /// Ignore them as validators do (listed in [`CompileReport`]).
@@ -267,6 +283,19 @@ pub enum UnknownKeywords {
 /// is listed in [`CompileReport::ignored`]. [`UnknownFormats::Refuse`] is
 /// for callers whose validator gives a custom format a meaning (and the
 /// policy llguidance follows by default).
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, UnknownFormats};
+///
+/// let schema = json!({"type": "string", "format": "semver"});
+/// assert!(compile_json_schema(&schema, &JsonSchemaOptions::default()).is_ok());
+/// let strict = JsonSchemaOptions {
+///     unknown_formats: UnknownFormats::Refuse,
+///     ..JsonSchemaOptions::default()
+/// };
+/// assert!(compile_json_schema(&schema, &strict).is_err());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum UnknownFormats {
     /// Any string, as validators do (listed in [`CompileReport::ignored`]).
