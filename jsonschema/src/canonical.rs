@@ -16,10 +16,9 @@ use serde_json::{Map, Value};
 
 use super::emit::FormatNotes;
 use super::error::{push_ptr, Sat, SchemaError};
-use super::normalize::{
-    json_eq, Normalizer, Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
-};
+use super::normalize::Normalizer;
 use super::objects::object_layout;
+use super::schema::{json_eq, Simple, Sub, TypeSet};
 use super::JsonSchemaOptions;
 
 /// At most this many candidates per value.
@@ -29,19 +28,29 @@ const BUDGET: usize = 200_000;
 
 /// The reorderings of `instance` (keys in the grammar's order) under
 /// `schema`, at most a few; `[instance]` itself when nothing is reordered.
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_jsonschema::{canonical_instances, JsonSchemaOptions};
+///
+/// let schema = json!({"type": "object", "properties": {"a": {}, "b": {}}});
+/// let inst = json!({"b": "x", "a": 1});
+/// let c = canonical_instances(&schema, &inst, &JsonSchemaOptions::default()).unwrap();
+/// assert_eq!(c[0].to_string(), r#"{"a":1,"b":"x"}"#);
+/// ```
 pub fn canonical_instances(
     schema: &Value,
     instance: &Value,
     opts: &JsonSchemaOptions,
 ) -> Result<Vec<Value>, SchemaError> {
-    canonical_at(schema, schema, "", instance, opts)
+    canonical_at(schema, &Sub::Schema(schema), "", instance, opts)
 }
 
 /// [`canonical_instances`] of `instance` under `sub`, the subschema at
 /// `ptr` of `root` (references resolve against `root`).
-pub(crate) fn canonical_at(
-    root: &Value,
-    sub: &Value,
+pub(crate) fn canonical_at<'a>(
+    root: &'a Value,
+    sub: &Sub<'a>,
     ptr: &str,
     instance: &Value,
     opts: &JsonSchemaOptions,
@@ -78,10 +87,10 @@ fn push_unique(out: &mut Vec<Value>, v: Value) {
     }
 }
 
-impl Canon<'_> {
+impl<'a> Canon<'a> {
     fn canon(
         &mut self,
-        schema: &Value,
+        schema: &Sub<'a>,
         ptr: &str,
         inst: &Value,
     ) -> Result<Vec<Value>, SchemaError> {
@@ -109,19 +118,19 @@ impl Canon<'_> {
         let mut out = Vec::new();
         for s in branches {
             let types = s.types();
-            if s.map.contains_key("enum") {
+            if s.enum_values.is_some() {
                 push_unique(&mut out, inst.clone());
                 continue;
             }
             match inst {
-                Value::Object(m) if types & T_OBJECT != 0 => {
+                Value::Object(m) if types.contains(TypeSet::OBJECT) => {
                     let Sat::Yes(layout) = object_layout(&s, &mut self.norm, &mut self.notes)?
                     else {
                         continue;
                     };
                     let members = &layout.members;
                     // children candidates, key order: declared first, then the rest
-                    let mut order: Vec<(String, Value)> = Vec::new();
+                    let mut order: Vec<(String, Sub<'a>)> = Vec::new();
                     for (name, sch, _) in members {
                         if let Some(v) = m.get(name) {
                             order.push((name.clone(), sch.clone()));
@@ -153,14 +162,10 @@ impl Canon<'_> {
                         push_unique(&mut out, Value::Object(p));
                     }
                 }
-                Value::Array(a) if types & T_ARRAY != 0 => {
-                    let prefix = s
-                        .map
-                        .get("prefixItems")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    let items = s.map.get("items").cloned().unwrap_or(Value::Bool(true));
+                Value::Array(a) if types.contains(TypeSet::ARRAY) => {
+                    let no_prefix = Vec::new();
+                    let prefix = s.array.prefix_items.as_ref().unwrap_or(&no_prefix);
+                    let items = s.array.items.clone().unwrap_or(Sub::TRUE);
                     let mut partial: Vec<Vec<Value>> = vec![Vec::new()];
                     for (j, x) in a.iter().enumerate() {
                         let sch = prefix.get(j).unwrap_or(&items).clone();
@@ -188,25 +193,9 @@ impl Canon<'_> {
     }
 }
 
-/// Whether a value has one of the types of a type set.
-fn type_ok(types: u8, v: &Value) -> bool {
-    match v {
-        Value::Null => types & T_NULL != 0,
-        Value::Bool(_) => types & T_BOOL != 0,
-        Value::Number(n) => {
-            types & T_NUMBER != 0
-                || (types & T_INTEGER != 0
-                    && (n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)))
-        }
-        Value::String(_) => types & T_STRING != 0,
-        Value::Array(_) => types & T_ARRAY != 0,
-        Value::Object(_) => types & T_OBJECT != 0,
-    }
-}
-
-impl Canon<'_> {
-    fn plausible(&mut self, s: &Simple, inst: &Value) -> Result<bool, SchemaError> {
-        if !type_ok(s.types(), inst) || !enum_ok(s, inst) {
+impl<'a> Canon<'a> {
+    fn plausible(&mut self, s: &Simple<'a>, inst: &Value) -> Result<bool, SchemaError> {
+        if !s.types().admits(inst) || !enum_ok(s, inst) {
             return Ok(false);
         }
         let Value::Object(m) = inst else {
@@ -221,7 +210,7 @@ impl Canon<'_> {
                 None => {}
                 Some(v) => {
                     let sub = self.norm.branches(sch, &s.ptr)?;
-                    if !sub.iter().any(|b| type_ok(b.types(), v) && enum_ok(b, v)) {
+                    if !sub.iter().any(|b| b.types().admits(v) && enum_ok(b, v)) {
                         return Ok(false);
                     }
                 }
@@ -230,7 +219,7 @@ impl Canon<'_> {
         if m.keys().any(|k| {
             layout.filter.as_ref().is_some_and(|f| !f.accepts(k))
                 || (!layout.members.iter().any(|(n, _, _)| n == k)
-                    && layout.extra_schema(k) == Value::Bool(false))
+                    && layout.extra_schema(k).is_false())
         }) {
             return Ok(false);
         }
@@ -238,8 +227,8 @@ impl Canon<'_> {
     }
 }
 
-fn enum_ok(s: &Simple, v: &Value) -> bool {
-    match s.map.get("enum").and_then(Value::as_array) {
+fn enum_ok(s: &Simple<'_>, v: &Value) -> bool {
+    match &s.enum_values {
         None => true,
         Some(a) => a.iter().any(|x| json_eq(x, v)),
     }

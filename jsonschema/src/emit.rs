@@ -6,16 +6,14 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::error::{push_ptr, SchemaError};
 use super::formats::{self, FormatKind};
 use super::keys::{KeyAutomaton, KeyPattern};
-use super::normalize::{
-    Normalizer, Simple, NOT_IN, NOT_PATTERNS, PATTERNS, T_ARRAY, T_BOOL, T_INTEGER, T_NULL,
-    T_NUMBER, T_OBJECT, T_STRING,
-};
+use super::normalize::Normalizer;
 use super::numbers::{integer_regex, number_regex_multiple, Bounds, Multiple, Num};
+use super::schema::{NumberKw, Simple, StringKw, Sub, TypeSet};
 use super::strings::{
     constrained_string_regex, free_string_regex, key_regex_excluding, translate_pattern,
     with_length, FREE_UNIT,
@@ -30,7 +28,7 @@ pub(crate) struct Emitter<'a> {
     pub opts: &'a JsonSchemaOptions,
     memo: HashMap<String, NtId>,
     /// Work items: nonterminal, subschema, pointer, nesting depth.
-    queue: VecDeque<(NtId, Value, String, usize)>,
+    queue: VecDeque<(NtId, Sub<'a>, String, usize)>,
     /// Nesting depth of the work item being emitted.
     depth: usize,
     ws: Option<NtId>,
@@ -139,45 +137,16 @@ fn nt_name(ptr: &str) -> String {
     s
 }
 
-pub(crate) fn get_u64(
-    m: &Map<String, Value>,
-    k: &str,
-    ptr: &str,
-) -> Result<Option<u64>, SchemaError> {
-    match m.get(k) {
-        None => Ok(None),
-        Some(v) => {
-            if let Some(u) = v.as_u64() {
-                Ok(Some(u))
-            } else if let Some(f) = v
-                .as_f64()
-                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18)
-            {
-                Ok(Some(f as u64))
-            } else {
-                Err(SchemaError::invalid(
-                    k,
-                    ptr,
-                    "must be a non-negative integer",
-                ))
-            }
-        }
-    }
-}
-
 /// The numeric bounds of a simple schema.
-pub(crate) fn bounds(m: &Map<String, Value>, ptr: &str) -> Result<Bounds, SchemaError> {
+pub(crate) fn bounds(m: &NumberKw) -> Bounds {
     let mut b = Bounds::default();
-    for (k, lower, inc) in [
-        ("minimum", true, true),
-        ("exclusiveMinimum", true, false),
-        ("maximum", false, true),
-        ("exclusiveMaximum", false, false),
+    for (v, lower, inc) in [
+        (&m.minimum, true, true),
+        (&m.exclusive_minimum, true, false),
+        (&m.maximum, false, true),
+        (&m.exclusive_maximum, false, false),
     ] {
-        if let Some(v) = m.get(k) {
-            let n = v
-                .as_number()
-                .ok_or_else(|| SchemaError::invalid(k, ptr, "must be a number"))?;
+        if let Some(n) = v {
             let n = Num::from_json(n);
             if lower {
                 b.lower(n, inc)
@@ -186,20 +155,16 @@ pub(crate) fn bounds(m: &Map<String, Value>, ptr: &str) -> Result<Bounds, Schema
             }
         }
     }
-    Ok(b)
+    b
 }
 
 /// The `multipleOf` of a simple schema.
-pub(crate) fn multiple_of(
-    m: &Map<String, Value>,
-    ptr: &str,
-) -> Result<Option<Multiple>, SchemaError> {
-    match m.get("multipleOf") {
+pub(crate) fn multiple_of(m: &NumberKw, ptr: &str) -> Result<Option<Multiple>, SchemaError> {
+    match &m.multiple_of {
         None => Ok(None),
-        Some(Value::Number(n)) => Multiple::new(n)
+        Some(n) => Multiple::new(n)
             .map(Some)
             .map_err(|r| SchemaError::unsupported("multipleOf", ptr, r.to_string())),
-        Some(_) => Err(SchemaError::invalid("multipleOf", ptr, "must be a number")),
     }
 }
 
@@ -219,57 +184,38 @@ pub(crate) struct FormatNotes {
 }
 
 /// The full-match HIR of the ECMA-262 pattern `p` of keyword `kw`.
-fn pattern_hir(p: &Value, kw: &str, ptr: &str) -> Result<regex_syntax::hir::Hir, SchemaError> {
-    let p = p
-        .as_str()
-        .ok_or_else(|| SchemaError::invalid(kw, ptr, "must be a string"))?;
+fn pattern_hir(p: &str, kw: &str, ptr: &str) -> Result<regex_syntax::hir::Hir, SchemaError> {
     translate_pattern(p)
         .map_err(|r| SchemaError::unsupported(kw, ptr, format!("{r} (pattern {p:?})")))
 }
 
-/// The patterns of an internal keyword holding an array of them.
-fn pattern_list<'m>(
-    m: &'m Map<String, Value>,
-    k: &str,
-    ptr: &str,
-) -> Result<&'m [Value], SchemaError> {
-    match m.get(k) {
-        None => Ok(&[]),
-        Some(Value::Array(a)) => Ok(a),
-        Some(_) => Err(SchemaError::invalid("pattern", ptr, "must be a string")),
-    }
-}
-
 /// The full-match HIRs of the patterns a string must *not* match
-/// (`not: {pattern}`, kept by the normaliser under [`NOT_PATTERNS`]).
+/// (`not: {pattern}`).
 pub(crate) fn not_pattern_hirs(
-    m: &Map<String, Value>,
+    m: &StringKw,
     ptr: &str,
 ) -> Result<Vec<regex_syntax::hir::Hir>, SchemaError> {
-    pattern_list(m, NOT_PATTERNS, ptr)?
+    m.not_patterns
         .iter()
         .map(|p| pattern_hir(p, "pattern", ptr))
         .collect()
 }
 
 /// The full-match HIR (over decoded characters) of a string's
-/// `pattern`s (the keyword's and, from `allOf`, the further ones under
-/// [`PATTERNS`]) and `format`, if any.
+/// `pattern`s (the keyword's and, from `allOf`, further ones) and
+/// `format`, if any.
 pub(crate) fn string_hir(
-    m: &Map<String, Value>,
+    m: &StringKw,
     ptr: &str,
     notes: &mut FormatNotes,
 ) -> Result<Vec<(regex_syntax::hir::Hir, &'static str)>, SchemaError> {
     let mut out = Vec::new();
-    if let Some(p) = m.get("pattern") {
+    for p in &m.patterns {
         out.push((pattern_hir(p, "pattern", ptr)?, "pattern"));
     }
-    for p in pattern_list(m, PATTERNS, ptr)? {
-        out.push((pattern_hir(p, "pattern", ptr)?, "pattern"));
-    }
-    match m.get("format") {
+    match &m.format {
         None => {}
-        Some(Value::String(f)) => match formats::lookup(f) {
+        Some(f) => match formats::lookup(f) {
             FormatKind::Regex(r) => out.push((
                 super::strings::parse_hir(r)
                     .map_err(|r| SchemaError::unsupported("format", ptr, r.to_string()))?,
@@ -301,7 +247,6 @@ pub(crate) fn string_hir(
                 }
             },
         },
-        Some(_) => return Err(SchemaError::invalid("format", ptr, "must be a string")),
     }
     Ok(out)
 }
@@ -312,7 +257,7 @@ impl<'a> Emitter<'a> {
         opts: &'a JsonSchemaOptions,
     ) -> Result<(Grammar, CompileReport), SchemaError> {
         check_json_depth(schema, opts.max_json_depth)?;
-        Self::compile_at(schema, schema, "", opts, 0, None)
+        Self::compile_at(schema, &Sub::Schema(schema), "", opts, 0, None)
     }
 
     /// The grammar of `sub`, the subschema at `ptr` of `root` (references
@@ -321,7 +266,7 @@ impl<'a> Emitter<'a> {
     /// `deadline`.
     pub(crate) fn compile_sub(
         &self,
-        sub: &Value,
+        sub: &Sub<'a>,
         ptr: &str,
     ) -> Result<(Grammar, CompileReport), SchemaError> {
         Emitter::compile_at(
@@ -336,7 +281,7 @@ impl<'a> Emitter<'a> {
 
     fn compile_at(
         root: &'a Value,
-        schema: &Value,
+        schema: &Sub<'a>,
         ptr: &str,
         opts: &'a JsonSchemaOptions,
         member_nesting: usize,
@@ -391,8 +336,8 @@ impl<'a> Emitter<'a> {
     }
 
     /// The nonterminal of a subschema (created and queued on first use).
-    pub fn node(&mut self, v: &Value, ptr: &str) -> Result<NtId, SchemaError> {
-        let key = v.to_string();
+    pub fn node(&mut self, v: &Sub<'a>, ptr: &str) -> Result<NtId, SchemaError> {
+        let key = v.key();
         if let Some(&nt) = self.memo.get(&key) {
             return Ok(nt);
         }
@@ -463,23 +408,22 @@ impl<'a> Emitter<'a> {
     }
 
     /// Alternatives of `nt` for one simple schema.
-    fn simple(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
+    fn simple(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let types = s.types();
-        if let Some(e) = s.map.get("enum") {
-            let e = e.as_array().cloned().unwrap_or_default();
-            return self.enum_values(nt, s, types, &e);
+        if let Some(e) = &s.enum_values {
+            return self.enum_values(nt, s, types, e);
         }
-        if types & T_NULL != 0 {
+        if types.contains(TypeSet::NULL) {
             self.g.add_rule(nt, vec![lit("null")]);
         }
-        if types & T_BOOL != 0 {
+        if types.contains(TypeSet::BOOLEAN) {
             self.g.add_rule(nt, vec![lit("true")]);
             self.g.add_rule(nt, vec![lit("false")]);
         }
-        if types & (T_NUMBER | T_INTEGER) != 0 {
-            let b = bounds(&s.map, &s.ptr)?;
-            let mult = multiple_of(&s.map, &s.ptr)?;
-            let number = types & T_NUMBER != 0;
+        if types.intersects(TypeSet::NUMBER | TypeSet::INTEGER) {
+            let b = bounds(&s.number);
+            let mult = multiple_of(&s.number, &s.ptr)?;
+            let number = types.contains(TypeSet::NUMBER);
             if let Some(Multiple::Int(k)) = mult {
                 if b.lo.is_some() || b.hi.is_some() {
                     return Err(SchemaError::unsupported(
@@ -513,47 +457,45 @@ impl<'a> Emitter<'a> {
     }
 
     /// The string, array and object alternatives of a simple schema.
-    fn simple_rest(&mut self, nt: NtId, s: &Simple, types: u8) -> Result<(), SchemaError> {
-        if types & T_STRING != 0 {
+    fn simple_rest(&mut self, nt: NtId, s: &Simple<'a>, types: TypeSet) -> Result<(), SchemaError> {
+        if types.contains(TypeSet::STRING) {
             self.string(nt, s)?;
         }
-        if types & T_ARRAY != 0 {
+        if types.contains(TypeSet::ARRAY) {
             self.array(nt, s)?;
         }
-        if types & T_OBJECT != 0 {
+        if types.contains(TypeSet::OBJECT) {
             self.object(nt, s)?;
         }
         Ok(())
     }
 
-    fn string(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
-        let min = get_u64(&s.map, "minLength", &s.ptr)?.unwrap_or(0);
-        let max = get_u64(&s.map, "maxLength", &s.ptr)?;
+    fn string(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
+        let sk = &s.string;
+        let min = sk.min_length.unwrap_or(0);
+        let max = sk.max_length;
         if max.is_some_and(|m| m < min) {
             self.norm.note_unsat(&s.ptr, "maxLength < minLength");
             return Ok(());
         }
-        let nots = not_pattern_hirs(&s.map, &s.ptr)?;
-        let excluded: Option<Vec<&str>> = match s.map.get(NOT_IN) {
-            Some(Value::Array(x)) => Some(x.iter().filter_map(Value::as_str).collect()),
-            _ => None,
-        };
-        if excluded.is_some() || !nots.is_empty() {
-            let names = excluded.unwrap_or_default();
+        let nots = not_pattern_hirs(sk, &s.ptr)?;
+        if !sk.not_in.is_empty() || !nots.is_empty() {
+            let names: Vec<&str> = sk.not_in.iter().map(String::as_str).collect();
             if nots.is_empty()
-                && !["pattern", PATTERNS, "format", "minLength", "maxLength"]
-                    .iter()
-                    .any(|k| s.map.contains_key(*k))
+                && sk.patterns.is_empty()
+                && sk.format.is_none()
+                && sk.min_length.is_none()
+                && sk.max_length.is_none()
             {
                 self.g.add_rule(nt, vec![re(key_regex_excluding(&names))]);
                 return Ok(());
             }
             // the product of the patterns/format (those to match and those
             // not to), the length counter and the trie of the excluded strings
-            let hirs = string_hir(&s.map, &s.ptr, &mut self.format_notes)?;
+            let hirs = string_hir(sk, &s.ptr, &mut self.format_notes)?;
             return self.string_automaton(nt, &hirs, &nots, &names, min, max, &s.ptr);
         }
-        match string_hir(&s.map, &s.ptr, &mut self.format_notes)?.as_slice() {
+        match string_hir(sk, &s.ptr, &mut self.format_notes)?.as_slice() {
             [] => {
                 let lim = self.opts.max_regex_repeat;
                 if min <= lim && max.is_none_or(|m| m <= lim) {
@@ -855,7 +797,7 @@ impl<'a> Emitter<'a> {
 
     pub fn child(
         &mut self,
-        v: &Value,
+        v: &Sub<'a>,
         ptr: &str,
         kw: &str,
         key: &str,

@@ -124,6 +124,15 @@ pub enum KeywordClass {
 }
 
 /// Classifies a key of a schema object.
+///
+/// ```
+/// use zapspec_jsonschema::keywords::{classify, KeywordClass};
+///
+/// assert_eq!(classify("minLength"), KeywordClass::Supported);
+/// assert_eq!(classify("title"), KeywordClass::Annotation);
+/// assert_eq!(classify("uniqueItems"), KeywordClass::Unsupported);
+/// assert_eq!(classify("x-foo"), KeywordClass::Unknown);
+/// ```
 pub fn classify(key: &str) -> KeywordClass {
     if SUPPORTED.contains(&key) {
         KeywordClass::Supported
@@ -139,6 +148,14 @@ pub fn classify(key: &str) -> KeywordClass {
 /// Whether an unsupported keyword's value has no effect on validity, so it
 /// can be dropped exactly (`uniqueItems: false`, `patternProperties: {}`,
 /// `multipleOf: 1` on integers is handled by the number compiler, ...).
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_jsonschema::keywords::is_noop;
+///
+/// assert!(is_noop("uniqueItems", &json!(false)));
+/// assert!(!is_noop("uniqueItems", &json!(true)));
+/// ```
 pub fn is_noop(key: &str, value: &Value) -> bool {
     match key {
         "uniqueItems" => value == &Value::Bool(false),

@@ -55,9 +55,20 @@
 //!
 //! ## Modules
 //! - [`keywords`]: which keywords are implemented, annotations, refused.
-//! - `normalize`: `$ref`/`allOf`/`anyOf`/`oneOf`/`nullable` → a union of
-//!   merged simple schemas.
-//! - `emit`, `objects`, `arrays`, `literal`: the BNF of each JSON type.
+//! - `schema`: the typed schema IR. Each schema object of the document is
+//!   parsed once into a `Node`: its plain keywords as a `Simple` (a
+//!   `TypeSet` of allowed types, the `enum` values, and per JSON type a
+//!   keyword struct — `NumberKw`, `StringKw`, `ArrayKw`, `ObjectKw`) and
+//!   its applicators, typed; subschemas are `Sub` handles borrowed from the
+//!   document (or their complement, or a conjunction of handles), never
+//!   rewritten JSON; `allOf` of simple schemas merges one JSON type at a
+//!   time.
+//! - `normalize`: `$ref`/`allOf`/`anyOf`/`oneOf`/`not`/`if`/dependencies/
+//!   `nullable` → a union of merged simple schemas (`normalize::negate`:
+//!   complements; `normalize::disjoint`: the proof that `oneOf` branches
+//!   are disjoint).
+//! - `emit`, `objects` (objects and arrays), `literal` (`enum`/`const`):
+//!   the BNF of each JSON type.
 //! - `strings`, `formats`, `numbers`: the regex terminals.
 //! - `keys`: product automata of patterns, declared names and lengths
 //!   (`patternProperties`; `pattern`/`format` with length bounds), and
@@ -201,6 +212,7 @@ mod literal;
 mod normalize;
 mod numbers;
 mod objects;
+mod schema;
 mod strings;
 
 pub use canonical::canonical_instances;
@@ -209,6 +221,21 @@ pub use error::SchemaError;
 pub use zapspec_grammar::ir::Grammar;
 
 /// Whitespace between tokens.
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_grammar::Recognizer;
+/// use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, Whitespace};
+///
+/// let opts = JsonSchemaOptions {
+///     whitespace: Whitespace::Flexible { max_ws: 2 },
+///     ..JsonSchemaOptions::default()
+/// };
+/// let schema = json!({"type": "array", "items": {"type": "integer"}});
+/// let rec = Recognizer::new(&compile_json_schema(&schema, &opts).unwrap()).unwrap();
+/// assert!(rec.recognizes(b"[1, 2]"));
+/// assert!(!rec.recognizes(b"[1,   2]")); // three spaces: more than max_ws
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Whitespace {
     /// No whitespace: serde_json's compact output.
@@ -221,6 +248,22 @@ pub enum Whitespace {
 }
 
 /// What to do with keys that are no JSON Schema keyword.
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, SchemaError, UnknownKeywords};
+///
+/// let schema = json!({"type": "string", "minLenght": 3}); // a typo: no keyword
+/// assert!(compile_json_schema(&schema, &JsonSchemaOptions::default()).is_ok());
+/// let strict = JsonSchemaOptions {
+///     unknown_keywords: UnknownKeywords::Reject,
+///     ..JsonSchemaOptions::default()
+/// };
+/// assert!(matches!(
+///     compile_json_schema(&schema, &strict),
+///     Err(SchemaError::UnknownKeyword { keyword, .. }) if keyword == "minLenght"
+/// ));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnknownKeywords {
     /// Ignore them as validators do (listed in [`CompileReport`]).
@@ -240,6 +283,19 @@ pub enum UnknownKeywords {
 /// is listed in [`CompileReport::ignored`]. [`UnknownFormats::Refuse`] is
 /// for callers whose validator gives a custom format a meaning (and the
 /// policy llguidance follows by default).
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, UnknownFormats};
+///
+/// let schema = json!({"type": "string", "format": "semver"});
+/// assert!(compile_json_schema(&schema, &JsonSchemaOptions::default()).is_ok());
+/// let strict = JsonSchemaOptions {
+///     unknown_formats: UnknownFormats::Refuse,
+///     ..JsonSchemaOptions::default()
+/// };
+/// assert!(compile_json_schema(&schema, &strict).is_err());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum UnknownFormats {
     /// Any string, as validators do (listed in [`CompileReport::ignored`]).
@@ -250,6 +306,20 @@ pub enum UnknownFormats {
 }
 
 /// How `oneOf` is compiled.
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, OneOfMode};
+///
+/// // `1` is valid for both branches, so no grammar says "exactly one"
+/// let schema = json!({"oneOf": [{"type": "integer"}, {"minimum": 0}]});
+/// assert!(compile_json_schema(&schema, &JsonSchemaOptions::default()).is_err());
+/// let lax = JsonSchemaOptions {
+///     one_of: OneOfMode::AsAnyOf,
+///     ..JsonSchemaOptions::default()
+/// };
+/// assert!(compile_json_schema(&schema, &lax).is_ok());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OneOfMode {
     /// As `anyOf`: an instance valid for two branches is accepted although
@@ -300,15 +370,15 @@ pub struct JsonSchemaOptions {
     /// Most nesting levels of subschemas reached through `properties`,
     /// `items`, `$ref` … (a `$ref` chain counts each link); deeper schemas
     /// are refused with [`SchemaError::LimitExceeded`] ([`Limit::Depth`])
-    /// naming the first location too deep. (Each level copies the
-    /// keywords of the levels below it, so compile time grows with the
+    /// naming the first location too deep. (Each level serialises the
+    /// subschema below it, its memo key, so compile time grows with the
     /// square of the depth: about a second for 500 levels.)
     ///
     /// [`Limit::Depth`]: zapspec_grammar::Limit::Depth
     pub max_depth: usize,
     /// Most nesting levels of the JSON document itself (checked first,
-    /// without recursion: the compiler clones and serialises subschemas,
-    /// which recurses over them). `serde_json::from_str` already refuses
+    /// without recursion: the compiler serialises subschemas, which
+    /// recurses over them). `serde_json::from_str` already refuses
     /// text nested more than 128 levels; this bounds values built in
     /// memory.
     pub max_json_depth: usize,
@@ -375,6 +445,24 @@ pub struct CompileReport {
 
 /// Compiles a JSON Schema into a grammar (see the module docs for the
 /// exact language).
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_grammar::Recognizer;
+/// use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, SchemaError};
+///
+/// let opts = JsonSchemaOptions::default();
+/// let g = compile_json_schema(&json!({"enum": ["a", 1]}), &opts).unwrap();
+/// let rec = Recognizer::new(&g).unwrap();
+/// assert!(rec.recognizes(br#""a""#) && rec.recognizes(b"1"));
+/// assert!(!rec.recognizes(br#""b""#));
+///
+/// // what cannot be compiled soundly is refused, with the keyword and where
+/// let schema = json!({"properties": {"tags": {"type": "array", "uniqueItems": true}}});
+/// let err = compile_json_schema(&schema, &opts).unwrap_err();
+/// assert!(matches!(&err, SchemaError::Unsupported { keyword, .. } if keyword == "uniqueItems"));
+/// assert_eq!(err.pointer(), "/properties/tags");
+/// ```
 pub fn compile_json_schema(
     schema: &serde_json::Value,
     opts: &JsonSchemaOptions,
@@ -383,6 +471,21 @@ pub fn compile_json_schema(
 }
 
 /// [`compile_json_schema`], also returning what was ignored.
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_jsonschema::{compile_json_schema_report, JsonSchemaOptions};
+///
+/// let schema = json!({"type": "string", "x-vendor": 1, "format": "semver"});
+/// let (_, report) = compile_json_schema_report(&schema, &JsonSchemaOptions::default()).unwrap();
+/// assert_eq!(
+///     report.ignored,
+///     vec![
+///         (String::new(), "x-vendor".to_string()),
+///         (String::new(), "format: semver".to_string()),
+///     ]
+/// );
+/// ```
 pub fn compile_json_schema_report(
     schema: &serde_json::Value,
     opts: &JsonSchemaOptions,

@@ -16,9 +16,9 @@ use serde_json::Value;
 use std::rc::Rc;
 
 use super::canonical::canonical_at;
-use super::emit::{bounds, get_u64, lit, multiple_of, not_pattern_hirs, string_hir, Emitter};
+use super::emit::{bounds, lit, multiple_of, not_pattern_hirs, string_hir, Emitter};
 use super::error::SchemaError;
-use super::normalize::{Simple, T_ARRAY, T_BOOL, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING};
+use super::schema::{Simple, Sub, TypeSet};
 use zapspec_grammar::dfa::TerminalDfa;
 use zapspec_grammar::ir::{NtId, Symbol};
 use zapspec_grammar::Recognizer;
@@ -28,29 +28,12 @@ use zapspec_grammar::Recognizer;
 /// same `enum` again is refused at this depth.
 const MAX_MEMBER_NESTING: usize = 4;
 
-const CONTAINER_KEYWORDS: &[&str] = &[
-    "properties",
-    "required",
-    "additionalProperties",
-    "patternProperties",
-    "propertyNames",
-    "minProperties",
-    "maxProperties",
-    "prefixItems",
-    "items",
-    "minItems",
-    "maxItems",
-    "contains",
-    "minContains",
-    "maxContains",
-];
-
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
     pub(crate) fn enum_values(
         &mut self,
         nt: NtId,
-        s: &Simple,
-        types: u8,
+        s: &Simple<'a>,
+        types: TypeSet,
         values: &[Value],
     ) -> Result<(), SchemaError> {
         let mut any = false;
@@ -58,7 +41,7 @@ impl Emitter<'_> {
             if self.member_ok(s, types, v)? {
                 // Drafts 3–4 with `integer` but not `number`: `2.0` is no
                 // integer there, so only the integer spelling is a member.
-                let lexical = self.norm.integer_lexical && types & T_NUMBER == 0;
+                let lexical = self.norm.integer_lexical && !types.contains(TypeSet::NUMBER);
                 if let (true, Value::Number(n)) = (lexical, v) {
                     if n.is_f64() {
                         match n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15) {
@@ -96,41 +79,41 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    fn member_ok(&mut self, s: &Simple, types: u8, v: &Value) -> Result<bool, SchemaError> {
+    fn member_ok(
+        &mut self,
+        s: &Simple<'a>,
+        types: TypeSet,
+        v: &Value,
+    ) -> Result<bool, SchemaError> {
         let ptr = &s.ptr;
         Ok(match v {
-            Value::Null => types & T_NULL != 0,
-            Value::Bool(_) => types & T_BOOL != 0,
+            Value::Null | Value::Bool(_) => types.admits(v),
             Value::Number(n) => {
-                let is_int =
-                    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0);
-                let ty = types & T_NUMBER != 0 || (is_int && types & T_INTEGER != 0);
-                ty && bounds(&s.map, ptr)?.contains(n.as_f64().unwrap_or(f64::NAN))
-                    && multiple_of(&s.map, ptr)?.is_none_or(|m| m.contains(n))
+                types.admits(v)
+                    && bounds(&s.number).contains(n.as_f64().unwrap_or(f64::NAN))
+                    && multiple_of(&s.number, ptr)?.is_none_or(|m| m.contains(n))
             }
             Value::String(st) => {
-                if types & T_STRING == 0 {
+                if !types.contains(TypeSet::STRING) {
                     return Ok(false);
                 }
-                if let Some(Value::Array(ex)) = s.map.get(super::normalize::NOT_IN) {
-                    if ex.iter().any(|x| x.as_str() == Some(st)) {
-                        return Ok(false);
-                    }
+                let sk = &s.string;
+                if sk.not_in.iter().any(|x| x == st) {
+                    return Ok(false);
                 }
                 let len = st.chars().count() as u64;
-                let min = get_u64(&s.map, "minLength", ptr)?.unwrap_or(0);
-                let max = get_u64(&s.map, "maxLength", ptr)?;
-                if len < min || max.is_some_and(|m| len > m) {
+                let min = sk.min_length.unwrap_or(0);
+                if len < min || sk.max_length.is_some_and(|m| len > m) {
                     return Ok(false);
                 }
-                for (h, kw) in string_hir(&s.map, ptr, &mut self.format_notes)? {
+                for (h, kw) in string_hir(sk, ptr, &mut self.format_notes)? {
                     let d = TerminalDfa::regex(&h.to_string())
                         .map_err(|e| SchemaError::unsupported(kw, ptr, e.to_string()))?;
                     if !d.matches(st.as_bytes()) {
                         return Ok(false);
                     }
                 }
-                for h in not_pattern_hirs(&s.map, ptr)? {
+                for h in not_pattern_hirs(sk, ptr)? {
                     let d = TerminalDfa::regex(&h.to_string())
                         .map_err(|e| SchemaError::unsupported("not", ptr, e.to_string()))?;
                     if d.matches(st.as_bytes()) {
@@ -140,11 +123,10 @@ impl Emitter<'_> {
                 true
             }
             Value::Array(_) | Value::Object(_) => {
-                let bit = if v.is_array() { T_ARRAY } else { T_OBJECT };
-                if types & bit == 0 {
+                if !types.admits(v) {
                     return Ok(false);
                 }
-                if CONTAINER_KEYWORDS.iter().any(|k| s.map.contains_key(*k)) {
+                if s.array != Default::default() || s.object != Default::default() {
                     return self.container_member_ok(s, v);
                 }
                 true
@@ -159,16 +141,17 @@ impl Emitter<'_> {
     /// wherever that grammar is exact; where the grammar is a documented
     /// sound subset, a member outside it is left out, never added. A
     /// sibling keyword the compiler refuses refuses the schema.
-    fn container_member_ok(&mut self, s: &Simple, v: &Value) -> Result<bool, SchemaError> {
+    fn container_member_ok(&mut self, s: &Simple<'a>, v: &Value) -> Result<bool, SchemaError> {
         let ptr = &s.ptr;
-        let mut sub = s.map.clone();
-        sub.remove("enum");
-        sub.remove("const");
-        // the normaliser's internal keywords are about strings only (and
-        // would read as unknown keywords)
-        sub.retain(|k, _| !k.starts_with("$zapspec:"));
-        let sub = Value::Object(sub);
-        let key = sub.to_string();
+        // the keywords beside `enum`, without the complements and further
+        // patterns that `not`/`allOf` added (about strings only)
+        let mut sibling = s.clone();
+        sibling.enum_values = None;
+        sibling.string.not_in.clear();
+        sibling.string.not_patterns.clear();
+        sibling.string.patterns.truncate(1);
+        let sub = Sub::Simple(Box::new(sibling));
+        let key = sub.key();
         let rec = match self.member_checks.get(&key) {
             Some(r) => r.clone(),
             None => {

@@ -23,12 +23,11 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
-use super::emit::{get_u64, lit, not_pattern_hirs, re, string_hir, Emitter, FormatNotes};
+use super::emit::{lit, not_pattern_hirs, re, string_hir, Emitter, FormatNotes};
 use super::error::{push_ptr, Sat, SchemaError, Unsat};
 use super::keys::{KeyAutomaton, KeyBranch, KeyFilter, KeyPattern, RegionGrammar};
-use super::normalize::{all_of, Normalizer, Simple, NOT_IN, T_STRING};
+use super::normalize::Normalizer;
+use super::schema::{pattern_properties, Simple, Sub, TypeSet};
 use super::strings::{encode_class, encode_str, key_regex_excluding};
 use zapspec_grammar::ir::{NtId, Symbol, Terminal};
 
@@ -37,32 +36,32 @@ use zapspec_grammar::ir::{NtId, Symbol, Terminal};
 const MAX_MIN_CONTAINS: u64 = 64;
 
 /// One declared member: name, value schema, required.
-struct Member {
+struct Member<'a> {
     name: String,
-    schema: Value,
+    schema: Sub<'a>,
     required: bool,
 }
 
 /// The members of an object schema as the grammar lays them out.
-pub(crate) struct Layout {
+pub(crate) struct Layout<'a> {
     /// Declared members in grammar order: (name, schema, required).
-    pub members: Vec<(String, Value, bool)>,
+    pub members: Vec<(String, Sub<'a>, bool)>,
     /// Names that additional keys must differ from.
     pub names: Vec<String>,
     /// The `additionalProperties` schema (`true` when absent).
-    pub additional: Value,
+    pub additional: Sub<'a>,
     /// `patternProperties`: compiled patterns and their schemas.
-    pub patterns: Vec<(KeyPattern, Value)>,
+    pub patterns: Vec<(KeyPattern, Sub<'a>)>,
     /// `propertyNames` (`None`: every key allowed).
     pub filter: Option<KeyFilter>,
 }
 
-impl Layout {
+impl<'a> Layout<'a> {
     /// The schema the value of an *undeclared* key must satisfy: the
     /// conjunction of the schemas of the patterns it matches, or
     /// `additionalProperties` when it matches none.
-    pub fn extra_schema(&self, key: &str) -> Value {
-        let matched: Vec<Value> = self
+    pub fn extra_schema(&self, key: &str) -> Sub<'a> {
+        let matched: Vec<Sub<'a>> = self
             .patterns
             .iter()
             .filter(|(p, _)| p.matches(key))
@@ -71,41 +70,9 @@ impl Layout {
         if matched.is_empty() {
             self.additional.clone()
         } else {
-            all_of(matched)
+            Sub::all(matched)
         }
     }
-}
-
-/// Parses `patternProperties` of a simple schema.
-pub(crate) fn pattern_properties(
-    m: &serde_json::Map<String, Value>,
-    ptr: &str,
-) -> Result<Vec<(KeyPattern, Value)>, SchemaError> {
-    let Some(pp) = m.get("patternProperties") else {
-        return Ok(Vec::new());
-    };
-    let pp = pp
-        .as_object()
-        .ok_or_else(|| SchemaError::invalid("patternProperties", ptr, "must be an object"))?;
-    let mut out = Vec::new();
-    for (p, v) in pp {
-        if !v.is_object() && !v.is_boolean() {
-            return Err(SchemaError::invalid(
-                "patternProperties",
-                ptr,
-                format!("the value of pattern {p:?} must be a schema"),
-            ));
-        }
-        let kp = KeyPattern::new(p).map_err(|r| {
-            r.into_schema(
-                "patternProperties",
-                &push_ptr(&push_ptr(ptr, "patternProperties"), p),
-                &format!("(pattern {p:?}) "),
-            )
-        })?;
-        out.push((kp, v.clone()));
-    }
-    Ok(out)
 }
 
 /// Parses `propertyNames: P` of a simple schema into a [`KeyFilter`]
@@ -122,21 +89,14 @@ pub(crate) fn pattern_properties(
 /// normaliser or the string compiler refuses inside `P` is refused as
 /// [`SchemaError::Unsupported`] on `propertyNames` (the reason names the
 /// inner keyword and its pointer).
-pub(crate) fn key_filter(
-    s: &Simple,
-    norm: &mut Normalizer,
+pub(crate) fn key_filter<'a>(
+    s: &Simple<'a>,
+    norm: &mut Normalizer<'a>,
     notes: &mut FormatNotes,
 ) -> Result<Option<KeyFilter>, SchemaError> {
-    let Some(p) = s.map.get("propertyNames") else {
+    let Some(p) = &s.object.property_names else {
         return Ok(None);
     };
-    if !p.is_object() && !p.is_boolean() {
-        return Err(SchemaError::invalid(
-            "propertyNames",
-            &s.ptr,
-            "must be a schema",
-        ));
-    }
     let pptr = push_ptr(&s.ptr, "propertyNames");
     let wrap = |e: SchemaError| match e {
         SchemaError::Unsupported {
@@ -157,32 +117,25 @@ pub(crate) fn key_filter(
     norm.first_unsat = saved;
     let mut out = Vec::new();
     for b in &branches? {
-        if b.types() & T_STRING == 0 {
+        if !b.types().contains(TypeSet::STRING) {
             continue;
         }
-        let m = &b.map;
-        let min = get_u64(m, "minLength", &b.ptr)?.unwrap_or(0);
-        let max = get_u64(m, "maxLength", &b.ptr)?;
+        let m = &b.string;
+        let min = m.min_length.unwrap_or(0);
+        let max = m.max_length;
         if max.is_some_and(|x| x < min) {
             continue;
         }
-        let strings = |k: &str| -> Result<Option<Vec<String>>, SchemaError> {
-            match m.get(k) {
-                None => Ok(None),
-                Some(Value::Array(a)) => Ok(Some(
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect(),
-                )),
-                Some(_) => Err(SchemaError::invalid("enum", &b.ptr, "must be an array")),
-            }
-        };
-        let only = strings("enum")?;
+        let only: Option<Vec<String>> = b.enum_values.as_ref().map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .map(str::to_string)
+                .collect()
+        });
         if only.as_ref().is_some_and(Vec::is_empty) {
             continue; // no string member
         }
-        let excluded = strings(NOT_IN)?.unwrap_or_default();
+        let excluded = m.not_in.clone();
         let to_pat = |(h, kw): (regex_syntax::hir::Hir, &str)| {
             KeyPattern::from_hir(kw, h)
                 .map_err(|r| r.into_schema("propertyNames", &pptr, &format!("({kw}) ")))
@@ -216,58 +169,23 @@ pub(crate) fn key_filter(
 /// The layout of an object schema; [`Sat::No`] when a required member is
 /// impossible. `norm` and `notes` serve `propertyNames`, whose schema is
 /// normalised against the same document.
-pub(crate) fn object_layout(
-    s: &Simple,
-    norm: &mut Normalizer,
+pub(crate) fn object_layout<'a>(
+    s: &Simple<'a>,
+    norm: &mut Normalizer<'a>,
     notes: &mut FormatNotes,
-) -> Result<Sat<Layout>, SchemaError> {
+) -> Result<Sat<Layout<'a>>, SchemaError> {
     let ptr = &s.ptr;
-    let props = match s.map.get("properties") {
-        None => serde_json::Map::new(),
-        Some(Value::Object(m)) => m.clone(),
-        Some(_) => return Err(SchemaError::invalid("properties", ptr, "must be an object")),
-    };
-    let mut required: Vec<String> = Vec::new();
-    match s.map.get("required") {
-        None => {}
-        Some(Value::Array(a)) => {
-            for x in a {
-                let x = x.as_str().ok_or_else(|| {
-                    SchemaError::invalid("required", ptr, "must be an array of strings")
-                })?;
-                if !required.iter().any(|r| r == x) {
-                    required.push(x.to_string());
-                }
-            }
-        }
-        // draft 3 `required: true` inside a property schema: an annotation for the parent.
-        Some(Value::Bool(_)) => {}
-        Some(_) => {
-            return Err(SchemaError::invalid(
-                "required",
-                ptr,
-                "must be an array of strings",
-            ))
-        }
-    }
-    let additional = s
-        .map
-        .get("additionalProperties")
-        .cloned()
-        .unwrap_or(Value::Bool(true));
-    if !additional.is_object() && !additional.is_boolean() {
-        return Err(SchemaError::invalid(
-            "additionalProperties",
-            ptr,
-            "must be a schema",
-        ));
-    }
-    let patterns = pattern_properties(&s.map, ptr)?;
+    let o = &s.object;
+    let no_props = Vec::new();
+    let props = o.properties.as_ref().unwrap_or(&no_props);
+    let required = &o.required;
+    let additional = o.additional_properties.clone().unwrap_or(Sub::TRUE);
+    let patterns = pattern_properties(o, ptr)?;
     let filter = key_filter(s, norm, notes)?;
     let name_ok = |k: &str| filter.as_ref().is_none_or(|f| f.accepts(k));
     let mut members = Vec::new();
     let mut names = Vec::new();
-    for (k, v) in &props {
+    for (k, v) in props {
         names.push(k.clone());
         let req = required.contains(k);
         if !name_ok(k) {
@@ -288,9 +206,9 @@ pub(crate) fn object_layout(
         let v = &if parts.len() == 1 {
             v.clone()
         } else {
-            all_of(parts)
+            Sub::all(parts)
         };
-        if v == &Value::Bool(false) {
+        if v.is_false() {
             if req {
                 return Ok(Sat::No(Unsat::RequiredFalse(k.clone())));
             }
@@ -305,13 +223,13 @@ pub(crate) fn object_layout(
         patterns,
         filter,
     };
-    for r in &required {
-        if !props.contains_key(r) {
+    for r in required {
+        if !props.iter().any(|(n, _)| n == r) {
             if layout.filter.as_ref().is_some_and(|f| !f.accepts(r)) {
                 return Ok(Sat::No(Unsat::NameRejected(r.clone())));
             }
             let sch = layout.extra_schema(r);
-            if sch == Value::Bool(false) {
+            if sch.is_false() {
                 return Ok(Sat::No(Unsat::RequiredNotAllowed(r.clone())));
             }
             layout.names.push(r.clone());
@@ -338,18 +256,18 @@ enum KeyPlan {
 /// filter the one region is a trie-complement regex; otherwise the
 /// regions are read off the product automaton of the patterns, the names
 /// and the filter.
-fn extra_regions(
+fn extra_regions<'a>(
     ptr: &str,
     names: &[&str],
-    additional: &Value,
-    patterns: &[(KeyPattern, Value)],
+    additional: &Sub<'a>,
+    patterns: &[(KeyPattern, Sub<'a>)],
     filter: Option<&KeyFilter>,
-) -> Result<Vec<(KeyPlan, Value, String)>, SchemaError> {
+) -> Result<Vec<(KeyPlan, Sub<'a>, String)>, SchemaError> {
     if filter.is_some_and(|f| f.branches.is_empty()) {
         return Ok(vec![]); // `propertyNames` allows no key
     }
     if patterns.is_empty() {
-        if additional == &Value::Bool(false) {
+        if additional.is_false() {
             return Ok(vec![]);
         }
         if filter.is_none() {
@@ -376,11 +294,11 @@ fn extra_regions(
             [] => (additional.clone(), push_ptr(ptr, "additionalProperties")),
             [i] => (patterns[*i].1.clone(), push_ptr(&pp_ptr, &pats[*i].source)),
             _ => (
-                all_of(bits.iter().map(|&i| patterns[i].1.clone()).collect()),
+                Sub::all(bits.iter().map(|&i| patterns[i].1.clone()).collect()),
                 pp_ptr.clone(),
             ),
         };
-        if schema == Value::Bool(false) {
+        if schema.is_false() {
             continue;
         }
         let key = match bits.as_slice() {
@@ -401,8 +319,8 @@ fn extra_regions(
     Ok(out)
 }
 
-impl Emitter<'_> {
-    pub(crate) fn object(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
+impl<'a> Emitter<'a> {
+    pub(crate) fn object(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let ptr = s.ptr.clone();
         let Layout {
             members,
@@ -417,7 +335,7 @@ impl Emitter<'_> {
                 return Ok(());
             }
         };
-        let members: Vec<Member> = members
+        let members: Vec<Member<'a>> = members
             .into_iter()
             .map(|(name, schema, required)| Member {
                 name,
@@ -426,8 +344,8 @@ impl Emitter<'_> {
             })
             .collect();
         let n_req = members.iter().filter(|m| m.required).count() as u64;
-        let min_p = get_u64(&s.map, "minProperties", &ptr)?.unwrap_or(0);
-        let max_p = get_u64(&s.map, "maxProperties", &ptr)?;
+        let min_p = s.object.min_properties.unwrap_or(0);
+        let max_p = s.object.max_properties;
         let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let extra_plan = extra_regions(&ptr, &name_refs, &additional, &patterns, filter.as_ref())?;
         let allow_extra = !extra_plan.is_empty();
@@ -598,30 +516,18 @@ impl Emitter<'_> {
         }
     }
 
-    pub(crate) fn array(&mut self, nt: NtId, s: &Simple) -> Result<(), SchemaError> {
+    pub(crate) fn array(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let ptr = s.ptr.clone();
-        let prefix = match s.map.get("prefixItems") {
-            None => Vec::new(),
-            Some(Value::Array(a)) => a.clone(),
-            Some(_) => {
-                return Err(SchemaError::invalid(
-                    "prefixItems",
-                    &ptr,
-                    "must be an array",
-                ))
-            }
-        };
-        let items = s.map.get("items").cloned().unwrap_or(Value::Bool(true));
-        if !items.is_object() && !items.is_boolean() {
-            return Err(SchemaError::invalid("items", &ptr, "must be a schema"));
-        }
-        let min = get_u64(&s.map, "minItems", &ptr)?.unwrap_or(0);
-        let mut max = get_u64(&s.map, "maxItems", &ptr)?;
-        if items == Value::Bool(false) {
+        let a = &s.array;
+        let prefix = a.prefix_items.clone().unwrap_or_default();
+        let items = a.items.clone().unwrap_or(Sub::TRUE);
+        let min = a.min_items.unwrap_or(0);
+        let mut max = a.max_items;
+        if items.is_false() {
             let p = prefix.len() as u64;
             max = Some(max.map_or(p, |m| m.min(p)));
         }
-        if let Some(i) = prefix.iter().position(|p| p == &Value::Bool(false)) {
+        if let Some(i) = prefix.iter().position(Sub::is_false) {
             max = Some(max.map_or(i as u64, |m| m.min(i as u64)));
         }
         if max.is_some_and(|m| m < min) {
@@ -630,18 +536,18 @@ impl Emitter<'_> {
             return Ok(());
         }
         // `contains`: items valid under it are counted up to `need`
-        let contains = s.map.get("contains").cloned();
+        let contains = a.contains.clone();
         let need = match &contains {
             None => 0,
             Some(_) => {
-                if s.map.contains_key("maxContains") {
+                if a.max_contains.is_some() {
                     return Err(SchemaError::unsupported(
                         "maxContains",
                         &ptr,
                         "an upper bound on the items valid under `contains` (the others would need `not`)",
                     ));
                 }
-                get_u64(&s.map, "minContains", &ptr)?.unwrap_or(1)
+                a.min_contains.unwrap_or(1)
             }
         };
         if need > MAX_MIN_CONTAINS {
@@ -672,7 +578,7 @@ impl Emitter<'_> {
                 elem.push(self.child(p, &ptr, "prefixItems", &j.to_string())?);
             }
         }
-        let item_nt = if items != Value::Bool(false) {
+        let item_nt = if !items.is_false() {
             Some(self.node(&items, &push_ptr(&ptr, "items"))?)
         } else {
             None
@@ -683,11 +589,13 @@ impl Emitter<'_> {
             let cptr = push_ptr(&ptr, "contains");
             for (j, p) in prefix.iter().enumerate() {
                 if (j as u64) < states_needed.max(1) {
-                    elem_c.push(Some(self.node(&all_of(vec![p.clone(), c.clone()]), &cptr)?));
+                    elem_c.push(Some(
+                        self.node(&Sub::all(vec![p.clone(), c.clone()]), &cptr)?,
+                    ));
                 }
             }
-            if items != Value::Bool(false) {
-                item_c = Some(self.node(&all_of(vec![items.clone(), c.clone()]), &cptr)?);
+            if !items.is_false() {
+                item_c = Some(self.node(&Sub::all(vec![items.clone(), c.clone()]), &cptr)?);
             }
         }
         let base = self.g.name(nt).to_string();

@@ -1,0 +1,243 @@
+//! JSON → [`Simple`]: the plain keywords of a schema object, older
+//! spellings rewritten, every value checked once, with the pointer of the
+//! schema in its error. Subschemas are borrowed from the document.
+
+use serde_json::{Map, Number, Value};
+
+use super::{json_eq, ArrayKw, NumberKw, ObjectKw, Simple, StringKw, Sub, TypeSet};
+use crate::error::SchemaError;
+
+/// The value of a count keyword (`minLength` …): a non-negative integer
+/// (also written `3.0`).
+fn count(v: Option<&Value>, k: &str, ptr: &str) -> Result<Option<u64>, SchemaError> {
+    match v {
+        None => Ok(None),
+        Some(v) => {
+            if let Some(u) = v.as_u64() {
+                Ok(Some(u))
+            } else if let Some(f) = v
+                .as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18)
+            {
+                Ok(Some(f as u64))
+            } else {
+                Err(SchemaError::invalid(
+                    k,
+                    ptr,
+                    "must be a non-negative integer",
+                ))
+            }
+        }
+    }
+}
+
+fn number(v: Option<&Value>, k: &str, ptr: &str) -> Result<Option<Number>, SchemaError> {
+    match v {
+        None => Ok(None),
+        Some(Value::Number(n)) => Ok(Some(n.clone())),
+        Some(_) => Err(SchemaError::invalid(k, ptr, "must be a number")),
+    }
+}
+
+fn string(m: &Map<String, Value>, k: &str, ptr: &str) -> Result<Option<String>, SchemaError> {
+    match m.get(k) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(SchemaError::invalid(k, ptr, "must be a string")),
+    }
+}
+
+/// A subschema keyword whose value must be a schema (object or boolean).
+fn schema<'a>(v: Option<&'a Value>, k: &str, ptr: &str) -> Result<Option<Sub<'a>>, SchemaError> {
+    match v {
+        None => Ok(None),
+        Some(v) if v.is_object() || v.is_boolean() => Ok(Some(Sub::Schema(v))),
+        Some(_) => Err(SchemaError::invalid(k, ptr, "must be a schema")),
+    }
+}
+
+/// A keyword mapping names to schemas (`properties`), in order.
+fn schemas_by_name<'a>(
+    m: &'a Map<String, Value>,
+    k: &str,
+    ptr: &str,
+) -> Result<Option<Vec<(String, Sub<'a>)>>, SchemaError> {
+    match m.get(k) {
+        None => Ok(None),
+        Some(Value::Object(o)) => Ok(Some(
+            o.iter().map(|(n, v)| (n.clone(), Sub::Schema(v))).collect(),
+        )),
+        Some(_) => Err(SchemaError::invalid(k, ptr, "must be an object")),
+    }
+}
+
+/// A bound with its draft-4 boolean exclusive form rewritten: `(bound,
+/// exclusive bound)` values, e.g. `minimum: 3, exclusiveMinimum: true`
+/// as `(None, Some(3))`.
+fn bound<'a>(
+    m: &'a Map<String, Value>,
+    ex: &str,
+    bound: &str,
+    ptr: &str,
+) -> Result<(Option<&'a Value>, Option<&'a Value>), SchemaError> {
+    match m.get(ex) {
+        Some(Value::Bool(true)) => {
+            let b = m.get(bound).ok_or_else(|| {
+                SchemaError::invalid(ex, ptr, format!("`{ex}: true` (draft 4) needs `{bound}`"))
+            })?;
+            Ok((None, Some(b)))
+        }
+        Some(Value::Bool(false)) | None => Ok((m.get(bound), None)),
+        Some(x @ Value::Number(_)) => Ok((m.get(bound), Some(x))),
+        Some(_) => Err(SchemaError::invalid(
+            ex,
+            ptr,
+            "must be a number (or a boolean in draft 4)",
+        )),
+    }
+}
+
+fn string_kw(m: &Map<String, Value>, ptr: &str) -> Result<StringKw, SchemaError> {
+    Ok(StringKw {
+        min_length: count(m.get("minLength"), "minLength", ptr)?,
+        max_length: count(m.get("maxLength"), "maxLength", ptr)?,
+        patterns: string(m, "pattern", ptr)?.into_iter().collect(),
+        format: string(m, "format", ptr)?,
+        not_in: Vec::new(),
+        not_patterns: Vec::new(),
+    })
+}
+
+fn array_kw<'a>(
+    m: &'a Map<String, Value>,
+    prefix: Option<&'a Value>,
+    items: Option<&'a Value>,
+    ptr: &str,
+) -> Result<ArrayKw<'a>, SchemaError> {
+    let prefix_items = match prefix {
+        None => None,
+        Some(Value::Array(a)) => Some(a.iter().map(Sub::Schema).collect()),
+        Some(_) => return Err(SchemaError::invalid("prefixItems", ptr, "must be an array")),
+    };
+    Ok(ArrayKw {
+        prefix_items,
+        items: schema(items, "items", ptr)?,
+        min_items: count(m.get("minItems"), "minItems", ptr)?,
+        max_items: count(m.get("maxItems"), "maxItems", ptr)?,
+        contains: m.get("contains").map(Sub::Schema),
+        min_contains: count(m.get("minContains"), "minContains", ptr)?,
+        max_contains: count(m.get("maxContains"), "maxContains", ptr)?,
+    })
+}
+
+fn object_kw<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<ObjectKw<'a>, SchemaError> {
+    let mut required: Vec<String> = Vec::new();
+    match m.get("required") {
+        None => {}
+        Some(Value::Array(a)) => {
+            for x in a {
+                let x = x.as_str().ok_or_else(|| {
+                    SchemaError::invalid("required", ptr, "must be an array of strings")
+                })?;
+                if !required.iter().any(|r| r == x) {
+                    required.push(x.to_string());
+                }
+            }
+        }
+        // draft 3 `required: true` inside a property schema: an
+        // annotation for the parent.
+        Some(Value::Bool(_)) => {}
+        Some(_) => {
+            return Err(SchemaError::invalid(
+                "required",
+                ptr,
+                "must be an array of strings",
+            ))
+        }
+    }
+    let pattern_properties = schemas_by_name(m, "patternProperties", ptr)?;
+    for (p, v) in pattern_properties.iter().flatten() {
+        if let Sub::Schema(v) = v {
+            if !v.is_object() && !v.is_boolean() {
+                return Err(SchemaError::invalid(
+                    "patternProperties",
+                    ptr,
+                    format!("the value of pattern {p:?} must be a schema"),
+                ));
+            }
+        }
+    }
+    Ok(ObjectKw {
+        properties: schemas_by_name(m, "properties", ptr)?,
+        required,
+        additional_properties: schema(m.get("additionalProperties"), "additionalProperties", ptr)?,
+        pattern_properties,
+        property_names: schema(m.get("propertyNames"), "propertyNames", ptr)?,
+        min_properties: count(m.get("minProperties"), "minProperties", ptr)?,
+        max_properties: count(m.get("maxProperties"), "maxProperties", ptr)?,
+    })
+}
+
+/// [`Simple::parse`].
+pub(super) fn simple<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<Simple<'a>, SchemaError> {
+    // the older spellings first (in this order: their errors come first)
+    let (minimum, exclusive_minimum) = bound(m, "exclusiveMinimum", "minimum", ptr)?;
+    let (maximum, exclusive_maximum) = bound(m, "exclusiveMaximum", "maximum", ptr)?;
+    let (prefix, items) = match m.get("items") {
+        Some(a @ Value::Array(_)) => {
+            if m.contains_key("prefixItems") {
+                return Err(SchemaError::invalid(
+                    "items",
+                    ptr,
+                    "array-form `items` together with `prefixItems`",
+                ));
+            }
+            // `additionalItems` applies after array-form `items` only
+            (Some(a), m.get("additionalItems"))
+        }
+        items => (m.get("prefixItems"), items),
+    };
+    let enum_values = match (m.get("const"), m.get("enum")) {
+        (Some(c), Some(Value::Array(e))) => Some(Value::Array(
+            e.iter().filter(|x| json_eq(x, c)).cloned().collect(),
+        )),
+        (Some(_), Some(_)) => return Err(SchemaError::invalid("enum", ptr, "must be an array")),
+        (Some(c), None) => Some(Value::Array(vec![c.clone()])),
+        (None, e) => e.cloned(),
+    };
+    let types = match m.get("type") {
+        None => None,
+        Some(t) => Some(
+            TypeSet::parse(t)
+                .ok_or_else(|| {
+                    SchemaError::invalid(
+                        "type",
+                        ptr,
+                        "must be a type name or an array of type names",
+                    )
+                })?
+                .canonical(),
+        ),
+    };
+    let enum_values = match enum_values {
+        None => None,
+        Some(Value::Array(a)) => Some(a),
+        Some(_) => return Err(SchemaError::invalid("enum", ptr, "must be an array")),
+    };
+    let number = NumberKw {
+        minimum: number(minimum, "minimum", ptr)?,
+        exclusive_minimum: number(exclusive_minimum, "exclusiveMinimum", ptr)?,
+        maximum: number(maximum, "maximum", ptr)?,
+        exclusive_maximum: number(exclusive_maximum, "exclusiveMaximum", ptr)?,
+        multiple_of: number(m.get("multipleOf"), "multipleOf", ptr)?,
+    };
+    Ok(Simple {
+        ptr: ptr.to_string(),
+        types,
+        enum_values,
+        number,
+        string: string_kw(m, ptr)?,
+        array: array_kw(m, prefix, items, ptr)?,
+        object: object_kw(m, ptr)?,
+    })
+}
