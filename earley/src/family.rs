@@ -413,11 +413,17 @@ pub fn regular_families(
         if !member[entry] || !entry_of[entry] {
             continue;
         }
+        // Too many members: found by a walk over the tails alone.
+        if reach_exceeds(entry, &by_nt, &is_fused, MAX_FAMILY_MEMBERS) {
+            continue;
+        }
         // Members reachable from the entry, numbered breadth first.
         let mut num: HashMap<usize, u32> = HashMap::from([(entry, 0)]);
         let mut order = vec![entry];
         let mut texts: Vec<String> = Vec::new();
         let mut text_id: HashMap<String, u32> = HashMap::new();
+        // the text of a symbol already seen (no regex formatted twice)
+        let mut sym_id: HashMap<&Symbol, u32> = HashMap::new();
         let mut text_len = 0usize;
         let mut rules = Vec::new();
         let mut i = 0;
@@ -439,6 +445,10 @@ pub fn regular_families(
                 });
                 let mut ids = Vec::with_capacity(body.len());
                 for s in body {
+                    if let Some(&id) = sym_id.get(s) {
+                        ids.push(id);
+                        continue;
+                    }
                     let t = text_of(s);
                     let next = texts.len() as u32;
                     let id = *text_id.entry(t.clone()).or_insert_with(|| {
@@ -446,6 +456,7 @@ pub fn regular_families(
                         texts.push(t);
                         next
                     });
+                    sym_id.insert(s, id);
                     ids.push(id);
                 }
                 rules.push(FamilyRule {
@@ -517,4 +528,29 @@ fn has_cycle(members: usize, rules: &[FamilyRule]) -> bool {
         }
     }
     removed < members
+}
+
+/// True when more than `max` members are reachable from `entry` through
+/// tails.
+fn reach_exceeds(
+    entry: usize,
+    by_nt: &[Vec<&[Symbol]>],
+    is_fused: &impl Fn(&NtId) -> bool,
+    max: usize,
+) -> bool {
+    let mut seen = std::collections::HashSet::from([entry]);
+    let mut stack = vec![entry];
+    while let Some(nt) = stack.pop() {
+        for rhs in &by_nt[nt] {
+            if let Some(Symbol::Nt(m)) = rhs.last() {
+                if !is_fused(m) && seen.insert(m.index()) {
+                    if seen.len() > max {
+                        return true;
+                    }
+                    stack.push(m.index());
+                }
+            }
+        }
+    }
+    false
 }

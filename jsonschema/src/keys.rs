@@ -42,7 +42,7 @@ use std::collections::{BTreeSet, HashMap};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
 use super::error::KeyError;
-use super::strings::{constrained_string_regex, encode_class, encode_str, translate_pattern};
+use super::strings::{constrained_string_regex, encode_str, translate_pattern, ClassTexts};
 use zapspec_grammar::dfa::TerminalDfa;
 use zapspec_grammar::limits::regex_nesting as nesting;
 
@@ -595,15 +595,11 @@ impl RegionGrammar {
         if self.states.is_empty() {
             return None;
         }
+        let mut texts = ClassTexts::default();
         let enc: Vec<Vec<(usize, String)>> = self
             .states
             .iter()
-            .map(|st| {
-                st.edges
-                    .iter()
-                    .map(|(t, c)| (*t, encode_class(c).to_string()))
-                    .collect()
-            })
+            .map(|st| st.edges.iter().map(|(t, c)| (*t, texts.text(c))).collect())
             .collect();
         let mut m = Memo {
             memo: vec![None; self.states.len()],

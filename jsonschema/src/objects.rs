@@ -28,7 +28,7 @@ use super::error::{push_ptr, Sat, SchemaError, Unsat};
 use super::keys::{KeyAutomaton, KeyBranch, KeyFilter, KeyPattern, RegionGrammar};
 use super::normalize::Normalizer;
 use super::schema::{pattern_properties, Simple, Sub, TypeSet};
-use super::strings::{encode_class, encode_str, key_regex_excluding};
+use super::strings::{encode_str, key_regex_excluding, ClassTexts};
 use zapspec_grammar::ir::{NtId, Symbol, Terminal};
 
 /// Largest `minContains` compiled (the array states are multiplied by it
@@ -480,15 +480,14 @@ impl<'a> Emitter<'a> {
         let nts: Vec<NtId> = (0..r.states.len())
             .map(|_| self.fresh("key-state", ptr))
             .collect::<Result<_, _>>()?;
+        let mut texts = ClassTexts::default();
         for (i, st) in r.states.iter().enumerate() {
             if st.accepting {
                 self.g.add_rule(nts[i], vec![lit("\"")]);
             }
             for (t, cls) in &st.edges {
-                self.g.add_rule(
-                    nts[i],
-                    vec![re(encode_class(cls).to_string()), Symbol::Nt(nts[*t])],
-                );
+                self.g
+                    .add_rule(nts[i], vec![re(texts.text(cls)), Symbol::Nt(nts[*t])]);
             }
         }
         let k = self.fresh("key", ptr)?;

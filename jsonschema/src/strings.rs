@@ -74,6 +74,22 @@ fn special_class() -> ClassUnicode {
 }
 
 /// The canonical encodings of the characters of `c`, as a HIR.
+/// [`encode_class`] as regex text, memoised by the class's ranges: an
+/// automaton written state by state repeats a few classes on thousands of
+/// edges (a key region of two patterns with length bounds).
+#[derive(Default)]
+pub(crate) struct ClassTexts(std::collections::HashMap<Vec<(char, char)>, String>);
+
+impl ClassTexts {
+    pub(crate) fn text(&mut self, c: &ClassUnicode) -> String {
+        let key: Vec<(char, char)> = c.iter().map(|r| (r.start(), r.end())).collect();
+        self.0
+            .entry(key)
+            .or_insert_with(|| encode_class(c).to_string())
+            .clone()
+    }
+}
+
 pub(crate) fn encode_class(c: &ClassUnicode) -> Hir {
     let specials = special_class();
     let mut safe = c.clone();
