@@ -4,7 +4,7 @@
 //! model and nothing downstream knows about temperature. `T = 1` passes
 //! the logits through untouched (bit for bit).
 
-use zapspec_core::{LanguageModel, Logits, ModelError, TokenId};
+use zapspec_core::{DraftTree, LanguageModel, Logits, ModelError, TokenId};
 
 /// A [`LanguageModel`] whose logits are those of `inner` divided by a
 /// temperature.
@@ -63,6 +63,15 @@ impl<M: LanguageModel> LanguageModel for Tempered<M> {
     }
     fn truncate(&mut self, len: usize) {
         self.inner.truncate(len)
+    }
+    /// The inner model's tree scoring (its one-forward tree attention, if
+    /// it has one), scaled.
+    fn tree_logits(&mut self, tree: &DraftTree) -> Result<Logits, ModelError> {
+        let mut rows = self.inner.tree_logits(tree)?;
+        if self.inv_t != 1.0 {
+            rows.mapv_inplace(|x| self.scale(x));
+        }
+        Ok(rows)
     }
     fn max_context(&self) -> usize {
         self.inner.max_context()
