@@ -18,6 +18,14 @@
 //!    [`crate::drafter::Drafter::rewind`] (B3, rollback soundness); the correction
 //!    token is then committed. If every draft is accepted, a bonus token is
 //!    drawn from `π` at the position after the block.
+//!
+//! In tree mode ([`SpecConfig::tree`]) a round drafts a tree instead
+//! ([`Drafter::draft_tree`]), cuts the nodes the constraint refuses with the
+//! masks of all nodes in one walk (`zapspec_core::draft_tree_masks`),
+//! scores the root and the kept nodes in one
+//! [`LanguageModel::tree_logits`] call and walks down the tree, drawing
+//! each token from `π` at its node and descending while the draw is a
+//! child's token (see [`crate::tree`]).
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
