@@ -77,3 +77,19 @@ impl<M: LanguageModel> LanguageModel for Tempered<M> {
         self.inner.max_context()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zapspec_testkit::toy::BigramLm;
+
+    #[test]
+    fn tree_logits_are_the_inner_ones_tempered() {
+        let tree = DraftTree::new(vec![None, Some(0), None], vec![1, 2, 0]).unwrap();
+        let mut inner = BigramLm::new(4, 3);
+        let want = inner.tree_logits(&tree).unwrap();
+        let mut hot = Tempered::new(BigramLm::new(4, 3), 2.0);
+        let got = hot.tree_logits(&tree).unwrap();
+        assert_eq!(got, want.mapv(|x| x * 0.5));
+    }
+}
