@@ -48,7 +48,9 @@ use crate::VerifyError;
 pub struct RoundStats {
     /// Verification rounds.
     pub rounds: usize,
-    /// Tokens drafted (EOS included).
+    /// Tokens drafted (EOS included); in tree mode, the nodes the
+    /// constraint kept (so the acceptance rate is per kept node, and
+    /// [`RoundStats::accepted_per_round`] is the depth reached).
     pub drafted: usize,
     /// Drafted tokens the verifier accepted.
     pub accepted: usize,
