@@ -4,6 +4,7 @@
 
 use std::ops::Range;
 
+use crate::draft_tree::DraftTree;
 use crate::vocab::TokenId;
 
 /// Logits, one row per position, one column per token.
@@ -112,6 +113,87 @@ pub trait LanguageModel {
             n => Ok(rows.row(n - 1).to_vec()),
         }
     }
+
+    /// Scores a draft tree appended to the current context: row `i` of the
+    /// result holds the logits of the token that follows
+    /// `context ++ tree.path(i)` (one row per node, in the tree's order; an
+    /// empty tree gives zero rows). This is the target call of tree
+    /// speculative decoding (SpecInfer, Miao et al. 2024; Medusa, Cai et
+    /// al. 2024): an implementation with a KV cache runs it as **one**
+    /// forward over all nodes, each attending to the context and to its
+    /// own ancestors only (a tree attention mask), at position
+    /// `context.len() + depth − 1`.
+    ///
+    /// Afterwards the context is the old one followed by the path to some
+    /// node of the tree, or the old one alone (which is up to the
+    /// implementation); callers [`truncate`](LanguageModel::truncate) to
+    /// what they keep. On error the context is the old one.
+    ///
+    /// The default is correct for every model and needs only
+    /// [`prefill`](LanguageModel::prefill) and
+    /// [`truncate`](LanguageModel::truncate): it visits the leaves in
+    /// depth-first order and, for each, truncates the context to what it
+    /// shares with the leaf's path and prefills the rest of that path, so
+    /// every node is fed once (`n` tokens in all) in one `prefill` per
+    /// leaf. A chain is therefore one `prefill`, as in linear speculative
+    /// decoding.
+    fn tree_logits(&mut self, tree: &DraftTree) -> Result<Logits, ModelError> {
+        let base = self.context().len();
+        let vocab = self.vocab_size();
+        let n = tree.len();
+        let mut out = Logits::zeros((n, vocab));
+        if n == 0 {
+            return Ok(out);
+        }
+        let (kids, roots) = tree.children();
+        let mut done = vec![false; n];
+        // depth-first over the nodes: each leaf ends one root-to-leaf path
+        let mut stack: Vec<usize> = roots.iter().rev().copied().collect();
+        let mut path_nodes: Vec<usize> = Vec::new();
+        let depths = tree.depths();
+        while let Some(v) = stack.pop() {
+            path_nodes.truncate(depths[v] - 1);
+            path_nodes.push(v);
+            if !kids[v].is_empty() {
+                stack.extend(kids[v].iter().rev());
+                continue;
+            }
+            let tokens: Vec<TokenId> = path_nodes.iter().map(|&u| tree.tokens()[u]).collect();
+            let shared = {
+                let cur = &self.context()[base.min(self.context().len())..];
+                cur.iter().zip(&tokens).take_while(|(a, b)| a == b).count()
+            };
+            // the first node on the path not scored yet (all are, for a
+            // leaf that repeats an earlier path: rescore its last token)
+            let first_new = path_nodes
+                .iter()
+                .position(|&u| !done[u])
+                .unwrap_or(tokens.len() - 1);
+            let start = shared.min(first_new);
+            self.truncate(base + start);
+            let rows = match self.prefill(&tokens[start..]) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.truncate(base);
+                    return Err(e);
+                }
+            };
+            if rows.nrows() != tokens.len() - start || rows.ncols() != vocab {
+                self.truncate(base);
+                return Err(ModelError::Backend(format!(
+                    "prefill of {} tokens returned {}x{} logits (vocabulary {vocab})",
+                    tokens.len() - start,
+                    rows.nrows(),
+                    rows.ncols()
+                )));
+            }
+            for (r, &u) in rows.rows().into_iter().zip(&path_nodes[start..]) {
+                out.row_mut(u).assign(&r);
+                done[u] = true;
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// What one denoising call returns: logits for every position of the block,
@@ -177,4 +259,113 @@ pub fn check_denoise_args(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A cache-free model whose logits hash the whole context; counts the
+    /// tokens it is fed.
+    struct HashLm {
+        ctx: Vec<TokenId>,
+        fed: usize,
+        prefills: usize,
+    }
+
+    fn row(ctx: &[TokenId]) -> Vec<f32> {
+        (0..5u32)
+            .map(|t| {
+                let mut h = 1469598103934665603u64 ^ u64::from(t);
+                for &c in ctx {
+                    h = (h ^ u64::from(c)).wrapping_mul(1099511628211);
+                }
+                (h % 1000) as f32 / 100.0
+            })
+            .collect()
+    }
+
+    impl LanguageModel for HashLm {
+        fn vocab_size(&self) -> usize {
+            5
+        }
+        fn context(&self) -> &[TokenId] {
+            &self.ctx
+        }
+        fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
+            self.prefills += 1;
+            let mut out = Logits::zeros((tokens.len(), 5));
+            for (i, &t) in tokens.iter().enumerate() {
+                if t >= 5 {
+                    return Err(ModelError::TokenOutOfRange {
+                        token: t,
+                        vocab_size: 5,
+                    });
+                }
+                self.ctx.push(t);
+                self.fed += 1;
+                out.row_mut(i)
+                    .assign(&ndarray::Array1::from(row(&self.ctx)));
+            }
+            Ok(out)
+        }
+        fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
+            Ok(row(&self.ctx))
+        }
+        fn truncate(&mut self, len: usize) {
+            self.ctx.truncate(len);
+        }
+    }
+
+    proptest! {
+        /// The default `tree_logits` equals scoring every root-to-node path
+        /// separately, feeds each node once, runs one prefill per leaf and
+        /// leaves the context extended by one of the tree's paths.
+        #[test]
+        fn default_tree_logits_is_path_by_path(
+            ctx in prop::collection::vec(0u32..5, 0..4),
+            nodes in prop::collection::vec((0usize..8, 0u32..5, any::<bool>()), 0..12),
+        ) {
+            let mut tree = DraftTree::default();
+            for (i, &(p, t, root)) in nodes.iter().enumerate() {
+                let parent = if root || i == 0 { None } else { Some(p % i) };
+                tree.push(parent, t).unwrap();
+            }
+            let mut m = HashLm { ctx: ctx.clone(), fed: 0, prefills: 0 };
+            let rows = m.tree_logits(&tree).unwrap();
+            prop_assert_eq!(rows.nrows(), tree.len());
+            for i in 0..tree.len() {
+                let mut full = ctx.clone();
+                full.extend(tree.path(i).unwrap());
+                prop_assert_eq!(rows.row(i).to_vec(), row(&full));
+            }
+            prop_assert_eq!(m.fed, tree.len());
+            let (kids, _) = tree.children();
+            prop_assert_eq!(m.prefills, kids.iter().filter(|k| k.is_empty()).count());
+            prop_assert_eq!(&m.ctx[..ctx.len()], &ctx[..]);
+            let rest = m.ctx[ctx.len()..].to_vec();
+            prop_assert!(rest.is_empty() || (0..tree.len()).any(|i| tree.path(i).unwrap() == rest));
+            // a chain is one prefill
+            let mut m = HashLm { ctx: ctx.clone(), fed: 0, prefills: 0 };
+            let chain = DraftTree::chain(tree.tokens().to_vec());
+            m.tree_logits(&chain).unwrap();
+            prop_assert_eq!(m.prefills, usize::from(!chain.is_empty()));
+        }
+    }
+
+    #[test]
+    fn tree_logits_errors_leave_the_context() {
+        let mut m = HashLm {
+            ctx: vec![1, 2],
+            fed: 0,
+            prefills: 0,
+        };
+        let tree = DraftTree::new(vec![None, Some(0), None], vec![3, 4, 7]).unwrap();
+        assert!(matches!(
+            m.tree_logits(&tree),
+            Err(ModelError::TokenOutOfRange { token: 7, .. })
+        ));
+        assert_eq!(m.ctx, vec![1, 2]);
+    }
 }

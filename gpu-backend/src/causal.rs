@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use zapspec_core::{LanguageModel, Logits, ModelError, TokenId};
+use zapspec_core::{DraftTree, LanguageModel, Logits, ModelError, TokenId};
 
 use crate::mask::AttnMask;
 use crate::transformer::{to_array, KvCache, LogitRows, Transformer};
@@ -317,6 +317,28 @@ impl LanguageModel for CausalLm {
 
     fn max_context(&self) -> usize {
         self.model.config().max_position_embeddings - self.offset()
+    }
+
+    /// One forward over every node under a tree attention mask, each node
+    /// at position `context + depth − 1` ([`CausalLm::score_tree`]), instead
+    /// of the trait's path-by-path default. Afterwards the context is
+    /// extended by the tree's *trunk* — its nodes down to the first one
+    /// with other than one child, which lie on every root-to-leaf path —
+    /// committed from the forward's keys and values without another
+    /// forward ([`CausalLm::commit_tree_path`]): a chain is kept whole, as
+    /// a linear block's prefill would, so a speculative loop that truncates
+    /// to what it accepts never re-feeds it.
+    fn tree_logits(&mut self, tree: &DraftTree) -> Result<Logits, ModelError> {
+        let rows = self.score_tree(tree.parents(), tree.tokens())?;
+        let (kids, roots) = tree.children();
+        let mut trunk = Vec::new();
+        let mut next = (roots.len() == 1).then(|| roots[0]);
+        while let Some(v) = next {
+            trunk.push(v);
+            next = (kids[v].len() == 1).then(|| kids[v][0]);
+        }
+        self.commit_tree_path(&trunk)?;
+        Ok(rows)
     }
 }
 

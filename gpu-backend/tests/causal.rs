@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use zapspec_backend::{CausalLm, DType, Device, ModelConfig, Transformer};
-use zapspec_core::{LanguageModel, Logits, ModelError, TokenId};
+use zapspec_core::{DraftTree, LanguageModel, Logits, ModelError, TokenId};
 
 /// A tiny Qwen2-shaped config: GQA (4 query heads, 2 KV heads), QKV bias,
 /// untied head.
@@ -165,6 +165,83 @@ fn tree_scoring_equals_separate_branches() {
         &tree.slice(ndarray::s![3..4, ..]).to_owned(),
         1e-4,
     );
+}
+
+/// The trait's path-by-path `tree_logits` over a `CausalLm` (everything
+/// else forwarded).
+struct PathByPath(CausalLm);
+
+impl LanguageModel for PathByPath {
+    fn vocab_size(&self) -> usize {
+        self.0.vocab_size()
+    }
+    fn context(&self) -> &[TokenId] {
+        self.0.context()
+    }
+    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
+        self.0.prefill(tokens)
+    }
+    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
+        self.0.next_logits()
+    }
+    fn truncate(&mut self, len: usize) {
+        self.0.truncate(len)
+    }
+}
+
+#[test]
+fn tree_logits_is_one_forward_and_equals_the_default() {
+    // root 0 ─ 1 ─ 3 ─ 6
+    //        └ 2 ─ 4
+    //            └ 5 (same token as 4's sibling path would give)
+    // root 7
+    let tree = DraftTree::new(
+        vec![
+            None,
+            Some(0),
+            Some(0),
+            Some(1),
+            Some(2),
+            Some(2),
+            Some(3),
+            None,
+        ],
+        vec![7, 8, 9, 10, 11, 12, 13, 7],
+    )
+    .unwrap();
+    let mut fast = lm(qwen_tiny(), 5);
+    fast.prefill(&[30, 31, 32]).unwrap();
+    let mut slow = PathByPath(fast.clone());
+    let before = fast.forwards();
+    let a = fast.tree_logits(&tree).unwrap();
+    assert_eq!(fast.forwards(), before + 1, "one forward for the tree");
+    assert_eq!(fast.context(), &[30, 31, 32]);
+    let b = slow.tree_logits(&tree).unwrap();
+    rows_close(&a, &b, 1e-4);
+    // and each row is a separate prefill of its path
+    for node in 0..tree.len() {
+        let mut fork = fast.clone();
+        let rows = fork.prefill(&tree.path(node).unwrap()).unwrap();
+        let d = max_diff(&rows.row(rows.nrows() - 1).to_vec(), &a.row(node).to_vec());
+        assert!(d < 1e-4, "node {node}: {d}");
+    }
+    // an empty tree: no rows
+    assert_eq!(fast.tree_logits(&DraftTree::default()).unwrap().nrows(), 0);
+    // the trunk (nodes on every path) stays in the context: a whole chain,
+    // or a chain down to the first branching
+    let chain = DraftTree::chain(vec![7, 9, 11]);
+    let mut c = fast.clone();
+    let rows = c.tree_logits(&chain).unwrap();
+    assert_eq!(c.context(), &[30, 31, 32, 7, 9, 11]);
+    assert!(max_diff(&c.next_logits().unwrap(), &rows.row(2).to_vec()) < 1e-6);
+    let after = c.prefill(&[1]).unwrap();
+    let mut fresh = lm(qwen_tiny(), 5);
+    let f = fresh.prefill(&[30, 31, 32, 7, 9, 11, 1]).unwrap();
+    assert!(max_diff(&after.row(0).to_vec(), &f.row(6).to_vec()) < 1e-4);
+    let forked = DraftTree::new(vec![None, Some(0), Some(1), Some(1)], vec![7, 9, 11, 12]).unwrap();
+    let mut c = fast.clone();
+    c.tree_logits(&forked).unwrap();
+    assert_eq!(c.context(), &[30, 31, 32, 7, 9]);
 }
 
 proptest! {

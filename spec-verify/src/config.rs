@@ -70,6 +70,12 @@ pub struct SpecConfig {
     /// keeps the law as it is. Greedy decoding ignores it.
     #[serde(default = "one")]
     pub top_p: f64,
+    /// Tree mode: `Some(shape)` verifies a draft tree per round
+    /// ([`crate::Drafter::draft_tree`], depth ≤ γ, bounded by `shape`)
+    /// with the walk of [`crate::tree`]; `None` (the default) verifies one
+    /// linear block with the verifier's rejection rule.
+    #[serde(default)]
+    pub tree: Option<crate::tree::TreeConfig>,
 }
 
 fn one() -> f64 {
@@ -84,6 +90,7 @@ impl Default for SpecConfig {
             verifier: VerifierKind::Leviathan,
             max_tokens: 4096,
             top_p: 1.0,
+            tree: None,
         }
     }
 }
@@ -101,6 +108,9 @@ impl SpecConfig {
                 "top_p must be in (0, 1], got {}",
                 self.top_p
             )));
+        }
+        if let Some(t) = &self.tree {
+            t.validate()?;
         }
         if self.max_tokens == 0 {
             return Err(crate::VerifyError::Config(

@@ -18,17 +18,28 @@
 //!    [`crate::drafter::Drafter::rewind`] (B3, rollback soundness); the correction
 //!    token is then committed. If every draft is accepted, a bonus token is
 //!    drawn from `π` at the position after the block.
+//!
+//! In tree mode ([`SpecConfig::tree`]) a round drafts a tree instead
+//! ([`Drafter::draft_tree`]), cuts the nodes the constraint refuses with the
+//! masks of all nodes in one walk (`zapspec_core::draft_tree_masks`),
+//! scores the root and the kept nodes in one
+//! [`LanguageModel::tree_logits`] call and walks down the tree, drawing
+//! each token from `π` at its node and descending while the draw is a
+//! child's token (see [`crate::tree`]).
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use zapspec_core::prob::{argmax, sample_log};
-use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
+use zapspec_core::{
+    draft_tree_masks, Constraint, DraftTree, LanguageModel, NodeMask, TokenId, TokenSet,
+};
 use zapspec_phi::{NoModel, PhiError, PhiEstimator, PhiQuery, ValidList};
 
 use crate::config::{Mode, SpecConfig, VerifierKind};
 use crate::drafter::common_prefix;
 use crate::drafter::{DraftLaw, Drafter};
 use crate::phi::{compact_log_law, compact_log_law_aligned};
+use crate::tree::TreeConfig;
 use crate::verify::{equality_step, greedy_step, leviathan_step, Decision};
 use crate::VerifyError;
 
@@ -37,7 +48,9 @@ use crate::VerifyError;
 pub struct RoundStats {
     /// Verification rounds.
     pub rounds: usize,
-    /// Tokens drafted (EOS included).
+    /// Tokens drafted (EOS included); in tree mode, the nodes the
+    /// constraint kept (so the acceptance rate is per kept node, and
+    /// [`RoundStats::accepted_per_round`] is the depth reached).
     pub drafted: usize,
     /// Drafted tokens the verifier accepted.
     pub accepted: usize,
@@ -47,6 +60,14 @@ pub struct RoundStats {
     pub target_calls: usize,
     /// Draft forward calls (one per drafted position).
     pub draft_calls: usize,
+    /// Nodes drafted: tokens of linear drafts, every node a tree drafter
+    /// proposed in tree mode (before the constraint's cut).
+    #[serde(default)]
+    pub nodes_drafted: usize,
+    /// Drafted nodes the target scored (after the cut; EOS nodes are not
+    /// fed).
+    #[serde(default)]
+    pub nodes_scored: usize,
 }
 
 impl RoundStats {
@@ -56,6 +77,16 @@ impl RoundStats {
             1.0
         } else {
             self.accepted as f64 / self.drafted as f64
+        }
+    }
+
+    /// Accepted drafted tokens per round (the accepted length; in tree
+    /// mode, the depth reached in the tree).
+    pub fn accepted_per_round(&self) -> f64 {
+        if self.rounds == 0 {
+            0.0
+        } else {
+            self.accepted as f64 / self.rounds as f64
         }
     }
 
@@ -76,6 +107,22 @@ impl RoundStats {
         self.emitted += o.emitted;
         self.target_calls += o.target_calls;
         self.draft_calls += o.draft_calls;
+        self.nodes_drafted += o.nodes_drafted;
+        self.nodes_scored += o.nodes_scored;
+    }
+
+    /// These counters less an earlier snapshot `o` of them.
+    fn since(&self, o: &RoundStats) -> RoundStats {
+        RoundStats {
+            rounds: self.rounds - o.rounds,
+            drafted: self.drafted - o.drafted,
+            accepted: self.accepted - o.accepted,
+            emitted: self.emitted - o.emitted,
+            target_calls: self.target_calls - o.target_calls,
+            draft_calls: self.draft_calls - o.draft_calls,
+            nodes_drafted: self.nodes_drafted - o.nodes_drafted,
+            nodes_scored: self.nodes_scored - o.nodes_scored,
+        }
     }
 }
 
@@ -105,7 +152,7 @@ impl<C: Constraint> DecodeState<C> {
 /// What one round did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoundReport {
-    /// The drafted block.
+    /// The drafted block; in tree mode, the accepted path through the tree.
     pub drafted: Vec<TokenId>,
     /// How many of its tokens were accepted.
     pub accepted: usize,
@@ -249,13 +296,7 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         if tokens.last() == Some(&constraint.eos()) {
             tokens.pop();
         }
-        let mut stats = self.stats;
-        stats.rounds -= before.rounds;
-        stats.drafted -= before.drafted;
-        stats.accepted -= before.accepted;
-        stats.emitted -= before.emitted;
-        stats.target_calls -= before.target_calls;
-        stats.draft_calls -= before.draft_calls;
+        let stats = self.stats.since(&before);
         Ok(Generation { tokens, stats })
     }
 
@@ -315,6 +356,9 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
                 extra: None,
             });
         }
+        if let Some(shape) = self.config.tree {
+            return self.tree_round(state, &shape, rng);
+        }
         let vocab = state.constraint.vocab_size();
         let sampled = self.config.mode == Mode::Sampled;
 
@@ -352,10 +396,6 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         let rows = self.target_rows(&ctx[..base + pos0], &drafts[..n_rows - 1], vocab)?;
         let use_phi = self.config.verifier.uses_phi();
         let mut laws: Vec<(Vec<TokenId>, Vec<f64>)> = Vec::with_capacity(n_rows);
-        // (an early error return drops the buffer; the next round reallocates)
-        let mut phi_buf = std::mem::take(&mut self.phi_buf);
-        let mut compact_buf = std::mem::take(&mut self.phi_compact);
-        let mut id_logits = std::mem::take(&mut self.id_logits);
         for (i, row) in rows.iter().enumerate() {
             let position = pos0 + i;
             state.constraint.fill_mask(&mut mask);
@@ -367,55 +407,13 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
             let law = if use_phi {
                 ctx.truncate(base + pos0);
                 ctx.extend_from_slice(&drafts[..i]);
-                // compact_log_law renormalises over A_t: a per-position
-                // constant in log Φ̂ cancels (PhiEstimator::log_phi_shifted)
-                let q = PhiQuery::new(&ctx[base..], &state.constraint, &mask, row);
-                // values on A_t in an |A_t| buffer when the estimator can,
-                // by token in the |V| one otherwise
-                // the valid set's logits, gathered once for Φ̂ and the law
-                id_logits.clear();
-                id_logits.extend(
-                    ids.iter()
-                        .map(|&y| row.get(y as usize).copied().unwrap_or(f32::NEG_INFINITY)),
-                );
-                compact_buf.clear();
-                compact_buf.resize(ids.len(), f64::NAN);
-                let compact = self.phi.log_phi_shifted_compact(
-                    &q,
-                    &mut self.no_model,
-                    ValidList::new(&ids, &id_logits),
-                    &mut compact_buf,
-                );
-                let r = match compact {
-                    Some(r) => r,
-                    None => {
-                        if phi_buf.len() != vocab {
-                            phi_buf = vec![f64::NAN; vocab];
-                        }
-                        for &y in &ids {
-                            phi_buf[y as usize] = f64::NAN;
-                        }
-                        let r = self
-                            .phi
-                            .log_phi_shifted(&q, &mut self.no_model, &mut phi_buf);
-                        for (&y, c) in ids.iter().zip(compact_buf.iter_mut()) {
-                            *c = phi_buf[y as usize];
-                        }
-                        r
+                match self.phi_law(&ctx[base..], &state.constraint, &mask, &ids, row) {
+                    Ok(law) => law,
+                    Err(source) => {
+                        state.constraint.rollback(i)?;
+                        return Err(VerifyError::Phi { position, source });
                     }
-                };
-                if let Err(source) = r {
-                    state.constraint.rollback(i)?;
-                    return Err(VerifyError::Phi { position, source });
                 }
-                if let Some(j) = compact_buf.iter().position(|v| v.is_nan()) {
-                    state.constraint.rollback(i)?;
-                    return Err(VerifyError::Phi {
-                        position,
-                        source: PhiError::MissingEstimate { token: ids[j] },
-                    });
-                }
-                compact_log_law_aligned(&id_logits, &compact_buf)
             } else {
                 compact_log_law(row, &ids, None)
             };
@@ -446,9 +444,6 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
                 state.constraint.advance(drafts[i])?;
             }
         }
-        self.phi_buf = phi_buf;
-        self.phi_compact = compact_buf;
-        self.id_logits = id_logits;
 
         // 3. Accept/reject walk (indices into A_t).
         let mut accepted = 0;
@@ -549,6 +544,8 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         };
         self.stats.rounds += 1;
         self.stats.drafted += drafted;
+        self.stats.nodes_drafted += drafted;
+        self.stats.nodes_scored += n_rows - 1;
         self.stats.accepted += accepted;
         self.stats.emitted += state.committed.len() - pos0;
         Ok(RoundReport {
@@ -556,6 +553,321 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
             accepted,
             extra,
         })
+    }
+
+    /// The Φ̂-reweighted target law on the valid set `ids` (the list of
+    /// `mask`, token order) at the position after `prefix` (the generated
+    /// tokens, `constraint` consumed exactly them), from the target's
+    /// logits `row`: `p_t(y)·Φ̂_t(y)` renormalised on `A_t`, entry `i` for
+    /// `ids[i]`; `Ok(None)` when it has no mass. Φ̂ is asked for values on
+    /// `A_t` in an `|A_t|` buffer when the estimator can
+    /// (`log_phi_shifted_compact`), by token in a `|V|` one otherwise;
+    /// both buffers are reused across calls and touched only on `A_t`.
+    fn phi_law<C>(
+        &mut self,
+        prefix: &[TokenId],
+        constraint: &C,
+        mask: &TokenSet,
+        ids: &[TokenId],
+        row: &[f32],
+    ) -> Result<Option<Vec<f64>>, PhiError>
+    where
+        C: Constraint,
+        F: PhiEstimator<C, NoModel>,
+    {
+        let vocab = constraint.vocab_size();
+        // compact_log_law renormalises over A_t: a per-position constant in
+        // log Φ̂ cancels (PhiEstimator::log_phi_shifted)
+        let q = PhiQuery::new(prefix, constraint, mask, row);
+        // the valid set's logits, gathered once for Φ̂ and the law
+        self.id_logits.clear();
+        self.id_logits.extend(
+            ids.iter()
+                .map(|&y| row.get(y as usize).copied().unwrap_or(f32::NEG_INFINITY)),
+        );
+        self.phi_compact.clear();
+        self.phi_compact.resize(ids.len(), f64::NAN);
+        let compact = self.phi.log_phi_shifted_compact(
+            &q,
+            &mut self.no_model,
+            ValidList::new(ids, &self.id_logits),
+            &mut self.phi_compact,
+        );
+        match compact {
+            Some(r) => {
+                r?;
+            }
+            None => {
+                if self.phi_buf.len() != vocab {
+                    self.phi_buf = vec![f64::NAN; vocab];
+                }
+                for &y in ids {
+                    self.phi_buf[y as usize] = f64::NAN;
+                }
+                self.phi
+                    .log_phi_shifted(&q, &mut self.no_model, &mut self.phi_buf)?;
+                for (&y, c) in ids.iter().zip(self.phi_compact.iter_mut()) {
+                    *c = self.phi_buf[y as usize];
+                }
+            }
+        };
+        if let Some(j) = self.phi_compact.iter().position(|v| v.is_nan()) {
+            return Err(PhiError::MissingEstimate { token: ids[j] });
+        }
+        Ok(compact_log_law_aligned(&self.id_logits, &self.phi_compact))
+    }
+
+    /// One round in tree mode (see [`crate::tree`]): draft a tree, cut the
+    /// nodes the constraint refuses with the masks of all nodes in one
+    /// walk, score the root and the kept nodes in one target call, and
+    /// walk down the tree drawing each token from the verifier's law at
+    /// its node.
+    fn tree_round<C, R>(
+        &mut self,
+        state: &mut DecodeState<C>,
+        shape: &TreeConfig,
+        rng: &mut R,
+    ) -> Result<RoundReport, VerifyError>
+    where
+        C: Constraint,
+        F: PhiEstimator<C, NoModel>,
+        R: Rng + ?Sized,
+    {
+        let eos = state.constraint.eos();
+        let pos0 = state.committed.len();
+        let vocab = state.constraint.vocab_size();
+        let sampled = self.config.mode == Mode::Sampled;
+        let gamma = self.config.gamma;
+
+        // 1. Draft a tree (on a fork the drafter may use).
+        let base = self.prompt.len();
+        let mut ctx = self.prompt.clone();
+        ctx.extend_from_slice(&state.committed);
+        let mut fork = state.constraint.fork();
+        let proposal = self
+            .draft
+            .draft_tree(&ctx, base, &mut fork, gamma, shape, sampled, rng)?;
+        self.stats.draft_calls += proposal.calls;
+        let tree = proposal.tree;
+        let depth = tree.depth();
+        if tree.len() > shape.max_nodes || depth > gamma {
+            return Err(VerifyError::BadTree {
+                nodes: tree.len(),
+                depth,
+                max_nodes: shape.max_nodes,
+                gamma,
+            });
+        }
+
+        // 2. Cut: the masks at the root and at every node in one walk of
+        //    the committed matcher (left as it was); refused nodes and
+        //    their subtrees go, EOS nodes stay as leaves without a row,
+        //    equal siblings are merged.
+        let masks = draft_tree_masks(&mut state.constraint, &tree)?;
+        if masks.root.is_empty() {
+            return Err(VerifyError::DeadEnd { position: pos0 });
+        }
+        let mut scored = DraftTree::default();
+        let mut node_masks: Vec<TokenSet> = Vec::new();
+        // children by slot: the root is slot 0, scored node s is slot s + 1;
+        // a child is (token, its scored node, or None for EOS)
+        let mut kids: Vec<Vec<(TokenId, Option<usize>)>> = vec![Vec::new()];
+        // each drafted node's slot in `kids` (None: cut, or EOS)
+        let mut slot_of: Vec<Option<usize>> = vec![None; tree.len()];
+        let mut kept = 0usize;
+        for (i, m) in masks.nodes.into_iter().enumerate() {
+            let NodeMask::Valid(m) = m else { continue };
+            let parent_slot = match tree.parents()[i] {
+                None => 0,
+                Some(p) => match slot_of[p] {
+                    Some(s) => s,
+                    None => continue,
+                },
+            };
+            kept += 1;
+            let t = tree.tokens()[i];
+            if let Some(&(_, c)) = kids[parent_slot].iter().find(|(u, _)| *u == t) {
+                slot_of[i] = c.map(|c| c + 1);
+                continue;
+            }
+            if t == eos {
+                kids[parent_slot].push((t, None));
+                continue;
+            }
+            let s = scored.push(parent_slot.checked_sub(1), t)?;
+            kids[parent_slot].push((t, Some(s)));
+            kids.push(Vec::new());
+            node_masks.push(m);
+            slot_of[i] = Some(s + 1);
+        }
+
+        // 3. Score the root and every kept node in one target call.
+        let (root_row, rows) = self.target_tree_rows(&ctx, &scored, vocab)?;
+
+        // 4. Walk: draw from the verifier's law at the node; descend while
+        //    the draw is a child's token.
+        let mut slot = 0usize;
+        let mut prefix = state.committed.clone();
+        let mut accepted = 0usize;
+        let mut extra = None;
+        loop {
+            let position = pos0 + accepted;
+            let (mask, row) = match slot.checked_sub(1) {
+                None => (&masks.root, &root_row[..]),
+                Some(s) => (&node_masks[s], &rows[s][..]),
+            };
+            let ids: Vec<TokenId> = mask.iter().collect();
+            if ids.is_empty() {
+                state.constraint.rollback(accepted)?;
+                return Err(VerifyError::DeadEnd { position });
+            }
+            let law = if self.config.verifier.uses_phi() {
+                match self.phi_law(&prefix, &state.constraint, mask, &ids, row) {
+                    Ok(law) => law,
+                    Err(source) => {
+                        state.constraint.rollback(accepted)?;
+                        return Err(VerifyError::Phi { position, source });
+                    }
+                }
+            } else {
+                compact_log_law(row, &ids, None)
+            };
+            let Some(law) = law.map(|l| {
+                if self.config.top_p < 1.0 && sampled {
+                    crate::phi::nucleus_log(l, self.config.top_p)
+                } else {
+                    l
+                }
+            }) else {
+                state.constraint.rollback(accepted)?;
+                return Err(VerifyError::EmptySupport {
+                    position,
+                    what: "target",
+                });
+            };
+            let j = if sampled {
+                sample_log(rng, &law).ok()
+            } else {
+                argmax(&law)
+            };
+            let Some(j) = j else {
+                state.constraint.rollback(accepted)?;
+                return Err(VerifyError::EmptySupport {
+                    position,
+                    what: "target",
+                });
+            };
+            let y = ids[j];
+            state.constraint.advance(y)?;
+            prefix.push(y);
+            match kids[slot].iter().find(|(u, _)| *u == y) {
+                Some(&(_, Some(s))) => {
+                    accepted += 1;
+                    slot = s + 1;
+                }
+                Some(&(_, None)) => {
+                    // the drafted EOS
+                    accepted += 1;
+                    break;
+                }
+                None => {
+                    extra = Some(y);
+                    break;
+                }
+            }
+        }
+
+        // 5. Commit; the models keep what they share with the new context.
+        let drafted_path = prefix[pos0..pos0 + accepted].to_vec();
+        ctx.extend_from_slice(&drafted_path);
+        self.draft.rewind(&ctx);
+        state.committed = prefix;
+        ctx.extend_from_slice(&state.committed[pos0 + accepted..]);
+        let keep = common_prefix(self.target.context(), &ctx);
+        if self.target.context().len() > keep {
+            self.target.truncate(keep);
+        }
+        self.stats.rounds += 1;
+        self.stats.drafted += kept;
+        self.stats.nodes_drafted += tree.len();
+        self.stats.nodes_scored += scored.len();
+        self.stats.accepted += accepted;
+        self.stats.emitted += state.committed.len() - pos0;
+        Ok(RoundReport {
+            drafted: drafted_path,
+            accepted,
+            extra,
+        })
+    }
+
+    /// Target logits after `committed` (the root row) and after every node
+    /// of `tree` appended to it, in one [`LanguageModel::tree_logits`]
+    /// call: the committed tokens past the target's cache (at least the
+    /// last one, re-fed as in [`Self::target_rows`]) go in as a chain with
+    /// the tree under its last node. Two calls on the first round, where
+    /// the context is empty.
+    fn target_tree_rows(
+        &mut self,
+        committed: &[TokenId],
+        tree: &DraftTree,
+        vocab: usize,
+    ) -> Result<(Vec<f32>, Vec<Vec<f32>>), VerifyError> {
+        let (root, rows) = if committed.is_empty() {
+            self.target.truncate(0);
+            let root = self.target.next_logits()?;
+            self.stats.target_calls += 1;
+            let rows = if tree.is_empty() {
+                Vec::new()
+            } else {
+                self.stats.target_calls += 1;
+                let m = self.target.tree_logits(tree)?;
+                m.rows().into_iter().map(|r| r.to_vec()).collect()
+            };
+            (root, rows)
+        } else {
+            let common = common_prefix(self.target.context(), committed).min(committed.len() - 1);
+            self.target.truncate(common);
+            let lead = &committed[common..];
+            let off = lead.len();
+            let mut full = DraftTree::chain(lead.to_vec());
+            for (p, &t) in tree.parents().iter().zip(tree.tokens()) {
+                full.push(Some(p.map_or(off - 1, |p| p + off)), t)?;
+            }
+            let m = self.target.tree_logits(&full)?;
+            self.stats.target_calls += 1;
+            if m.nrows() != full.len() {
+                return Err(VerifyError::Model(zapspec_core::ModelError::Backend(
+                    format!(
+                        "target returned {} rows for a tree of {}",
+                        m.nrows(),
+                        full.len()
+                    ),
+                )));
+            }
+            let mut it = m.rows().into_iter().skip(off - 1).map(|r| r.to_vec());
+            let root = it.next().unwrap_or_default();
+            (root, it.collect())
+        };
+        if rows.len() != tree.len() {
+            return Err(VerifyError::Model(zapspec_core::ModelError::Backend(
+                format!(
+                    "target returned {} rows for a tree of {}",
+                    rows.len(),
+                    tree.len()
+                ),
+            )));
+        }
+        if let Some(r) = std::iter::once(&root)
+            .chain(&rows)
+            .find(|r| r.len() != vocab)
+        {
+            return Err(VerifyError::VocabMismatch {
+                what: "target logits",
+                got: r.len(),
+                want: vocab,
+            });
+        }
+        Ok((root, rows))
     }
 
     /// Target logits at the position after `committed` and after each of

@@ -10,6 +10,7 @@
 //! | any [`LanguageModel`] (a draft model) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1) | [`DraftLaw::Dist`] | one draft forward per token |
 //! | [`NoDraft`] | nothing: plain constrained decoding, one target forward per token | — | none |
 //! | [`PromptLookup`] | the tokens that followed the longest earlier occurrence of the context's last `n` tokens (prompt lookup / n-gram drafting) | [`DraftLaw::Point`] | a scan of the context; no model |
+//! | [`TreeLookup`] | a *tree*: the continuations of several earlier occurrences of the context's suffix, merged by shared prefix (tree mode, [`crate::tree`]) | point laws | a scan of the context; no model |
 //! | [`CopyDraft`] | a source document's tokens from a cursor aligned with the output (Copy-as-Decode's copies, verified in one call); prompt lookup where the output has left the source | [`DraftLaw::Point`] | a scan of the source; no model |
 //!
 //! Every drafter proposes only tokens the constraint allows: it advances
@@ -20,11 +21,13 @@
 //! law is the target's, whatever the drafter proposes.
 
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 use zapspec_core::prob::{argmax, sample_log};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
 
 use crate::error::VerifyError;
 use crate::phi::compact_log_law;
+use crate::tree::{tree_of_continuations, TreeConfig, TreeDraft};
 
 /// The drafter's law at one drafted position.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +73,38 @@ pub trait Drafter {
         sampled: bool,
         rng: &mut R,
     ) -> Result<Draft, VerifyError>;
+
+    /// Proposes a draft *tree* (tree mode, [`crate::SpecConfig::tree`]; see
+    /// [`crate::tree`]) of depth at most `gamma` and at most
+    /// `shape.max_nodes` nodes, each node at most `shape.max_width`
+    /// children. `fork` is as in [`draft`](Drafter::draft); a tree drafter
+    /// may ignore it — the decoder cuts the nodes the constraint refuses
+    /// with the tree's masks before the target scores them. Default: the
+    /// linear draft (γ capped by `max_nodes`) as a chain.
+    #[allow(clippy::too_many_arguments)]
+    fn draft_tree<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        ctx: &[TokenId],
+        prompt_len: usize,
+        fork: &mut C,
+        gamma: usize,
+        shape: &TreeConfig,
+        sampled: bool,
+        rng: &mut R,
+    ) -> Result<TreeDraft, VerifyError> {
+        let d = self.draft(
+            ctx,
+            prompt_len,
+            fork,
+            gamma.min(shape.max_nodes),
+            sampled,
+            rng,
+        )?;
+        Ok(TreeDraft {
+            tree: zapspec_core::DraftTree::chain(d.tokens),
+            calls: d.calls,
+        })
+    }
 
     /// The round kept `ctx` (prompt ++ committed after the round's
     /// acceptance, before the correction token): a drafter with a cache
@@ -251,7 +286,7 @@ impl PromptLookup {
 
 /// `tokens` as a draft of point laws, advanced through `fork` and cut at
 /// the first token it refuses (or after EOS).
-fn point_draft<C: Constraint>(tokens: &[TokenId], fork: &mut C) -> Draft {
+pub(crate) fn point_draft<C: Constraint>(tokens: &[TokenId], fork: &mut C) -> Draft {
     let eos = fork.eos();
     let mut out = Draft::default();
     for &t in tokens {
@@ -402,6 +437,112 @@ impl Drafter for CopyDraft {
             (None, None) => &[],
         };
         Ok(point_draft(tokens, fork))
+    }
+}
+
+/// Prompt lookup over several matches (tree n-gram drafting, as in
+/// SpecInfer's multi-draft trees with an n-gram drafter, or REST's
+/// retrieved continuations): the continuations of up to
+/// [`TreeLookup::max_matches`] earlier occurrences of the context's last
+/// `n` tokens — longest `n` first, most recent first, one per start
+/// position — merged into a tree by shared prefix
+/// ([`tree_of_continuations`]), bounded by [`TreeConfig`]. No model;
+/// deterministic. As a linear drafter it is [`PromptLookup`] (the first
+/// continuation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeLookup {
+    /// Longest n-gram tried first.
+    pub max_ngram: usize,
+    /// Shortest n-gram tried (at least 1).
+    pub min_ngram: usize,
+    /// Most matches (continuations) merged into one tree.
+    pub max_matches: usize,
+}
+
+impl Default for TreeLookup {
+    /// n from 3 down to 1, up to 8 matches.
+    fn default() -> Self {
+        TreeLookup {
+            max_ngram: 3,
+            min_ngram: 1,
+            max_matches: 8,
+        }
+    }
+}
+
+impl TreeLookup {
+    /// The continuations (each at most `max_len` tokens, non-empty) of the
+    /// earlier occurrences of the context's suffix, in priority order:
+    /// longer n-grams first, then more recent occurrences; an occurrence
+    /// whose continuation starts where a higher-priority one's does is
+    /// skipped. At most [`TreeLookup::max_matches`]; `O(|ctx| · n)` per n.
+    pub fn continuations<'c>(&self, ctx: &'c [TokenId], max_len: usize) -> Vec<&'c [TokenId]> {
+        let lo = self.min_ngram.max(1);
+        let mut out: Vec<&[TokenId]> = Vec::new();
+        let mut starts: Vec<usize> = Vec::new();
+        if max_len == 0 {
+            return out;
+        }
+        for n in (lo..=self.max_ngram.max(lo)).rev() {
+            if ctx.len() <= n {
+                continue;
+            }
+            let key = &ctx[ctx.len() - n..];
+            for start in (0..ctx.len() - n).rev() {
+                if out.len() >= self.max_matches {
+                    return out;
+                }
+                let from = start + n;
+                if &ctx[start..from] == key && !starts.contains(&from) {
+                    let to = (from + max_len).min(ctx.len());
+                    if to > from {
+                        starts.push(from);
+                        out.push(&ctx[from..to]);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn as_lookup(&self) -> PromptLookup {
+        PromptLookup {
+            max_ngram: self.max_ngram,
+            min_ngram: self.min_ngram,
+        }
+    }
+}
+
+impl Drafter for TreeLookup {
+    fn draft<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        ctx: &[TokenId],
+        _prompt_len: usize,
+        fork: &mut C,
+        gamma: usize,
+        _sampled: bool,
+        _rng: &mut R,
+    ) -> Result<Draft, VerifyError> {
+        Ok(point_draft(self.as_lookup().lookup(ctx, gamma), fork))
+    }
+
+    /// The merged continuations; the constraint is not consulted here (the
+    /// decoder cuts refused nodes with the tree's masks).
+    fn draft_tree<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        ctx: &[TokenId],
+        _prompt_len: usize,
+        _fork: &mut C,
+        gamma: usize,
+        shape: &TreeConfig,
+        _sampled: bool,
+        _rng: &mut R,
+    ) -> Result<TreeDraft, VerifyError> {
+        let conts = self.continuations(ctx, gamma);
+        Ok(TreeDraft {
+            tree: tree_of_continuations(conts, gamma, shape),
+            calls: 0,
+        })
     }
 }
 

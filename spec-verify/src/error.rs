@@ -20,6 +20,22 @@ pub enum VerifyError {
         /// The round's γ.
         gamma: usize,
     },
+    /// A drafter's tree exceeds the round's bounds (depth γ,
+    /// [`crate::TreeConfig::max_nodes`]).
+    #[error("drafter returned a tree of {nodes} nodes and depth {depth} (at most {max_nodes} nodes, depth γ = {gamma})")]
+    BadTree {
+        /// Nodes proposed.
+        nodes: usize,
+        /// Its depth.
+        depth: usize,
+        /// The node bound.
+        max_nodes: usize,
+        /// The round's γ.
+        gamma: usize,
+    },
+    /// Building or walking a draft tree failed (a broken rollback).
+    #[error("draft tree: {0}")]
+    DraftTree(#[from] zapspec_core::DraftTreeError),
     /// The committed matcher refused a token the loop produced (a bug in a
     /// `Constraint` whose mask and `advance` disagree).
     #[error("constraint refused a token the loop produced: {0}")]

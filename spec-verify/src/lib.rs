@@ -16,7 +16,8 @@
 //! | [`config`] | [`SpecConfig`] (γ, sampled/greedy, verifier, length cap) |
 //! | [`phi`] | the target law at one position: masked `p̃_t`, or Doob-transformed by per-candidate `log Φ̂_t(y)` |
 //! | [`verify`] | the one-position kernels: Leviathan rejection, equality diagnostic, greedy |
-//! | [`drafter`] | the [`Drafter`] trait and its drafters: a draft model (any `LanguageModel`), prompt lookup ([`PromptLookup`]); each proposes only tokens the constraint allows |
+//! | [`drafter`] | the [`Drafter`] trait and its drafters: a draft model (any `LanguageModel`), prompt lookup ([`PromptLookup`]), multi-match prompt lookup as a draft tree ([`TreeLookup`]); each proposes only tokens the constraint allows |
+//! | [`tree`] | tree mode: [`TreeConfig`], [`TreeDraft`], continuations merged into a tree, and the lossless tree walk the decoder runs (masks at every node in one call, one target call over the tree) |
 //! | [`decoder`] | [`SpeculativeDecoder`]: drafting on a forked matcher, verification, rollback via `Constraint::rollback`, `LanguageModel::truncate` and `Drafter::rewind` |
 //! | [`law`] | exact terminal laws of finite languages: [`PrefixTree`] (from `zapspec_phi::exact::tree`: `μ*`, `μ^proj`, exact Φ by backward DP) and [`TreePhi`] (`μ^Φ̂` of a Φ estimator, exact Φ as a `zapspec_phi::PhiEstimator`) — the reference for tests |
 //! | [`memo`] | [`MemoLm`], memoised logits for deterministic toy models |
@@ -62,12 +63,14 @@ pub mod error;
 pub mod law;
 pub mod memo;
 pub mod phi;
+pub mod tree;
 pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};
 pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
-pub use drafter::{CopyDraft, Draft, DraftLaw, Drafter, NoDraft, PromptLookup};
+pub use drafter::{CopyDraft, Draft, DraftLaw, Drafter, NoDraft, PromptLookup, TreeLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::MemoLm;
 pub use phi::{compact_log_law, compact_log_law_aligned, nucleus_log, target_log_law};
+pub use tree::{tree_of_continuations, DraftTree, TreeConfig, TreeDraft};

@@ -8,7 +8,8 @@ use rand_chacha::ChaCha8Rng;
 use zapspec_core::{Constraint, LanguageModel, TokenId};
 use zapspec_phi::{NoModel, PhiEstimator, Uniform};
 use zapspec_verify::{
-    Drafter, Generation, Mode, NoDraft, RoundStats, SpecConfig, SpeculativeDecoder, VerifierKind,
+    Drafter, Generation, Mode, NoDraft, RoundStats, SpecConfig, SpeculativeDecoder, TreeConfig,
+    VerifierKind,
 };
 
 use crate::{Error, Tempered};
@@ -155,6 +156,26 @@ impl<M, C, D, F> Builder<M, C, D, F> {
     /// Draft block length γ (default 4).
     pub fn gamma(mut self, gamma: usize) -> Self {
         self.settings.spec.gamma = gamma;
+        self
+    }
+
+    /// Tree mode (`zapspec_verify::tree`): every round drafts a tree of
+    /// depth ≤ γ bounded by `shape` ([`Drafter::draft_tree`]: a branching
+    /// [`zapspec_verify::TreeLookup`], or any drafter's linear draft as a
+    /// chain), cuts the nodes the constraint refuses with the masks of all
+    /// nodes in one walk, scores the rest in one target call
+    /// ([`LanguageModel::tree_logits`]) and walks down it drawing each
+    /// token from the verifier's law — the same output law (and greedy
+    /// output) as plain constrained decoding.
+    pub fn tree(mut self, shape: TreeConfig) -> Self {
+        self.settings.spec.tree = Some(shape);
+        self
+    }
+
+    /// Linear drafts verified by the verifier's rejection rule (the
+    /// default; undoes [`Builder::tree`]).
+    pub fn linear(mut self) -> Self {
+        self.settings.spec.tree = None;
         self
     }
 

@@ -13,7 +13,10 @@
 //! | verifier | [`VerifierKind`] + [`PhiEstimator`] | Leviathan (samples `μ^proj`, like plain constrained sampling), FVO-Spec with any Φ estimator ([`Uniform`], [`OneStepCheap`], `zapspec_phi::MonteCarlo`, exact Φ for finite languages) |
 //!
 //! Settings: greedy or sampled, temperature ([`Tempered`]), top-p
-//! ([`zapspec_verify::SpecConfig::top_p`]), seed, draft length γ, a prompt.
+//! ([`zapspec_verify::SpecConfig::top_p`]), seed, draft length γ, a prompt,
+//! and tree mode ([`Builder::tree`] with a [`TreeConfig`]: draft trees,
+//! e.g. from [`TreeLookup`], cut by the constraint's masks at every node,
+//! scored in one target call, walked losslessly).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -56,7 +59,7 @@
 //! Leviathan output has the law of plain constrained sampling, and
 //! FVO-Spec with exact Φ has `μ*` (χ² goodness of fit against the exact
 //! laws of `zapspec_verify::PrefixTree`), with and without temperature and
-//! top-p.
+//! top-p — in linear and in tree mode.
 
 mod builder;
 mod constraints;
@@ -71,7 +74,8 @@ pub use unconstrained::Unconstrained;
 pub use zapspec_core::{Constraint, LanguageModel, TokenId};
 pub use zapspec_phi::{OneStepCheap, PhiEstimator, Uniform};
 pub use zapspec_verify::{
-    CopyDraft, Drafter, Generation, NoDraft, PromptLookup, RoundStats, SpecConfig, VerifierKind,
+    CopyDraft, Drafter, Generation, NoDraft, PromptLookup, RoundStats, SpecConfig, TreeConfig,
+    TreeLookup, VerifierKind,
 };
 
 /// What building or running a pipeline can fail with.

@@ -4,7 +4,7 @@
 //! model and nothing downstream knows about temperature. `T = 1` passes
 //! the logits through untouched (bit for bit).
 
-use zapspec_core::{LanguageModel, Logits, ModelError, TokenId};
+use zapspec_core::{DraftTree, LanguageModel, Logits, ModelError, TokenId};
 
 /// A [`LanguageModel`] whose logits are those of `inner` divided by a
 /// temperature.
@@ -64,7 +64,32 @@ impl<M: LanguageModel> LanguageModel for Tempered<M> {
     fn truncate(&mut self, len: usize) {
         self.inner.truncate(len)
     }
+    /// The inner model's tree scoring (its one-forward tree attention, if
+    /// it has one), scaled.
+    fn tree_logits(&mut self, tree: &DraftTree) -> Result<Logits, ModelError> {
+        let mut rows = self.inner.tree_logits(tree)?;
+        if self.inv_t != 1.0 {
+            rows.mapv_inplace(|x| self.scale(x));
+        }
+        Ok(rows)
+    }
     fn max_context(&self) -> usize {
         self.inner.max_context()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zapspec_testkit::toy::BigramLm;
+
+    #[test]
+    fn tree_logits_are_the_inner_ones_tempered() {
+        let tree = DraftTree::new(vec![None, Some(0), None], vec![1, 2, 0]).unwrap();
+        let mut inner = BigramLm::new(4, 3);
+        let want = inner.tree_logits(&tree).unwrap();
+        let mut hot = Tempered::new(BigramLm::new(4, 3), 2.0);
+        let got = hot.tree_logits(&tree).unwrap();
+        assert_eq!(got, want.mapv(|x| x * 0.5));
     }
 }

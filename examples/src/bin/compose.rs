@@ -39,6 +39,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use zapspec::{
     Builder, Constraint, CopyDraft, Drafter, NoDraft, OneStepCheap, PhiEstimator, PromptLookup,
+    TreeConfig, TreeLookup,
 };
 use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::{LanguageModel, TokenId};
@@ -105,6 +106,13 @@ struct Args {
     /// lengths (comma-separated), with a PNG of the token-rate speed-up.
     #[arg(long, value_delimiter = ',')]
     gamma_sweep: Vec<usize>,
+    /// With `--edits` and `--gamma-sweep`: the tree line instead — no
+    /// drafter, then tree lookup (multi-match prompt lookup) verified in
+    /// tree mode at each draft length × each of these tree widths
+    /// (comma-separated; at most width × γ nodes), written to
+    /// `compose_tree_scaling.{md,json,png}`.
+    #[arg(long, value_delimiter = ',')]
+    tree_widths: Vec<usize>,
 }
 
 #[derive(serde::Serialize, Clone)]
@@ -115,6 +123,10 @@ struct Row {
     draft_calls: usize,
     rounds: usize,
     accepted: usize,
+    /// Drafted nodes (tree mode: every node proposed) and the nodes the
+    /// target scored (after the constraint's cut).
+    nodes_drafted: usize,
+    nodes_scored: usize,
     seconds: f64,
     /// Stopped at `--max-tokens` before EOS.
     capped: bool,
@@ -143,6 +155,31 @@ where
     D: Drafter,
     F: PhiEstimator<C, NoModel>,
 {
+    run_shaped(
+        name, m, base, constraint, drafter, fvo, prompt, gamma, None, args, validator,
+    )
+}
+
+/// [`run`] with a draft-tree shape (`Some`: tree mode).
+#[allow(clippy::too_many_arguments)]
+fn run_shaped<C, D, F>(
+    name: &str,
+    m: &SmolLm2,
+    base: &CausalLm,
+    constraint: C,
+    drafter: D,
+    fvo: Option<F>,
+    prompt: &[TokenId],
+    gamma: usize,
+    tree: Option<TreeConfig>,
+    args: &Args,
+    validator: Option<&jsonschema::Validator>,
+) -> Result<(Row, Vec<TokenId>)>
+where
+    C: Constraint,
+    D: Drafter,
+    F: PhiEstimator<C, NoModel>,
+{
     let b = Builder::new(base.clone(), constraint)
         .drafter(drafter)
         .prompt(prompt)
@@ -150,6 +187,10 @@ where
         .seed(args.seed)
         .max_tokens(args.max_tokens);
     let b = if args.sampled { b } else { b.greedy() };
+    let b = match tree {
+        Some(shape) => b.tree(shape),
+        None => b,
+    };
     let t = Instant::now();
     // a run that reaches the cap is reported, not fatal
     let (tokens, stats, capped) = match fvo {
@@ -168,6 +209,8 @@ where
             draft_calls: stats.draft_calls,
             rounds: stats.rounds,
             accepted: stats.accepted,
+            nodes_drafted: stats.nodes_drafted,
+            nodes_scored: stats.nodes_scored,
             seconds,
             capped,
             valid,
@@ -250,6 +293,8 @@ fn llg_run<D: Drafter>(
                 draft_calls: 0,
                 rounds: 0,
                 accepted: 0,
+                nodes_drafted: 0,
+                nodes_scored: 0,
                 seconds: 0.0,
                 capped: false,
                 valid: None,
@@ -786,6 +831,131 @@ fn sweep_variants(m: &SmolLm2, task: &EditTask, args: &Args) -> Result<Vec<Row>>
     }))
 }
 
+/// The tree line on one edit task: no drafter, then tree lookup in tree
+/// mode at each draft length of `--gamma-sweep` × each width of
+/// `--tree-widths` (at most width × γ nodes; Leviathan, greedy unless
+/// `--sampled`). Rows: the baseline, then γ-major.
+fn tree_sweep_variants(m: &SmolLm2, task: &EditTask, args: &Args) -> Result<Vec<Row>> {
+    let EditSetup {
+        prompt,
+        validator,
+        json,
+        base,
+        ..
+    } = EditSetup::new(m, task)?;
+    let none: Option<OneStepCheap> = None;
+    let v = validator.as_ref();
+    let (b, p) = (&base, &prompt[..]);
+    let mut rows = vec![run(
+        "constrained, no drafter (Leviathan)",
+        m,
+        b,
+        json.clone(),
+        NoDraft,
+        none.clone(),
+        p,
+        1,
+        args,
+        v,
+    )?];
+    for &g in &args.gamma_sweep {
+        for &w in &args.tree_widths {
+            let shape = TreeConfig {
+                max_width: w,
+                max_nodes: (w * g).max(1),
+            };
+            rows.push(run_shaped(
+                &format!("tree lookup γ={g} width={w}"),
+                m,
+                b,
+                json.clone(),
+                TreeLookup::default(),
+                none.clone(),
+                p,
+                g,
+                Some(shape),
+                args,
+                v,
+            )?);
+        }
+    }
+    Ok(finish_edit(rows, task, args.max_tokens, |i| {
+        (i > 0).then_some(0)
+    }))
+}
+
+/// The tree line's PNG: token-rate speed-up over no drafter and mean
+/// accepted tokens per round against the draft length, one line per tree
+/// width (rows as [`tree_sweep_variants`] orders them).
+fn plot_tree_sweep(
+    path: &std::path::Path,
+    gammas: &[usize],
+    widths: &[usize],
+    rows: &[Vec<Row>],
+) -> Result<()> {
+    use plotters::prelude::*;
+    let base = rate(rows, 0);
+    let acc = |i: usize| {
+        let a: f64 = rows.iter().map(|r| r[i].accepted as f64).sum();
+        let n: f64 = rows.iter().map(|r| r[i].rounds as f64).sum();
+        a / n.max(1.0)
+    };
+    let idx = |k: usize, j: usize| 1 + k * widths.len() + j;
+    let root = BitMapBackend::new(path, (1100, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (left, right) = root.split_horizontally(550);
+    let xmax = gammas.iter().copied().max().unwrap_or(1) as f64 * 1.05;
+    let speed_of = |i: usize| rate(rows, i) / base;
+    let metrics: [&dyn Fn(usize) -> f64; 2] = [&speed_of, &acc];
+    let panels = [
+        (&left, "token rate vs no drafter", "× tokens/s"),
+        (&right, "accepted tokens per round", "tokens"),
+    ];
+    let colors = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
+    for ((area, title, ydesc), f) in panels.into_iter().zip(metrics) {
+        let lines: Vec<Vec<(f64, f64)>> = (0..widths.len())
+            .map(|j| {
+                gammas
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &g)| (g as f64, f(idx(k, j))))
+                    .collect()
+            })
+            .collect();
+        let ymax = lines.iter().flatten().map(|p| p.1).fold(1.0f64, f64::max) * 1.15;
+        let mut chart = ChartBuilder::on(area)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
+        chart
+            .configure_mesh()
+            .x_desc("draft length γ (tree depth)")
+            .y_desc(ydesc)
+            .draw()?;
+        for (j, pts) in lines.iter().enumerate() {
+            let color = colors[j % colors.len()];
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color))?
+                .label(format!("width {}", widths[j]))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            chart.draw_series(
+                pts.iter()
+                    .map(|&(x, y)| Circle::new((x, y), 4, color.filled())),
+            )?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()?;
+    }
+    root.present()?;
+    Ok(())
+}
+
 /// Token rate over all tasks of row `i`.
 fn rate(rows: &[Vec<Row>], i: usize) -> f64 {
     let tokens: f64 = rows.iter().map(|r| r[i].tokens as f64).sum();
@@ -875,6 +1045,7 @@ fn table(rows: &[Vec<Row>]) -> String {
         "tokens",
         "target calls / token",
         "accepted / round",
+        "nodes scored / round",
         "tokens/s",
         "valid",
         "hit the cap",
@@ -903,6 +1074,10 @@ fn table(rows: &[Vec<Row>]) -> String {
                 "{:.2}",
                 sum(&|r| r.accepted as f64) / sum(&|r| r.rounds as f64).max(1.0)
             ),
+            format!(
+                "{:.2}",
+                sum(&|r| r.nodes_scored as f64) / sum(&|r| r.rounds as f64).max(1.0)
+            ),
             format!("{:.1}", tokens / sum(&|r| r.seconds).max(1e-9)),
             share(&|r| r.valid),
             share(&|r| Some(r.capped)),
@@ -930,7 +1105,47 @@ fn main() -> Result<()> {
         if args.sampled { " --sampled" } else { "" },
         if args.schemas > 0 { format!(" --schemas {}", args.schemas) } else { String::new() },
     );
-    let (name, md, rows) = if args.edits > 0 && !args.gamma_sweep.is_empty() {
+    let (name, md, rows) = if args.edits > 0
+        && !args.gamma_sweep.is_empty()
+        && !args.tree_widths.is_empty()
+    {
+        let (tasks, looked) = edit_tasks(&args)?;
+        let pb = examples::fvo::progress(tasks.len(), "edits");
+        let mut all = Vec::new();
+        for t in &tasks {
+            all.push(tree_sweep_variants(&m, t, &args).with_context(|| t.file.clone())?);
+            pb.inc(1);
+        }
+        pb.finish_and_clear();
+        std::fs::create_dir_all(&args.out)?;
+        let png = args.out.join("compose_tree_scaling.png");
+        if let Err(e) = examples::host::register_font()
+            .and_then(|()| plot_tree_sweep(&png, &args.gamma_sweep, &args.tree_widths, &all))
+        {
+            eprintln!("no plot: {e}");
+        }
+        let list = |v: &[usize]| {
+            v.iter()
+                .map(|g| g.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let md = format!(
+            "# The tree line: draft length × tree width against token rate and acceptance, edits under a JSON Schema on SmolLM2-135M-Instruct\n\n\
+             Command: `{cmd} --edits {} --max-doc-bytes {} --gamma-sweep {} --tree-widths {}` ({mode}); the edit tasks of `compose_edits.md` \
+             ({} tasks from {} MaskBench files, same seed), every row under the schema's Earley matcher. Drafter: tree lookup \
+             (`zapspec_verify::TreeLookup`: the continuations of up to 8 earlier occurrences of the context's last 3/2/1 tokens, \
+             merged by shared prefix) in tree mode (`Builder::tree`): a tree of depth γ, at most `width` children per node and \
+             width × γ nodes; the nodes the grammar refuses are cut with the masks of all nodes in one walk \
+             (`draft_tree_masks`), the rest scored in one forward under a tree attention mask (`CausalLm::tree_logits`), \
+             then walked (the verifier's argmax at each node; a child with that token is accepted). Width 1 is a chain \
+             (prompt lookup's first match). \"nodes scored / round\": drafted nodes the target scored per round. CPU, \
+             f32-dequantised Q4_1 weights; each prompt is prefilled once and not timed; sums over the tasks. \
+             Plot: `compose_tree_scaling.png` (token-rate speed-up over no drafter; mean accepted tokens per round).\n\n{}\n",
+            args.edits, args.max_doc_bytes, list(&args.gamma_sweep), list(&args.tree_widths), tasks.len(), looked, table(&all),
+        );
+        ("compose_tree_scaling", md, all)
+    } else if args.edits > 0 && !args.gamma_sweep.is_empty() {
         let (tasks, looked) = edit_tasks(&args)?;
         let pb = examples::fvo::progress(tasks.len(), "edits");
         let mut all = Vec::new();
@@ -953,7 +1168,7 @@ fn main() -> Result<()> {
             "# The scaling line: draft length against token rate and acceptance, edits under a JSON Schema on SmolLM2-135M-Instruct\n\n\
              Command: `{cmd} --edits {} --max-doc-bytes {} --gamma-sweep {}` ({mode}); the edit tasks of `compose_edits.md` \
              ({} tasks from {} MaskBench files, same seed), Leviathan verification, every row under the schema's Earley matcher. \
-             Draft trees are not in the loop (the verifier is linear), so the line is over draft length only. \
+             Linear drafts only; the tree-width axis is `compose_tree_scaling.md` (`--tree-widths`). \
              Plot: `compose_scaling.png` (token-rate speed-up over no drafter; mean accepted tokens per round).\n\n{}\n",
             args.edits, args.max_doc_bytes, gs.join(","), tasks.len(), looked, table(&all),
         );
