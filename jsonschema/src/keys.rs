@@ -802,7 +802,13 @@ impl RegionGrammar {
             let rest = self.alternatives(s, Some(i), enc, m, depth)?;
             let mut out = Vec::new();
             if !rest.is_empty() {
-                out.push(format!("(?:{cls}){{0,{}}}(?:{})", len - 1, join(rest)));
+                let rest = join(rest);
+                if rest == tail {
+                    // `C{0,len-1}·R | C{len}·R` is `C{0,len}·R` (half the
+                    // expanded automaton)
+                    return Some(format!("(?:{cls}){{0,{len}}}(?:{rest})"));
+                }
+                out.push(format!("(?:{cls}){{0,{}}}(?:{rest})", len - 1));
             }
             out.push(format!("(?:{cls}){{{len}}}(?:{tail})"));
             return Some(join(out));
