@@ -169,7 +169,16 @@ impl<'a> Canon<'a> {
                     let mut partial: Vec<Vec<Value>> = vec![Vec::new()];
                     for (j, x) in a.iter().enumerate() {
                         let sch = prefix.get(j).unwrap_or(&items).clone();
-                        let cands = self.canon(&sch, &push_ptr(ptr, &j.to_string()), x)?;
+                        let at = push_ptr(ptr, &j.to_string());
+                        let mut cands = self.canon(&sch, &at, x)?;
+                        // an item the grammar counts for `contains` is
+                        // written under `item ∧ contains` (its key order)
+                        if let Some(c) = &s.array.contains {
+                            let both = Sub::all(vec![sch.clone(), c.clone()]);
+                            for y in self.canon(&both, &at, x)? {
+                                push_unique(&mut cands, y);
+                            }
+                        }
                         let mut next = Vec::new();
                         for p in &partial {
                             for c in &cands {

@@ -119,8 +119,13 @@
 //!   Other `not`s are refused.
 //! * **`if`/`then`/`else`**: `(if ∧ then) ∨ (¬if ∧ else)`, exact where `not`
 //!   of the `if` schema is (above); otherwise refused.
-//! * **`$ref`**: `#`, `#/json/pointer`, plain-name anchors (`$anchor`,
-//!   draft-4 `id: "#name"`), optionally prefixed by the root's `$id`.
+//! * **`$ref`**: a URI reference resolved against the base URI of the
+//!   schema resource it appears in (module `resolve`, RFC 3986 with
+//!   `fluent-uri`): `$id`s below the root start resources of their own,
+//!   relative ones resolved against the enclosing resource; fragments are
+//!   JSON pointers or plain-name anchors (`$anchor`, draft-4 `id:
+//!   "#name"`) of the target resource. References to other documents are
+//!   refused ([`SchemaError::BadRef`]).
 //!   Under drafts 3–7 (`$schema`), keywords next to `$ref` are ignored as
 //!   those drafts say; otherwise they are intersected with the target.
 //! * **`oneOf`** (default [`OneOfMode::RequireDisjoint`]) is compiled
@@ -212,6 +217,7 @@ mod literal;
 mod normalize;
 mod numbers;
 mod objects;
+mod resolve;
 mod schema;
 mod strings;
 

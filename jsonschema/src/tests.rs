@@ -205,6 +205,49 @@ fn refs_recursive_and_root() {
     assert!(accepts(&g, &json!([1, [2, [], [[3]]]])) && !accepts(&g, &json!([1, ["x"]])));
 }
 
+/// `$id`s below the root are schema resources with their own base URI
+/// (2020-12 Core §8.2.1): a relative `$ref` resolves against the base of
+/// the resource it appears in; a reference to another document is refused.
+#[test]
+fn refs_resolve_against_nested_ids() {
+    let s = json!({
+        "$id": "https://example.com/schemas/order.json",
+        "$defs": {
+            "money": {"$id": "money.json", "type": "object",
+                "properties": {"amount": {"$ref": "#/$defs/positive"}, "currency": {"$ref": "#code"}},
+                "required": ["amount", "currency"], "additionalProperties": false,
+                "$defs": {"positive": {"type": "integer", "minimum": 1},
+                          "code": {"$anchor": "code", "enum": ["EUR", "USD"]}}},
+            "line": {"$id": "lines/line.json", "type": "object",
+                "properties": {"price": {"$ref": "../money.json"}}, "required": ["price"],
+                "additionalProperties": false}
+        },
+        "type": "object",
+        "properties": {"total": {"$ref": "money.json"},
+                       "lines": {"type": "array", "items": {"$ref": "https://example.com/schemas/lines/line.json"}}},
+        "required": ["total"], "additionalProperties": false
+    });
+    let g = compile(&s);
+    let ok = json!({"total": {"amount": 3, "currency": "EUR"}, "lines": [{"price": {"amount": 1, "currency": "USD"}}]});
+    assert!(accepts(&g, &ok));
+    assert!(!accepts(
+        &g,
+        &json!({"total": {"amount": 0, "currency": "EUR"}})
+    ));
+    assert!(!accepts(
+        &g,
+        &json!({"total": {"amount": 2, "currency": "GBP"}})
+    ));
+    let oracle = jsonschema::validator_for(&s).unwrap();
+    assert!(oracle.is_valid(&ok));
+    let outside = json!({"$id": "https://example.com/a.json", "$ref": "b.json"});
+    let e = compile_json_schema(&outside, &JsonSchemaOptions::default()).unwrap_err();
+    assert!(
+        matches!(&e, SchemaError::BadRef { reason, .. } if reason.contains("outside")),
+        "{e:?}"
+    );
+}
+
 #[test]
 fn strings_numbers_enums() {
     let g = compile(&json!({"type": "string", "pattern": "^[A-Z]{2}\\d$", "maxLength": 10}));

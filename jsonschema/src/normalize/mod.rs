@@ -31,6 +31,7 @@ mod negate;
 use serde_json::{Map, Value};
 
 use super::error::{push_ptr, Sat, SchemaError};
+use super::resolve::{Bases, Unresolved};
 use super::schema::{merge, Conditional, Dependency, Dialect, Node, Simple, Sub, TypeSet};
 use super::{JsonSchemaOptions, OneOfMode};
 use disjoint::check_one_of_disjoint;
@@ -44,9 +45,9 @@ type Conj<'a> = Vec<Simple<'a>>;
 /// Resolves references and normalises schema nodes of one document.
 pub(crate) struct Normalizer<'a> {
     pub(crate) root: &'a Value,
-    root_ids: Vec<String>,
-    /// Plain-name anchors → pointers, collected on first use.
-    anchors: Option<std::collections::HashMap<String, String>>,
+    /// The document's resources and anchors (module `resolve`), collected
+    /// on the first `$ref`.
+    bases: Option<Bases>,
     /// `$schema` says draft 3–7, where siblings of `$ref` are ignored.
     ref_siblings_ignored: bool,
     /// `$schema` says draft 3–6, which have no `if`/`then`/`else` (draft-07
@@ -79,14 +80,6 @@ const MAX_INLINE_DEPTH: usize = 48;
 
 impl<'a> Normalizer<'a> {
     pub fn new(root: &'a Value, opts: &'a JsonSchemaOptions) -> Self {
-        let mut root_ids = Vec::new();
-        if let Some(m) = root.as_object() {
-            for k in ["$id", "id"] {
-                if let Some(Value::String(s)) = m.get(k) {
-                    root_ids.push(s.trim_end_matches('#').to_string());
-                }
-            }
-        }
         // Drafts 3–7: "All other properties in a "$ref" object MUST be
         // ignored" (draft-07 Core §8.3); 2019-09 and later apply them.
         let ref_siblings_ignored = root
@@ -111,11 +104,10 @@ impl<'a> Normalizer<'a> {
             .is_some_and(|s| ["draft-03", "draft-04"].iter().any(|d| s.contains(d)));
         Normalizer {
             root,
-            root_ids,
             ref_siblings_ignored,
             no_if,
             integer_lexical,
-            anchors: None,
+            bases: None,
             opts,
             ignored: Vec::new(),
             first_unsat: None,
@@ -147,12 +139,16 @@ impl<'a> Normalizer<'a> {
         }
     }
 
-    /// Resolves a `$ref` (found at `at`) to the referenced value and its
-    /// pointer. Supports `#`, `#/json/pointer` (percent-decoded) and the
-    /// same prefixed by the root's `$id`/`id`.
+    /// Resolves a `$ref` of schema object `obj` (found at `at`, named in
+    /// errors) to the referenced value and its pointer, against the base
+    /// URI of the resource `obj` belongs to
+    /// (module `resolve`): `#`, `#/json/pointer` (percent-decoded),
+    /// plain-name anchors, and URIs of the document's resources (`$id`s,
+    /// relative ones resolved against their enclosing resource).
     pub fn resolve(
         &mut self,
         reference: &str,
+        obj: &'a Map<String, Value>,
         at: &str,
     ) -> Result<(&'a Value, String), SchemaError> {
         let bad = |reason: &str| SchemaError::BadRef {
@@ -160,33 +156,30 @@ impl<'a> Normalizer<'a> {
             pointer: at.to_string(),
             reason: reason.to_string(),
         };
-        let (base, frag) = match reference.find('#') {
-            Some(i) => (&reference[..i], &reference[i + 1..]),
-            None => (reference, ""),
-        };
-        if !base.is_empty() && !self.root_ids.iter().any(|id| id == base) {
-            return Err(bad("references outside the document are not supported"));
-        }
-        let frag = percent_decode(frag).ok_or_else(|| bad("bad percent-encoding"))?;
-        if frag.is_empty() {
-            return Ok((self.root, String::new()));
-        }
-        if !frag.starts_with('/') {
+        let root = self.root;
+        let ids_beside_ref = !self.ref_siblings_ignored;
+        let bases = self
+            .bases
+            .get_or_insert_with(|| Bases::new(root, ids_beside_ref));
+        let (doc, frag) = bases.target(reference, obj).map_err(|e| match e {
+            Unresolved::BadUri(_) => bad("not a URI reference"),
+            Unresolved::Outside(_) => bad("references outside the document are not supported"),
+            Unresolved::NoAnchor => bad("no subschema declares this anchor"),
+        })?;
+        let frag = percent_decode(&frag).ok_or_else(|| bad("bad percent-encoding"))?;
+        let p = if frag.is_empty() {
+            doc
+        } else if frag.starts_with('/') {
+            format!("{doc}{frag}")
+        } else {
             // a plain-name fragment: `$anchor: name`, or (drafts 4–7)
-            // `id`/`$id: "#name"` somewhere in the document
-            let anchors = self
-                .anchors
-                .get_or_insert_with(|| collect_anchors(self.root));
-            return match anchors.get(&frag) {
-                Some(p) => match self.root.pointer(p) {
-                    Some(v) => Ok((v, p.clone())),
-                    None => Err(bad("anchor points nowhere")),
-                },
-                None => Err(bad("no subschema declares this anchor")),
-            };
-        }
-        match self.root.pointer(&frag) {
-            Some(v) => Ok((v, frag)),
+            // `id`/`$id: "#name"`, in the target resource
+            bases
+                .anchor_of(&doc, &frag)
+                .map_err(|_| bad("no subschema declares this anchor"))?
+        };
+        match root.pointer(&p) {
+            Some(v) => Ok((v, p)),
             None => Err(bad("no such location in the document")),
         }
     }
@@ -269,7 +262,7 @@ impl<'a> Normalizer<'a> {
         };
         let node = self.node(obj, ptr)?;
         if let Some(r) = node.ref_only {
-            let (target, tptr) = self.resolve(r, &push_ptr(ptr, "$ref"))?;
+            let (target, tptr) = self.resolve(r, obj, &push_ptr(ptr, "$ref"))?;
             return self.dnf(target, &tptr, depth + 1);
         }
         for k in &node.ignored {
@@ -320,7 +313,7 @@ impl<'a> Normalizer<'a> {
     ) -> Result<Vec<Conj<'a>>, SchemaError> {
         let mut acc: Vec<Conj<'a>> = vec![vec![plain]];
         if let Some(r) = node.reference {
-            let (target, tptr) = self.resolve(r, &push_ptr(ptr, "$ref"))?;
+            let (target, tptr) = self.resolve(r, node.obj, &push_ptr(ptr, "$ref"))?;
             let sub = self.dnf(target, &tptr, depth + 1)?;
             acc = self.product(acc, sub, ptr, "$ref")?;
         }
@@ -564,39 +557,6 @@ impl<'a> Normalizer<'a> {
         }
         Ok(Some(acc))
     }
-}
-
-/// Plain-name anchors of a document: `$anchor` values and `#name` ids,
-/// mapped to JSON pointers (walked with an explicit stack).
-fn collect_anchors(root: &Value) -> std::collections::HashMap<String, String> {
-    let mut out = std::collections::HashMap::new();
-    let mut stack: Vec<(&Value, String)> = vec![(root, String::new())];
-    while let Some((v, p)) = stack.pop() {
-        match v {
-            Value::Object(m) => {
-                if let Some(Value::String(a)) = m.get("$anchor") {
-                    out.entry(a.clone()).or_insert_with(|| p.clone());
-                }
-                for k in ["$id", "id"] {
-                    if let Some(Value::String(id)) = m.get(k) {
-                        if let Some(name) = id.strip_prefix('#') {
-                            out.entry(name.to_string()).or_insert_with(|| p.clone());
-                        }
-                    }
-                }
-                for (k, x) in m {
-                    stack.push((x, push_ptr(&p, k)));
-                }
-            }
-            Value::Array(a) => {
-                for (i, x) in a.iter().enumerate() {
-                    stack.push((x, push_ptr(&p, &i.to_string())));
-                }
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 fn percent_decode(s: &str) -> Option<String> {

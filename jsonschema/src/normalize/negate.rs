@@ -91,7 +91,7 @@ impl<'a> Normalizer<'a> {
                 let r = r
                     .as_str()
                     .ok_or_else(|| SchemaError::invalid("$ref", ptr, "must be a string"))?;
-                let (target, tptr) = self.resolve(r, &push_ptr(ptr, "$ref"))?;
+                let (target, tptr) = self.resolve(r, obj, &push_ptr(ptr, "$ref"))?;
                 return self.negate(target, &tptr, depth + 1);
             }
         }

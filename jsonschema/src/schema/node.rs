@@ -48,6 +48,9 @@ pub(crate) struct Dependency<'a> {
 /// A schema object: plain keywords and applicators.
 #[derive(Clone, Debug)]
 pub(crate) struct Node<'a> {
+    /// The schema object it was parsed from (its `$ref` resolves against
+    /// that object's base URI).
+    pub obj: &'a Map<String, Value>,
     /// Under drafts 3–7, a `$ref` replaces the whole object (its siblings
     /// are ignored): the reference, and nothing else is read.
     pub ref_only: Option<&'a str>,
@@ -104,6 +107,7 @@ impl<'a> Node<'a> {
         dialect: Dialect,
     ) -> Result<Node<'a>, SchemaError> {
         let mut node = Node {
+            obj: m,
             ref_only: None,
             ignored: Vec::new(),
             plain: Simple::default(),

@@ -1,0 +1,252 @@
+//! Base URIs and `$ref` resolution inside one document (JSON Schema Core
+//! 2020-12 §8.2: `$id` sets the base URI of a schema resource, resolved
+//! against the enclosing one; `$ref` is a URI reference resolved against
+//! the base URI of the schema it appears in, RFC 3986 §5, with
+//! `fluent-uri`).
+//!
+//! [`Bases::new`] walks the document once (an explicit stack) and records
+//! every schema resource — an object with a string `$id` (or draft-4 `id`)
+//! that is not a bare fragment — under its absolute URI without fragment,
+//! plus the plain-name anchors of each resource (`$anchor`, or drafts 4–7
+//! `$id`/`id: "#name"`). [`Bases::resolve`] turns a reference found at a
+//! JSON pointer into the pointer of its target. A root without an absolute
+//! `$id` gets the placeholder base [`DEFAULT_BASE`], so relative `$id`s
+//! below it still nest. References to other documents are refused.
+//!
+//! Reading: every object of the document is looked at, also values of
+//! `enum`, `const`, `default` and `examples`, so an `$id` string inside
+//! such data counts as a resource (validators that walk only subschema
+//! keywords would not count it). Cost: one pass over the document.
+
+use std::collections::HashMap;
+
+use fluent_uri::{Iri, IriRef};
+use serde_json::{Map, Value};
+
+use crate::error::push_ptr;
+
+/// The base URI of a root that has no absolute `$id`.
+pub(crate) const DEFAULT_BASE: &str = "zapspec-document:///root.json";
+
+/// Data keywords whose values are instances, not schemas.
+const DATA: &[&str] = &["enum", "const", "default", "examples"];
+
+/// The schema resources of one document (module docs).
+#[derive(Debug, Default)]
+pub(crate) struct Bases {
+    /// Absolute URI without fragment → pointer of the resource's root.
+    resources: HashMap<String, String>,
+    /// Pointer of each resource root → its base URI.
+    roots: Vec<(String, String)>,
+    /// (resource URI, anchor name) → pointer.
+    anchors: HashMap<(String, String), String>,
+    /// The base URI of every schema object, by address (the document is
+    /// borrowed while it is compiled, so an address is one object): the
+    /// emitter's pointers follow references, so they do not locate an
+    /// object in the document.
+    base_of: HashMap<*const Map<String, Value>, String>,
+    /// Anchor name → pointer, whatever the resource (the first met): the
+    /// fallback for documents whose anchors ignore resource scoping.
+    global_anchors: HashMap<String, String>,
+}
+
+/// Why a reference does not resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unresolved {
+    /// Not a URI reference, or not resolvable against its base.
+    BadUri(String),
+    /// A document other than this one.
+    Outside(String),
+    /// A plain-name fragment no resource declares.
+    NoAnchor,
+}
+
+/// `r` resolved against `base` (`None`: not a URI reference).
+fn join(base: &str, r: &str) -> Option<String> {
+    let base = Iri::parse(base).ok()?;
+    let r = IriRef::parse(r).ok()?;
+    r.resolve_against(&base)
+        .ok()
+        .map(|u| u.as_str().to_string())
+}
+
+/// `(uri without fragment, fragment)`.
+fn split_fragment(u: &str) -> (&str, &str) {
+    match u.find('#') {
+        Some(i) => (&u[..i], &u[i + 1..]),
+        None => (u, ""),
+    }
+}
+
+impl Bases {
+    /// The resources and anchors of `root` (module docs);
+    /// `ids_beside_ref: false` (drafts 3–7) ignores an `$id` next to `$ref`.
+    pub(crate) fn new(root: &Value, ids_beside_ref: bool) -> Self {
+        let mut b = Bases::default();
+        // (value, pointer, base URI of the enclosing resource, is data)
+        let mut stack: Vec<(&Value, String, String, bool)> =
+            vec![(root, String::new(), DEFAULT_BASE.to_string(), false)];
+        while let Some((v, p, base, data)) = stack.pop() {
+            let m = match v {
+                Value::Object(m) => m,
+                Value::Array(a) => {
+                    for (i, x) in a.iter().enumerate() {
+                        stack.push((x, push_ptr(&p, &i.to_string()), base.clone(), data));
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            let mut here = base.clone();
+            // drafts 3–7 ignore the siblings of `$ref`, its `$id` too
+            let ignored = !ids_beside_ref && m.contains_key("$ref");
+            if !data && !ignored {
+                let id = ["$id", "id"]
+                    .iter()
+                    .find_map(|k| m.get(*k).and_then(Value::as_str));
+                if let Some(id) = id {
+                    if let Some(name) = id.strip_prefix('#') {
+                        b.anchor(&base, name, &p);
+                    } else if let Some(u) = join(&base, id) {
+                        let (doc, frag) = split_fragment(&u);
+                        here = doc.to_string();
+                        b.resources.entry(here.clone()).or_insert_with(|| p.clone());
+                        b.roots.push((p.clone(), here.clone()));
+                        if !frag.is_empty() {
+                            b.anchor(&here, frag, &p);
+                        }
+                    }
+                }
+                if let Some(a) = m.get("$anchor").and_then(Value::as_str) {
+                    b.anchor(&here, a, &p);
+                }
+            }
+            if p.is_empty() && here == base {
+                // a root without an `$id` of its own: the placeholder base
+                b.resources.insert(here.clone(), String::new());
+                b.roots.push((String::new(), here.clone()));
+            }
+            if !data {
+                b.base_of.insert(m as *const _, here.clone());
+            }
+            for (k, x) in m {
+                let d = data || DATA.contains(&k.as_str());
+                stack.push((x, push_ptr(&p, k), here.clone(), d));
+            }
+        }
+        b
+    }
+
+    fn anchor(&mut self, base: &str, name: &str, p: &str) {
+        self.anchors
+            .entry((split_fragment(base).0.to_string(), name.to_string()))
+            .or_insert_with(|| p.to_string());
+        self.global_anchors
+            .entry(name.to_string())
+            .or_insert_with(|| p.to_string());
+    }
+
+    /// The base URI of the schema object `obj` (the document's root base
+    /// for an object not met by the walk).
+    pub(crate) fn base_of(&self, obj: &Map<String, Value>) -> &str {
+        self.base_of
+            .get(&(obj as *const _))
+            .map_or(DEFAULT_BASE, String::as_str)
+    }
+
+    /// What `reference`, found in schema object `obj`, designates:
+    /// `(resource root pointer, fragment)` with the fragment still
+    /// percent-encoded, for the caller to read as a JSON pointer or an
+    /// anchor ([`Bases::anchor_of`]).
+    pub(crate) fn target(
+        &self,
+        reference: &str,
+        obj: &Map<String, Value>,
+    ) -> Result<(String, String), Unresolved> {
+        let base = self.base_of(obj);
+        let u = join(base, reference).ok_or_else(|| Unresolved::BadUri(reference.to_string()))?;
+        let (doc, frag) = split_fragment(&u);
+        let root = self
+            .resources
+            .get(doc)
+            .ok_or_else(|| Unresolved::Outside(doc.to_string()))?;
+        Ok((root.clone(), frag.to_string()))
+    }
+
+    /// The pointer of anchor `name` of the resource rooted at `root`
+    /// (falling back to any resource's anchor of that name).
+    pub(crate) fn anchor_of(&self, root: &str, name: &str) -> Result<String, Unresolved> {
+        let uri = self
+            .roots
+            .iter()
+            .find(|(p, _)| p == root)
+            .map(|(_, u)| u.clone());
+        uri.and_then(|u| self.anchors.get(&(u, name.to_string())).cloned())
+            .or_else(|| self.global_anchors.get(name).cloned())
+            .ok_or(Unresolved::NoAnchor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nested_ids_resolve_relative_to_their_resource() {
+        let doc = json!({
+            "$id": "https://example.com/schemas/root.json",
+            "$defs": {
+                "addr": {
+                    "$id": "address.json",
+                    "$defs": {"street": {"$anchor": "street", "type": "string"}},
+                    "properties": {"s": {"$ref": "#street"}, "t": {"$ref": "#/$defs/street"}}
+                },
+                "other": {"$id": "sub/other.json", "$ref": "../address.json"}
+            },
+            "properties": {"a": {"$ref": "address.json"}, "e": {"enum": [{"$id": "not-a-resource.json"}]}}
+        });
+        let b = Bases::new(&doc, true);
+        let at = |p: &str| doc.pointer(p).and_then(Value::as_object).unwrap();
+        assert_eq!(
+            b.target("address.json", at("/properties/a")).unwrap(),
+            ("/$defs/addr".to_string(), String::new())
+        );
+        assert_eq!(
+            b.target("#/$defs/street", at("/$defs/addr/properties/t"))
+                .unwrap(),
+            ("/$defs/addr".to_string(), "/$defs/street".to_string())
+        );
+        let (root, frag) = b.target("#street", at("/$defs/addr/properties/s")).unwrap();
+        assert_eq!(
+            b.anchor_of(&root, &frag).unwrap(),
+            "/$defs/addr/$defs/street"
+        );
+        assert_eq!(
+            b.target("../address.json", at("/$defs/other")).unwrap().0,
+            "/$defs/addr"
+        );
+        assert_eq!(
+            b.target("https://example.com/schemas/root.json#/properties", at(""))
+                .unwrap(),
+            (String::new(), "/properties".to_string())
+        );
+        assert!(matches!(
+            b.target("not-a-resource.json", at("")),
+            Err(Unresolved::Outside(_))
+        ));
+        assert!(matches!(
+            b.target("https://elsewhere.org/x.json", at("")),
+            Err(Unresolved::Outside(_))
+        ));
+    }
+
+    #[test]
+    fn a_root_without_id_is_the_placeholder_base() {
+        let doc = json!({"$defs": {"a": {"$id": "a.json"}}, "$ref": "a.json"});
+        let b = Bases::new(&doc, true);
+        let root = doc.as_object().unwrap();
+        assert_eq!(b.target("#", root).unwrap().0, "");
+        assert_eq!(b.target("a.json", root).unwrap().0, "/$defs/a");
+    }
+}
