@@ -124,8 +124,11 @@
 //!   `fluent-uri`): `$id`s below the root start resources of their own,
 //!   relative ones resolved against the enclosing resource; fragments are
 //!   JSON pointers or plain-name anchors (`$anchor`, draft-4 `id:
-//!   "#name"`) of the target resource. References to other documents are
-//!   refused ([`SchemaError::BadRef`]).
+//!   "#name"`) of the target resource; a fragment-only reference that is
+//!   no location of its resource is read against the document root (as
+//!   validators that ignore relative ids do: hyper-schemas under `id:
+//!   "schema/x"` write document-root pointers). References to other
+//!   documents are refused ([`SchemaError::BadRef`]).
 //!   Under drafts 3–7 (`$schema`), keywords next to `$ref` are ignored as
 //!   those drafts say; otherwise they are intersected with the target.
 //! * **`oneOf`** (default [`OneOfMode::RequireDisjoint`]) is compiled

@@ -161,27 +161,49 @@ impl<'a> Normalizer<'a> {
         let bases = self
             .bases
             .get_or_insert_with(|| Bases::new(root, ids_beside_ref));
-        let (doc, frag) = bases.target(reference, obj).map_err(|e| match e {
+        let resolved = bases.target(reference, obj).map_err(|e| match e {
             Unresolved::BadUri(_) => bad("not a URI reference"),
             Unresolved::Outside(_) => bad("references outside the document are not supported"),
             Unresolved::NoAnchor => bad("no subschema declares this anchor"),
-        })?;
-        let frag = percent_decode(&frag).ok_or_else(|| bad("bad percent-encoding"))?;
-        let p = if frag.is_empty() {
-            doc
-        } else if frag.starts_with('/') {
-            format!("{doc}{frag}")
-        } else {
-            // a plain-name fragment: `$anchor: name`, or (drafts 4–7)
-            // `id`/`$id: "#name"`, in the target resource
-            bases
-                .anchor_of(&doc, &frag)
-                .map_err(|_| bad("no subschema declares this anchor"))?
-        };
-        match root.pointer(&p) {
-            Some(v) => Ok((v, p)),
-            None => Err(bad("no such location in the document")),
+        });
+        let in_resource = resolved.and_then(|(doc, frag)| {
+            let frag = percent_decode(&frag).ok_or_else(|| bad("bad percent-encoding"))?;
+            Ok(if frag.is_empty() {
+                doc
+            } else if frag.starts_with('/') {
+                format!("{doc}{frag}")
+            } else {
+                // a plain-name fragment: `$anchor: name`, or (drafts 4–7)
+                // `id`/`$id: "#name"`, in the target resource
+                bases
+                    .anchor_of(&doc, &frag)
+                    .map_err(|_| bad("no subschema declares this anchor"))?
+            })
+        });
+        match in_resource {
+            Ok(p) => {
+                if let Some(v) = root.pointer(&p) {
+                    return Ok((v, p));
+                }
+                if !reference.starts_with('#') {
+                    return Err(bad("no such location in the document"));
+                }
+            }
+            Err(e) if !reference.starts_with('#') => return Err(e),
+            Err(_) => {}
         }
+        // A fragment-only reference that is not a location of its resource
+        // (hyper-schemas write document-root pointers under a relative
+        // `id`): read against the document root, as validators that ignore
+        // such ids do.
+        let frag = percent_decode(&reference[1..]).ok_or_else(|| bad("bad percent-encoding"))?;
+        if frag.is_empty() || frag.starts_with('/') {
+            return match root.pointer(&frag) {
+                Some(v) => Ok((v, frag)),
+                None => Err(bad("no such location in the document")),
+            };
+        }
+        Err(bad("no subschema declares this anchor"))
     }
 
     /// The simple schemas whose union is the subschema `s` at `ptr`.
