@@ -51,6 +51,10 @@ pub const MAX_FAMILY_MEMBERS: usize = 4096;
 /// (characters of regex text) stay rules.
 pub const MAX_FAMILY_TEXT: usize = 200_000;
 
+/// Families with more members must be deterministic: each member's
+/// rules start with pairwise disjoint bytes and none is a unit rule.
+pub const MAX_NONDETERMINISTIC_MEMBERS: usize = 12;
+
 /// Most copies of one repetition's body written into a family's NFA.
 const MAX_UNROLL: u32 = 256;
 
@@ -477,6 +481,14 @@ pub fn regular_families(
         if too_big || !has_cycle(order.len(), &rules) {
             continue;
         }
+        // The subset construction of a nondeterministic system can grow
+        // exponentially with its members (and overflow at mask time, where
+        // the rules would not): only small ones, or deterministic ones (an
+        // automaton's grammar: what key regions are).
+        if order.len() > MAX_NONDETERMINISTIC_MEMBERS && !deterministic(order.len(), &texts, &rules)
+        {
+            continue;
+        }
         let mut key = String::from(FAMILY_PREFIX);
         for t in &texts {
             key.push_str(&format!("{}:{t}", t.len()));
@@ -553,4 +565,99 @@ fn reach_exceeds(
         }
     }
     false
+}
+
+/// True when every member's rules begin with pairwise disjoint bytes and
+/// no rule with a tail can match the empty string (so each member and
+/// byte lead to at most one rule: the subset construction stays within
+/// the members times their terminals' states). `false` also for a text
+/// that does not parse (the family is then left as rules).
+fn deterministic(members: usize, texts: &[String], rules: &[FamilyRule]) -> bool {
+    let mut firsts: Vec<([bool; 256], bool)> = Vec::with_capacity(texts.len());
+    for t in texts {
+        let Ok(h) = regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(t)
+        else {
+            return false;
+        };
+        let mut set = [false; 256];
+        let nullable = first_bytes(&h, &mut set);
+        firsts.push((set, nullable));
+    }
+    let mut seen = vec![[false; 256]; members];
+    for r in rules {
+        let mut set = [false; 256];
+        let mut nullable = true;
+        for &t in &r.body {
+            let (f, n) = &firsts[t as usize];
+            for b in 0..256 {
+                set[b] |= f[b];
+            }
+            if !n {
+                nullable = false;
+                break;
+            }
+        }
+        if nullable && r.tail.is_some() {
+            return false;
+        }
+        let acc = &mut seen[r.lhs as usize];
+        for b in 0..256 {
+            if set[b] {
+                if acc[b] {
+                    return false;
+                }
+                acc[b] = true;
+            }
+        }
+    }
+    true
+}
+
+/// Adds the bytes a match of `h` can start with to `out`; returns whether
+/// `h` matches the empty string (look-around counted as empty).
+fn first_bytes(h: &Hir, out: &mut [bool; 256]) -> bool {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => true,
+        HirKind::Literal(l) => match l.0.first() {
+            Some(&b) => {
+                out[b as usize] = true;
+                false
+            }
+            None => true,
+        },
+        HirKind::Class(Class::Bytes(c)) => {
+            for r in c.ranges() {
+                for b in r.start()..=r.end() {
+                    out[b as usize] = true;
+                }
+            }
+            false
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            for r in c.ranges() {
+                for seq in regex_syntax::utf8::Utf8Sequences::new(r.start(), r.end()) {
+                    if let Some(f) = seq.as_slice().first() {
+                        for b in f.start..=f.end {
+                            out[b as usize] = true;
+                        }
+                    }
+                }
+            }
+            false
+        }
+        HirKind::Capture(c) => first_bytes(&c.sub, out),
+        HirKind::Repetition(r) => first_bytes(&r.sub, out) || r.min == 0,
+        HirKind::Concat(hs) => hs.iter().all(|x| first_bytes(x, out)),
+        HirKind::Alternation(hs) => {
+            // every branch adds its bytes (no short circuit)
+            let mut nullable = false;
+            for x in hs {
+                nullable |= first_bytes(x, out);
+            }
+            nullable
+        }
+    }
 }

@@ -234,3 +234,29 @@ fn unit_rule_cycle_compiles() {
         assert_eq!(ok, rec.recognizes(s), "{}", String::from_utf8_lossy(s));
     }
 }
+
+/// Above `MAX_NONDETERMINISTIC_MEMBERS` members a family must be
+/// deterministic: "an `a` 20 bytes from the end" written state by state
+/// (2^20 subsets) stays rules; the same number of members written
+/// deterministically (a counter of `a`s modulo 20) becomes one terminal.
+#[test]
+fn large_nondeterministic_systems_stay_rules() {
+    let n = 20;
+    let mut nondet = String::from("root ::= \"x\" q0\nq0 ::= [ab] q0 | \"a\" q1\n");
+    for i in 1..n {
+        nondet.push_str(&format!("q{i} ::= [ab] q{}\n", i + 1));
+    }
+    // a cycle through all members, so only determinism decides
+    nondet.push_str(&format!("q{n} ::= \"y\" | \"c\" q0\n"));
+    let g = Grammar::from_gbnf(&nondet).unwrap();
+    assert!(fuse_with(&g, usize::MAX, &[], true).families.is_empty());
+    let mut det = String::from("root ::= \"x\" q0\n");
+    for i in 0..n {
+        det.push_str(&format!(
+            "q{i} ::= \"a\" q{} | \"b\" q{i} | \"y\"\n",
+            (i + 1) % n
+        ));
+    }
+    let g = Grammar::from_gbnf(&det).unwrap();
+    assert_eq!(fuse_with(&g, usize::MAX, &[], true).families.len(), 1);
+}
