@@ -51,9 +51,14 @@ pub const MAX_FAMILY_MEMBERS: usize = 4096;
 /// (characters of regex text) stay rules.
 pub const MAX_FAMILY_TEXT: usize = 200_000;
 
-/// Families with more members must be deterministic: each member's
-/// rules start with pairwise disjoint bytes and none is a unit rule.
+/// Families with more members that are not deterministic (each member's
+/// rules start with pairwise disjoint bytes, none is a unit rule) are
+/// determinised in full when compiled.
 pub const MAX_NONDETERMINISTIC_MEMBERS: usize = 12;
+
+/// Most DFA states a large nondeterministic family may have (built in
+/// full when compiled).
+pub const MAX_EXPLORED_STATES: usize = 4096;
 
 /// Most copies of one repetition's body written into a family's NFA.
 const MAX_UNROLL: u32 = 256;
@@ -74,6 +79,8 @@ pub struct Family {
     /// Distinct regex texts of the rule bodies' symbols.
     texts: Vec<String>,
     rules: Vec<FamilyRule>,
+    /// Determinise in full when compiled (a large nondeterministic system).
+    explore: bool,
     members: u32,
     /// The terminal text: [`FAMILY_PREFIX`] and a canonical encoding (equal
     /// families of different grammars share one automaton).
@@ -93,8 +100,23 @@ impl Family {
 
     /// The family's automaton: its NFA ([`Family::nfa`]) determinised
     /// lazily (module `lazy`).
+    /// A large nondeterministic family (module docs) is determinised in
+    /// full here, and refused ([`zapspec_grammar::Limit::DfaStates`]: the
+    /// engine then keeps its rules) past [`MAX_EXPLORED_STATES`].
     pub fn dfa(&self, limits: &RegexLimits) -> Result<ByteDfa, EarleyError> {
-        Ok(ByteDfa::lazy_from_nfa(self.nfa(limits)?, limits))
+        let d = ByteDfa::lazy_from_nfa(self.nfa(limits)?, limits);
+        if self.explore && !d.explore(MAX_EXPLORED_STATES) {
+            return Err(limit_error(
+                &ByteDfa::regex_of(&Terminal::Regex(self.key.clone())),
+                zapspec_grammar::Limit::DfaStates,
+                MAX_EXPLORED_STATES,
+                format!(
+                    "a nondeterministic regular family of {} members determinises to more than {MAX_EXPLORED_STATES} states",
+                    self.members
+                ),
+            ));
+        }
+        Ok(d)
     }
 
     /// The system's Thompson NFA (no captures, anchored at the entry),
@@ -483,12 +505,12 @@ pub fn regular_families(
         }
         // The subset construction of a nondeterministic system can grow
         // exponentially with its members (and overflow at mask time, where
-        // the rules would not): only small ones, or deterministic ones (an
-        // automaton's grammar: what key regions are).
-        if order.len() > MAX_NONDETERMINISTIC_MEMBERS && !deterministic(order.len(), &texts, &rules)
-        {
-            continue;
-        }
+        // the rules would not): a large one that is not deterministic (an
+        // automaton's grammar is; a union of them, as `oneOf` of patterns
+        // writes, is not) is determinised in full when compiled, within
+        // MAX_EXPLORED_STATES, or left as rules (`Family::dfa`).
+        let explore = order.len() > MAX_NONDETERMINISTIC_MEMBERS
+            && !deterministic(order.len(), &texts, &rules);
         let mut key = String::from(FAMILY_PREFIX);
         for t in &texts {
             key.push_str(&format!("{}:{t}", t.len()));
@@ -507,6 +529,7 @@ pub fn regular_families(
         out[entry] = Some(Arc::new(Family {
             texts,
             rules,
+            explore,
             members: order.len() as u32,
             key,
         }));

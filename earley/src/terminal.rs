@@ -344,6 +344,38 @@ impl ByteDfa {
         matches!(self.tables, Tables::Lazy(_))
     }
 
+    /// Builds every state reachable from the start, breadth first, and
+    /// returns whether there are at most `max_states` (a dense automaton:
+    /// whether it has). Stops at the first state past the bound.
+    pub fn explore(&self, max_states: usize) -> bool {
+        let mut reps: Vec<u8> = Vec::with_capacity(self.ncls);
+        let mut seen_cls = vec![false; self.ncls];
+        for b in 0..=255u8 {
+            let c = self.classes[b as usize] as usize;
+            if !seen_cls[c] {
+                seen_cls[c] = true;
+                reps.push(b);
+            }
+        }
+        let mut seen = std::collections::HashSet::from([self.start]);
+        let mut queue = std::collections::VecDeque::from([self.start]);
+        while let Some(s) = queue.pop_front() {
+            if s == DEAD {
+                continue;
+            }
+            for &b in &reps {
+                let t = self.next(s, b);
+                if t != DEAD && seen.insert(t) {
+                    if seen.len() > max_states || self.overflowed() {
+                        return false;
+                    }
+                    queue.push_back(t);
+                }
+            }
+        }
+        !self.overflowed()
+    }
+
     /// True when a lazy automaton refused a state for its bound
     /// (module `lazy`: what was computed from it since may be
     /// incomplete).
