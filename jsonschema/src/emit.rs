@@ -407,6 +407,13 @@ impl<'a> Emitter<'a> {
         Some(Symbol::Nt(nt))
     }
 
+    /// The separator between two array items: `,` and whitespace.
+    pub fn item_sep(&mut self) -> Vec<Symbol> {
+        let mut v = vec![lit(",")];
+        v.extend(self.ws());
+        v
+    }
+
     /// Alternatives of `nt` for one simple schema.
     fn simple(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let types = s.types();

@@ -69,6 +69,7 @@
 //!   are disjoint).
 //! - `emit`, `objects` (objects and arrays), `literal` (`enum`/`const`):
 //!   the BNF of each JSON type.
+//! - `unique`: arrays with `uniqueItems: true` over a finite domain.
 //! - `strings`, `formats`, `numbers`: the regex terminals.
 //! - `keys`: product automata of patterns, declared names and lengths
 //!   (`patternProperties`; `pattern`/`format` with length bounds), and
@@ -188,9 +189,19 @@
 //!   states count the items written as `item ∧ contains` up to
 //!   `minContains` (at most 64); `maxContains` next to `contains` is
 //!   refused (it needs the items *not* valid under `contains`).
+//! * **`uniqueItems: true`** (module `unique`) is exact where the items
+//!   range over a small finite set of scalars — `enum`/`const` of
+//!   scalars, `null`, booleans, integers with both bounds, and unions of
+//!   these — of at most [`JsonSchemaOptions::max_unique_values`] distinct
+//!   values (JSON equality: `1` and `1.0` are one value): the array's
+//!   states are the sets of values written so far (at most
+//!   [`JsonSchemaOptions::max_unique_states`]; beyond either bound
+//!   [`SchemaError::TooLarge`]). With `maxItems` ≤ 1 it is no constraint.
+//!   Other items, and `uniqueItems` beside `prefixItems` or `contains`,
+//!   are refused ([`SchemaError::Unsupported`] on `uniqueItems`).
 //! * **Not implemented** (refused with [`SchemaError::Unsupported`]):
-//!   `propertyNames`, `if`, `maxContains`,
-//!   `uniqueItems: true`, `unevaluated*`, `multipleOf` other than powers of
+//!   `maxContains`, `uniqueItems: true` over other items (above),
+//!   `unevaluated*`, `multipleOf` other than powers of
 //!   ten and integers (integers only without bounds), number bounds beyond
 //!   `u128`, two different patterns in one `allOf`, `patternProperties` in
 //!   both members of an `allOf` (or next to another member's
@@ -214,6 +225,7 @@ mod numbers;
 mod objects;
 mod schema;
 mod strings;
+mod unique;
 
 pub use canonical::canonical_instances;
 pub use error::SchemaError;
@@ -407,6 +419,17 @@ pub struct JsonSchemaOptions {
     /// accept `null` where a JSON Schema validator rejects it); set `true`
     /// for OpenAPI 3.0 schemas.
     pub openapi_nullable: bool,
+    /// `uniqueItems: true` is compiled where the items have at most this
+    /// many distinct values (module docs: "`uniqueItems`"); more are
+    /// refused with [`SchemaError::TooLarge`]. At most 64 are used.
+    /// Default 16.
+    pub max_unique_values: usize,
+    /// Most sets of item values an array with `uniqueItems: true` tracks
+    /// (each a nonterminal: the subsets of at most `maxItems` of the
+    /// item values); more are refused with [`SchemaError::TooLarge`].
+    /// Default 4096 (all subsets of 12 values; 16 values with `maxItems`
+    /// up to 3).
+    pub max_unique_states: usize,
 }
 
 impl Default for JsonSchemaOptions {
@@ -426,6 +449,8 @@ impl Default for JsonSchemaOptions {
             lenient_formats: false,
             unknown_formats: UnknownFormats::Annotation,
             openapi_nullable: false,
+            max_unique_values: 16,
+            max_unique_states: 4096,
         }
     }
 }

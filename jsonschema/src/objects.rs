@@ -561,6 +561,24 @@ impl<'a> Emitter<'a> {
                 .note_unsat(&ptr, "maxItems < minContains (or items forbidden)");
             return Ok(());
         }
+        if a.unique_items && max.is_none_or(|m| m > 1) {
+            // arrays of at most one item are unique anyway
+            if !prefix.is_empty() {
+                return Err(SchemaError::unsupported(
+                    "uniqueItems",
+                    &ptr,
+                    "uniqueItems with prefixItems (a tuple form) is not implemented",
+                ));
+            }
+            if need > 0 {
+                return Err(SchemaError::unsupported(
+                    "uniqueItems",
+                    &ptr,
+                    "uniqueItems with contains is not implemented",
+                ));
+            }
+            return self.unique_array(nt, &items, min, max, &ptr);
+        }
         let k = (prefix.len() as u64).max(min);
         let states_needed = max.unwrap_or(k);
         if states_needed > self.opts.max_counted_items {
