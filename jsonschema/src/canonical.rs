@@ -124,7 +124,8 @@ impl<'a> Canon<'a> {
             }
             match inst {
                 Value::Object(m) if types.contains(TypeSet::OBJECT) => {
-                    let Sat::Yes(layout) = object_layout(&s, &mut self.norm, &mut self.notes)?
+                    let Sat::Yes(layout) =
+                        object_layout(&s, &mut self.norm, &mut self.notes, false)?
                     else {
                         continue;
                     };
@@ -201,7 +202,7 @@ impl<'a> Canon<'a> {
         let Value::Object(m) = inst else {
             return Ok(true);
         };
-        let Sat::Yes(layout) = object_layout(s, &mut self.norm, &mut self.notes)? else {
+        let Sat::Yes(layout) = object_layout(s, &mut self.norm, &mut self.notes, false)? else {
             return Ok(false);
         };
         for (name, sch, req) in &layout.members {
