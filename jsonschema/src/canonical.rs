@@ -170,7 +170,18 @@ impl<'a> Canon<'a> {
                     let mut partial: Vec<Vec<Value>> = vec![Vec::new()];
                     for (j, x) in a.iter().enumerate() {
                         let sch = prefix.get(j).unwrap_or(&items).clone();
-                        let cands = self.canon(&sch, &push_ptr(ptr, &j.to_string()), x)?;
+                        let iptr = push_ptr(ptr, &j.to_string());
+                        let mut cands = self.canon(&sch, &iptr, x)?;
+                        // the grammar also writes an item as `item ∧ contains`
+                        // (module `objects`), whose key order may differ
+                        if let (Some(c), false) =
+                            (&s.array.contains, s.array.min_contains == Some(0))
+                        {
+                            let both = Sub::all(vec![sch.clone(), c.clone()]);
+                            for y in self.canon(&both, &iptr, x)? {
+                                push_unique(&mut cands, y);
+                            }
+                        }
                         let mut next = Vec::new();
                         for p in &partial {
                             for c in &cands {
