@@ -124,7 +124,8 @@ impl<'a> Canon<'a> {
             }
             match inst {
                 Value::Object(m) if types.contains(TypeSet::OBJECT) => {
-                    let Sat::Yes(layout) = object_layout(&s, &mut self.norm, &mut self.notes)?
+                    let Sat::Yes(layout) =
+                        object_layout(&s, &mut self.norm, &mut self.notes, false)?
                     else {
                         continue;
                     };
@@ -169,13 +170,15 @@ impl<'a> Canon<'a> {
                     let mut partial: Vec<Vec<Value>> = vec![Vec::new()];
                     for (j, x) in a.iter().enumerate() {
                         let sch = prefix.get(j).unwrap_or(&items).clone();
-                        let at = push_ptr(ptr, &j.to_string());
-                        let mut cands = self.canon(&sch, &at, x)?;
-                        // an item the grammar counts for `contains` is
-                        // written under `item ∧ contains` (its key order)
-                        if let Some(c) = &s.array.contains {
+                        let iptr = push_ptr(ptr, &j.to_string());
+                        let mut cands = self.canon(&sch, &iptr, x)?;
+                        // the grammar also writes an item as `item ∧ contains`
+                        // (module `objects`), whose key order may differ
+                        if let (Some(c), false) =
+                            (&s.array.contains, s.array.min_contains == Some(0))
+                        {
                             let both = Sub::all(vec![sch.clone(), c.clone()]);
-                            for y in self.canon(&both, &at, x)? {
+                            for y in self.canon(&both, &iptr, x)? {
                                 push_unique(&mut cands, y);
                             }
                         }
@@ -210,7 +213,7 @@ impl<'a> Canon<'a> {
         let Value::Object(m) = inst else {
             return Ok(true);
         };
-        let Sat::Yes(layout) = object_layout(s, &mut self.norm, &mut self.notes)? else {
+        let Sat::Yes(layout) = object_layout(s, &mut self.norm, &mut self.notes, false)? else {
             return Ok(false);
         };
         for (name, sch, req) in &layout.members {

@@ -44,6 +44,8 @@ pub(crate) struct Emitter<'a> {
     /// Recognizers of the sibling keywords of object/array `enum` members,
     /// by the siblings' text (`None`: the siblings are unsatisfiable).
     pub member_checks: HashMap<String, Option<std::rc::Rc<zapspec_grammar::Recognizer>>>,
+    /// [`CompileReport::narrowed`].
+    pub narrowed: Vec<(String, String)>,
 }
 
 /// Smallest `max_regex_repeat` at which long strings are written as
@@ -85,6 +87,38 @@ fn check_json_depth(root: &Value, max: usize) -> Result<(), SchemaError> {
             ));
         }
         stack.extend(children.map(|c| (c, d + 1)));
+    }
+    Ok(())
+}
+
+/// Refuses [`Whitespace::Separators`] that are no JSON separator: the item
+/// separator must be `,` and the key separator `:`, each with only JSON
+/// whitespace (`[ \t\n\r]`) around it.
+fn check_separators(w: &Whitespace) -> Result<(), SchemaError> {
+    let Whitespace::Separators {
+        item_separator,
+        key_separator,
+    } = w
+    else {
+        return Ok(());
+    };
+    for (name, sep, c) in [
+        ("item_separator", item_separator, ','),
+        ("key_separator", key_separator, ':'),
+    ] {
+        let ok = sep.chars().filter(|&x| x == c).count() == 1
+            && sep
+                .chars()
+                .all(|x| x == c || matches!(x, ' ' | '\t' | '\n' | '\r'));
+        if !ok {
+            return Err(SchemaError::invalid(
+                name,
+                "",
+                format!(
+                    "Whitespace::Separators: {name} {sep:?} must be `{c}` with only JSON whitespace around it"
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -256,6 +290,7 @@ impl<'a> Emitter<'a> {
         schema: &'a Value,
         opts: &'a JsonSchemaOptions,
     ) -> Result<(Grammar, CompileReport), SchemaError> {
+        check_separators(&opts.whitespace)?;
         check_json_depth(schema, opts.max_json_depth)?;
         Self::compile_at(schema, &Sub::Schema(schema), "", opts, 0, None)
     }
@@ -307,6 +342,7 @@ impl<'a> Emitter<'a> {
             name_counts: HashMap::new(),
             member_nesting,
             member_checks: HashMap::new(),
+            narrowed: Vec::new(),
         };
         if let Some(d) = deadline {
             e.norm.deadline = d;
@@ -332,7 +368,15 @@ impl<'a> Emitter<'a> {
         let mut ignored = std::mem::take(&mut e.norm.ignored);
         ignored.extend(e.format_notes.ignored);
         let warnings = e.format_notes.warnings;
-        Ok((e.g, CompileReport { ignored, warnings }))
+        let narrowed = e.narrowed;
+        Ok((
+            e.g,
+            CompileReport {
+                ignored,
+                warnings,
+                narrowed,
+            },
+        ))
     }
 
     /// The nonterminal of a subschema (created and queued on first use).
@@ -405,6 +449,29 @@ impl<'a> Emitter<'a> {
             }
         };
         Some(Symbol::Nt(nt))
+    }
+
+    /// The separator between two array items or object members: `,` and
+    /// whitespace, or [`Whitespace::Separators`]' `item_separator`.
+    pub fn item_sep(&mut self) -> Vec<Symbol> {
+        if let Whitespace::Separators { item_separator, .. } = &self.opts.whitespace {
+            return vec![lit(item_separator)];
+        }
+        let mut v = vec![lit(",")];
+        v.extend(self.ws());
+        v
+    }
+
+    /// The item and key separators of compact output: `,` and `:`, or
+    /// those of [`Whitespace::Separators`].
+    pub fn separators(&self) -> (&'a str, &'a str) {
+        match &self.opts.whitespace {
+            Whitespace::Separators {
+                item_separator,
+                key_separator,
+            } => (item_separator, key_separator),
+            _ => (",", ":"),
+        }
     }
 
     /// Alternatives of `nt` for one simple schema.

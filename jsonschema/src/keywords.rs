@@ -43,6 +43,7 @@ pub const SUPPORTED: &[&str] = &[
     "additionalItems",
     "minItems",
     "maxItems",
+    "uniqueItems",
     "contains",
     "minContains",
     "maxContains",
@@ -100,7 +101,6 @@ pub const ANNOTATIONS: &[&str] = &[
 pub const UNSUPPORTED: &[&str] = &[
     "unevaluatedProperties",
     "unevaluatedItems",
-    "uniqueItems",
     "$dynamicRef",
     "$recursiveRef",
     "contentSchema",
@@ -130,7 +130,7 @@ pub enum KeywordClass {
 ///
 /// assert_eq!(classify("minLength"), KeywordClass::Supported);
 /// assert_eq!(classify("title"), KeywordClass::Annotation);
-/// assert_eq!(classify("uniqueItems"), KeywordClass::Unsupported);
+/// assert_eq!(classify("unevaluatedItems"), KeywordClass::Unsupported);
 /// assert_eq!(classify("x-foo"), KeywordClass::Unknown);
 /// ```
 pub fn classify(key: &str) -> KeywordClass {

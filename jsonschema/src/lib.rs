@@ -12,8 +12,10 @@
 //! * [`compile_json_schema`] / [`compile_json_schema_report`]: a
 //!   `serde_json::Value` schema → a [`Grammar`] of `zapspec-grammar`'s IR
 //!   (and a [`CompileReport`] of what was ignored or relaxed), under
-//!   [`JsonSchemaOptions`] (whitespace, `oneOf` mode, lenient formats,
-//!   resource limits).
+//!   [`JsonSchemaOptions`] (whitespace and separators, property order,
+//!   closed objects, `oneOf` mode, lenient formats, resource limits; each
+//!   field's default is the specification's meaning or a documented
+//!   bound).
 //! * [`canonical_instances`]: the key order the grammar writes, to test a
 //!   valid instance against the grammar.
 //! * [`keywords`]: which keywords are implemented, annotations, refused.
@@ -69,6 +71,7 @@
 //!   are disjoint).
 //! - `emit`, `objects` (objects and arrays), `literal` (`enum`/`const`):
 //!   the BNF of each JSON type.
+//! - `unique`: arrays with `uniqueItems: true` over a finite domain.
 //! - `strings`, `formats`, `numbers`: the regex terminals.
 //! - `keys`: product automata of patterns, declared names and lengths
 //!   (`patternProperties`; `pattern`/`format` with length bounds), and
@@ -77,11 +80,13 @@
 //!
 //! ## The language, precisely
 //!
-//! * **Whitespace.** [`Whitespace::Compact`]: none at all — with the key
-//!   order below and serde_json's string escaping this is exactly the
-//!   output of `serde_json::to_string`. [`Whitespace::Flexible`]: between
-//!   any two tokens (and nowhere else: not before the first or after the
-//!   last), a run of at most `max_ws` JSON whitespace bytes.
+//! * **Whitespace.** [`Whitespace::Compact`] (the default): none at all —
+//!   with the key order below and serde_json's string escaping this is
+//!   exactly the output of `serde_json::to_string`.
+//!   [`Whitespace::Flexible`]: between any two tokens (and nowhere else:
+//!   not before the first or after the last), a run of at most `max_ws`
+//!   JSON whitespace bytes. [`Whitespace::Separators`]: compact output
+//!   with fixed item and key separators (e.g. `", "` and `": "`).
 //! * **Key order.** Objects list their keys in the order of `properties`
 //!   (then required names that `properties` does not declare, in
 //!   `required` order), then additional properties, in any order. JSON
@@ -91,6 +96,11 @@
 //!   this grammar writes; the MaskBench census and harness compare against
 //!   it. llguidance does the same ("order of properties is fixed to the
 //!   order in schema"), and also places additional properties last.
+//!   [`PropertyOrder::Any`] accepts every order instead (each declared
+//!   key at most once, the required ones present, additional members
+//!   anywhere), up to [`JsonSchemaOptions::max_any_order_properties`]
+//!   declared properties per object (default 8); larger objects keep the
+//!   schema order and are listed in [`CompileReport::narrowed`].
 //! * **Additional properties.** `additionalProperties` defaults to `true`
 //!   (JSON Schema's default), so an object schema accepts extra keys after
 //!   the declared ones, with values valid for the `additionalProperties`
@@ -101,6 +111,9 @@
 //!   of the values, so where `minProperties` is reached only by counting
 //!   additional members, a text repeating an additional key can be
 //!   invalid (the oracle tests count such samples separately).
+//!   [`JsonSchemaOptions::closed_objects`] (default `false`) treats an
+//!   absent `additionalProperties` as `false` instead: a documented
+//!   narrowing (the grammar accepts a subset of the valid instances).
 //! * **Strings.** See module `strings`: free strings allow every
 //!   JSON escape; strings constrained by `pattern`/`format` and extra keys
 //!   use serde_json's canonical escaping, which makes `pattern` translation
@@ -196,9 +209,19 @@
 //!   states count the items written as `item ∧ contains` up to
 //!   `minContains` (at most 64); `maxContains` next to `contains` is
 //!   refused (it needs the items *not* valid under `contains`).
+//! * **`uniqueItems: true`** (module `unique`) is exact where the items
+//!   range over a small finite set of scalars — `enum`/`const` of
+//!   scalars, `null`, booleans, integers with both bounds, and unions of
+//!   these — of at most [`JsonSchemaOptions::max_unique_values`] distinct
+//!   values (JSON equality: `1` and `1.0` are one value): the array's
+//!   states are the sets of values written so far (at most
+//!   [`JsonSchemaOptions::max_unique_states`]; beyond either bound
+//!   [`SchemaError::TooLarge`]). With `maxItems` ≤ 1 it is no constraint.
+//!   Other items, and `uniqueItems` beside `prefixItems` or `contains`,
+//!   are refused ([`SchemaError::Unsupported`] on `uniqueItems`).
 //! * **Not implemented** (refused with [`SchemaError::Unsupported`]):
-//!   `propertyNames`, `if`, `maxContains`,
-//!   `uniqueItems: true`, `unevaluated*`, `multipleOf` other than powers of
+//!   `maxContains`, `uniqueItems: true` over other items (above),
+//!   `unevaluated*`, `multipleOf` other than powers of
 //!   ten and integers (integers only without bounds), number bounds beyond
 //!   `u128`, two different patterns in one `allOf`, `patternProperties` in
 //!   both members of an `allOf` (or next to another member's
@@ -223,6 +246,7 @@ mod objects;
 mod resolve;
 mod schema;
 mod strings;
+mod unique;
 
 pub use canonical::canonical_instances;
 pub use error::SchemaError;
@@ -245,14 +269,29 @@ pub use zapspec_grammar::ir::Grammar;
 /// assert!(rec.recognizes(b"[1, 2]"));
 /// assert!(!rec.recognizes(b"[1,   2]")); // three spaces: more than max_ws
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Whitespace {
-    /// No whitespace: serde_json's compact output.
+    /// No whitespace: serde_json's compact output. The default.
     Compact,
     /// Up to `max_ws` bytes of `[ \t\n\r]` between any two tokens.
     Flexible {
         /// Most whitespace bytes in one run.
         max_ws: usize,
+    },
+    /// Fixed separators, as llguidance's `item_separator`/`key_separator`
+    /// (and Python's `json.dumps(separators=…)`): exactly
+    /// `item_separator` between two array items or object members,
+    /// exactly `key_separator` between a key and its value, and no other
+    /// whitespace. `", "` and `": "` give Python's default output
+    /// (`{"a": [1, 2]}`); `","` and `":"` are [`Whitespace::Compact`].
+    /// Each must be its punctuation (`,`, `:`) with only JSON whitespace
+    /// around it, else the compilation fails with
+    /// [`SchemaError::Invalid`] naming `item_separator`/`key_separator`.
+    Separators {
+        /// Between two items or members, e.g. `", "`.
+        item_separator: String,
+        /// Between a key and its value, e.g. `": "`.
+        key_separator: String,
     },
 }
 
@@ -346,10 +385,46 @@ pub enum OneOfMode {
     RequireDisjoint,
 }
 
+/// The order in which an object's declared properties may be written.
+///
+/// ```
+/// use serde_json::json;
+/// use zapspec_grammar::Recognizer;
+/// use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, PropertyOrder};
+///
+/// let schema = json!({"properties": {"a": {}, "b": {}}, "required": ["a"]});
+/// let any = JsonSchemaOptions {
+///     property_order: PropertyOrder::Any,
+///     ..JsonSchemaOptions::default()
+/// };
+/// let rec = Recognizer::new(&compile_json_schema(&schema, &any).unwrap()).unwrap();
+/// assert!(rec.recognizes(br#"{"b":1,"a":2}"#) && rec.recognizes(br#"{"a":2,"b":1}"#));
+/// assert!(!rec.recognizes(br#"{"b":1}"#)); // `a` is required
+/// assert!(!rec.recognizes(br#"{"a":1,"a":2}"#)); // no key twice
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PropertyOrder {
+    /// The order of `properties` (then undeclared required names), then
+    /// additional properties: one key order per instance (module docs,
+    /// "Key order"), as llguidance does by default. The default.
+    #[default]
+    Schema,
+    /// Any order (llguidance's and XGrammar's flexible order): the
+    /// declared properties and the additional ones interleaved in any
+    /// order, each declared key at most once and every required one
+    /// present. Exact, but the object's states are the sets of declared
+    /// properties written, `2^n` of them, so objects with more than
+    /// [`JsonSchemaOptions::max_any_order_properties`] declared properties
+    /// (or `2^n` times the counted `minProperties`/`maxProperties` above
+    /// 65,536) fall back to [`PropertyOrder::Schema`], a narrowing recorded
+    /// in [`CompileReport::narrowed`].
+    Any,
+}
+
 /// Options of [`compile_json_schema`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonSchemaOptions {
-    /// Whitespace between tokens.
+    /// Whitespace between tokens (default [`Whitespace::Compact`]).
     pub whitespace: Whitespace,
     /// Whether keys that are no keyword are ignored or refused.
     pub unknown_keywords: UnknownKeywords,
@@ -416,6 +491,40 @@ pub struct JsonSchemaOptions {
     /// accept `null` where a JSON Schema validator rejects it); set `true`
     /// for OpenAPI 3.0 schemas.
     pub openapi_nullable: bool,
+    /// `uniqueItems: true` is compiled where the items have at most this
+    /// many distinct values (module docs: "`uniqueItems`"); more are
+    /// refused with [`SchemaError::TooLarge`]. At most 64 are used.
+    /// Default 16.
+    pub max_unique_values: usize,
+    /// Most sets of item values an array with `uniqueItems: true` tracks
+    /// (each a nonterminal: the subsets of at most `maxItems` of the
+    /// item values); more are refused with [`SchemaError::TooLarge`].
+    /// Default 4096 (all subsets of 12 values; 16 values with `maxItems`
+    /// up to 3).
+    pub max_unique_states: usize,
+    /// Whether an object schema without `additionalProperties` is closed
+    /// (as if it said `additionalProperties: false`): only declared
+    /// properties (and keys matching `patternProperties`) may appear.
+    /// Default `false`, JSON Schema's meaning (`additionalProperties`
+    /// defaults to `true`). `true` is what many serving stacks do
+    /// (OpenAI's structured outputs, XGrammar's strict mode) and an
+    /// intentional narrowing: the grammar then accepts a subset of the
+    /// valid instances (never an invalid one). It applies to every
+    /// object the grammar writes for a schema without
+    /// `additionalProperties`, `{}` and `true` included: `{"type":
+    /// "object"}` and a property declared `{}` accept only `{}` as an
+    /// object. It applies to the objects the grammar writes,
+    /// not to `not`/`oneOf` reasoning, which keeps the specification's
+    /// meaning (so closing stays sound under complements), and an
+    /// undeclared `required` name is then unsatisfiable unless a
+    /// `patternProperties` pattern allows it.
+    pub closed_objects: bool,
+    /// The order of object properties (default [`PropertyOrder::Schema`]).
+    pub property_order: PropertyOrder,
+    /// Most declared properties of one object written in any order under
+    /// [`PropertyOrder::Any`] (`2^n` states each); larger objects use the
+    /// schema's order. Default 8.
+    pub max_any_order_properties: usize,
 }
 
 impl Default for JsonSchemaOptions {
@@ -435,6 +544,11 @@ impl Default for JsonSchemaOptions {
             lenient_formats: false,
             unknown_formats: UnknownFormats::Annotation,
             openapi_nullable: false,
+            max_unique_values: 16,
+            max_unique_states: 4096,
+            closed_objects: false,
+            property_order: PropertyOrder::Schema,
+            max_any_order_properties: 8,
         }
     }
 }
@@ -450,6 +564,11 @@ pub struct CompileReport {
     /// compiled as an annotation under
     /// [`JsonSchemaOptions::lenient_formats`].
     pub warnings: Vec<(String, String)>,
+    /// `(pointer, message)` of every option not honoured in a way that
+    /// makes the grammar accept *less* (sound): today an object written
+    /// in schema order although [`JsonSchemaOptions::property_order`] is
+    /// [`PropertyOrder::Any`], because it has too many properties.
+    pub narrowed: Vec<(String, String)>,
 }
 
 /// Compiles a JSON Schema into a grammar (see the module docs for the

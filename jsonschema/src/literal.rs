@@ -189,9 +189,10 @@ impl<'a> Emitter<'a> {
     /// The tokens of a JSON value (one literal when compact), with the
     /// whitespace symbol between any two tokens when flexible.
     pub(crate) fn literal_symbols(&mut self, v: &Value) -> Vec<Symbol> {
-        let Some(ws) = self.ws() else {
+        let ws = self.ws();
+        if ws.is_none() && !matches!(v, Value::Array(_) | Value::Object(_)) {
             return vec![lit(&v.to_string())];
-        };
+        }
         let mut tokens: Vec<String> = Vec::new();
         enum Item<'v> {
             Val(&'v Value),
@@ -229,6 +230,19 @@ impl<'a> Emitter<'a> {
                 Item::Val(x) => tokens.push(x.to_string()),
             }
         }
+        let Some(ws) = ws else {
+            // compact (serde_json's text) or with fixed separators
+            let (item, key) = self.separators();
+            let mut text = String::new();
+            for t in &tokens {
+                text.push_str(match t.as_str() {
+                    "," => item,
+                    ":" => key,
+                    t => t,
+                });
+            }
+            return vec![lit(&text)];
+        };
         let mut out = Vec::with_capacity(tokens.len() * 2);
         for (i, t) in tokens.iter().enumerate() {
             if i > 0 {

@@ -29,11 +29,29 @@ use super::keys::{KeyAutomaton, KeyBranch, KeyFilter, KeyPattern, RegionGrammar}
 use super::normalize::Normalizer;
 use super::schema::{pattern_properties, Simple, Sub, TypeSet};
 use super::strings::{encode_str, key_regex_excluding, ClassTexts};
+use super::PropertyOrder;
 use zapspec_grammar::ir::{NtId, Symbol, Terminal};
 
 /// Largest `minContains` compiled (the array states are multiplied by it
 /// plus one).
 const MAX_MIN_CONTAINS: u64 = 64;
+
+/// Most states of an object written in any order ([`PropertyOrder::Any`]):
+/// `2^n` sets of declared members times the counted members.
+const MAX_ANY_ORDER_STATES: u64 = 1 << 16;
+
+/// An object written in any order: its members' symbols and counts.
+struct AnyOrder<'m, 'a> {
+    members: &'m [Member<'a>],
+    member_syms: &'m [Vec<Symbol>],
+    extra: Option<&'m [Symbol]>,
+    /// `minProperties` where it exceeds the required members, else 0.
+    min: u64,
+    /// `maxProperties` where it constrains.
+    max: Option<u64>,
+    /// Where the member count saturates without `maxProperties`.
+    cap: u64,
+}
 
 /// One declared member: name, value schema, required.
 struct Member<'a> {
@@ -168,18 +186,25 @@ pub(crate) fn key_filter<'a>(
 
 /// The layout of an object schema; [`Sat::No`] when a required member is
 /// impossible. `norm` and `notes` serve `propertyNames`, whose schema is
-/// normalised against the same document.
+/// normalised against the same document. `closed`: an absent
+/// `additionalProperties` is `false` ([`JsonSchemaOptions::closed_objects`],
+/// a narrowing applied only where objects are emitted, never inside the
+/// proofs and complements of `normalize`).
+///
+/// [`JsonSchemaOptions::closed_objects`]: super::JsonSchemaOptions::closed_objects
 pub(crate) fn object_layout<'a>(
     s: &Simple<'a>,
     norm: &mut Normalizer<'a>,
     notes: &mut FormatNotes,
+    closed: bool,
 ) -> Result<Sat<Layout<'a>>, SchemaError> {
     let ptr = &s.ptr;
     let o = &s.object;
     let no_props = Vec::new();
     let props = o.properties.as_ref().unwrap_or(&no_props);
     let required = &o.required;
-    let additional = o.additional_properties.clone().unwrap_or(Sub::TRUE);
+    let absent = if closed { Sub::FALSE } else { Sub::TRUE };
+    let additional = o.additional_properties.clone().unwrap_or(absent);
     let patterns = pattern_properties(o, ptr)?;
     let filter = key_filter(s, norm, notes)?;
     let name_ok = |k: &str| filter.as_ref().is_none_or(|f| f.accepts(k));
@@ -328,7 +353,12 @@ impl<'a> Emitter<'a> {
             additional,
             patterns,
             filter,
-        } = match object_layout(s, &mut self.norm, &mut self.format_notes)? {
+        } = match object_layout(
+            s,
+            &mut self.norm,
+            &mut self.format_notes,
+            self.opts.closed_objects,
+        )? {
             Sat::Yes(x) => x,
             Sat::No(reason) => {
                 self.norm.note_unsat(&ptr, reason.to_string());
@@ -404,6 +434,30 @@ impl<'a> Emitter<'a> {
         };
         let base = self.g.name(nt).to_string();
         let n = members.len();
+        if self.opts.property_order == PropertyOrder::Any && n > 1 {
+            let fits = n <= self.opts.max_any_order_properties.min(16)
+                && (1u64 << n).saturating_mul(cap + 1) <= MAX_ANY_ORDER_STATES;
+            if fits {
+                let any = AnyOrder {
+                    members: &members,
+                    member_syms: &member_syms,
+                    extra: extra_syms.as_deref(),
+                    min: min_eff,
+                    max: max_eff,
+                    cap,
+                };
+                return self.any_order(nt, &any, &ptr);
+            }
+            self.narrowed.push((
+                ptr.clone(),
+                format!(
+                    "PropertyOrder::Any: {n} declared properties (above \
+                     max_any_order_properties = {}, or too many counted members); \
+                     written in schema order",
+                    self.opts.max_any_order_properties
+                ),
+            ));
+        }
         let next = |c: u64| {
             if max_eff.is_some() {
                 c + 1
@@ -435,9 +489,7 @@ impl<'a> Emitter<'a> {
                 if c == 0 {
                     vec![]
                 } else {
-                    let mut v = vec![lit(",")];
-                    v.extend(this.ws());
-                    v
+                    this.item_sep()
                 }
             };
             let can_add = max_eff.is_none_or(|m| c < m);
@@ -469,6 +521,72 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// The members of an object in any order ([`PropertyOrder::Any`]):
+    /// states `(W, c)` — the set `W` of declared members written and `c`
+    /// members written in all (counted as in schema order) — each may
+    /// write a declared member outside `W` or an additional member (while
+    /// below `maxProperties`), or end once every required member is in `W`
+    /// and `c` reaches `minProperties`.
+    fn any_order(&mut self, nt: NtId, o: &AnyOrder<'_, 'a>, ptr: &str) -> Result<(), SchemaError> {
+        let base = self.g.name(nt).to_string();
+        let required: u64 = o
+            .members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.required)
+            .fold(0, |acc, (i, _)| acc | 1 << i);
+        let next = |c: u64| {
+            if o.max.is_some() {
+                c + 1
+            } else {
+                (c + 1).min(o.cap)
+            }
+        };
+        let mut states: HashMap<(u64, u64), NtId> = HashMap::new();
+        let s0 = self.fresh(&format!("{base}-kv"), ptr)?;
+        states.insert((0, 0), s0);
+        let mut open = vec![lit("{")];
+        open.extend(self.ws());
+        open.push(Symbol::Nt(s0));
+        self.g.add_rule(nt, open);
+        let mut work = vec![(0u64, 0u64)];
+        while let Some((set, c)) = work.pop() {
+            let me = states[&(set, c)];
+            if set & required == required && c >= o.min {
+                self.g.add_rule(me, vec![lit("}")]);
+            }
+            if o.max.is_some_and(|m| c >= m) {
+                continue;
+            }
+            let mut moves: Vec<(Vec<Symbol>, u64)> = Vec::new();
+            for (i, syms) in o.member_syms.iter().enumerate() {
+                if set >> i & 1 == 0 {
+                    moves.push((syms.clone(), set | 1 << i));
+                }
+            }
+            if let Some(extra) = o.extra {
+                moves.push((extra.to_vec(), set));
+            }
+            for (syms, to_set) in moves {
+                let key = (to_set, next(c));
+                let to = match states.get(&key) {
+                    Some(&x) => x,
+                    None => {
+                        let x = self.fresh(&format!("{base}-kv"), ptr)?;
+                        states.insert(key, x);
+                        work.push(key);
+                        x
+                    }
+                };
+                let mut rhs = if c > 0 { self.item_sep() } else { vec![] };
+                rhs.extend(syms);
+                rhs.push(Symbol::Nt(to));
+                self.g.add_rule(me, rhs);
+            }
+        }
+        Ok(())
+    }
+
     /// A key nonterminal deriving the quoted canonical encodings of the
     /// keys of a region: one nonterminal per automaton state
     /// (right-linear), `None` for an empty region.
@@ -495,18 +613,20 @@ impl<'a> Emitter<'a> {
         Ok(Symbol::Nt(k))
     }
 
-    /// `key ws ":" ws value ws` (compact: `key ":" value`).
+    /// `key ws ":" ws value ws` (compact: `key ":" value`; with
+    /// separators, `key key_separator value`).
     fn member(&mut self, key: Symbol, value: NtId) -> Vec<Symbol> {
         let ws = self.ws();
+        let colon = self.separators().1;
         match (key, &ws) {
             (Symbol::T(Terminal::Literal(mut k)), None) => {
-                k.push(b':');
+                k.extend_from_slice(colon.as_bytes());
                 vec![Symbol::T(Terminal::Literal(k)), Symbol::Nt(value)]
             }
             (key, _) => {
                 let mut v = vec![key];
                 v.extend(ws.clone());
-                v.push(lit(":"));
+                v.push(lit(colon));
                 v.extend(ws.clone());
                 v.push(Symbol::Nt(value));
                 v.extend(ws);
@@ -559,6 +679,24 @@ impl<'a> Emitter<'a> {
             self.norm
                 .note_unsat(&ptr, "maxItems < minContains (or items forbidden)");
             return Ok(());
+        }
+        if a.unique_items && max.is_none_or(|m| m > 1) {
+            // arrays of at most one item are unique anyway
+            if !prefix.is_empty() {
+                return Err(SchemaError::unsupported(
+                    "uniqueItems",
+                    &ptr,
+                    "uniqueItems with prefixItems (a tuple form) is not implemented",
+                ));
+            }
+            if need > 0 {
+                return Err(SchemaError::unsupported(
+                    "uniqueItems",
+                    &ptr,
+                    "uniqueItems with contains is not implemented",
+                ));
+            }
+            return self.unique_array(nt, &items, min, max, &ptr);
         }
         let k = (prefix.len() as u64).max(min);
         let states_needed = max.unwrap_or(k);
@@ -642,8 +780,7 @@ impl<'a> Emitter<'a> {
                     let Some(e) = e else { continue };
                     let mut rhs = Vec::new();
                     if j > 0 {
-                        rhs.push(lit(","));
-                        rhs.extend(ws.clone());
+                        rhs.extend(self.item_sep());
                     }
                     rhs.push(Symbol::Nt(e));
                     rhs.extend(ws.clone());

@@ -357,15 +357,25 @@ fn ref_siblings_follow_the_draft() {
 #[test]
 fn errors_name_keyword_and_pointer() {
     let opts = JsonSchemaOptions::default();
-    let e = compile_json_schema(&json!({"properties": {"a": {"uniqueItems": true}}}), &opts)
-        .unwrap_err();
+    let e = compile_json_schema(
+        &json!({"properties": {"a": {"unevaluatedItems": false}}}),
+        &opts,
+    )
+    .unwrap_err();
     assert_eq!(
         e,
         SchemaError::Unsupported {
-            keyword: "uniqueItems".into(),
+            keyword: "unevaluatedItems".into(),
             pointer: "/properties/a".into(),
             reason: "keyword not implemented".into()
         }
+    );
+    let e = compile_json_schema(&json!({"properties": {"a": {"uniqueItems": true}}}), &opts)
+        .unwrap_err();
+    assert!(
+        matches!(&e, SchemaError::Unsupported { keyword, pointer, .. }
+            if keyword == "uniqueItems" && pointer == "/properties/a"),
+        "{e}"
     );
     let e = compile_json_schema(&json!({"items": {"$ref": "#/definitions/x"}}), &opts).unwrap_err();
     assert!(

@@ -174,6 +174,7 @@ fn merge_array_counts<'a>(
 ) -> Result<(), SchemaError> {
     tighter(&mut a.min_items, b.min_items, true);
     tighter(&mut a.max_items, b.max_items, false);
+    a.unique_items |= b.unique_items;
     same(&mut a.contains, b.contains, "contains", ptr)?;
     same(&mut a.min_contains, b.min_contains, "minContains", ptr)?;
     same(&mut a.max_contains, b.max_contains, "maxContains", ptr)

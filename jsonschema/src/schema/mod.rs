@@ -327,6 +327,8 @@ pub(crate) struct ArrayKw<'a> {
     pub min_contains: Option<u64>,
     /// `maxContains`
     pub max_contains: Option<u64>,
+    /// `uniqueItems: true` (`false` is no constraint)
+    pub unique_items: bool,
 }
 
 /// The object keywords.

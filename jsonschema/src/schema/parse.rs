@@ -127,6 +127,17 @@ fn array_kw<'a>(
         contains: m.get("contains").map(Sub::Schema),
         min_contains: count(m.get("minContains"), "minContains", ptr)?,
         max_contains: count(m.get("maxContains"), "maxContains", ptr)?,
+        unique_items: match m.get("uniqueItems") {
+            None | Some(Value::Bool(false)) => false,
+            Some(Value::Bool(true)) => true,
+            Some(_) => {
+                return Err(SchemaError::invalid(
+                    "uniqueItems",
+                    ptr,
+                    "must be a boolean",
+                ))
+            }
+        },
     })
 }
 
