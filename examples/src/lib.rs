@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`report`] | [`report::CommonArgs`] (`--out`, `--quick`, a `clap::Args`), Markdown tables, JSON output |
 //! | [`edits`] | edit corpora of the `copy_*` experiments: [`edits::CorpusArgs`] (JSONL files, `--git` history with size filters) and one loader ([`edits::load`]) |
+//! | [`finite_law`] | exact laws of a finite token language on a real model: the token tree walked by masks, its rows scored a subtree at a time, a table-backed model |
 //! | [`fvo`] | helpers of the `fvo_*` experiments: progress bar, empirical-vs-exact [`fvo::Comparison`] |
 //! | [`llg`] | llguidance over a zapspec vocabulary (the baseline engine) |
 //! | [`smollm2`] | the real model: SmolLM2-135M-Instruct GGUF, its tokenizer and chat template, with a clear error when it is not fetched |
@@ -12,6 +13,7 @@
 //! | [`host`], [`kbnf_ir`], [`maskstats`] | MaskBench and pipeline helpers |
 
 pub mod edits;
+pub mod finite_law;
 pub mod fvo;
 pub mod host;
 pub mod kbnf_ir;
