@@ -219,9 +219,17 @@
 //!   [`SchemaError::TooLarge`]). With `maxItems` ≤ 1 it is no constraint.
 //!   Other items, and `uniqueItems` beside `prefixItems` or `contains`,
 //!   are refused ([`SchemaError::Unsupported`] on `uniqueItems`).
+//! * **`unevaluatedProperties` / `unevaluatedItems`** in a schema object
+//!   without in-place applicators (`$ref`, `allOf`, `anyOf`, `oneOf`,
+//!   `if`, `dependentSchemas`/`dependencies`) and, for items, without
+//!   `contains`: the only keywords that evaluate are the object's own, so
+//!   they are `additionalProperties` / `items` after `prefixItems` — or
+//!   nothing where those are present (2019-09 Core §9.3). Elsewhere they
+//!   need the applicators' annotations and are refused.
 //! * **Not implemented** (refused with [`SchemaError::Unsupported`]):
 //!   `maxContains`, `uniqueItems: true` over other items (above),
-//!   `unevaluated*`, `multipleOf` other than powers of
+//!   `unevaluated*` beside in-place applicators, draft-3 `extends`,
+//!   `multipleOf` other than powers of
 //!   ten and integers (integers only without bounds), number bounds beyond
 //!   `u128`, two different patterns in one `allOf`, `patternProperties` in
 //!   both members of an `allOf` (or next to another member's

@@ -45,6 +45,57 @@ pub(crate) struct Dependency<'a> {
     pub value: &'a Value,
 }
 
+/// What `unevaluatedProperties` / `unevaluatedItems` (2019-09 Core
+/// §9.3.2.3, §9.3.1.3) reduce to in a schema object without in-place
+/// applicators, where the only keywords that evaluate properties (items)
+/// are its own.
+pub(crate) enum Unevaluated<'a> {
+    /// Every property (item) is already evaluated: `additionalProperties`
+    /// (`items`, `additionalItems`) is present. No constraint.
+    NoOp,
+    /// It is `additionalProperties` (`items` after `prefixItems`).
+    Is(&'a Value),
+}
+
+/// How `unevaluatedProperties` or `unevaluatedItems` (`k`) of `m` reduces
+/// to a plain keyword; `None` where it needs the annotations of in-place
+/// applicators (or, for items, of `contains`), which are not reduced.
+pub(crate) fn unevaluated<'a>(m: &'a Map<String, Value>, k: &str) -> Option<Unevaluated<'a>> {
+    let v = m.get(k)?;
+    const IN_PLACE: &[&str] = &[
+        "$ref",
+        "$dynamicRef",
+        "$recursiveRef",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "if",
+        "dependentSchemas",
+        "dependencies",
+    ];
+    if IN_PLACE.iter().any(|a| m.contains_key(*a)) {
+        return None;
+    }
+    match k {
+        "unevaluatedProperties" if m.contains_key("additionalProperties") => {
+            Some(Unevaluated::NoOp)
+        }
+        "unevaluatedProperties" => Some(Unevaluated::Is(v)),
+        "unevaluatedItems" if m.contains_key("contains") => None,
+        "unevaluatedItems" if m.contains_key("items") || m.contains_key("additionalItems") => {
+            // 2020-12 `items` (a schema) evaluates every item after the
+            // prefix; the array form of `items` with `additionalItems`
+            // (2019-09) too. The array form alone leaves items after it.
+            match m.get("items") {
+                Some(Value::Array(_)) if !m.contains_key("additionalItems") => None,
+                _ => Some(Unevaluated::NoOp),
+            }
+        }
+        "unevaluatedItems" => Some(Unevaluated::Is(v)),
+        _ => None,
+    }
+}
+
 /// A schema object: plain keywords and applicators.
 #[derive(Clone, Debug)]
 pub(crate) struct Node<'a> {
@@ -135,8 +186,14 @@ impl<'a> Node<'a> {
             match classify(k) {
                 KeywordClass::Supported | KeywordClass::Annotation => {}
                 KeywordClass::Unsupported => {
-                    if !is_noop(k, val) {
-                        return Err(SchemaError::unsupported(k, ptr, "keyword not implemented"));
+                    if !is_noop(k, val) && unevaluated(m, k).is_none() {
+                        let reason = match k.as_str() {
+                            "unevaluatedProperties" | "unevaluatedItems" => {
+                                "beside in-place applicators (`$ref`, `allOf`, `anyOf`, `oneOf`, `if`, `dependentSchemas`), or (items) `contains`, whose annotations it would need"
+                            }
+                            _ => "keyword not implemented",
+                        };
+                        return Err(SchemaError::unsupported(k, ptr, reason));
                     }
                 }
                 KeywordClass::Unknown => match dialect.unknown_keywords {
@@ -152,6 +209,19 @@ impl<'a> Node<'a> {
         }
         node.plain = Simple::parse(m, ptr)?;
         node.plain.ptr.clear();
+        for k in ["unevaluatedProperties", "unevaluatedItems"] {
+            if let Some(Unevaluated::Is(v)) = unevaluated(m, k) {
+                if !(v.is_object() || v.is_boolean()) {
+                    return Err(SchemaError::invalid(k, ptr, "must be a schema"));
+                }
+                let sub = Some(super::Sub::Schema(v));
+                if k == "unevaluatedProperties" {
+                    node.plain.object.additional_properties = sub;
+                } else {
+                    node.plain.array.items = sub;
+                }
+            }
+        }
         node.reference = reference(m, ptr)?;
         node.all_of = array(m, "allOf", ptr)?.unwrap_or(&[]);
         if !dialect.no_if {
