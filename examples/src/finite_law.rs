@@ -2,7 +2,7 @@
 //! rows batched: the tree of token sequences a constraint allows is walked
 //! by its masks alone ([`TokenTrie::walk`], no model), every prefix's
 //! next-token logits are scored a subtree at a time with
-//! [`LanguageModel::tree_logits`] ([`trie_logits`]), and [`TableLm`] serves
+//! [`LanguageModel::tree_logits`] ([`trie_logits`]), and `zapspec_verify::MemoLm::with_table` serves
 //! them to anything that drives a model through the usual
 //! `prefill`/`truncate` interface (the prefix-tree enumeration of
 //! `zapspec_phi::exact::tree::PrefixTree`, the `zapspec` loop). Used by the
@@ -11,8 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ndarray::Array2;
-use zapspec_core::{Constraint, DraftTree, LanguageModel, Logits, ModelError, TokenId};
+use zapspec_core::{Constraint, DraftTree, LanguageModel, ModelError, TokenId};
 
 /// Why the token tree could not be built or scored.
 #[derive(Debug, thiserror::Error)]
@@ -206,95 +205,4 @@ pub fn trie_logits<M: LanguageModel>(
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Arc::from(Vec::new())))
         .collect())
-}
-
-/// A [`LanguageModel`] that serves logits from a shared table keyed by the
-/// whole context and asks `inner` (memoised) for any other context.
-/// Deterministic models only.
-pub struct TableLm<M> {
-    table: Arc<HashMap<Vec<TokenId>, Arc<[f32]>>>,
-    inner: M,
-    memo: HashMap<Vec<TokenId>, Arc<[f32]>>,
-    context: Vec<TokenId>,
-    misses: usize,
-}
-
-impl<M: LanguageModel> TableLm<M> {
-    /// Serves `table`, falling back on `inner` (its context is managed here).
-    pub fn new(table: Arc<HashMap<Vec<TokenId>, Arc<[f32]>>>, inner: M) -> Self {
-        TableLm {
-            table,
-            inner,
-            memo: HashMap::new(),
-            context: Vec::new(),
-            misses: 0,
-        }
-    }
-
-    /// Contexts `inner` had to score.
-    pub fn misses(&self) -> usize {
-        self.misses
-    }
-
-    fn lookup(&mut self, ctx: &[TokenId]) -> Result<Arc<[f32]>, ModelError> {
-        if let Some(l) = self.table.get(ctx).or_else(|| self.memo.get(ctx)) {
-            return Ok(l.clone());
-        }
-        self.misses += 1;
-        let l: Arc<[f32]> = self.inner.logits_for(ctx)?.into();
-        self.memo.insert(ctx.to_vec(), l.clone());
-        Ok(l)
-    }
-}
-
-impl<M: LanguageModel> LanguageModel for TableLm<M> {
-    fn vocab_size(&self) -> usize {
-        self.inner.vocab_size()
-    }
-    fn context(&self) -> &[TokenId] {
-        &self.context
-    }
-    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
-        let v = self.inner.vocab_size();
-        if let Some(&token) = tokens.iter().find(|&&t| t as usize >= v) {
-            return Err(ModelError::TokenOutOfRange {
-                token,
-                vocab_size: v,
-            });
-        }
-        let mut out = Array2::zeros((tokens.len(), v));
-        let mut ctx = std::mem::take(&mut self.context);
-        let start = ctx.len();
-        for (i, &t) in tokens.iter().enumerate() {
-            ctx.push(t);
-            match self.lookup(&ctx) {
-                Ok(l) if l.len() == v => out.row_mut(i).assign(&ndarray::ArrayView1::from(&l[..])),
-                Ok(l) => {
-                    ctx.truncate(start);
-                    self.context = ctx;
-                    return Err(ModelError::Backend(format!(
-                        "a table row of {} logits (vocabulary {v})",
-                        l.len()
-                    )));
-                }
-                Err(e) => {
-                    ctx.truncate(start);
-                    self.context = ctx;
-                    return Err(e);
-                }
-            }
-        }
-        self.context = ctx;
-        Ok(out)
-    }
-    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
-        let ctx = self.context.clone();
-        Ok(self.lookup(&ctx)?.to_vec())
-    }
-    fn truncate(&mut self, len: usize) {
-        self.context.truncate(len);
-    }
-    fn max_context(&self) -> usize {
-        self.inner.max_context()
-    }
 }

@@ -2,7 +2,7 @@
 //! tokenizations per text) and a toy model, against brute force: the walked
 //! token tree is exactly the set of token sequences spelling a member text,
 //! `trie_logits` (chunked) gives the model's own rows, and the exact laws
-//! of the prefix tree served by `TableLm` are μ* and μ^proj computed
+//! of the prefix tree served by `MemoLm::with_table` are μ* and μ^proj computed
 //! sequence by sequence from the model.
 
 use std::collections::{HashMap, HashSet};
@@ -14,7 +14,8 @@ use zapspec_testkit::toy::BigramLm;
 use zapspec_verify::PrefixTree;
 use zapspec_vocab::TokenVocab;
 
-use examples::finite_law::{trie_logits, TableLm, TokenTrie};
+use examples::finite_law::{trie_logits, TokenTrie};
+use zapspec_verify::MemoLm;
 
 const EOS: TokenId = 259;
 
@@ -96,7 +97,7 @@ fn finite_schema_language_and_laws_match_brute_force() {
         .enumerate()
         .map(|(id, r)| (trie.tokens(id), r))
         .collect();
-    let mut served = TableLm::new(Arc::new(table), BigramLm::new(v.len(), 999));
+    let mut served = MemoLm::with_table(Arc::new(table), BigramLm::new(v.len(), 999));
     let tree = PrefixTree::enumerate(&c, &mut served, 10_000).unwrap();
     let index = tree.member_index();
     assert_eq!(index.len(), brute.len());

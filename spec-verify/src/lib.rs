@@ -71,6 +71,6 @@ pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeD
 pub use drafter::{CopyDraft, Draft, DraftLaw, Drafter, NoDraft, PromptLookup, TreeLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
-pub use memo::MemoLm;
+pub use memo::{LogitTable, MemoLm};
 pub use phi::{compact_log_law, compact_log_law_aligned, nucleus_log, target_log_law};
 pub use tree::{tree_of_continuations, DraftTree, TreeConfig, TreeDraft};

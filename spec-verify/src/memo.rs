@@ -3,6 +3,10 @@
 //! same few thousand prefixes millions of times in the sampling experiments;
 //! memoising turns each revisit into a hash lookup without changing a single
 //! logit. The loop still drives the wrapper through `prefill`/`truncate`.
+//! [`MemoLm::with_table`] also serves a precomputed table of rows shared
+//! between wrappers (rows a batched scoring pass produced, e.g. over a
+//! finite language's prefix tree), asking the inner model only for other
+//! contexts.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,10 +14,15 @@ use std::sync::Arc;
 use ndarray::Array2;
 use zapspec_core::{LanguageModel, Logits, ModelError, TokenId};
 
+/// Next-token logits by whole context (a row per context).
+pub type LogitTable = HashMap<Vec<TokenId>, Arc<[f32]>>;
+
 /// Memoising wrapper; see the module docs. Only for deterministic models.
 pub struct MemoLm<M> {
     inner: M,
-    cache: HashMap<Vec<TokenId>, Arc<[f32]>>,
+    /// Rows consulted before the cache, shared and never written.
+    table: Option<Arc<LogitTable>>,
+    cache: LogitTable,
     context: Vec<TokenId>,
     calls: usize,
     misses: usize,
@@ -24,10 +33,21 @@ impl<M: LanguageModel> MemoLm<M> {
     pub fn new(inner: M) -> Self {
         MemoLm {
             inner,
+            table: None,
             cache: HashMap::new(),
             context: Vec::new(),
             calls: 0,
             misses: 0,
+        }
+    }
+
+    /// Wraps `inner`, serving the rows of `table` (keyed by the whole
+    /// context) before asking it; a row must hold one logit per token of
+    /// the vocabulary (`prefill` says so with an error otherwise).
+    pub fn with_table(table: Arc<LogitTable>, inner: M) -> Self {
+        MemoLm {
+            table: Some(table),
+            ..MemoLm::new(inner)
         }
     }
 
@@ -47,7 +67,8 @@ impl<M: LanguageModel> MemoLm<M> {
     }
 
     fn lookup(&mut self, ctx: &[TokenId]) -> Result<Arc<[f32]>, ModelError> {
-        if let Some(l) = self.cache.get(ctx) {
+        let table = self.table.as_ref().and_then(|t| t.get(ctx));
+        if let Some(l) = table.or_else(|| self.cache.get(ctx)) {
             return Ok(l.clone());
         }
         self.misses += 1;
@@ -79,7 +100,15 @@ impl<M: LanguageModel> LanguageModel for MemoLm<M> {
         for (i, &t) in tokens.iter().enumerate() {
             ctx.push(t);
             match self.lookup(&ctx) {
-                Ok(l) => out.row_mut(i).assign(&ndarray::ArrayView1::from(&l[..])),
+                Ok(l) if l.len() == v => out.row_mut(i).assign(&ndarray::ArrayView1::from(&l[..])),
+                Ok(l) => {
+                    ctx.truncate(start);
+                    self.context = ctx;
+                    return Err(ModelError::Backend(format!(
+                        "a table row of {} logits (vocabulary {v})",
+                        l.len()
+                    )));
+                }
                 Err(e) => {
                     ctx.truncate(start);
                     self.context = ctx;

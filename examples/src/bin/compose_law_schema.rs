@@ -32,11 +32,12 @@ use zapspec_phi::metrics::{chi_square, noise_floor, tv_counts};
 use zapspec_phi::NoModel;
 use zapspec_verify::{PrefixTree, TreePhi};
 
-use examples::finite_law::{trie_logits, TableLm, TokenTrie};
+use examples::finite_law::{trie_logits, TokenTrie};
 use examples::fvo::progress;
 use examples::report::{write_json, MarkdownTable};
 use examples::smollm2::SmolLm2;
 use zapspec_backend::GgufWeights;
+use zapspec_verify::MemoLm;
 
 /// The default schema: up to three digits (1111 texts).
 const SCHEMA: &str = r#"{
@@ -121,7 +122,7 @@ fn merge(counts_or_law: &[f64], text_of: &[usize], n: usize) -> Vec<f64> {
 #[allow(clippy::too_many_arguments)]
 fn draw<M, C, D, F>(
     name: &str,
-    b: Builder<TableLm<M>, C, D, F>,
+    b: Builder<MemoLm<M>, C, D, F>,
     laws: &Laws<'_>,
     law: (&str, &[f64]),
     vocab: &zapspec_vocab::TokenVocab,
@@ -271,7 +272,7 @@ fn main() -> Result<()> {
         table.insert(ctx, r);
     }
     let table = Arc::new(table);
-    let target = || TableLm::new(table.clone(), m.lm.clone());
+    let target = || MemoLm::with_table(table.clone(), m.lm.clone());
 
     // 3. exact laws
     let t2 = std::time::Instant::now();
