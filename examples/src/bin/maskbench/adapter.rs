@@ -36,6 +36,12 @@ pub trait Adapter {
     fn automaton_build_us(&self) -> Option<f64> {
         None
     }
+    /// Microseconds the last [`Adapter::compile`] spent translating the
+    /// schema into the engine's grammar (engines with a separate schema
+    /// compiler that report it); the rest of the compile is the grammar's.
+    fn last_schema_us(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// A compiled schema with one current matcher state.

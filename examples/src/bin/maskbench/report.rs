@@ -36,6 +36,12 @@ pub struct EngineSummary {
     /// report it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttfm_automata_share: Option<(f64, f64)>,
+    /// Shares of the summed TTFM spent translating the schema into a
+    /// grammar and in the first mask (after the compile), over all compiled
+    /// schemas and over the slowest 1% by TTFM: `[(schema, first mask); 2]`
+    /// (engines that report the schema step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfm_split: Option<[(f64, f64); 2]>,
     pub tbm_us: Summary,
     /// Tokens per second of mask computation: masks / total mask time.
     pub mask_throughput_per_s: f64,
@@ -60,6 +66,7 @@ pub fn summarize(engine: &str, results: &[SchemaResult]) -> EngineSummary {
     };
     let mut ttfm = Vec::new();
     let mut automata: Vec<(f64, f64)> = Vec::new();
+    let mut split: Vec<(f64, f64, f64)> = Vec::new();
     let mut tbm = Vec::new();
     let mut peaks = Vec::new();
     for r in results {
@@ -89,6 +96,9 @@ pub fn summarize(engine: &str, results: &[SchemaResult]) -> EngineSummary {
                 if let Some(a) = r.ttfm_automata_us {
                     automata.push((t, a));
                 }
+                if let (Some(g), Some(m)) = (r.ttfm_schema_us, r.ttfm_first_mask_us) {
+                    split.push((t, g, m));
+                }
             }
         }
         tbm.extend(r.tbm_ns.iter().map(|&n| n as f64 / 1000.0));
@@ -110,6 +120,18 @@ pub fn summarize(engine: &str, results: &[SchemaResult]) -> EngineSummary {
         automata.sort_by(|x, y| y.0.total_cmp(&x.0));
         let top = automata.len().div_ceil(100);
         s.ttfm_automata_share = Some((share(&automata), share(&automata[..top])));
+    }
+    if !split.is_empty() {
+        let share = |xs: &[(f64, f64, f64)]| {
+            let t: f64 = xs.iter().map(|x| x.0).sum::<f64>().max(f64::MIN_POSITIVE);
+            (
+                xs.iter().map(|x| x.1).sum::<f64>() / t,
+                xs.iter().map(|x| x.2).sum::<f64>() / t,
+            )
+        };
+        split.sort_by(|x, y| y.0.total_cmp(&x.0));
+        let top = split.len().div_ceil(100);
+        s.ttfm_split = Some([share(&split), share(&split[..top])]);
     }
     s.tbm_us = Summary::of(&tbm);
     let total: f64 = tbm.iter().sum();
@@ -208,6 +230,22 @@ pub fn markdown_table(sums: &[EngineSummary]) -> String {
         for s in sums {
             match s.ttfm_automata_share {
                 Some((a, b)) => out.push_str(&format!(" {:.0}% / {:.0}% |", 100.0 * a, 100.0 * b)),
+                None => out.push_str(" — |"),
+            }
+        }
+        out.push('\n');
+    }
+    if sums.iter().any(|s| s.ttfm_split.is_some()) {
+        out.push_str("| TTFM share in schema → grammar / first mask (all; slowest 1%) |");
+        for s in sums {
+            match s.ttfm_split {
+                Some([(g, m), (g1, m1)]) => out.push_str(&format!(
+                    " {:.0}% / {:.0}%; {:.0}% / {:.0}% |",
+                    100.0 * g,
+                    100.0 * m,
+                    100.0 * g1,
+                    100.0 * m1
+                )),
                 None => out.push_str(" — |"),
             }
         }

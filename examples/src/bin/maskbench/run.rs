@@ -149,6 +149,14 @@ pub struct SchemaResult {
     /// that report it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttfm_automata_us: Option<f64>,
+    /// The part of `ttfm_us` spent translating the schema into a grammar,
+    /// µs (engines that report it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfm_schema_us: Option<f64>,
+    /// The part of `ttfm_us` after the compile: starting the matcher and
+    /// the first mask, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfm_first_mask_us: Option<f64>,
     /// Every other mask, ns.
     pub tbm_ns: Vec<u64>,
     pub valid_tests: usize,
@@ -210,8 +218,12 @@ fn run_schema_inner(
             return;
         }
     };
+    let compiled = t0.elapsed();
     let first = c.start().and_then(|_| c.compute_mask());
-    res.ttfm_us = Some(t0.elapsed().as_nanos() as f64 / 1000.0);
+    let ttfm = t0.elapsed();
+    res.ttfm_us = Some(ttfm.as_nanos() as f64 / 1000.0);
+    res.ttfm_first_mask_us = Some((ttfm - compiled).as_nanos() as f64 / 1000.0);
+    res.ttfm_schema_us = adapter.last_schema_us();
     res.ttfm_automata_us = built0.zip(adapter.automaton_build_us()).map(|(a, b)| b - a);
     if let Err(e) = first {
         res.status = Status::CompileError;

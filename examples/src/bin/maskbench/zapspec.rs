@@ -142,6 +142,8 @@ pub struct ZapAdapter {
     index: IndexConfig,
     /// A fresh vocabulary index per schema (cold context-independent cache).
     cold: bool,
+    /// Time of the last schema → grammar translation, µs.
+    schema_us: Option<f64>,
 }
 
 impl ZapAdapter {
@@ -157,6 +159,7 @@ impl ZapAdapter {
             config,
             index,
             cold,
+            schema_us: None,
         }
     }
 
@@ -180,8 +183,15 @@ impl Adapter for ZapAdapter {
         Some(self.engine.index().dfa_build_stats().1 as f64 / 1000.0)
     }
 
+    fn last_schema_us(&self) -> Option<f64> {
+        self.schema_us
+    }
+
     fn compile(&mut self, schema: &Value) -> Result<Box<dyn Compiled>, CompileFailure> {
+        let t0 = std::time::Instant::now();
+        self.schema_us = None;
         let g = schema_grammar(schema)?;
+        self.schema_us = Some(t0.elapsed().as_nanos() as f64 / 1000.0);
         let cg = self.engine.compile(&g, self.config).map_err(|e| {
             let msg = e.to_string();
             let head: String = msg
