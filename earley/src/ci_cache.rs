@@ -32,11 +32,11 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use zapspec_core::{TokenId, TokenSet};
 
-use crate::segmented::Segmented;
 use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
 use crate::toktrie::TokTrie;
 use crate::walk::live_tokens;
+use zapspec_grammar::segmented::Segmented;
 
 /// A terminal compiled for one vocabulary: its DFA and, per DFA state, the
 /// lazily computed [`CiEntry`].

@@ -692,7 +692,7 @@ impl CompiledGrammar {
     /// bound (module `lazy`), and that bound, if any: one atomic load when
     /// no lazy DFA in the process has.
     pub(crate) fn overflowed_terminal(&self) -> Option<(String, usize)> {
-        if !crate::lazy::any_overflowed() {
+        if !zapspec_grammar::lazy::any_overflowed() {
             return None;
         }
         self.rules.terms.iter().find_map(|t| {

@@ -22,10 +22,10 @@ use zapspec_grammar::{Limit, RegexLimits, Terminal};
 use std::sync::Arc;
 
 use crate::error::EarleyError;
-use crate::lazy::LazyTables;
+use zapspec_grammar::lazy::{class_table, LazyTables};
 
 /// The dead state of every [`ByteDfa`]: no continuation can be accepted.
-pub const DEAD: u32 = crate::lazy::DEAD;
+pub const DEAD: u32 = zapspec_grammar::lazy::DEAD;
 
 /// A deterministic automaton over bytes with only live states: a dense
 /// table built at compile time, or one built state by state on first use
@@ -556,31 +556,6 @@ impl ByteDfa {
             Tables::Counted(t) => t.heap_bytes(),
         }
     }
-}
-
-/// The byte class of every byte, and a byte of each class (the first,
-/// classes being numbered in increasing byte order).
-fn class_table(bc: &regex_automata::util::alphabet::ByteClasses) -> ([u8; 256], Vec<u8>) {
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    for b in 0..=255u8 {
-        let c = bc.get(b);
-        classes[b as usize] = c;
-        if c as usize >= reps.len() {
-            reps.resize(c as usize + 1, b);
-        }
-    }
-    // a class first seen after a higher-numbered one got a later byte
-    // from `resize`: take its first byte
-    let mut seen = vec![false; reps.len()];
-    for b in 0..=255u8 {
-        let c = classes[b as usize] as usize;
-        if !seen[c] {
-            seen[c] = true;
-            reps[c] = b;
-        }
-    }
-    (classes, reps)
 }
 
 /// [`EarleyError::LimitExceeded`] for `limit` at terminal `pattern`.

@@ -22,6 +22,14 @@
 //! [`TerminalDfa::can_continue`] is exact: a non-dead state always has a
 //! completion), and bytes are grouped into equivalence classes. The hot
 //! path [`TerminalDfa::next`] is two array loads.
+//!
+//! [`TerminalDfa::lazy_regex`] builds the same automaton state by state
+//! ([`crate::lazy`]): the NFA at once, each DFA state when a transition
+//! first reaches it. Use it where a caller visits a small part of a large
+//! automaton (a product of key patterns stepped by one character of each
+//! class); the queries are the same, state ids are stable, and a state
+//! past [`RegexLimits::dfa_states`] answers `DEAD` and sets
+//! [`TerminalDfa::overflowed`].
 
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
@@ -33,7 +41,9 @@ use std::collections::HashMap;
 
 use crate::error::GrammarError;
 use crate::ir::{CharClass, Terminal};
+use crate::lazy::{class_table, LazyTables};
 use crate::limits::{short_regex, Limit, RegexLimits};
+use std::sync::Arc;
 
 /// Upper bound on the memory regex-automata may use while determinising one
 /// regex terminal (pathological regexes like `(a|b)*a(a|b){30}` are
@@ -55,7 +65,22 @@ pub struct TerminalDfa {
     /// Whether some transition leads to a non-dead state.
     live: Vec<bool>,
     start: u32,
+    /// States built on first use ([`TerminalDfa::lazy_regex`]); `table`,
+    /// `accepting` and `live` are then empty.
+    lazy: Option<LazyRef>,
 }
+
+/// A shared lazy automaton; two are equal when they are the same one.
+#[derive(Clone, Debug)]
+struct LazyRef(Arc<LazyTables>);
+
+impl PartialEq for LazyRef {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for LazyRef {}
 
 impl TerminalDfa {
     /// The dead state: no continuation of the bytes read can match.
@@ -112,6 +137,7 @@ impl TerminalDfa {
             accepting,
             live,
             start: 1,
+            lazy: None,
         }
     }
 
@@ -155,6 +181,103 @@ impl TerminalDfa {
         Self::from_hir(&hir, pattern, limits)
     }
 
+    /// [`TerminalDfa::regex_with`] built lazily ([`crate::lazy`]): the NFA
+    /// now (bounded by `limits.nfa_bytes`), each DFA state when a
+    /// transition first reaches it, at most `limits.dfa_states` of them (a
+    /// state past the bound answers `DEAD` and sets
+    /// [`TerminalDfa::overflowed`]). A regex with look-around is
+    /// determinised at once, as by [`TerminalDfa::regex_with`].
+    pub fn lazy_regex(pattern: &str, limits: &RegexLimits) -> Result<TerminalDfa, GrammarError> {
+        let hir = regex_syntax::ParserBuilder::new()
+            .unicode(true)
+            .utf8(true)
+            .build()
+            .parse(pattern)
+            .map_err(|e| regex_error(pattern, e))?;
+        Self::lazy_hir(&hir, pattern, limits)
+    }
+
+    /// [`TerminalDfa::lazy_regex`] of a parsed regex (`pattern` names it in
+    /// errors).
+    pub fn lazy_hir(
+        hir: &Hir,
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<TerminalDfa, GrammarError> {
+        if !hir.properties().look_set().is_empty() {
+            return Self::from_hir(hir, pattern, limits);
+        }
+        let nfa = Self::thompson(hir, pattern, limits)?;
+        let (classes, reps) = class_table(nfa.byte_classes());
+        let stride = reps.len();
+        let (tables, start) = LazyTables::new(nfa, reps, limits.dfa_states.saturating_add(1));
+        Ok(TerminalDfa {
+            classes: Box::new(classes),
+            stride,
+            table: Vec::new(),
+            accepting: Vec::new(),
+            live: Vec::new(),
+            start,
+            lazy: Some(LazyRef(Arc::new(tables))),
+        })
+    }
+
+    /// True when a lazy automaton refused a state for its
+    /// [`RegexLimits::dfa_states`] bound: answers computed since may have
+    /// left out matches (never true of an eager automaton, whose bound is
+    /// checked when it is built).
+    pub fn overflowed(&self) -> bool {
+        self.lazy.as_ref().is_some_and(|l| l.0.overflowed())
+    }
+
+    /// True when states are built on first use.
+    pub fn is_lazy(&self) -> bool {
+        self.lazy.is_some()
+    }
+
+    /// `regex-automata`'s Thompson NFA of `hir` (no captures), bounded by
+    /// `limits.nfa_bytes`.
+    fn thompson(
+        hir: &Hir,
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<thompson::NFA, GrammarError> {
+        let lower = crate::limits::nfa_bytes_lower_bound(hir);
+        if lower > limits.nfa_bytes as u128 {
+            return Err(GrammarError::LimitExceeded {
+                limit: Limit::NfaBytes,
+                max: limits.nfa_bytes,
+                place: format!("terminal {}", short_regex(pattern)),
+                detail: format!(
+                    "the regex's NFA takes at least {lower} bytes (counted repetitions multiplied out), more than nfa_bytes {}",
+                    limits.nfa_bytes
+                ),
+            });
+        }
+        thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .which_captures(WhichCaptures::None)
+                    .nfa_size_limit(Some(limits.nfa_bytes)),
+            )
+            .build_from_hir(hir)
+            .map_err(|e| match e.size_limit() {
+                Some(max) => GrammarError::LimitExceeded {
+                    limit: Limit::NfaBytes,
+                    max,
+                    place: format!("terminal {}", short_regex(pattern)),
+                    detail: e.to_string(),
+                },
+                None => GrammarError::Regex {
+                    regex: pattern.to_string(),
+                    line: 0,
+                    column: 0,
+                    offset: 0,
+                    reason: e.to_string(),
+                },
+            })
+    }
+
     /// The automaton of the empty language.
     pub fn empty() -> TerminalDfa {
         RawDfa::with_dead().finish(0)
@@ -178,28 +301,7 @@ impl TerminalDfa {
             place: format!("terminal {}", short_regex(pattern)),
             detail,
         };
-        let lower = crate::limits::nfa_bytes_lower_bound(hir);
-        if lower > limits.nfa_bytes as u128 {
-            return Err(over(
-                Limit::NfaBytes,
-                limits.nfa_bytes,
-                format!(
-                    "the regex's NFA takes at least {lower} bytes (counted repetitions multiplied out), more than nfa_bytes {}",
-                    limits.nfa_bytes
-                ),
-            ));
-        }
-        let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .which_captures(WhichCaptures::None)
-                    .nfa_size_limit(Some(limits.nfa_bytes)),
-            )
-            .build_from_hir(hir)
-            .map_err(|e| match e.size_limit() {
-                Some(max) => over(Limit::NfaBytes, max, e.to_string()),
-                None => err(e.to_string()),
-            })?;
+        let nfa = Self::thompson(hir, pattern, limits)?;
         let (table_limit, scratch_limit) =
             limits.dense_builder_limits(nfa.byte_classes().alphabet_len());
         let dfa = dense::Builder::new()
@@ -282,13 +384,20 @@ impl TerminalDfa {
     /// continue.
     #[inline]
     pub fn next(&self, state: u32, byte: u8) -> u32 {
-        self.table[state as usize * self.stride + self.classes[byte as usize] as usize]
+        let c = self.classes[byte as usize] as usize;
+        match &self.lazy {
+            None => self.table[state as usize * self.stride + c],
+            Some(l) => l.0.next(state, c),
+        }
     }
 
     /// Whether the bytes read so far are a full match.
     #[inline]
     pub fn is_accepting(&self, state: u32) -> bool {
-        self.accepting[state as usize]
+        match &self.lazy {
+            None => self.accepting[state as usize],
+            Some(l) => l.0.is_accepting(state),
+        }
     }
 
     /// Whether some byte leads to a non-dead state (equivalently, since
@@ -296,7 +405,10 @@ impl TerminalDfa {
     /// some non-empty continuation is a full match).
     #[inline]
     pub fn can_continue(&self, state: u32) -> bool {
-        self.live[state as usize]
+        match &self.lazy {
+            None => self.live[state as usize],
+            Some(l) => l.0.can_continue(state),
+        }
     }
 
     /// Runs the automaton over `bytes` from `state`.
@@ -320,9 +432,13 @@ impl TerminalDfa {
         self.run(self.start, bytes) != Self::DEAD
     }
 
-    /// Number of states, including `DEAD`.
+    /// Number of states, including `DEAD` (of a lazy automaton: built so
+    /// far).
     pub fn num_states(&self) -> usize {
-        self.accepting.len()
+        match &self.lazy {
+            None => self.accepting.len(),
+            Some(l) => l.0.num_states(),
+        }
     }
 
     /// Number of byte equivalence classes.
@@ -339,7 +455,10 @@ impl TerminalDfa {
 
     /// Heap memory owned by the automaton.
     pub fn heap_bytes(&self) -> usize {
-        256 + self.table.capacity() * 4 + self.accepting.capacity() + self.live.capacity()
+        256 + self.table.capacity() * 4
+            + self.accepting.capacity()
+            + self.live.capacity()
+            + self.lazy.as_ref().map_or(0, |l| l.0.heap_bytes())
     }
 }
 
@@ -445,6 +564,7 @@ impl RawDfa {
             accepting,
             live,
             start: if order.is_empty() { 0 } else { 1 },
+            lazy: None,
         }
     }
 }

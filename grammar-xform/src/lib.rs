@@ -76,9 +76,11 @@ pub mod error;
 pub mod gbnf;
 pub mod inline;
 pub mod ir;
+pub mod lazy;
 pub mod limits;
 pub mod nullable;
 pub mod reference;
+pub mod segmented;
 pub mod simplify;
 #[cfg(test)]
 pub(crate) mod testutil;
