@@ -269,6 +269,14 @@ pub(crate) enum KeyError {
         /// The state limit ([`super::keys::MAX_KEY_STATES`]).
         limit: usize,
     },
+    /// One pattern's (lazily built) automaton would exceed `limit` states.
+    #[error("the automaton of pattern `{pattern}` exceeds {limit} states")]
+    PatternStates {
+        /// The pattern as written in the schema.
+        pattern: String,
+        /// The state limit (`RegexLimits::dfa_states`).
+        limit: usize,
+    },
 }
 
 impl KeyError {
@@ -289,6 +297,12 @@ impl KeyError {
                 limit,
                 ptr,
                 format!("{kw}: {}", KeyError::TooManyStates { limit }),
+            ),
+            KeyError::PatternStates { pattern, limit } => SchemaError::limit(
+                Limit::DfaStates,
+                limit,
+                ptr,
+                format!("{kw}: {}", KeyError::PatternStates { pattern, limit }),
             ),
             other => SchemaError::unsupported(kw, ptr, format!("{context}{other}")),
         }

@@ -39,12 +39,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
+use regex_automata::{Anchored, Input};
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look};
 
 use super::error::KeyError;
 use super::strings::{constrained_string_regex, encode_str, translate_pattern, ClassTexts};
 use zapspec_grammar::dfa::TerminalDfa;
 use zapspec_grammar::limits::regex_nesting as nesting;
+use zapspec_grammar::RegexLimits;
 
 /// Most product states of one object's key automaton.
 pub(crate) const MAX_KEY_STATES: usize = 20_000;
@@ -69,9 +71,14 @@ impl KeyPattern {
 
     /// A pattern given as a full-match HIR over decoded characters
     /// (e.g. a `format`); `source` names it in messages.
+    ///
+    /// The automaton is built lazily ([`TerminalDfa::lazy_regex`]): the
+    /// product constructions step it by one character of each atom, which
+    /// reaches a small part of the full DFA of the encodings (escapes,
+    /// every byte of a multi-byte class).
     pub fn from_hir(source: &str, hir: Hir) -> Result<KeyPattern, KeyError> {
         let key_regex = constrained_string_regex(&hir)?;
-        let dfa = TerminalDfa::regex(&key_regex)?;
+        let dfa = TerminalDfa::lazy_regex(&key_regex, &RegexLimits::default())?;
         Ok(KeyPattern {
             source: source.to_string(),
             hir,
@@ -80,10 +87,29 @@ impl KeyPattern {
         })
     }
 
-    /// Whether the key `name` (decoded) matches the pattern.
+    /// Whether the key `name` (decoded) matches the pattern. Where the
+    /// lazy automaton has refused a state for its bound (its answer may
+    /// be a false "no"), the pattern's HIR decides, by `regex-automata`'s
+    /// general engine.
     pub fn matches(&self, name: &str) -> bool {
-        self.dfa
-            .matches(format!("\"{}\"", encode_str(name)).as_bytes())
+        let hit = self
+            .dfa
+            .matches(format!("\"{}\"", encode_str(name)).as_bytes());
+        if hit || !self.dfa.overflowed() {
+            return hit;
+        }
+        let full = Hir::concat(vec![self.hir.clone(), Hir::look(Look::End)]);
+        regex_automata::meta::Regex::builder()
+            .build_from_hir(&full)
+            .is_ok_and(|re| re.is_match(Input::new(name).anchored(Anchored::Yes)))
+    }
+
+    /// The pattern's automaton, if it refused a state for its bound.
+    fn overflow(&self) -> Option<KeyError> {
+        self.dfa.overflowed().then(|| KeyError::PatternStates {
+            pattern: self.source.clone(),
+            limit: RegexLimits::default().dfa_states,
+        })
     }
 }
 
@@ -370,44 +396,58 @@ impl KeyAutomaton {
             .collect();
         let list_refs: Vec<&[&str]> = lists.iter().map(Vec::as_slice).collect();
         let trie = Trie::new(&list_refs);
-        type Key = (Vec<u32>, usize, u64);
-        let mut ids: HashMap<Key, u32> = HashMap::new();
-        let mut states: Vec<Key> = Vec::new();
-        let start: Key = (
-            all.iter()
-                .map(|p| p.dfa.run(p.dfa.start(), b"\""))
-                .collect(),
-            0,
-            0,
-        );
-        ids.insert(start.clone(), 0);
-        states.push(start);
+        // A product state is packed as `[q_1, …, q_k, node, n]` (pattern
+        // DFA states, trie node, saturated length) in one flat arena; the
+        // map from packed states to ids hashes a slice of it, and a
+        // transition is looked up from a reused scratch row (no allocation
+        // unless the state is new).
+        let width = all.len() + 2;
+        let mut arena: Vec<u32> = Vec::new();
+        let mut ids: rustc_hash::FxHashMap<Box<[u32]>, u32> = Default::default();
+        let mut scratch: Vec<u32> = all
+            .iter()
+            .map(|p| p.dfa.run(p.dfa.start(), b"\""))
+            .collect();
+        scratch.extend([0, 0]);
+        ids.insert(scratch.clone().into_boxed_slice(), 0);
+        arena.extend_from_slice(&scratch);
         let mut trans: Vec<Vec<u32>> = Vec::new();
+        let mut cur: Vec<u32> = Vec::with_capacity(width);
         let mut i = 0;
-        while i < states.len() {
-            let (qs, node, n) = states[i].clone();
+        while i * width < arena.len() {
+            cur.clear();
+            cur.extend_from_slice(&arena[i * width..(i + 1) * width]);
+            let (qs, tail) = cur.split_at(all.len());
+            let node = if tail[0] == u32::MAX {
+                Trie::OUT
+            } else {
+                tail[0] as usize
+            };
+            let n = u64::from(tail[1]);
             let n1 = (n + 1).min(cap);
             let mut row = Vec::with_capacity(reps.len());
             for (c, enc) in &reps {
-                let key: Key = (
-                    all.iter()
-                        .zip(&qs)
-                        .map(|(p, &q)| p.dfa.run(q, enc))
-                        .collect(),
-                    trie.step(node, *c),
-                    n1,
-                );
-                let id = match ids.get(&key) {
+                scratch.clear();
+                scratch.extend(all.iter().zip(qs).map(|(p, &q)| p.dfa.run(q, enc)));
+                let next = trie.step(node, *c);
+                scratch.push(if next == Trie::OUT {
+                    u32::MAX
+                } else {
+                    next as u32
+                });
+                // n ≤ the number of states (< MAX_KEY_STATES): fits
+                scratch.push(u32::try_from(n1).unwrap_or(u32::MAX));
+                let id = match ids.get(scratch.as_slice()) {
                     Some(&id) => id,
                     None => {
-                        if states.len() >= MAX_KEY_STATES {
+                        let id = (arena.len() / width) as u32;
+                        if id as usize >= MAX_KEY_STATES {
                             return Err(KeyError::TooManyStates {
                                 limit: MAX_KEY_STATES,
                             });
                         }
-                        let id = states.len() as u32;
-                        ids.insert(key.clone(), id);
-                        states.push(key);
+                        ids.insert(scratch.clone().into_boxed_slice(), id);
+                        arena.extend_from_slice(&scratch);
                         id
                     }
                 };
@@ -415,6 +455,23 @@ impl KeyAutomaton {
             }
             trans.push(row);
             i += 1;
+        }
+        drop(ids);
+        let states: Vec<(&[u32], usize, u64)> = arena
+            .chunks_exact(width)
+            .map(|st| {
+                let (qs, tail) = st.split_at(all.len());
+                let node = if tail[0] == u32::MAX {
+                    Trie::OUT
+                } else {
+                    tail[0] as usize
+                };
+                (qs, node, u64::from(tail[1]))
+            })
+            .collect();
+        // a pattern automaton that refused a state answered DEAD for it
+        if let Some(e) = all.iter().find_map(|p| p.overflow()) {
+            return Err(e);
         }
         // whether a key ending in the state matches each DFA of `all`
         let matched = |qs: &[u32]| -> Vec<bool> {
@@ -425,7 +482,8 @@ impl KeyAutomaton {
         };
         let mut mask = Vec::with_capacity(states.len());
         let mut name = Vec::with_capacity(states.len());
-        for (qs, node, n) in &states {
+        for &(qs, node, n) in &states {
+            let (node, n) = (&node, &n);
             let hit = matched(qs);
             mask.push(
                 hit[..pats.len()]

@@ -22,6 +22,7 @@ use super::schema::{Simple, Sub, TypeSet};
 use zapspec_grammar::dfa::TerminalDfa;
 use zapspec_grammar::ir::{NtId, Symbol};
 use zapspec_grammar::Recognizer;
+use zapspec_grammar::{Limit, RegexLimits};
 
 /// Most enum-member checks inside one another ([`Emitter::compile_sub`]):
 /// a recursive schema whose `enum` sits beside keywords that reach the
@@ -107,16 +108,12 @@ impl<'a> Emitter<'a> {
                     return Ok(false);
                 }
                 for (h, kw) in string_hir(sk, ptr, &mut self.format_notes)? {
-                    let d = TerminalDfa::regex(&h.to_string())
-                        .map_err(|e| SchemaError::unsupported(kw, ptr, e.to_string()))?;
-                    if !d.matches(st.as_bytes()) {
+                    if !hir_matches(&h, st, kw, ptr)? {
                         return Ok(false);
                     }
                 }
                 for h in not_pattern_hirs(sk, ptr)? {
-                    let d = TerminalDfa::regex(&h.to_string())
-                        .map_err(|e| SchemaError::unsupported("not", ptr, e.to_string()))?;
-                    if d.matches(st.as_bytes()) {
+                    if hir_matches(&h, st, "not", ptr)? {
                         return Ok(false);
                     }
                 }
@@ -252,4 +249,32 @@ impl<'a> Emitter<'a> {
         }
         out
     }
+}
+
+/// Whether `text` is a full match of the Unicode HIR `h` (a `pattern` or
+/// `format` of keyword `kw`): a lazily built automaton, stepped over the
+/// text's bytes only (no determinisation of the whole pattern, no printing
+/// and re-parsing of the HIR).
+fn hir_matches(
+    h: &regex_syntax::hir::Hir,
+    text: &str,
+    kw: &str,
+    ptr: &str,
+) -> Result<bool, SchemaError> {
+    let limits = RegexLimits::default();
+    let d = TerminalDfa::lazy_hir(h, kw, &limits)
+        .map_err(|e| SchemaError::unsupported(kw, ptr, e.to_string()))?;
+    let hit = d.matches(text.as_bytes());
+    if d.overflowed() {
+        return Err(SchemaError::limit(
+            Limit::DfaStates,
+            limits.dfa_states,
+            ptr,
+            format!(
+                "{kw}: the pattern's automaton exceeds {} states",
+                limits.dfa_states
+            ),
+        ));
+    }
+    Ok(hit)
 }

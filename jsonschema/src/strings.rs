@@ -100,27 +100,67 @@ pub(crate) fn encode_class(c: &ClassUnicode) -> Hir {
     if safe.iter().next().is_some() {
         alts.push(Hir::class(Class::Unicode(safe)));
     }
-    if sp == specials {
-        // all 34 escaped characters: the compact form of their escapes
-        if let Ok(h) = parse_hir(r#"\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))"#) {
-            alts.push(h);
-            return Hir::alternation(alts);
-        }
-    }
-    for r in sp.iter() {
-        for u in r.start() as u32..=r.end() as u32 {
-            if let Some(ch) = char::from_u32(u) {
-                if let Some(e) = canonical_escape(ch) {
-                    alts.push(Hir::literal(e.into_bytes()));
-                }
-            }
-        }
+    if let Some(esc) = escapes_hir(&sp) {
+        alts.push(esc);
     }
     if alts.is_empty() {
         Hir::fail()
     } else {
         Hir::alternation(alts)
     }
+}
+
+/// The canonical escapes of the special characters in `sp` as one factored
+/// HIR, `\\(?:[short]|u00(?:0[d]|1[d]))` (`short` the letters of the
+/// two-character escapes, `d` the last hex digits of the `\\u00XX` ones):
+/// a few dozen characters of regex whatever the subset, where listing the
+/// escapes one by one wrote up to 32 alternatives. `None` when `sp` is
+/// empty.
+fn escapes_hir(sp: &ClassUnicode) -> Option<Hir> {
+    let mut short: Vec<u8> = Vec::new();
+    let mut hex: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+    for r in sp.iter() {
+        for u in r.start() as u32..=r.end() as u32 {
+            let Some(e) = char::from_u32(u).and_then(canonical_escape) else {
+                continue;
+            };
+            let e = e.into_bytes();
+            match e.as_slice() {
+                [b'\\', c] => short.push(*c),
+                [b'\\', b'u', b'0', b'0', hi, lo] => hex[usize::from(*hi == b'1')].push(*lo),
+                _ => {}
+            }
+        }
+    }
+    let bytes = |v: &[u8]| -> Hir {
+        Hir::class(Class::Unicode(ClassUnicode::new(
+            v.iter()
+                .map(|&b| ClassUnicodeRange::new(b as char, b as char)),
+        )))
+    };
+    let mut arms = Vec::new();
+    if !short.is_empty() {
+        arms.push(bytes(&short));
+    }
+    let mut hex_arms = Vec::new();
+    for (hi, lo) in [b'0', b'1'].into_iter().zip(&hex) {
+        if !lo.is_empty() {
+            hex_arms.push(Hir::concat(vec![Hir::literal([hi]), bytes(lo)]));
+        }
+    }
+    if !hex_arms.is_empty() {
+        arms.push(Hir::concat(vec![
+            Hir::literal(*b"u00"),
+            Hir::alternation(hex_arms),
+        ]));
+    }
+    if arms.is_empty() {
+        return None;
+    }
+    Some(Hir::concat(vec![
+        Hir::literal(*b"\\"),
+        Hir::alternation(arms),
+    ]))
 }
 
 /// Canonical encoding of a string's content (no quotes).
