@@ -107,7 +107,7 @@ pub struct IndexConfig {
     /// set is a few grammars' states; `examples/results/` has the runs).
     pub max_cache_bytes: usize,
     /// Build the DFAs of terminals without look-around lazily, state by
-    /// state as masks and steps reach them (module `lazy`), instead of
+    /// state as masks and steps reach them (module `zapspec_grammar::lazy`), instead of
     /// determinising them at compile time. Lazy DFAs move the cost of
     /// states no token reaches out of time-to-first-mask, and report a
     /// `dfa_states` overflow at the mask or step that needed the state
@@ -689,7 +689,7 @@ impl std::fmt::Debug for CompiledGrammar {
 
 impl CompiledGrammar {
     /// The regex of a terminal whose lazy DFA has refused a state for its
-    /// bound (module `lazy`), and that bound, if any: one atomic load when
+    /// bound (module `zapspec_grammar::lazy`), and that bound, if any: one atomic load when
     /// no lazy DFA in the process has.
     pub(crate) fn overflowed_terminal(&self) -> Option<(String, usize)> {
         if !zapspec_grammar::lazy::any_overflowed() {

@@ -21,7 +21,7 @@
 //! sequence of terminals and regex-fused nonterminals followed by at most
 //! one member), and builds the system's Thompson NFA with `regex-automata`'s
 //! NFA builder ([`Family::nfa`]); the engine determinises it lazily like
-//! any terminal (module `lazy`), so a token inside the region is classified
+//! any terminal (module `zapspec_grammar::lazy`), so a token inside the region is classified
 //! by the context-independent cache of §4.3 instead of byte-level parsing.
 //!
 //! Costs: the NFA has one union state per member plus one fragment per
@@ -99,7 +99,7 @@ impl Family {
     }
 
     /// The family's automaton: its NFA ([`Family::nfa`]) determinised
-    /// lazily (module `lazy`).
+    /// lazily (module `zapspec_grammar::lazy`).
     /// A large nondeterministic family (module docs) is determinised in
     /// full here, and refused ([`zapspec_grammar::Limit::DfaStates`]: the
     /// engine then keeps its rules) past [`MAX_EXPLORED_STATES`].

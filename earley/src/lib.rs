@@ -78,7 +78,7 @@
 //! - **Compile** ([`Engine::compile`]): terminal fusion, one automaton per
 //!   distinct terminal (shared with earlier grammars over the same index):
 //!   for a regex without look-around its Thompson NFA only, its DFA states
-//!   built when a mask or step first reaches them (module `lazy`,
+//!   built when a mask or step first reaches them (module `zapspec_grammar::lazy`,
 //!   [`IndexConfig::lazy_dfas`]); a regex with look-around is determinised
 //!   at once (a huge fused terminal can dominate, see
 //!   [`fuse::MAX_FUSED_WEIGHT`]). Then rule flattening and the initial

@@ -29,7 +29,7 @@ pub const DEAD: u32 = zapspec_grammar::lazy::DEAD;
 
 /// A deterministic automaton over bytes with only live states: a dense
 /// table built at compile time, or one built state by state on first use
-/// (module `lazy`); both answer the same queries.
+/// (module `zapspec_grammar::lazy`); both answer the same queries.
 #[derive(Clone, Debug)]
 pub struct ByteDfa {
     classes: [u8; 256],
@@ -287,7 +287,7 @@ impl ByteDfa {
         }
     }
 
-    /// The lazy construction ([`crate::lazy`]) of a regex without
+    /// The lazy construction ([`zapspec_grammar::lazy`]) of a regex without
     /// look-around: `regex-automata`'s Thompson NFA (bounded by
     /// `limits.nfa_bytes`), its states determinised on first use, at most
     /// `limits.dfa_states` of them.
@@ -339,7 +339,7 @@ impl ByteDfa {
             })
     }
 
-    /// True when the automaton is built state by state (module `lazy`).
+    /// True when the automaton is built state by state (module `zapspec_grammar::lazy`).
     pub fn is_lazy(&self) -> bool {
         matches!(self.tables, Tables::Lazy(_))
     }
@@ -377,7 +377,7 @@ impl ByteDfa {
     }
 
     /// True when a lazy automaton refused a state for its bound
-    /// (module `lazy`: what was computed from it since may be
+    /// (module `zapspec_grammar::lazy`: what was computed from it since may be
     /// incomplete).
     pub fn overflowed(&self) -> bool {
         match &self.tables {

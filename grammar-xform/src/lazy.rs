@@ -64,7 +64,9 @@ pub const UNKNOWN: u32 = u32::MAX;
 /// for an overflowed terminal when there is none.
 static OVERFLOWS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// True when some lazy automaton has overflowed (see [`OVERFLOWS`]).
+/// True when some lazy automaton in this process has overflowed: a one-load
+/// test that lets callers skip looking for an overflowed automaton when
+/// there is none.
 #[inline]
 pub fn any_overflowed() -> bool {
     OVERFLOWS.load(Ordering::Relaxed) != 0

@@ -84,10 +84,15 @@ fn over_the_state_bound_is_reported() {
     assert!(!d.overflowed(), "nothing built past the start yet");
     let mut hit = false;
     for k in 0..256u32 {
-        let s: Vec<u8> = (0..8).map(|i| if k >> i & 1 == 1 { b'a' } else { b'b' }).collect();
+        let s: Vec<u8> = (0..8)
+            .map(|i| if k >> i & 1 == 1 { b'a' } else { b'b' })
+            .collect();
         hit |= d.matches(&s);
     }
-    assert!(d.overflowed(), "walking every string of length 8 needs more than 20 states");
+    assert!(
+        d.overflowed(),
+        "walking every string of length 8 needs more than 20 states"
+    );
     assert!(d.num_states() <= 21);
     // the eager construction refuses it at once
     assert!(TerminalDfa::regex_with("(?:a|b)*a(?:a|b){6}", &limits).is_err());
