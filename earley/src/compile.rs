@@ -54,10 +54,23 @@ impl ByteDfa {
             .build()
             .parse(pattern)
             .map_err(|e| err(e.to_string()))?;
+        Self::from_parsed(&hir, pattern, limits, lazy)
+    }
+
+    /// [`ByteDfa::from_regex_opts`] of a regex already parsed: `hir` is the
+    /// parse of `pattern` or an equivalent HIR (one the text was printed
+    /// from, [`zapspec_grammar::Grammar::regex_hir`]); `pattern` names the
+    /// terminal in errors.
+    pub fn from_parsed(
+        hir: &regex_syntax::hir::Hir,
+        pattern: &str,
+        limits: &RegexLimits,
+        lazy: bool,
+    ) -> Result<Self, EarleyError> {
         // Astronomically large expansions are refused before anything is
         // built (also on the counted path: its state count is at least the
         // repetition's).
-        Self::check_nfa_bound(&hir, pattern, limits)?;
+        Self::check_nfa_bound(hir, pattern, limits)?;
         // A long counted repetition of a prefix-free unit: built as a
         // counter times the unit's automaton (module `counted`).
         let small = |h: &regex_syntax::hir::Hir| Self::from_hir(h, pattern, limits);
@@ -72,14 +85,14 @@ impl ByteDfa {
                 ),
             )
         };
-        if let Some(d) = crate::counted::build(&hir, limits.dfa_states, small, too_many) {
+        if let Some(d) = crate::counted::build(hir, limits.dfa_states, small, too_many) {
             return d;
         }
         // Without look-around, states are built on first use (module
         // `lazy`): exact liveness needs no assertion-free reading.
         if lazy && hir.properties().look_set().is_empty() {
-            return Self::lazy_from_hir(&hir, pattern, limits);
+            return Self::lazy_from_hir(hir, pattern, limits);
         }
-        Self::from_hir(&hir, pattern, limits)
+        Self::from_hir(hir, pattern, limits)
     }
 }

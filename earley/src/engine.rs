@@ -458,6 +458,21 @@ impl VocabIndex {
         self.terminal_regex_with(ByteDfa::regex_of(t), limits)
     }
 
+    /// [`Self::terminal`] of a regex terminal whose HIR the grammar holds
+    /// ([`Grammar::regex_hir`]): built from the HIR on a miss, not from
+    /// its text (the cache is still keyed by the text).
+    pub(crate) fn terminal_parsed(
+        &self,
+        t: &Terminal,
+        hir: &regex_syntax::hir::Hir,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        let lazy = self.config.lazy_dfas;
+        self.terminal_built(ByteDfa::regex_of(t), |re| {
+            ByteDfa::from_parsed(hir, re, limits, lazy)
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TermEntry>>> {
         self.terminals.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -755,7 +770,13 @@ impl CompiledGrammar {
     ) -> Result<(Rules, Option<Grammar>), EarleyError> {
         let term = |t: &Terminal| {
             deadline.check("terminal compilation")?;
-            index.terminal(t, &config.regex_limits)
+            match t {
+                Terminal::Regex(text) => match grammar.regex_hir(text) {
+                    Some(hir) => index.terminal_parsed(t, hir, &config.regex_limits),
+                    None => index.terminal(t, &config.regex_limits),
+                },
+                _ => index.terminal(t, &config.regex_limits),
+            }
         };
         if config.fuse_terminals {
             let mut excluded: Vec<zapspec_grammar::NtId> = Vec::new();

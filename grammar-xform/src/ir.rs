@@ -171,7 +171,28 @@ pub struct Grammar {
     pub rules: Vec<Rule>,
     /// The start symbol.
     pub start: NtId,
+    /// Parsed forms of regex terminals the producer already held as HIR
+    /// ([`Grammar::regex_terminal`]).
+    hirs: RegexHirs,
 }
+
+/// Regex terminal texts with the HIR they were printed from: a consumer
+/// that compiles a terminal may take the HIR instead of parsing the text
+/// (for the key regexes of a JSON Schema object, tens of kilobytes, the
+/// parse is most of the cost of compiling the terminal). The text stays the
+/// terminal's identity: two grammars compare equal whatever their tables
+/// hold, the HIR being a function of the text, and a transform that builds
+/// a new grammar may drop the table (consumers then parse).
+#[derive(Clone, Debug, Default)]
+struct RegexHirs(std::collections::HashMap<String, std::sync::Arc<regex_syntax::hir::Hir>>);
+
+impl PartialEq for RegexHirs {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for RegexHirs {}
 
 /// Sizes of a grammar, printed before and after each transform.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -217,6 +238,25 @@ impl Grammar {
     /// The id of the nonterminal named `name`.
     pub fn nonterminal(&self, name: &str) -> Option<NtId> {
         self.by_name.get(name).copied()
+    }
+
+    /// The regex terminal of `hir` (its text: `hir` printed by
+    /// `regex-syntax`, which reads back as the same language), remembered
+    /// with the HIR so that consumers need not parse the text
+    /// ([`Grammar::regex_hir`]).
+    pub fn regex_terminal(&mut self, hir: regex_syntax::hir::Hir) -> Terminal {
+        let text = hir.to_string();
+        self.hirs
+            .0
+            .entry(text.clone())
+            .or_insert_with(|| std::sync::Arc::new(hir));
+        Terminal::Regex(text)
+    }
+
+    /// The HIR a regex terminal's text was printed from, when it was added
+    /// by [`Grammar::regex_terminal`].
+    pub fn regex_hir(&self, text: &str) -> Option<&regex_syntax::hir::Hir> {
+        self.hirs.0.get(text).map(|h| &**h)
     }
 
     /// Adds the production `lhs → rhs`.

@@ -554,7 +554,8 @@ impl<'a> Emitter<'a> {
                 && sk.min_length.is_none()
                 && sk.max_length.is_none()
             {
-                self.g.add_rule(nt, vec![re(key_regex_excluding(&names))]);
+                let key = self.g.regex_terminal(key_regex_excluding(&names));
+                self.g.add_rule(nt, vec![Symbol::T(key)]);
                 return Ok(());
             }
             // the product of the patterns/format (those to match and those

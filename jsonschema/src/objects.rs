@@ -268,6 +268,9 @@ pub(crate) fn object_layout<'a>(
 enum KeyPlan {
     /// One regex terminal (quoted canonical encodings).
     Regex(String),
+    /// One regex terminal given as its HIR (added with
+    /// [`zapspec_grammar::Grammar::regex_terminal`]).
+    Hir(regex_syntax::hir::Hir),
     /// A right-linear grammar of the region's automaton.
     Region(RegionGrammar),
 }
@@ -297,7 +300,7 @@ fn extra_regions<'a>(
         }
         if filter.is_none() {
             return Ok(vec![(
-                KeyPlan::Regex(key_regex_excluding(names)),
+                KeyPlan::Hir(key_regex_excluding(names)),
                 additional.clone(),
                 push_ptr(ptr, "additionalProperties"),
             )]);
@@ -416,6 +419,7 @@ impl<'a> Emitter<'a> {
         for (key, schema, sptr) in extra_plan {
             let key = match key {
                 KeyPlan::Regex(r) => re(r),
+                KeyPlan::Hir(h) => Symbol::T(self.g.regex_terminal(h)),
                 KeyPlan::Region(r) => self.region_key(&r, &ptr)?,
             };
             let child = self.node(&schema, &sptr)?;

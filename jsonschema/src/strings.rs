@@ -604,7 +604,11 @@ pub(crate) fn translate_pattern(p: &str) -> Result<Hir, PatternError> {
 /// continues with a character that is no child of `v`, then anything. The
 /// regex lists these exits flat — `(?:p(v₁)c(v₁)|…)rest* | (?:p(u₁)|…)` —
 /// so its nesting depth does not grow with the names' length.
-pub(crate) fn key_regex_excluding(names: &[&str]) -> String {
+///
+/// Returned as a HIR, which [`zapspec_grammar::Grammar::regex_terminal`]
+/// turns into a terminal without the engine re-parsing its text (tens of
+/// kilobytes for an object of many long names).
+pub(crate) fn key_regex_excluding(names: &[&str]) -> Hir {
     #[derive(Default)]
     struct Node {
         end: bool,
@@ -683,8 +687,8 @@ pub(crate) fn key_regex_excluding(names: &[&str]) -> String {
     if !exits.is_empty() {
         alts.push(Hir::concat(vec![Hir::alternation(exits), rest]));
     }
-    let root = Hir::alternation(alts);
-    format!("\"(?:{root})\"")
+    let quote = || Hir::literal(*b"\"");
+    Hir::concat(vec![quote(), Hir::alternation(alts), quote()])
 }
 
 #[cfg(test)]
@@ -771,7 +775,7 @@ mod tests {
 
     #[test]
     fn keys_exclude_declared_names() {
-        let d = dfa(&key_regex_excluding(&["a", "ab", "b\"c"]));
+        let d = dfa(&key_regex_excluding(&["a", "ab", "b\"c"]).to_string());
         for (k, ok) in [
             ("a", false),
             ("ab", false),
