@@ -117,10 +117,15 @@ pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> V
                 .map(|r| format!("(?:{r})")),
         }
     };
+    // Children before parents (post-order of the nonterminal graph), so
+    // one pass decides every nonterminal outside a cycle; further passes
+    // only propagate deaths through cycles. (In index order a chain of
+    // nonterminals defined parent first needed one pass per link.)
+    let order = post_order(n, &by_nt);
     let mut changed = true;
     while changed {
         changed = false;
-        for nt in 0..n {
+        for &nt in &order {
             if re[nt].is_some() || dead[nt] {
                 continue;
             }
@@ -282,6 +287,45 @@ pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> V
         }
     }
     re
+}
+
+/// The nonterminals `0..n` in a post-order of their uses (`by_nt[a]`'s
+/// rules use `b` ⇒ `b` before `a`, outside cycles), by an iterative
+/// depth-first search.
+fn post_order(n: usize, by_nt: &[Vec<&Rule>]) -> Vec<usize> {
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    // (nonterminal, next rule, next symbol)
+    let mut stack: Vec<(usize, usize, usize)> = Vec::new();
+    for root in 0..n {
+        if seen[root] {
+            continue;
+        }
+        seen[root] = true;
+        stack.push((root, 0, 0));
+        while let Some(top) = stack.last_mut() {
+            let (nt, ri, si) = *top;
+            let rules = &by_nt[nt];
+            if ri >= rules.len() {
+                order.push(nt);
+                stack.pop();
+                continue;
+            }
+            if si >= rules[ri].rhs.len() {
+                *top = (nt, ri + 1, 0);
+                continue;
+            }
+            *top = (nt, ri, si + 1);
+            if let Symbol::Nt(m) = &rules[ri].rhs[si] {
+                let m = m.index();
+                if m < n && !seen[m] {
+                    seen[m] = true;
+                    stack.push((m, 0, 0));
+                }
+            }
+        }
+    }
+    order
 }
 
 /// The grammar with every fusable nonterminal replaced by a regex terminal

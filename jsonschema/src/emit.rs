@@ -15,8 +15,8 @@ use super::normalize::Normalizer;
 use super::numbers::{integer_regex, number_regex_multiple, Bounds, Multiple, Num};
 use super::schema::{NumberKw, Simple, StringKw, Sub, TypeSet};
 use super::strings::{
-    constrained_string_regex, free_string_regex, key_regex_excluding, translate_pattern,
-    with_length, FREE_UNIT,
+    constrained_string_hir, free_string_regex, key_regex_excluding, translate_pattern, with_length,
+    FREE_UNIT,
 };
 use super::{CompileReport, JsonSchemaOptions, Whitespace};
 use zapspec_grammar::ir::{CharClass, Grammar, NtId, Symbol, Terminal};
@@ -238,6 +238,22 @@ pub(crate) fn not_pattern_hirs(
 /// The full-match HIR (over decoded characters) of a string's
 /// `pattern`s (the keyword's and, from `allOf`, further ones) and
 /// `format`, if any.
+/// The HIR of a `format`'s regex, parsed once per process (the formats
+/// are a fixed table; a URI or date-time regex is kilobytes).
+fn format_hir(r: &'static str) -> Result<regex_syntax::hir::Hir, super::error::PatternError> {
+    type Memo = std::sync::Mutex<HashMap<&'static str, regex_syntax::hir::Hir>>;
+    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
+    let memo = MEMO.get_or_init(Default::default);
+    if let Some(h) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(r) {
+        return Ok(h.clone());
+    }
+    let h = super::strings::parse_hir(r)?;
+    memo.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(r, h.clone());
+    Ok(h)
+}
+
 pub(crate) fn string_hir(
     m: &StringKw,
     ptr: &str,
@@ -251,7 +267,7 @@ pub(crate) fn string_hir(
         None => {}
         Some(f) => match formats::lookup(f) {
             FormatKind::Regex(r) => out.push((
-                super::strings::parse_hir(r)
+                format_hir(r)
                     .map_err(|r| SchemaError::unsupported("format", ptr, r.to_string()))?,
                 "format",
             )),
@@ -583,9 +599,10 @@ impl<'a> Emitter<'a> {
             [(h, kw)] if with_length(h.clone(), min, max).is_ok() => {
                 match with_length(h.clone(), min, max) {
                     Ok(Some(h)) => {
-                        let r = constrained_string_regex(&h)
+                        let h = constrained_string_hir(&h)
                             .map_err(|r| SchemaError::unsupported(kw, &s.ptr, r.to_string()))?;
-                        self.g.add_rule(nt, vec![re(r)]);
+                        let t = self.g.regex_terminal(h);
+                        self.g.add_rule(nt, vec![Symbol::T(t)]);
                     }
                     _ => self
                         .norm

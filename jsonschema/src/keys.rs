@@ -43,7 +43,7 @@ use regex_automata::{Anchored, Input};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look};
 
 use super::error::KeyError;
-use super::strings::{constrained_string_regex, encode_str, translate_pattern, ClassTexts};
+use super::strings::{constrained_string_hir, encode_str, translate_pattern, ClassTexts};
 use zapspec_grammar::dfa::TerminalDfa;
 use zapspec_grammar::limits::regex_nesting as nesting;
 use zapspec_grammar::RegexLimits;
@@ -57,8 +57,9 @@ pub(crate) struct KeyPattern {
     pub source: String,
     /// Full-match HIR over decoded characters (search semantics applied).
     pub hir: Hir,
-    /// The regex of the quoted canonical encodings of the matching keys.
-    pub key_regex: String,
+    /// The regex (HIR) of the quoted canonical encodings of the matching
+    /// keys.
+    pub key_hir: Hir,
     dfa: TerminalDfa,
 }
 
@@ -77,12 +78,12 @@ impl KeyPattern {
     /// reaches a small part of the full DFA of the encodings (escapes,
     /// every byte of a multi-byte class).
     pub fn from_hir(source: &str, hir: Hir) -> Result<KeyPattern, KeyError> {
-        let key_regex = constrained_string_regex(&hir)?;
-        let dfa = TerminalDfa::lazy_regex(&key_regex, &RegexLimits::default())?;
+        let key_hir = constrained_string_hir(&hir)?;
+        let dfa = TerminalDfa::lazy_hir(&key_hir, source, &RegexLimits::default())?;
         Ok(KeyPattern {
             source: source.to_string(),
             hir,
-            key_regex,
+            key_hir,
             dfa,
         })
     }

@@ -330,7 +330,7 @@ fn extra_regions<'a>(
             continue;
         }
         let key = match bits.as_slice() {
-            [i] if ka.region_is_pattern(set, *i) => KeyPlan::Regex(pats[*i].key_regex.clone()),
+            [i] if ka.region_is_pattern(set, *i) => KeyPlan::Hir(pats[*i].key_hir.clone()),
             _ => {
                 let r = ka.region(set);
                 if r.states.is_empty() {

@@ -584,9 +584,16 @@ pub(crate) fn with_length(h: Hir, min: u64, max: Option<u64>) -> Result<Option<H
 /// The regex (over the canonical encoding, with quotes) of a constrained
 /// string whose decoded content fully matches `full` (a HIR over decoded
 /// characters).
+#[cfg(test)]
 pub(crate) fn constrained_string_regex(full: &Hir) -> Result<String, PatternError> {
-    let enc = encode_hir(full)?;
-    Ok(format!("\"(?:{enc})\""))
+    Ok(constrained_string_hir(full)?.to_string())
+}
+
+/// [`constrained_string_regex`] as a HIR (for
+/// [`zapspec_grammar::Grammar::regex_terminal`]).
+pub(crate) fn constrained_string_hir(full: &Hir) -> Result<Hir, PatternError> {
+    let quote = || Hir::literal(*b"\"");
+    Ok(Hir::concat(vec![quote(), encode_hir(full)?, quote()]))
 }
 
 /// Translates a JSON Schema `pattern` into a full-match HIR over decoded
