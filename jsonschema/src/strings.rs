@@ -608,21 +608,27 @@ pub(crate) fn translate_pattern(p: &str) -> Result<Hir, PatternError> {
 /// none of `names` (the declared property names). With the trie of the
 /// names, a string is not a name iff it *leaves* the trie at some node `v`:
 /// it is `v`'s prefix and either ends there (when `v` is no name) or
-/// continues with a character that is no child of `v`, then anything. The
-/// regex lists these exits flat — `(?:p(v₁)c(v₁)|…)rest* | (?:p(u₁)|…)` —
-/// so its nesting depth does not grow with the names' length.
+/// continues with a character that is no child of `v`, then anything.
+/// Names of at most [`NESTED_EXCLUSION_DEPTH`] characters get the nested
+/// form, `ends | exits rest*` with `ends` and `exits` alternations along
+/// the trie ([`trie_alternation`]: each node's character written once);
+/// longer ones, and tries whose prefixes are short on average
+/// ([`NESTED_MIN_MEAN_PREFIX`]), the flat form, `(?:p(v₁)c(v₁)|…)rest* |
+/// (?:p(u₁)|…)`, which writes each node's whole prefix `p(v)` (quadratic in
+/// a name's length, but of constant nesting depth, and cheaper to compile
+/// for short names).
 ///
 /// Returned as a HIR, which [`zapspec_grammar::Grammar::regex_terminal`]
 /// turns into a terminal without the engine re-parsing its text (tens of
 /// kilobytes for an object of many long names).
 pub(crate) fn key_regex_excluding(names: &[&str]) -> Hir {
-    #[derive(Default)]
-    struct Node {
-        end: bool,
-        kids: std::collections::BTreeMap<char, usize>,
-        prefix: String,
-    }
-    let mut nodes = vec![Node::default()];
+    key_regex_excluding_with(names, None)
+}
+
+/// [`key_regex_excluding`] in the nested form (`Some(true)`), the flat one
+/// (`Some(false)`), or the one it picks (`None`).
+fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
+    let mut nodes = vec![NameNode::default()];
     for n in names {
         let mut cur = 0;
         for c in n.chars() {
@@ -631,9 +637,9 @@ pub(crate) fn key_regex_excluding(names: &[&str]) -> Hir {
             if e == next {
                 let mut prefix = nodes[cur].prefix.clone();
                 prefix.push(c);
-                nodes.push(Node {
+                nodes.push(NameNode {
                     prefix,
-                    ..Node::default()
+                    ..NameNode::default()
                 });
             }
             cur = e;
@@ -652,37 +658,90 @@ pub(crate) fn key_regex_excluding(names: &[&str]) -> Hir {
     };
     let mut generic = any.clone();
     generic.difference(&ascii_raw);
-    let mut ends = Vec::new();
-    let mut exits = Vec::new();
-    let mut shared = Vec::new();
-    for node in &nodes {
-        let p = Hir::literal(encode_str(&node.prefix).into_bytes());
-        if !node.end {
-            ends.push(p.clone());
-        }
-        let kids = ClassUnicode::new(node.kids.keys().map(|&c| ClassUnicodeRange::new(c, c)));
-        let mut a = ascii_raw.clone();
-        a.difference(&kids);
-        if a.iter().next().is_some() {
-            exits.push(Hir::concat(vec![p.clone(), Hir::class(Class::Unicode(a))]));
-        }
-        let mut g = generic.clone();
-        g.intersect(&kids);
-        if g.iter().next().is_none() {
-            shared.push(p);
-        } else {
-            let mut other = generic.clone();
-            other.difference(&kids);
-            if other.iter().next().is_some() {
-                exits.push(Hir::concat(vec![p, encode_class(&other)]));
+    // Per trie node: whether a key may end there (no name does), its exit
+    // through a raw ASCII character, its exit through the other
+    // characters when a child is one of them (else the node shares one
+    // continuation through `generic` with the other such nodes).
+    struct Local {
+        end: bool,
+        exits: Vec<Hir>,
+        shared: bool,
+    }
+    let local: Vec<Local> = nodes
+        .iter()
+        .map(|node| {
+            let kids = ClassUnicode::new(node.kids.keys().map(|&c| ClassUnicodeRange::new(c, c)));
+            let mut exits = Vec::new();
+            let mut a = ascii_raw.clone();
+            a.difference(&kids);
+            if a.iter().next().is_some() {
+                exits.push(Hir::class(Class::Unicode(a)));
+            }
+            let mut g = generic.clone();
+            g.intersect(&kids);
+            let shared = g.iter().next().is_none();
+            if !shared {
+                let mut other = generic.clone();
+                other.difference(&kids);
+                if other.iter().next().is_some() {
+                    exits.push(encode_class(&other));
+                }
+            }
+            Local {
+                end: !node.end,
+                exits,
+                shared,
+            }
+        })
+        .collect();
+    let depth = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    // The flat form writes each node's prefix (its alternation of prefixes
+    // compiles to a trie of literals); the nested form writes each
+    // character once but as nested alternations, which cost more per
+    // node. Nested pays when prefixes are long on average.
+    let prefix_chars: usize = nodes.iter().map(|n| n.prefix.len()).sum();
+    let nested = nested.unwrap_or(
+        depth <= NESTED_EXCLUSION_DEPTH && prefix_chars > NESTED_MIN_MEAN_PREFIX * nodes.len(),
+    );
+    // (ends, exits, shared) as alternations: nested along the trie when the
+    // names are short enough for the regex's nesting, else flat.
+    let (ends, exits, shared) = if nested {
+        let ends = trie_alternation(&nodes, 0, &|v| {
+            if local[v].end {
+                vec![Hir::empty()]
+            } else {
+                vec![]
+            }
+        });
+        let exits = trie_alternation(&nodes, 0, &|v| local[v].exits.clone());
+        let shared = trie_alternation(&nodes, 0, &|v| {
+            if local[v].shared {
+                vec![Hir::empty()]
+            } else {
+                vec![]
+            }
+        });
+        (ends, exits, shared)
+    } else {
+        let (mut ends, mut exits, mut shared) = (Vec::new(), Vec::new(), Vec::new());
+        for (node, l) in nodes.iter().zip(&local) {
+            let p = Hir::literal(encode_str(&node.prefix).into_bytes());
+            if l.end {
+                ends.push(p.clone());
+            }
+            for x in &l.exits {
+                exits.push(Hir::concat(vec![p.clone(), x.clone()]));
+            }
+            if l.shared {
+                shared.push(p);
             }
         }
-    }
-    if !shared.is_empty() {
-        exits.push(Hir::concat(vec![
-            Hir::alternation(shared),
-            encode_class(&generic),
-        ]));
+        let alt = |v: Vec<Hir>| (!v.is_empty()).then(|| Hir::alternation(v));
+        (alt(ends), alt(exits), alt(shared))
+    };
+    let mut exits: Vec<Hir> = exits.into_iter().collect();
+    if let Some(shared) = shared {
+        exits.push(Hir::concat(vec![shared, encode_class(&generic)]));
     }
     let rest = Hir::repetition(Repetition {
         min: 0,
@@ -690,7 +749,7 @@ pub(crate) fn key_regex_excluding(names: &[&str]) -> Hir {
         greedy: true,
         sub: Box::new(encode_class(&any)),
     });
-    let mut alts = ends;
+    let mut alts: Vec<Hir> = ends.into_iter().collect();
     if !exits.is_empty() {
         alts.push(Hir::concat(vec![Hir::alternation(exits), rest]));
     }
@@ -698,9 +757,69 @@ pub(crate) fn key_regex_excluding(names: &[&str]) -> Hir {
     Hir::concat(vec![quote(), Hir::alternation(alts), quote()])
 }
 
+/// Names at most this long (in characters) get [`key_regex_excluding`]'s
+/// nested form: its regex nests about two groups per character, within
+/// `regex-syntax`'s limit of 250 (the text is still parsed by consumers
+/// that are not handed the HIR).
+const NESTED_EXCLUSION_DEPTH: usize = 48;
+
+/// [`key_regex_excluding`] takes the nested form only when the trie's
+/// prefixes average more than this many bytes.
+const NESTED_MIN_MEAN_PREFIX: usize = 10;
+
+/// A node of the trie of [`key_regex_excluding`]'s names.
+#[derive(Default)]
+struct NameNode {
+    /// A name ends here.
+    end: bool,
+    kids: std::collections::BTreeMap<char, usize>,
+    /// The characters from the root.
+    prefix: String,
+}
+
+/// The alternation, over the trie below `v`, of `here(u)` after the
+/// encoding of the path from `v` to `u`: `here(v) | c₁ T(v₁) | c₂ T(v₂) …`,
+/// each path written once (the flat form writes every node's whole
+/// prefix). `None` when nothing below `v` contributes. Recursion depth: the
+/// longest name (at most [`NESTED_EXCLUSION_DEPTH`]).
+fn trie_alternation(nodes: &[NameNode], v: usize, here: &dyn Fn(usize) -> Vec<Hir>) -> Option<Hir> {
+    let mut alts = here(v);
+    for (&c, &k) in &nodes[v].kids {
+        if let Some(sub) = trie_alternation(nodes, k, here) {
+            let enc = Hir::literal(encode_str(&c.to_string()).into_bytes());
+            alts.push(Hir::concat(vec![enc, sub]));
+        }
+    }
+    (!alts.is_empty()).then(|| Hir::alternation(alts))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// The nested and the flat exclusion regexes are both exactly the
+        /// keys that are no name (brute force), escapes and non-ASCII
+        /// characters included.
+        #[test]
+        fn key_exclusion_forms_equal_brute_force(
+            names in proptest::collection::vec("[ab\"\\\n\u{1}é]{0,4}", 0..6),
+            keys in proptest::collection::vec("[abc\"\\\n\u{1}éz]{0,5}", 1..24),
+        ) {
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let nested = dfa(&key_regex_excluding_with(&refs, Some(true)).to_string());
+            let flat = dfa(&key_regex_excluding_with(&refs, Some(false)).to_string());
+            let mut all = keys.clone();
+            all.extend(names.iter().cloned());
+            for k in &all {
+                let enc = format!("\"{}\"", encode_str(k));
+                let want = !names.contains(k);
+                proptest::prop_assert_eq!(nested.matches(enc.as_bytes()), want, "nested, key {:?}", k);
+                proptest::prop_assert_eq!(flat.matches(enc.as_bytes()), want, "flat, key {:?}", k);
+            }
+        }
+    }
     use zapspec_grammar::dfa::TerminalDfa;
 
     fn dfa(re: &str) -> TerminalDfa {
