@@ -114,6 +114,7 @@
 
 pub mod adapters;
 pub mod certificates;
+pub mod cut;
 pub mod error;
 pub mod estimator;
 pub mod exact;
@@ -125,6 +126,7 @@ pub mod onestep;
 pub mod uniform;
 
 pub use adapters::{Frozen, WithModel};
+pub use cut::{CandidateCut, TailValue};
 pub use error::PhiError;
 pub use estimator::{
     check_compact, check_query, doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set,
