@@ -201,13 +201,19 @@ impl CandidateCut {
     /// the head has no finite value.
     pub(crate) fn tail_value(&self, head_logits: &[f32], head_values: &[f64]) -> f64 {
         match self.tail {
-            TailValue::HeadMin => head_values
-                .iter()
-                .copied()
-                .filter(|v| !v.is_nan())
-                .fold(f64::INFINITY, f64::min)
-                .min(f64::INFINITY)
-                .max(f64::NEG_INFINITY),
+            TailValue::HeadMin => {
+                let m = head_values
+                    .iter()
+                    .copied()
+                    .filter(|v| !v.is_nan())
+                    .fold(f64::INFINITY, f64::min);
+                // an empty head: no value to take
+                if m == f64::INFINITY {
+                    f64::NEG_INFINITY
+                } else {
+                    m
+                }
+            }
             TailValue::HeadMean => {
                 let lmax = head_logits
                     .iter()

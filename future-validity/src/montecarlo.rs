@@ -8,7 +8,12 @@
 //! scored by [`OnHorizon`] (with `h` at least the longest member, no rollout
 //! is truncated and the estimator is unbiased).
 //!
-//! Cost: one forward per rollout token, `O(k·h·|A_t|)` forwards per position.
+//! Cost: one forward per rollout token, `O(k·h·|A_t|)` forwards per position
+//! — or, with [`MonteCarloConfig::batched`], `h` forwards per position,
+//! each over every rollout still running (a rollout forest on the model's
+//! KV cache, [`zapspec_core::LanguageModel::grow_forest`]); a
+//! [`crate::CandidateCut`] ([`MonteCarloConfig::cut`]) replaces `|A_t|` by
+//! the head of `A_t` under `p_t`.
 //!
 //! Certificate: by Hoeffding, `|Φ̂ᵐᶜ − Φ| ≤ √(ln(2/α)/(2k))` per candidate with
 //! probability `1−α`; a union bound over `A_t` and Theorem 7 give

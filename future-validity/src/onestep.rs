@@ -11,7 +11,11 @@
 //!   over sparse lists ([`LookAhead::allowed_sparse`]); values on `A_t` only
 //!   ([`OneStepCheap::log_phi_sparse`], [`OneStepCheap::log_phi_into`]).
 //!   [`onestep_cheap_reference`] is the straightforward evaluation (a fresh
-//!   mask per candidate) used as the tests' reference.
+//!   mask per candidate) used as the tests' reference. With a
+//!   [`CandidateCut`] ([`OneStepCheap::with_cut`]) only the head of `A_t`
+//!   under `p_t` is scored — what a matcher without cheap successor keys
+//!   (an Earley parser, one advance and rollback per candidate) needs when
+//!   `A_t` is most of a real vocabulary.
 //! * [`OneStepTrue`] — the idealised estimator of Prop. 10:
 //!   `Φ̂ᵗʳᵘᵉ_t(y) = Σ_{u∈A_{t+1}(x<t y)} p(u | x<t y)`, one extra forward per
 //!   non-EOS candidate. It always over-estimates Φ (eq. (2), App. E).

@@ -30,7 +30,14 @@
 //! output) beside prompt lookup at the same draft length, and reports
 //! whether the edit was applied.
 //!
-//! `scripts/fetch-smollm2.sh && cargo run --release -p examples --bin compose -- [--sampled] [--seed N] [--schemas N | --edits N] [--out DIR]`
+//! `--phi-study` (with `--schemas N`) measures the Φ estimator itself under
+//! the Earley constraint: Leviathan beside FVO-Spec with OneStep-Cheap on
+//! every candidate and with a candidate cut (`--cut-top-p`, `--cut-max`),
+//! and MC(k, h) with batched rollouts on a rollout forest (`--mc-k`,
+//! `--mc-horizon`, on the first `--mc-schemas`; `--mc-seq-schemas` adds
+//! the one-rollout-at-a-time ablation), each estimator call timed.
+//!
+//! `scripts/fetch-smollm2.sh && cargo run --release -p examples --bin compose -- [--sampled] [--seed N] [--schemas N | --edits N | --phi-study --schemas N] [--out DIR]`
 
 use std::sync::Arc;
 use std::time::Instant;
