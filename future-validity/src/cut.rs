@@ -6,18 +6,25 @@
 //! `A_t` can hold most of the vocabulary (inside a JSON string, tens of
 //! thousands of tokens) while `p_t` puts nearly all its mass on a few. The
 //! FVO-Spec law `p_t(y)Φ̂_t(y) / Σ_{u∈A_t} p_t(u)Φ̂_t(u)` (§4, Prop. 6)
-//! weighs each estimate by `p_t(y)`, so an estimate for a candidate of
-//! negligible mass moves the law by at most that mass.
+//! weighs each estimate by `p_t(y)`, so the estimate of a candidate of
+//! negligible mass matters only where its Φ̂ is large against the others'.
 //!
 //! A [`CandidateCut`] scores the *head* of `A_t` — the most probable
 //! candidates under `p_t`, up to a share `top_p` of `A_t`'s mass and at
 //! most `max_candidates` of them — and gives every other candidate (the
 //! *tail*) one stated value ([`TailValue`]). EOS, whose `Φ_t(EOS) = 1` is
-//! exact and free, is always in the head. The change to the law is bounded
-//! by the tail's mass: with head mass share `≥ top_p`, the law on the head
-//! is unchanged up to the renormaliser and the tail's total weight moves by
-//! at most `1 − top_p` (in `μ^proj` mass) times the ratio of the tail value
-//! to the mean.
+//! exact and free, is always in the head. The law's ratios on the head are
+//! unchanged; what changes is the tail's total weight, from
+//! `Σ_{y∈T} p_t(y)Φ̂_t(y)` to `(Σ_{y∈T} p_t(y))·v_tail`. With the head's
+//! mean as `v_tail` and the head holding a share `s` of `A_t`'s mass
+//! (`s ≥ top_p` unless `max_candidates` stopped it first), the tail weighs
+//! `(1 − s)/s` of the head. The cut is therefore close to the uncut
+//! estimator where Φ̂ varies by less than about `s/(1 − s)` between head
+//! and tail, and it
+//! departs from it where a tail candidate's Φ̂ is larger than the head's
+//! by more than that (a low-probability token that alone keeps the prefix
+//! completable): there the uncut law can prefer the tail token and the
+//! cut law does not.
 //!
 //! `CandidateCut::default()` scores every candidate (the estimators'
 //! exact behaviour).
