@@ -38,6 +38,6 @@ pub use constraint::{
     AllowedRef, Constraint, LookAhead, Matcher, RejectReason, Rejected, RollbackError,
 };
 pub use draft_tree::{draft_tree_masks, DraftTree, DraftTreeError, DraftTreeMasks, NodeMask};
-pub use model::{BlockMarginals, DiffusionModel, LanguageModel, Logits, ModelError};
+pub use model::{BlockMarginals, DiffusionModel, Forest, LanguageModel, Logits, ModelError};
 pub use token_set::TokenSet;
 pub use vocab::{TokenId, Vocabulary};

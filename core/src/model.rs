@@ -114,6 +114,56 @@ pub trait LanguageModel {
         }
     }
 
+    /// Adds nodes to `forest` (see [`Forest::push`]) and returns their
+    /// logits: row `i` is the next-token logits after
+    /// `context[..forest.base()] ++ forest.path(first + i)`, the new
+    /// nodes' paths. The forest must hang off the current context
+    /// (`forest.base()` equal to its length when the forest was made) and
+    /// every earlier node of it must have been added by this method on this
+    /// model, with no other call in between; afterwards the context is
+    /// unspecified until [`truncate`](LanguageModel::truncate) to
+    /// `forest.base()` (which callers do when they are done). On error the
+    /// forest is unchanged.
+    ///
+    /// The default is correct for every model: each new node's path is
+    /// set as the context ([`logits_for`](LanguageModel::logits_for), which
+    /// reuses the longest common prefix), one forward per node. A model
+    /// with a KV cache overrides it with one forward over all new nodes,
+    /// each attending to the context and its own ancestors only.
+    fn grow_forest(
+        &mut self,
+        forest: &mut Forest,
+        parents: &[Option<usize>],
+        tokens: &[TokenId],
+    ) -> Result<Logits, ModelError> {
+        let base = forest.base();
+        if self.context().len() < base {
+            return Err(ModelError::Backend(format!(
+                "grow_forest: the context has {} tokens, the forest hangs off {base}",
+                self.context().len()
+            )));
+        }
+        let mut grown = forest.clone();
+        let first = grown.push(parents, tokens)?;
+        let mut out = Logits::zeros((tokens.len(), self.vocab_size()));
+        let mut ctx: Vec<TokenId> = self.context()[..base].to_vec();
+        for i in 0..tokens.len() {
+            ctx.truncate(base);
+            ctx.extend(grown.path(first + i));
+            let row = self.logits_for(&ctx)?;
+            if row.len() != self.vocab_size() {
+                return Err(ModelError::Backend(format!(
+                    "logits_for returned {} logits (vocabulary {})",
+                    row.len(),
+                    self.vocab_size()
+                )));
+            }
+            out.row_mut(i).assign(&ndarray::ArrayView1::from(&row[..]));
+        }
+        *forest = grown;
+        Ok(out)
+    }
+
     /// Scores a draft tree appended to the current context: row `i` of the
     /// result holds the logits of the token that follows
     /// `context ++ tree.path(i)` (one row per node, in the tree's order; an
@@ -193,6 +243,114 @@ pub trait LanguageModel {
             }
         }
         Ok(out)
+    }
+}
+
+/// Branches grown in lockstep from one context: the nodes of a forest
+/// hanging off the context a model had when the forest was made (its
+/// `base`), each node one token whose parent is an earlier node or the
+/// context itself. Monte Carlo rollouts (future-validity §5.4) grow one
+/// branch per rollout, one level per step, through
+/// [`LanguageModel::grow_forest`]; a model with a KV cache runs each level
+/// as one forward over the shared cache (a "fork" of the context per
+/// branch, without copying it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Forest {
+    base: usize,
+    parents: Vec<Option<usize>>,
+    tokens: Vec<TokenId>,
+    depth: Vec<usize>,
+}
+
+impl Forest {
+    /// An empty forest over the first `base` tokens of a model's context.
+    pub fn new(base: usize) -> Self {
+        Forest {
+            base,
+            ..Default::default()
+        }
+    }
+
+    /// The context length it hangs off.
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Whether it has no node.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// Parent of each node (`None`: a child of the context).
+    pub fn parents(&self) -> &[Option<usize>] {
+        &self.parents
+    }
+
+    /// Token of each node.
+    pub fn tokens(&self) -> &[TokenId] {
+        &self.tokens
+    }
+
+    /// Depth of each node (a child of the context has depth 0).
+    pub fn depths(&self) -> &[usize] {
+        &self.depth
+    }
+
+    /// The tokens from the context down to node `i` (inclusive); empty
+    /// for an index out of range.
+    pub fn path(&self, i: usize) -> Vec<TokenId> {
+        let mut out = Vec::new();
+        let mut a = (i < self.len()).then_some(i);
+        while let Some(j) = a {
+            out.push(self.tokens[j]);
+            a = self.parents[j];
+        }
+        out.reverse();
+        out
+    }
+
+    /// Appends nodes (`parents[i]`, `tokens[i]`); a parent must be an
+    /// earlier node (of the forest or of this call). Returns the index of
+    /// the first new node. Errors (forest unchanged): lengths that differ,
+    /// a parent that is not earlier.
+    pub fn push(
+        &mut self,
+        parents: &[Option<usize>],
+        tokens: &[TokenId],
+    ) -> Result<usize, ModelError> {
+        if parents.len() != tokens.len() {
+            return Err(ModelError::Backend(format!(
+                "forest: {} parents for {} tokens",
+                parents.len(),
+                tokens.len()
+            )));
+        }
+        let first = self.len();
+        for (i, p) in parents.iter().enumerate() {
+            if let Some(p) = *p {
+                if p >= first + i {
+                    return Err(ModelError::Backend(format!(
+                        "forest: node {} has parent {p}; parents must precede their children",
+                        first + i
+                    )));
+                }
+            }
+        }
+        for (&p, &t) in parents.iter().zip(tokens) {
+            let d = match p {
+                Some(p) => self.depth[p] + 1,
+                None => 0,
+            };
+            self.parents.push(p);
+            self.tokens.push(t);
+            self.depth.push(d);
+        }
+        Ok(first)
     }
 }
 

@@ -24,6 +24,16 @@
 //! | 3 | [`Exact`] (prefix-tree DP: any finite-language constraint, any LM), [`ExactTrie`] (token trie), [`ExactDyckMarkov`] (Dyck × Markov LM), [`ExactRegular`] (DFA × finite-state LM), [`exact::budget`] (`L_{n,K}`) | §5.5, App. G, App. H.4 |
 //! | — | [`BudgetGatedHybrid`] (OneStep → MC when dispersed, uncertain and impactful) | §5.6 |
 //!
+//! Under a grammar over a real vocabulary `A_t` can hold most of the
+//! vocabulary while `p_t` sits on a few tokens: a [`CandidateCut`] (a
+//! config field of [`OneStepCheap::with_cut`] and [`MonteCarloConfig`])
+//! spends the estimator's per-candidate work on the head of `A_t` under
+//! `p_t` only and gives the tail one stated value ([`TailValue`]); its
+//! default scores every candidate. [`MonteCarloConfig::batched`] grows a
+//! position's rollouts in lockstep on a rollout forest
+//! ([`zapspec_core::LanguageModel::grow_forest`]: one forward per step over
+//! the prefix's KV cache on a model that has one).
+//!
 //! Around them: [`Metered`] adds up the work each call reports
 //! ([`PhiCost`]: forwards, rollouts, constraint operations — the paper's
 //! Cost/pos); [`WithModel`] gives an estimator its own model copy,
@@ -114,6 +124,7 @@
 
 pub mod adapters;
 pub mod certificates;
+pub mod cut;
 pub mod error;
 pub mod estimator;
 pub mod exact;
@@ -125,6 +136,7 @@ pub mod onestep;
 pub mod uniform;
 
 pub use adapters::{Frozen, WithModel};
+pub use cut::{CandidateCut, TailValue};
 pub use error::PhiError;
 pub use estimator::{
     check_compact, check_query, doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set,

@@ -11,7 +11,11 @@
 //!   over sparse lists ([`LookAhead::allowed_sparse`]); values on `A_t` only
 //!   ([`OneStepCheap::log_phi_sparse`], [`OneStepCheap::log_phi_into`]).
 //!   [`onestep_cheap_reference`] is the straightforward evaluation (a fresh
-//!   mask per candidate) used as the tests' reference.
+//!   mask per candidate) used as the tests' reference. With a
+//!   [`CandidateCut`] ([`OneStepCheap::with_cut`]) only the head of `A_t`
+//!   under `p_t` is scored — what a matcher without cheap successor keys
+//!   (an Earley parser, one advance and rollback per candidate) needs when
+//!   `A_t` is most of a real vocabulary.
 //! * [`OneStepTrue`] — the idealised estimator of Prop. 10:
 //!   `Φ̂ᵗʳᵘᵉ_t(y) = Σ_{u∈A_{t+1}(x<t y)} p(u | x<t y)`, one extra forward per
 //!   non-EOS candidate. It always over-estimates Φ (eq. (2), App. E).
@@ -24,6 +28,7 @@
 
 use zapspec_core::{prob, AllowedRef, Constraint, LanguageModel, LookAhead, TokenSet};
 
+use crate::cut::{CandidateCut, CutScratch};
 use crate::error::PhiError;
 use crate::estimator::{
     check_compact, check_query, check_vocab, log_mass, valid_set, PhiCost, PhiEstimator, PhiQuery,
@@ -42,9 +47,28 @@ use crate::estimator::{
 /// successor list ([`LookAhead::allowed_sparse`]: tries, Dyck), or from a
 /// full mask. No `|V|`-sized allocation; [`OneStepCheap::log_phi_sparse`]
 /// returns the values on `A_t` only.
+///
+/// With a [`CandidateCut`] ([`OneStepCheap::with_cut`]) only the head of
+/// `A_t` under `p_t` gets a successor mass and the tail one stated value;
+/// `OneStepCheap::new()` (the default cut) scores every candidate.
 #[derive(Debug, Clone, Default)]
 pub struct OneStepCheap {
     scratch: Scratch,
+    cut: CandidateCut,
+    head: HeadScratch,
+}
+
+/// Reused buffers of the candidate cut.
+#[derive(Debug, Clone, Default)]
+struct HeadScratch {
+    cut: CutScratch,
+    idx: Vec<usize>,
+    ids: Vec<zapspec_core::TokenId>,
+    logits: Vec<f32>,
+    values: Vec<f64>,
+    /// The candidates and their logits of a caller that passed a mask.
+    all_ids: Vec<zapspec_core::TokenId>,
+    all_logits: Vec<f32>,
 }
 
 /// Reused buffers of [`OneStepCheap`] (no allocation per call once warm).
@@ -84,9 +108,110 @@ enum Sink<'a> {
 }
 
 impl OneStepCheap {
-    /// The estimator, with empty scratch buffers.
+    /// The estimator, with empty scratch buffers; every candidate is
+    /// scored.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The estimator scoring only the head of `A_t` chosen by `cut`, the
+    /// tail getting the cut's [`TailValue`](crate::TailValue). Errors: a
+    /// cut out of range ([`CandidateCut::validate`]).
+    pub fn with_cut(cut: CandidateCut) -> Result<Self, PhiError> {
+        cut.validate()?;
+        Ok(OneStepCheap {
+            cut,
+            ..Self::default()
+        })
+    }
+
+    /// The candidate cut.
+    pub fn cut(&self) -> &CandidateCut {
+        &self.cut
+    }
+
+    /// With an active cut at this position: scores the head of the
+    /// candidates `ids` (logits `id_logits`, aligned) with
+    /// [`Self::score`] and calls `emit(i, value)` for every index `i` of
+    /// `ids` — the tail value first for all, then the head's values.
+    /// `Ok(None)` (nothing emitted) when the cut keeps every candidate.
+    #[allow(clippy::too_many_arguments)]
+    fn score_cut<C: LookAhead>(
+        &mut self,
+        constraint: &C,
+        ids: &[zapspec_core::TokenId],
+        id_logits: &[f32],
+        logits: &[f32],
+        norm: Norm,
+        mut emit: impl FnMut(usize, f64),
+    ) -> Result<Option<u64>, PhiError> {
+        if self.cut.is_off() {
+            return Ok(None);
+        }
+        let mut h = std::mem::take(&mut self.head);
+        let Some(head) = self.cut.head(ids, id_logits, constraint.eos(), &mut h.cut) else {
+            self.head = h;
+            return Ok(None);
+        };
+        h.idx.clear();
+        h.idx.extend_from_slice(head);
+        h.ids.clear();
+        h.ids.extend(h.idx.iter().map(|&i| ids[i]));
+        h.logits.clear();
+        h.logits.extend(h.idx.iter().map(|&i| id_logits[i]));
+        h.values.clear();
+        let values = &mut h.values;
+        let r = self.score(
+            constraint,
+            h.ids.iter().copied(),
+            None,
+            logits,
+            norm,
+            |_, l| values.push(l),
+        );
+        let ops = match r {
+            Ok(ops) => ops,
+            Err(e) => {
+                self.head = h;
+                return Err(e);
+            }
+        };
+        let tail = self.cut.tail_value(&h.logits, &h.values);
+        for i in 0..ids.len() {
+            emit(i, tail);
+        }
+        for (&i, &v) in h.idx.iter().zip(&h.values) {
+            emit(i, v);
+        }
+        self.head = h;
+        Ok(Some(ops))
+    }
+
+    /// [`Self::score_cut`] for a caller holding the candidates as a mask:
+    /// lists them and gathers their logits first (skipped when the cut is
+    /// off). `emit(y, value)` by token.
+    fn score_cut_mask<C: LookAhead>(
+        &mut self,
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        norm: Norm,
+        mut emit: impl FnMut(zapspec_core::TokenId, f64),
+    ) -> Result<Option<u64>, PhiError> {
+        if self.cut.is_off() || (self.cut.top_p >= 1.0 && mask.count() <= self.cut.max_candidates) {
+            return Ok(None);
+        }
+        let mut ids = std::mem::take(&mut self.head.all_ids);
+        let mut id_logits = std::mem::take(&mut self.head.all_logits);
+        ids.clear();
+        ids.extend(mask.iter());
+        gather_set(logits, mask, &mut id_logits);
+        let r = self.score_cut(constraint, &ids, &id_logits, logits, norm, |i, l| {
+            emit(ids[i], l)
+        });
+        self.head.all_ids = ids;
+        self.head.all_logits = id_logits;
+        r
     }
 
     /// Def. 9 on the valid set only: `out[i] = log Φ̂¹ˢ_t(ids[i])`, where
@@ -109,6 +234,19 @@ impl OneStepCheap {
             return Err(logits_mismatch(logits.len(), constraint.vocab_size()));
         }
         let norm = Norm::full(logits);
+        if !self.cut.is_off() {
+            let id_logits: Vec<f32> = ids
+                .iter()
+                .map(|&y| logits.get(y as usize).copied().unwrap_or(f32::NEG_INFINITY))
+                .collect();
+            out.resize(ids.len(), f64::NEG_INFINITY);
+            let cut =
+                self.score_cut(constraint, ids, &id_logits, logits, norm, |i, l| out[i] = l)?;
+            if cut.is_some() {
+                return Ok(());
+            }
+            out.clear();
+        }
         self.score(
             constraint,
             ids.iter().copied(),
@@ -189,16 +327,30 @@ impl OneStepCheap {
             (shifted, None)
         };
         let ops = match out {
-            Sink::Dense(out) => self.score(
-                constraint,
-                mask.iter(),
-                Some(AnyOrder { mask, logits: None }),
-                logits,
-                norm,
-                |y, l| out[y as usize] = l,
-            )?,
+            Sink::Dense(out) => {
+                if let Some(ops) =
+                    self.score_cut_mask(constraint, mask, logits, norm, |y, l| out[y as usize] = l)?
+                {
+                    return Ok((c, ops));
+                }
+                self.score(
+                    constraint,
+                    mask.iter(),
+                    Some(AnyOrder { mask, logits: None }),
+                    logits,
+                    norm,
+                    |y, l| out[y as usize] = l,
+                )?
+            }
             Sink::Compact(valid, out) => {
                 let ids = valid.ids;
+                if let Some(ops) =
+                    self.score_cut(constraint, ids, valid.logits, logits, norm, |i, l| {
+                        out[i] = l
+                    })?
+                {
+                    return Ok((c, ops));
+                }
                 // values come in token order (a cursor) except the groups
                 // written over the largest one (a binary search each)
                 let mut cur = 0usize;
@@ -967,11 +1119,23 @@ pub fn onestep_cheap_reference<C: Constraint>(
 /// its constraint operations.
 impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
     fn name(&self) -> String {
-        "OneStep-Cheap".into()
+        if self.cut.is_off() {
+            "OneStep-Cheap".into()
+        } else {
+            format!("OneStep-Cheap{}", self.cut.label())
+        }
     }
     fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, _: &mut M, out: &mut [f64]) -> PhiResult {
         check_query(q, out)?;
         let norm = Norm::full(q.logits);
+        if let Some(ops) = self.score_cut_mask(q.constraint, q.mask, q.logits, norm, |y, l| {
+            out[y as usize] = l
+        })? {
+            return Ok(PhiCost {
+                constraint_ops: ops,
+                ..PhiCost::default()
+            });
+        }
         let ops = self.score(
             q.constraint,
             q.mask.iter(),

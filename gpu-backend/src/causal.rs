@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use zapspec_core::{DraftTree, LanguageModel, Logits, ModelError, TokenId};
+use zapspec_core::{DraftTree, Forest, LanguageModel, Logits, ModelError, TokenId};
 
 use crate::mask::AttnMask;
 use crate::transformer::{to_array, KvCache, LogitRows, Transformer};
@@ -25,6 +25,10 @@ pub struct CausalLm {
     last: Option<Vec<f32>>,
     forwards: usize,
     tree: Option<PendingTree>,
+    /// Cache entries past `bos? ++ context` holding the nodes of a rollout
+    /// forest ([`LanguageModel::grow_forest`]); dropped by the next call
+    /// that is not a forest's.
+    forest_nodes: usize,
 }
 
 /// The result of the last [`CausalLm::score_tree`], kept so an accepted path
@@ -51,6 +55,7 @@ impl CausalLm {
             last: None,
             forwards: 0,
             tree: None,
+            forest_nodes: 0,
         }
     }
 
@@ -82,6 +87,25 @@ impl CausalLm {
         usize::from(self.bos.is_some())
     }
 
+    /// Drops a rollout forest's cache entries (the cache then covers
+    /// `bos? ++ context` again).
+    fn drop_forest(&mut self) {
+        if self.forest_nodes == 0 {
+            return;
+        }
+        let keep = self.cache.len().saturating_sub(self.forest_nodes);
+        self.forest_nodes = 0;
+        if self.cache.truncate(keep).is_err() || self.cache.len() != keep {
+            // rebuilt lazily, as `truncate` does
+            self.cache = KvCache::default();
+            self.last = None;
+            let ctx = std::mem::take(&mut self.context);
+            if !ctx.is_empty() {
+                let _ = self.prefill(&ctx);
+            }
+        }
+    }
+
     /// Makes sure the BOS (if any) is in the cache; returns its logits row
     /// if a forward was needed.
     fn ensure_bos(&mut self) -> Result<(), ModelError> {
@@ -94,6 +118,7 @@ impl CausalLm {
     /// Runs `tokens` through the model after the cache, appends them to the
     /// cache and returns the requested logits.
     fn run(&mut self, tokens: &[TokenId], rows: LogitRows) -> Result<Option<Logits>, ModelError> {
+        self.drop_forest();
         let past = self.cache.len();
         self.model
             .check_input(tokens, past + tokens.len().saturating_sub(1))?;
@@ -153,6 +178,7 @@ impl CausalLm {
                 "score_tree: node {i} has parent {p}; parents must precede their children"
             )));
         }
+        self.drop_forest();
         self.ensure_bos()?;
         let base = self.cache.len();
         let mut depth = vec![0usize; tokens.len()];
@@ -289,6 +315,7 @@ impl LanguageModel for CausalLm {
     }
 
     fn truncate(&mut self, len: usize) {
+        self.drop_forest();
         if len >= self.context.len() {
             return;
         }
@@ -317,6 +344,78 @@ impl LanguageModel for CausalLm {
 
     fn max_context(&self) -> usize {
         self.model.config().max_position_embeddings - self.offset()
+    }
+
+    /// One forward over the new nodes, appended to the KV cache after the
+    /// context and the forest's earlier nodes, each at position
+    /// `context + depth` and attending to the context and its own
+    /// ancestors only (the tree attention of [`CausalLm::score_tree`] over
+    /// a cache that keeps the forest): every branch reads the context's
+    /// keys and values in place, none is copied or re-fed. The context
+    /// (and [`LanguageModel::next_logits`]) is unchanged; the forest's
+    /// cache entries are dropped by the next call that is not a forest's.
+    /// Errors: a forest not grown on this model since its context was
+    /// last changed, bad parents, tokens outside the vocabulary, a
+    /// position past the window.
+    fn grow_forest(
+        &mut self,
+        forest: &mut Forest,
+        parents: &[Option<usize>],
+        tokens: &[TokenId],
+    ) -> Result<Logits, ModelError> {
+        let base = forest.base();
+        if forest.is_empty() {
+            self.drop_forest();
+        }
+        if base != self.context.len() || self.forest_nodes != forest.len() {
+            return Err(ModelError::Backend(format!(
+                "grow_forest: a forest of {} nodes over {base} tokens, the model has {} forest nodes over {} tokens",
+                forest.len(),
+                self.forest_nodes,
+                self.context.len()
+            )));
+        }
+        if tokens.is_empty() {
+            return Ok(Logits::zeros((0, self.vocab_size())));
+        }
+        if forest.is_empty() {
+            self.ensure_bos()?;
+        }
+        let mut grown = forest.clone();
+        let first = grown.push(parents, tokens)?;
+        let ctx_len = self.cache.len() - self.forest_nodes;
+        let positions: Vec<usize> = grown.depths()[first..]
+            .iter()
+            .map(|d| ctx_len + d)
+            .collect();
+        self.model
+            .check_input(tokens, positions.iter().copied().max().unwrap_or(ctx_len))?;
+        let past = self.cache.len();
+        let n = tokens.len();
+        let mut mask = AttnMask::blocked(n, past + n);
+        for i in 0..n {
+            mask.allow_range(i, 0..ctx_len);
+            let mut a = Some(first + i);
+            while let Some(j) = a {
+                mask.allow(i, ctx_len + j);
+                a = grown.parents()[j];
+            }
+        }
+        let out = self
+            .model
+            .forward(tokens, &positions, &self.cache, &mask, LogitRows::All)
+            .map_err(crate::backend)?;
+        self.forwards += 1;
+        let logits = to_array(
+            out.logits
+                .as_ref()
+                .ok_or_else(|| ModelError::Backend("no logits".into()))?,
+        )?;
+        self.cache = out.kv;
+        self.forest_nodes += n;
+        self.tree = None;
+        *forest = grown;
+        Ok(logits)
     }
 
     /// One forward over every node under a tree attention mask, each node

@@ -425,3 +425,62 @@ fn bad_inputs_are_errors() {
         ) < 1e-4
     );
 }
+
+/// `grow_forest` (one forward per level over the shared KV cache) equals a
+/// separate prefill of every node's path on a fresh model, for models with
+/// and without BOS; the context and its logits are untouched, and after
+/// `truncate` to the base the model decodes as if no forest had been grown.
+#[test]
+fn forest_levels_equal_separate_paths() {
+    use zapspec_core::Forest;
+    for cfg in [
+        qwen_tiny(),
+        ModelConfig {
+            tie_word_embeddings: true,
+            bos_token_id: Some(0.into()),
+            ..ModelConfig::default()
+        },
+    ] {
+        let ctx: Vec<TokenId> = vec![3, 7, 1, 9];
+        let mut m = lm(cfg.clone(), 5);
+        m.prefill(&ctx).unwrap();
+        let before = m.next_logits().unwrap();
+        let mut f = Forest::new(ctx.len());
+        // three roots, then two children of root 0 and one of root 2, then
+        // a grandchild
+        let levels: Vec<(Vec<Option<usize>>, Vec<TokenId>)> = vec![
+            (vec![None, None, None], vec![4, 4, 11]),
+            (vec![Some(0), Some(0), Some(2)], vec![5, 6, 2]),
+            (vec![Some(4)], vec![8]),
+        ];
+        for (parents, tokens) in levels {
+            let first = f.len();
+            let rows = m.grow_forest(&mut f, &parents, &tokens).unwrap();
+            assert_eq!(rows.nrows(), tokens.len());
+            for i in 0..tokens.len() {
+                let mut fresh = lm(cfg.clone(), 5);
+                let mut path = ctx.clone();
+                path.extend(f.path(first + i));
+                let want = fresh.logits_for(&path).unwrap();
+                let d = max_diff(&rows.row(i).to_vec(), &want);
+                assert!(d < 1e-4, "node {}: max |Δ| = {d}", first + i);
+            }
+        }
+        assert_eq!(m.context(), &ctx[..]);
+        assert_eq!(max_diff(&m.next_logits().unwrap(), &before), 0.0);
+        // a forest out of sync with the model is an error, not a panic
+        let mut stale = Forest::new(ctx.len());
+        assert!(m.grow_forest(&mut Forest::new(2), &[None], &[1]).is_err());
+        stale.push(&[None], &[1]).unwrap();
+        assert!(m.grow_forest(&mut stale, &[Some(0)], &[1]).is_err());
+        assert!(m.grow_forest(&mut f, &[Some(99)], &[1]).is_err());
+        m.truncate(ctx.len());
+        let next = m.prefill(&[12]).unwrap();
+        let mut fresh = lm(cfg.clone(), 5);
+        let mut path = ctx.clone();
+        path.push(12);
+        let want = fresh.logits_for(&path).unwrap();
+        assert!(max_diff(&next.row(0).to_vec(), &want) < 1e-4);
+        assert_eq!(m.cache_len(), path.len() + usize::from(cfg.bos().is_some()));
+    }
+}

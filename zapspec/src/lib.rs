@@ -72,7 +72,10 @@ pub use tempered::Tempered;
 pub use unconstrained::Unconstrained;
 
 pub use zapspec_core::{Constraint, LanguageModel, TokenId};
-pub use zapspec_phi::{OneStepCheap, PhiEstimator, Uniform};
+pub use zapspec_phi::{
+    CandidateCut, MonteCarlo, MonteCarloConfig, OneStepCheap, PhiEstimator, TailValue, Uniform,
+    WithModel,
+};
 pub use zapspec_verify::{
     CopyDraft, Drafter, Generation, NoDraft, PromptLookup, RoundStats, SpecConfig, TreeConfig,
     TreeLookup, VerifierKind,

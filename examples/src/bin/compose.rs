@@ -30,7 +30,14 @@
 //! output) beside prompt lookup at the same draft length, and reports
 //! whether the edit was applied.
 //!
-//! `scripts/fetch-smollm2.sh && cargo run --release -p examples --bin compose -- [--sampled] [--seed N] [--schemas N | --edits N] [--out DIR]`
+//! `--phi-study` (with `--schemas N`) measures the Φ estimator itself under
+//! the Earley constraint: Leviathan beside FVO-Spec with OneStep-Cheap on
+//! every candidate and with a candidate cut (`--cut-top-p`, `--cut-max`),
+//! and MC(k, h) with batched rollouts on a rollout forest (`--mc-k`,
+//! `--mc-horizon`, on the first `--mc-schemas`; `--mc-seq-schemas` adds
+//! the one-rollout-at-a-time ablation), each estimator call timed.
+//!
+//! `scripts/fetch-smollm2.sh && cargo run --release -p examples --bin compose -- [--sampled] [--seed N] [--schemas N | --edits N | --phi-study --schemas N] [--out DIR]`
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -43,7 +50,7 @@ use zapspec::{
 };
 use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::{LanguageModel, TokenId};
-use zapspec_phi::NoModel;
+use zapspec_phi::{CandidateCut, MonteCarlo, MonteCarloConfig, NoModel, WithModel};
 
 use examples::llg::{compact_schema, LlgConstraint};
 use examples::report::{write_json, MarkdownTable};
@@ -113,6 +120,123 @@ struct Args {
     /// `compose_tree_scaling.{md,json,png}`.
     #[arg(long, value_delimiter = ',')]
     tree_widths: Vec<usize>,
+    /// Φ-study mode (with `--schemas N`): no drafter, Leviathan beside
+    /// FVO-Spec with OneStep-Cheap scoring every candidate and with the
+    /// candidate cut (`--cut-top-p`, `--cut-max`), plus Monte Carlo when
+    /// `--mc-k > 0` (on its first `--mc-schemas` schemas); the estimator's
+    /// own time is measured around each call, written to
+    /// `compose_phi.{md,json}`.
+    #[arg(long)]
+    phi_study: bool,
+    /// Candidate cut of the cut rows: the head's share of `A_t`'s mass.
+    #[arg(long, default_value_t = 0.99)]
+    cut_top_p: f64,
+    /// Candidate cut of the cut rows: at most this many candidates.
+    #[arg(long, default_value_t = 16)]
+    cut_max: usize,
+    /// Φ study: Monte Carlo rollouts per candidate (0: no MC rows).
+    #[arg(long, default_value_t = 0)]
+    mc_k: usize,
+    /// Φ study: Monte Carlo rollout horizon (tokens after the candidate).
+    #[arg(long, default_value_t = 8)]
+    mc_horizon: usize,
+    /// Φ study: the MC rows run on the first this many schemas only.
+    #[arg(long, default_value_t = 5)]
+    mc_schemas: usize,
+    /// Φ study: the MC rows score at most this many candidates.
+    #[arg(long, default_value_t = 4)]
+    mc_cut_max: usize,
+    /// Φ study: on the first this many schemas, also MC with the rollouts
+    /// one after another (each from the prefix's KV cache, no forest):
+    /// the batching ablation.
+    #[arg(long, default_value_t = 0)]
+    mc_seq_schemas: usize,
+}
+
+/// The work of a Φ estimator over one run, measured by [`Timed`]: wall
+/// time inside its calls, calls, candidates `Σ|A_t|`, and the work it
+/// reports ([`PhiCost`]).
+#[derive(serde::Serialize, Clone, Copy, Debug, Default)]
+struct PhiClock {
+    seconds: f64,
+    calls: u64,
+    candidates: u64,
+    forwards: u64,
+    rollouts: u64,
+    constraint_ops: u64,
+}
+
+/// Times every call of the estimator inside (the loop's Φ cost) into a
+/// shared [`PhiClock`]; values are the inner estimator's.
+struct Timed<E> {
+    inner: E,
+    clock: std::rc::Rc<std::cell::Cell<PhiClock>>,
+}
+
+impl<E> Timed<E> {
+    fn new(inner: E) -> (Self, std::rc::Rc<std::cell::Cell<PhiClock>>) {
+        let clock = std::rc::Rc::new(std::cell::Cell::new(PhiClock::default()));
+        (
+            Timed {
+                inner,
+                clock: clock.clone(),
+            },
+            clock,
+        )
+    }
+
+    fn record(&self, t: Instant, n: usize, r: Option<&zapspec_phi::PhiResult>) {
+        let mut c = self.clock.get();
+        c.seconds += t.elapsed().as_secs_f64();
+        c.calls += 1;
+        c.candidates += n as u64;
+        if let Some(Ok(w)) = r {
+            c.forwards += w.forwards;
+            c.rollouts += w.rollouts;
+            c.constraint_ops += w.constraint_ops;
+        }
+        self.clock.set(c);
+    }
+}
+
+impl<C: Constraint, E: PhiEstimator<C, NoModel>> PhiEstimator<C, NoModel> for Timed<E> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn log_phi_into(
+        &mut self,
+        q: &zapspec_phi::PhiQuery<'_, C>,
+        model: &mut NoModel,
+        out: &mut [f64],
+    ) -> zapspec_phi::PhiResult {
+        let t = Instant::now();
+        let r = self.inner.log_phi_into(q, model, out);
+        self.record(t, q.mask.count(), Some(&r));
+        r
+    }
+    fn log_phi_shifted(
+        &mut self,
+        q: &zapspec_phi::PhiQuery<'_, C>,
+        model: &mut NoModel,
+        out: &mut [f64],
+    ) -> zapspec_phi::PhiResult {
+        let t = Instant::now();
+        let r = self.inner.log_phi_shifted(q, model, out);
+        self.record(t, q.mask.count(), Some(&r));
+        r
+    }
+    fn log_phi_shifted_compact(
+        &mut self,
+        q: &zapspec_phi::PhiQuery<'_, C>,
+        model: &mut NoModel,
+        valid: zapspec_phi::ValidList<'_>,
+        out: &mut [f64],
+    ) -> Option<zapspec_phi::PhiResult> {
+        let t = Instant::now();
+        let r = self.inner.log_phi_shifted_compact(q, model, valid, out)?;
+        self.record(t, valid.ids.len(), Some(&r));
+        Some(r)
+    }
 }
 
 #[derive(serde::Serialize, Clone)]
@@ -134,6 +258,9 @@ struct Row {
     same_as_plain: Option<bool>,
     /// Edit mode: the output is the edited document (as JSON values).
     edit_applied: Option<bool>,
+    /// Φ-study mode: the Φ estimator's own work ([`PhiClock`]).
+    #[serde(default)]
+    phi: Option<PhiClock>,
     text: String,
 }
 
@@ -216,6 +343,7 @@ where
             valid,
             same_as_plain: None,
             edit_applied: None,
+            phi: None,
             text,
         },
         tokens,
@@ -300,6 +428,7 @@ fn llg_run<D: Drafter>(
                 valid: None,
                 same_as_plain: None,
                 edit_applied: None,
+                phi: None,
                 text: format!("llguidance refused the schema: {e}"),
             },
             Vec::new(),
@@ -460,6 +589,187 @@ fn variants(
         v,
     )?);
     Ok(rows)
+}
+
+/// The Φ study on one schema (no drafter): Leviathan; FVO-Spec with
+/// OneStep-Cheap scoring every candidate (the estimator's default) and
+/// with the candidate cut; and, when `mc` holds, FVO-Spec with Monte Carlo
+/// rollouts (batched on a rollout forest of the target's own KV cache,
+/// [`zapspec_phi::WithModel`] over a copy of the prompted model) under a
+/// cut of at most `--mc-cut-max` candidates. Every FVO row records its
+/// estimator's time ([`Timed`]).
+fn phi_variants(
+    m: &SmolLm2,
+    schema: &serde_json::Value,
+    prompt: &[TokenId],
+    args: &Args,
+    mc: bool,
+    mc_seq: bool,
+) -> Result<Vec<Row>> {
+    let validator = jsonschema::validator_for(schema).ok();
+    let json = zapspec::json_schema(m.vocab.clone(), schema)?;
+    let mut base = m.lm.clone();
+    base.truncate(0);
+    base.prefill(prompt)?;
+    let v = validator.as_ref();
+    let b = &base;
+    let mut rows = Vec::new();
+    let (r, _) = run(
+        "constrained, no drafter (Leviathan)",
+        m,
+        b,
+        json.clone(),
+        NoDraft,
+        None::<OneStepCheap>,
+        prompt,
+        args.gamma,
+        args,
+        v,
+    )?;
+    rows.push(r);
+    let mut timed_run = |name: &str, phi: Box<dyn PhiEstimator<_, NoModel>>| -> Result<()> {
+        let (t, clock) = Timed::new(phi);
+        let (mut r, _) = run(
+            name,
+            m,
+            b,
+            json.clone(),
+            NoDraft,
+            Some(t),
+            prompt,
+            args.gamma,
+            args,
+            v,
+        )?;
+        r.phi = Some(clock.get());
+        rows.push(r);
+        Ok(())
+    };
+    timed_run(
+        "FVO-Spec, OneStep-Cheap (every candidate)",
+        Box::new(OneStepCheap::new()),
+    )?;
+    let cut = CandidateCut::new(args.cut_top_p, args.cut_max);
+    timed_run(
+        &format!("FVO-Spec, OneStep-Cheap{}", cut.label()),
+        Box::new(OneStepCheap::with_cut(cut)?),
+    )?;
+    if mc {
+        // the estimator's own copy of the target, its KV cache already
+        // holding the prompt (positioned at each query's prefix by
+        // WithModel, which reuses the common prefix)
+        let lm = base.clone();
+        let cfg = MonteCarloConfig {
+            k: args.mc_k,
+            horizon: args.mc_horizon,
+            seed: args.seed,
+            cut: CandidateCut::new(args.cut_top_p, args.mc_cut_max),
+            batched: true,
+            ..Default::default()
+        };
+        let phi = WithModel::new(MonteCarlo::with_config(cfg), lm.clone()).with_prompt(prompt);
+        timed_run(
+            &format!(
+                "FVO-Spec, MC(k={}, h={}){} batched",
+                args.mc_k,
+                args.mc_horizon,
+                cfg.cut.label()
+            ),
+            Box::new(phi),
+        )?;
+        if mc_seq {
+            let cfg = MonteCarloConfig {
+                batched: false,
+                ..cfg
+            };
+            let phi = WithModel::new(MonteCarlo::with_config(cfg), lm).with_prompt(prompt);
+            timed_run(
+                &format!(
+                    "FVO-Spec, MC(k={}, h={}){} one rollout at a time",
+                    args.mc_k,
+                    args.mc_horizon,
+                    cfg.cut.label()
+                ),
+                Box::new(phi),
+            )?;
+        }
+    }
+    Ok(rows)
+}
+
+/// The Φ study's table: per variant, sums over the schemas it ran on.
+fn phi_table(rows: &[Vec<Row>]) -> String {
+    let mut t = MarkdownTable::new(&[
+        "variant",
+        "tasks",
+        "tokens",
+        "target calls / token",
+        "all forwards / token",
+        "tokens/s",
+        "ms / round",
+        "Φ ms / round",
+        "Φ share of time",
+        "|A_t| / call",
+        "constraint ops / call",
+        "Φ forwards / call",
+        "valid",
+        "hit the cap",
+    ]);
+    let mut names: Vec<String> = Vec::new();
+    for r in rows.iter().flatten() {
+        if !names.contains(&r.variant) {
+            names.push(r.variant.clone());
+        }
+    }
+    for name in names {
+        let col: Vec<&Row> = rows
+            .iter()
+            .flatten()
+            .filter(|r| r.variant == name)
+            .collect();
+        let sum = |f: &dyn Fn(&Row) -> f64| col.iter().map(|r| f(r)).sum::<f64>();
+        let tokens = sum(&|r| r.tokens as f64);
+        let secs = sum(&|r| r.seconds);
+        let rounds = sum(&|r| r.rounds as f64).max(1.0);
+        let phi = |f: &dyn Fn(&PhiClock) -> f64| sum(&|r| r.phi.as_ref().map_or(0.0, f));
+        let has_phi = col.iter().any(|r| r.phi.is_some());
+        let calls = phi(&|c| c.calls as f64).max(1.0);
+        let opt = |x: f64, digits: usize| {
+            if has_phi {
+                format!("{x:.digits$}")
+            } else {
+                "—".into()
+            }
+        };
+        t.row(&[
+            name.clone(),
+            col.len().to_string(),
+            format!("{tokens:.0}"),
+            format!("{:.2}", sum(&|r| r.target_calls as f64) / tokens.max(1.0)),
+            format!(
+                "{:.2}",
+                (sum(&|r| r.target_calls as f64) + phi(&|c| c.forwards as f64)) / tokens.max(1.0)
+            ),
+            format!("{:.1}", tokens / secs.max(1e-9)),
+            format!("{:.1}", 1e3 * secs / rounds),
+            opt(1e3 * phi(&|c| c.seconds) / rounds, 3),
+            if has_phi {
+                format!("{:.2}%", 100.0 * phi(&|c| c.seconds) / secs.max(1e-9))
+            } else {
+                "—".into()
+            },
+            opt(phi(&|c| c.candidates as f64) / calls, 0),
+            opt(phi(&|c| c.constraint_ops as f64) / calls, 1),
+            opt(phi(&|c| c.forwards as f64) / calls, 1),
+            format!(
+                "{}/{}",
+                col.iter().filter(|r| r.valid == Some(true)).count(),
+                col.len()
+            ),
+            format!("{}/{}", col.iter().filter(|r| r.capped).count(), col.len()),
+        ]);
+    }
+    t.render()
 }
 
 /// One edit task: a valid instance of a MaskBench schema, written in the
@@ -1105,10 +1415,51 @@ fn main() -> Result<()> {
         if args.sampled { " --sampled" } else { "" },
         if args.schemas > 0 { format!(" --schemas {}", args.schemas) } else { String::new() },
     );
-    let (name, md, rows) = if args.edits > 0
-        && !args.gamma_sweep.is_empty()
-        && !args.tree_widths.is_empty()
-    {
+    let (name, md, rows) = if args.phi_study {
+        let files = examples::schema_tasks::shuffled_schema_files(&args.maskbench, args.seed)?;
+        let pb = examples::fvo::progress(args.schemas.max(1), "schemas");
+        let (mut all, mut skipped) = (Vec::new(), Vec::new());
+        for f in &files {
+            if all.len() == args.schemas.max(1) {
+                break;
+            }
+            let schema = examples::schema_tasks::read_schema(f)?;
+            let user = examples::schema_tasks::schema_instruction(&schema, args.max_schema_bytes)?;
+            let prompt = m.prompt(None, &user)?;
+            let mc = args.mc_k > 0 && all.len() < args.mc_schemas;
+            let mc_seq = mc && all.len() < args.mc_seq_schemas;
+            match phi_variants(&m, &schema, &prompt, &args, mc, mc_seq) {
+                Ok(rows) => {
+                    all.push(rows);
+                    pb.inc(1);
+                }
+                Err(e) => skipped.push(format!("{}: {e}", f.display())),
+            }
+        }
+        pb.finish_and_clear();
+        let mc_cmd = if args.mc_k > 0 {
+            format!(
+                " --mc-k {} --mc-horizon {} --mc-schemas {} --mc-cut-max {} --mc-seq-schemas {}",
+                args.mc_k, args.mc_horizon, args.mc_schemas, args.mc_cut_max, args.mc_seq_schemas
+            )
+        } else {
+            String::new()
+        };
+        let md = format!(
+            "# The Φ estimator's cost and effect under the Earley constraint on SmolLM2-135M-Instruct (no drafter)\n\n\
+             Command: `{cmd} --phi-study --cut-top-p {} --cut-max {}{mc_cmd}` ({mode}); {} MaskBench schemas drawn with the seed \
+             ({} refused by the compiler and skipped), prompted as in `compose_maskbench.md`. CPU, f32-dequantised Q4_1 weights; \
+             each prompt is prefilled once and not timed; sums over the schemas a row ran on. \"Φ ms / round\": wall time inside \
+             the estimator's calls (measured around each call) per verification round; \"Φ share\": of the row's whole time. \
+             \"|A_t| / call\": candidates per Φ call; \"constraint ops / call\": advances, masks and walks on forks the estimator \
+             reports; \"Φ forwards / call\": model forwards of the estimator (MC: the batched rollout forwards plus one to \
+             position its model copy); \"all forwards / token\": the target's and the estimator's. The MC rows run on the \
+             first {} schemas only (each rollout step is one forward of the 135M model on CPU: expensive), so compare them \
+             with the other rows of `compose_phi.json` on the same schemas.\n\n{}\n",
+            args.cut_top_p, args.cut_max, all.len(), skipped.len(), args.mc_schemas.min(all.len()), phi_table(&all),
+        );
+        ("compose_phi", md, all)
+    } else if args.edits > 0 && !args.gamma_sweep.is_empty() && !args.tree_widths.is_empty() {
         let (tasks, looked) = edit_tasks(&args)?;
         let pb = examples::fvo::progress(tasks.len(), "edits");
         let mut all = Vec::new();
