@@ -257,8 +257,9 @@ pub trait LanguageModel {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Forest {
     base: usize,
-    parents: Vec<Option<usize>>,
-    tokens: Vec<TokenId>,
+    /// The nodes (the context is the tree's root).
+    tree: DraftTree,
+    /// Depth of each node (a child of the context has depth 0).
     depth: Vec<usize>,
 }
 
@@ -278,22 +279,22 @@ impl Forest {
 
     /// Number of nodes.
     pub fn len(&self) -> usize {
-        self.tokens.len()
+        self.tree.len()
     }
 
     /// Whether it has no node.
     pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
+        self.tree.is_empty()
     }
 
     /// Parent of each node (`None`: a child of the context).
     pub fn parents(&self) -> &[Option<usize>] {
-        &self.parents
+        self.tree.parents()
     }
 
     /// Token of each node.
     pub fn tokens(&self) -> &[TokenId] {
-        &self.tokens
+        self.tree.tokens()
     }
 
     /// Depth of each node (a child of the context has depth 0).
@@ -304,14 +305,7 @@ impl Forest {
     /// The tokens from the context down to node `i` (inclusive); empty
     /// for an index out of range.
     pub fn path(&self, i: usize) -> Vec<TokenId> {
-        let mut out = Vec::new();
-        let mut a = (i < self.len()).then_some(i);
-        while let Some(j) = a {
-            out.push(self.tokens[j]);
-            a = self.parents[j];
-        }
-        out.reverse();
-        out
+        self.tree.path(i).unwrap_or_default()
     }
 
     /// Appends nodes (`parents[i]`, `tokens[i]`); a parent must be an
@@ -331,24 +325,20 @@ impl Forest {
             )));
         }
         let first = self.len();
-        for (i, p) in parents.iter().enumerate() {
-            if let Some(p) = *p {
-                if p >= first + i {
-                    return Err(ModelError::Backend(format!(
-                        "forest: node {} has parent {p}; parents must precede their children",
-                        first + i
-                    )));
-                }
-            }
+        if let Some((i, p)) = parents
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| p.filter(|&p| p >= first + i).map(|p| (i, p)))
+        {
+            return Err(ModelError::Backend(format!(
+                "forest: node {} has parent {p}; parents must precede their children",
+                first + i
+            )));
         }
         for (&p, &t) in parents.iter().zip(tokens) {
-            let d = match p {
-                Some(p) => self.depth[p] + 1,
-                None => 0,
-            };
-            self.parents.push(p);
-            self.tokens.push(t);
-            self.depth.push(d);
+            self.depth.push(p.map_or(0, |p| self.depth[p] + 1));
+            // checked above: every parent precedes its child
+            let _ = self.tree.push(p, t);
         }
         Ok(first)
     }

@@ -172,13 +172,7 @@ impl TerminalDfa {
 
     /// [`TerminalDfa::regex`] under explicit limits.
     pub fn regex_with(pattern: &str, limits: &RegexLimits) -> Result<TerminalDfa, GrammarError> {
-        let hir = regex_syntax::ParserBuilder::new()
-            .unicode(true)
-            .utf8(true)
-            .build()
-            .parse(pattern)
-            .map_err(|e| regex_error(pattern, e))?;
-        Self::from_hir(&hir, pattern, limits)
+        Self::from_hir(&parse(pattern)?, pattern, limits)
     }
 
     /// [`TerminalDfa::regex_with`] built lazily ([`crate::lazy`]): the NFA
@@ -188,13 +182,7 @@ impl TerminalDfa {
     /// [`TerminalDfa::overflowed`]). A regex with look-around is
     /// determinised at once, as by [`TerminalDfa::regex_with`].
     pub fn lazy_regex(pattern: &str, limits: &RegexLimits) -> Result<TerminalDfa, GrammarError> {
-        let hir = regex_syntax::ParserBuilder::new()
-            .unicode(true)
-            .utf8(true)
-            .build()
-            .parse(pattern)
-            .map_err(|e| regex_error(pattern, e))?;
-        Self::lazy_hir(&hir, pattern, limits)
+        Self::lazy_hir(&parse(pattern)?, pattern, limits)
     }
 
     /// [`TerminalDfa::lazy_regex`] of a parsed regex (`pattern` names it in
@@ -567,6 +555,16 @@ impl RawDfa {
             lazy: None,
         }
     }
+}
+
+/// A terminal's regex text as HIR (Unicode, UTF-8 only).
+fn parse(pattern: &str) -> Result<Hir, GrammarError> {
+    regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(true)
+        .build()
+        .parse(pattern)
+        .map_err(|e| regex_error(pattern, e))
 }
 
 /// The HIR of one character of a class.
