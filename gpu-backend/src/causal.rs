@@ -151,6 +151,28 @@ impl CausalLm {
             .ok_or_else(|| ModelError::Backend("no logits".into()))
     }
 
+    /// One forward of `tokens` at `positions` over the cache under `mask`,
+    /// every row's logits returned with the keys and values (the cache's
+    /// and the new tokens'); counted in the forward total.
+    fn forward_rows(
+        &mut self,
+        tokens: &[TokenId],
+        positions: &[usize],
+        mask: &AttnMask,
+    ) -> Result<(Logits, KvCache), ModelError> {
+        let out = self
+            .model
+            .forward(tokens, positions, &self.cache, mask, LogitRows::All)
+            .map_err(crate::backend)?;
+        self.forwards += 1;
+        let logits = to_array(
+            out.logits
+                .as_ref()
+                .ok_or_else(|| ModelError::Backend("no logits".into()))?,
+        )?;
+        Ok((logits, out.kv))
+    }
+
     /// Scores a draft tree in one forward without changing the context:
     /// node `i` holds `tokens[i]`, its parent is `parents[i]` (`None`: a
     /// child of the current context; parents precede children). Row `i` of
@@ -192,17 +214,8 @@ impl CausalLm {
             return Ok(Logits::zeros((0, self.vocab_size())));
         }
         let mask = AttnMask::tree(base, parents);
-        let out = self
-            .model
-            .forward(tokens, &positions, &self.cache, &mask, LogitRows::All)
-            .map_err(crate::backend)?;
-        self.forwards += 1;
-        let logits = to_array(
-            out.logits
-                .as_ref()
-                .ok_or_else(|| ModelError::Backend("no logits".into()))?,
-        )?;
-        let kv = out.kv.narrow(base, tokens.len()).map_err(crate::backend)?;
+        let (logits, kv) = self.forward_rows(tokens, &positions, &mask)?;
+        let kv = kv.narrow(base, tokens.len()).map_err(crate::backend)?;
         self.tree = Some(PendingTree {
             base,
             parents: parents.to_vec(),
@@ -401,17 +414,8 @@ impl LanguageModel for CausalLm {
                 a = grown.parents()[j];
             }
         }
-        let out = self
-            .model
-            .forward(tokens, &positions, &self.cache, &mask, LogitRows::All)
-            .map_err(crate::backend)?;
-        self.forwards += 1;
-        let logits = to_array(
-            out.logits
-                .as_ref()
-                .ok_or_else(|| ModelError::Backend("no logits".into()))?,
-        )?;
-        self.cache = out.kv;
+        let (logits, kv) = self.forward_rows(tokens, &positions, &mask)?;
+        self.cache = kv;
         self.forest_nodes += n;
         self.tree = None;
         *forest = grown;
