@@ -130,6 +130,7 @@ pub mod estimator;
 pub mod exact;
 pub mod hybrid;
 pub mod learned;
+mod lse;
 pub mod metrics;
 pub mod montecarlo;
 pub mod onestep;

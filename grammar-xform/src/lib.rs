@@ -23,7 +23,9 @@
 //! | [`ir`] | the grammar IR: nonterminals, rules, byte-level terminals (literal, char class, regex); `Display` prints GBNF | §3.1 |
 //! | [`limits`] | [`Limit`], [`RegexLimits`]: every resource bound of compilation, with defaults | |
 //! | [`error`] | [`GrammarError`] (line/column + reason where it applies) | |
-//! | [`dfa`] | [`TerminalDfa`]: each terminal as a dense byte DFA (dead state 0, exact `can_continue`, byte classes) | §4.1 "terminals … as FSMs" |
+//! | [`dfa`] | [`TerminalDfa`]: each terminal as a dense byte DFA (dead state 0, exact `can_continue`, byte classes), or built lazily ([`TerminalDfa::lazy_regex`]) | §4.1 "terminals … as FSMs" |
+//! | [`lazy`] | `LazyTables`: DFA states built on first use by the subset construction over a Thompson NFA, stable ids, exact liveness, lock-free reads (the Earley engine's terminals use it too) | |
+//! | [`segmented`] | `Segmented`: append-only arrays read without a lock (the lazy tables' rows, the Earley engine's per-state slots) | |
 //! | [`gbnf`] | [`parse_gbnf`] / `Grammar::from_gbnf`: llama.cpp GBNF + `/regex/`, desugaring `* + ? {m,n}` and groups; warnings for unused rules | |
 //! | [`analysis`] | shared analyses: generating / nullable fixpoints, reachability, compaction | |
 //! | [`useless`] | [`remove_useless`]: non-generating, then unreachable symbols; `EmptyLanguage` error | §4.5 ¶1 |

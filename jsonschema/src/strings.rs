@@ -663,7 +663,7 @@ fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
     // characters when a child is one of them (else the node shares one
     // continuation through `generic` with the other such nodes).
     struct Local {
-        end: bool,
+        may_end: bool,
         exits: Vec<Hir>,
         shared: bool,
     }
@@ -688,7 +688,7 @@ fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
                 }
             }
             Local {
-                end: !node.end,
+                may_end: !node.end,
                 exits,
                 shared,
             }
@@ -707,7 +707,7 @@ fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
     // names are short enough for the regex's nesting, else flat.
     let (ends, exits, shared) = if nested {
         let ends = trie_alternation(&nodes, 0, &|v| {
-            if local[v].end {
+            if local[v].may_end {
                 vec![Hir::empty()]
             } else {
                 vec![]
@@ -726,7 +726,7 @@ fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
         let (mut ends, mut exits, mut shared) = (Vec::new(), Vec::new(), Vec::new());
         for (node, l) in nodes.iter().zip(&local) {
             let p = Hir::literal(encode_str(&node.prefix).into_bytes());
-            if l.end {
+            if l.may_end {
                 ends.push(p.clone());
             }
             for x in &l.exits {
