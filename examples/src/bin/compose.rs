@@ -155,7 +155,7 @@ struct Args {
 
 /// The work of a Φ estimator over one run, measured by [`Timed`]: wall
 /// time inside its calls, calls, candidates `Σ|A_t|`, and the work it
-/// reports ([`PhiCost`]).
+/// reports ([`zapspec_phi::PhiCost`]).
 #[derive(serde::Serialize, Clone, Copy, Debug, Default)]
 struct PhiClock {
     seconds: f64,
