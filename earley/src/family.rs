@@ -24,6 +24,14 @@
 //! any terminal (module `zapspec_grammar::lazy`), so a token inside the region is classified
 //! by the context-independent cache of §4.3 instead of byte-level parsing.
 //!
+//! Automata written as grammars need not be cyclic: a string's `pattern`
+//! times its `minLength`/`maxLength`, or the trie of keys an object
+//! excludes, is a DAG of one-letter rules that `fuse` cannot write as a
+//! regex without unfolding its shared states. Such a system becomes a
+//! family too when it is large ([`MIN_ACYCLIC_MEMBERS`]) and every edge
+//! between its members is a letter ([`MAX_LETTER_BYTES`]); other acyclic
+//! systems stay rules.
+//!
 //! Costs: the NFA has one union state per member plus one fragment per
 //! distinct (body, target) pair, bounded by `RegexLimits::nfa_bytes`;
 //! families larger than [`MAX_FAMILY_MEMBERS`] members or
@@ -59,6 +67,14 @@ pub const MAX_NONDETERMINISTIC_MEMBERS: usize = 12;
 /// Most DFA states a large nondeterministic family may have (built in
 /// full when compiled).
 pub const MAX_EXPLORED_STATES: usize = 4096;
+
+/// Acyclic systems with fewer members stay rules (see
+/// [`regular_families`]).
+pub const MIN_ACYCLIC_MEMBERS: usize = 16;
+
+/// Longest body (in bytes) of an acyclic system that is an automaton over
+/// letters: one character in UTF-8, or a JSON escape (`\u00XX`).
+pub const MAX_LETTER_BYTES: usize = 6;
 
 /// Most copies of one repetition's body written into a family's NFA.
 const MAX_UNROLL: u32 = 256;
@@ -249,17 +265,32 @@ fn compile(b: &mut Builder, h: &Hir, key: &str) -> Result<(StateID, StateID), Co
             Ok((union_of(b, alts)?, end))
         }
         HirKind::Class(Class::Unicode(c)) => {
+            // The UTF-8 sequences of the ranges, built from their last
+            // byte range backwards with equal suffixes shared (the
+            // continuation ranges of a wide class repeat across its
+            // sequences).
             let end = b.add_empty()?;
             let mut alts = Vec::new();
+            let mut suffix: HashMap<(u8, u8, StateID), StateID> = HashMap::new();
             for r in c.ranges() {
                 for seq in regex_syntax::utf8::Utf8Sequences::new(r.start(), r.end()) {
                     let mut next = end;
-                    for br in seq.as_slice().iter().rev() {
-                        next = b.add_range(Transition {
-                            start: br.start,
-                            end: br.end,
-                            next,
-                        })?;
+                    let ranges = seq.as_slice();
+                    for (i, br) in ranges.iter().enumerate().rev() {
+                        let key = (br.start, br.end, next);
+                        next = match suffix.get(&key) {
+                            // a first byte range starts its own alternative
+                            Some(&s) if i > 0 => s,
+                            _ => {
+                                let s = b.add_range(Transition {
+                                    start: br.start,
+                                    end: br.end,
+                                    next,
+                                })?;
+                                suffix.insert(key, s);
+                                s
+                            }
+                        };
                     }
                     alts.push(next);
                 }
@@ -372,16 +403,60 @@ pub fn regular_families(
         }
     }
     let is_fused = |m: &NtId| fused.get(m.index()).is_some_and(|r| r.is_some());
-    // Candidates: unfused, unblocked, with rules `α [M]` where α is made of
-    // terminals and fused nonterminals.
+    let text_of = |s: &Symbol| -> String {
+        match s {
+            Symbol::T(t) => ByteDfa::regex_of(t),
+            Symbol::Nt(m) => format!("(?:{})", fused[m.index()].as_deref().unwrap_or("")),
+        }
+    };
+    // Fused nonterminals that are letter states (`N → "\"" | [a-z] M`:
+    // every rule reads one letter, MAX_LETTER_BYTES, and some go on to a
+    // nonterminal) stay states of a family rather than texts: a
+    // chain of them fused is nested regexes, one per state, each as long
+    // as the rest of the chain (quadratic text; a length bound's counter
+    // written out this way costs thousands of NFA states).
+    let mut max_len: HashMap<&Symbol, Option<usize>> = HashMap::new();
+    let letter_state: Vec<bool> = (0..n)
+        .map(|i| {
+            let rules = &by_nt[i];
+            is_fused(&NtId(i as u32))
+                && !blocked.get(i).copied().unwrap_or(false)
+                && rules
+                    .iter()
+                    .any(|rhs| matches!(rhs.last(), Some(Symbol::Nt(_))))
+                && rules.iter().all(|rhs| {
+                    let body = match rhs.split_last() {
+                        Some((Symbol::Nt(_), body)) => body,
+                        _ => rhs,
+                    };
+                    let mut total = 0usize;
+                    body.iter().all(|s| {
+                        let len = *max_len.entry(s).or_insert_with(|| {
+                            regex_syntax::ParserBuilder::new()
+                                .utf8(false)
+                                .build()
+                                .parse(&text_of(s))
+                                .ok()
+                                .and_then(|h| h.properties().maximum_len())
+                        });
+                        total = total.saturating_add(len.unwrap_or(usize::MAX));
+                        total <= MAX_LETTER_BYTES
+                    })
+                })
+        })
+        .collect();
+    // A nonterminal read as a text inside a family (fused, not a letter state).
+    let is_text = |m: &NtId| is_fused(m) && !letter_state.get(m.index()).copied().unwrap_or(false);
+    // Candidates: unblocked, not texts, with rules `α [M]` where α is made
+    // of terminals and fused nonterminals.
     let mut member: Vec<bool> = (0..n)
         .map(|i| {
-            !is_fused(&NtId(i as u32))
+            !is_text(&NtId(i as u32))
                 && !blocked.get(i).copied().unwrap_or(false)
                 && !by_nt[i].is_empty()
                 && by_nt[i].iter().all(|rhs| {
                     let body = match rhs.last() {
-                        Some(Symbol::Nt(m)) if !is_fused(m) => &rhs[..rhs.len() - 1],
+                        Some(Symbol::Nt(m)) if !is_text(m) => &rhs[..rhs.len() - 1],
                         _ => rhs,
                     };
                     body.iter().all(|s| match s {
@@ -398,7 +473,7 @@ pub fn regular_families(
         for i in 0..n {
             if member[i]
                 && by_nt[i].iter().any(|rhs| match rhs.last() {
-                    Some(Symbol::Nt(m)) if !is_fused(m) => {
+                    Some(Symbol::Nt(m)) if !is_text(m) => {
                         !member.get(m.index()).copied().unwrap_or(false)
                     }
                     _ => false,
@@ -411,12 +486,6 @@ pub fn regular_families(
     }
     // Only members that recur through another member need a family (the
     // others were fused, or are too large to be a regex: left as they are).
-    let text_of = |s: &Symbol| -> String {
-        match s {
-            Symbol::T(t) => ByteDfa::regex_of(t),
-            Symbol::Nt(m) => format!("(?:{})", fused[m.index()].as_deref().unwrap_or("")),
-        }
-    };
     // Entries: members used outside the member set (the start symbol, or
     // in a rule of a non-member); the other members are internal states.
     let mut entry_of = vec![false; n];
@@ -440,7 +509,7 @@ pub fn regular_families(
             continue;
         }
         // Too many members: found by a walk over the tails alone.
-        if reach_exceeds(entry, &by_nt, &is_fused, MAX_FAMILY_MEMBERS) {
+        if reach_exceeds(entry, &by_nt, &is_text, MAX_FAMILY_MEMBERS) {
             continue;
         }
         // Members reachable from the entry, numbered breadth first.
@@ -459,7 +528,7 @@ pub fn regular_families(
             i += 1;
             for rhs in &by_nt[nt] {
                 let (body, tail) = match rhs.last() {
-                    Some(Symbol::Nt(m)) if !is_fused(m) => (&rhs[..rhs.len() - 1], Some(m.index())),
+                    Some(Symbol::Nt(m)) if !is_text(m) => (&rhs[..rhs.len() - 1], Some(m.index())),
                     _ => (&rhs[..], None),
                 };
                 let tail = tail.map(|m| {
@@ -496,11 +565,20 @@ pub fn regular_families(
                 break;
             }
         }
-        // Only a cycle through two or more members needs a family: an
-        // acyclic system (a flat object of fused strings) is what `fuse`
-        // declined to write as one lexeme, and left as rules its strings'
-        // cache entries are shared between the places they occur.
-        if too_big || !has_cycle(order.len(), &rules) {
+        // A cycle through two or more members needs a family. An acyclic
+        // system needs one only when it is an automaton over letters (a
+        // string's pattern times its length bounds, a trie of excluded
+        // keys: every edge between members at most MAX_LETTER_BYTES long,
+        // at least MIN_ACYCLIC_MEMBERS members): as rules, every token crossing
+        // its one-letter terminals is parsed byte by byte through the
+        // chart, and a mask walks nearly the whole vocabulary that way.
+        // Other acyclic systems (a flat object of fused strings) are what
+        // `fuse` declined to write as one lexeme, and left as rules their
+        // strings' cache entries are shared between the places they occur.
+        if too_big
+            || !(has_cycle(order.len(), &rules)
+                || (order.len() >= MIN_ACYCLIC_MEMBERS && letter_edges(&texts, &rules)))
+        {
             continue;
         }
         // The subset construction of a nondeterministic system can grow
@@ -565,12 +643,38 @@ fn has_cycle(members: usize, rules: &[FamilyRule]) -> bool {
     removed < members
 }
 
+/// True when every rule with a tail (an edge between members) has a body
+/// matching only strings of at most [`MAX_LETTER_BYTES`] bytes: the
+/// system is an automaton over letters. `false` when a text does not
+/// parse.
+fn letter_edges(texts: &[String], rules: &[FamilyRule]) -> bool {
+    let mut max_len: Vec<Option<Option<usize>>> = vec![None; texts.len()];
+    rules.iter().filter(|r| r.tail.is_some()).all(|r| {
+        let mut total = 0usize;
+        for &t in &r.body {
+            let len = *max_len[t as usize].get_or_insert_with(|| {
+                regex_syntax::ParserBuilder::new()
+                    .utf8(false)
+                    .build()
+                    .parse(&texts[t as usize])
+                    .ok()
+                    .and_then(|h| h.properties().maximum_len())
+            });
+            match len {
+                Some(n) => total += n,
+                None => return false,
+            }
+        }
+        total <= MAX_LETTER_BYTES
+    })
+}
+
 /// True when more than `max` members are reachable from `entry` through
 /// tails.
 fn reach_exceeds(
     entry: usize,
     by_nt: &[Vec<&[Symbol]>],
-    is_fused: &impl Fn(&NtId) -> bool,
+    is_text: &impl Fn(&NtId) -> bool,
     max: usize,
 ) -> bool {
     let mut seen = std::collections::HashSet::from([entry]);
@@ -578,7 +682,7 @@ fn reach_exceeds(
     while let Some(nt) = stack.pop() {
         for rhs in &by_nt[nt] {
             if let Some(Symbol::Nt(m)) = rhs.last() {
-                if !is_fused(m) && seen.insert(m.index()) {
+                if !is_text(m) && seen.insert(m.index()) {
                     if seen.len() > max {
                         return true;
                     }
@@ -590,12 +694,18 @@ fn reach_exceeds(
     false
 }
 
-/// True when every member's rules begin with pairwise disjoint bytes and
-/// no rule with a tail can match the empty string (so each member and
-/// byte lead to at most one rule: the subset construction stays within
-/// the members times their terminals' states). `false` also for a text
-/// that does not parse (the family is then left as rules).
+/// True when each member and input lead to at most one of the member's
+/// rules once the first symbol of the rule's body is read, and no rule
+/// with a tail can match the empty string: the subset construction then
+/// stays within the members times their terminals' states. Two rules of a
+/// member pass when their bodies begin with pairwise disjoint bytes, or
+/// when their first symbols are *prefix-disjoint* (no string of one is a
+/// prefix of, or equal to, a string of the other, [`prefix_disjoint`]):
+/// the JSON-encoded letters of an automaton's classes share the escape
+/// byte `\` but part at the next byte. `false` also for a text that does
+/// not parse (the family is then left as rules).
 fn deterministic(members: usize, texts: &[String], rules: &[FamilyRule]) -> bool {
+    let mut hirs: Vec<Hir> = Vec::with_capacity(texts.len());
     let mut firsts: Vec<([bool; 256], bool)> = Vec::with_capacity(texts.len());
     for t in texts {
         let Ok(h) = regex_syntax::ParserBuilder::new()
@@ -608,9 +718,17 @@ fn deterministic(members: usize, texts: &[String], rules: &[FamilyRule]) -> bool
         let mut set = [false; 256];
         let nullable = first_bytes(&h, &mut set);
         firsts.push((set, nullable));
+        hirs.push(h);
     }
-    let mut seen = vec![[false; 256]; members];
+    // Per member: its rules' first-byte sets and first symbols; unit
+    // rules `N → M` as edges, whose targets' rules count as N's.
+    let mut by_member: Vec<Vec<([bool; 256], Option<u32>)>> = vec![Vec::new(); members];
+    let mut units: Vec<Vec<u32>> = vec![Vec::new(); members];
     for r in rules {
+        if let (true, Some(t)) = (r.body.is_empty(), r.tail) {
+            units[r.lhs as usize].push(t);
+            continue;
+        }
         let mut set = [false; 256];
         let mut nullable = true;
         for &t in &r.body {
@@ -626,17 +744,112 @@ fn deterministic(members: usize, texts: &[String], rules: &[FamilyRule]) -> bool
         if nullable && r.tail.is_some() {
             return false;
         }
-        let acc = &mut seen[r.lhs as usize];
-        for b in 0..256 {
-            if set[b] {
-                if acc[b] {
+        // The first symbol decides the rule when it is not nullable.
+        let first = r.body.first().copied().filter(|&t| !firsts[t as usize].1);
+        by_member[r.lhs as usize].push((set, first));
+    }
+    let mut dfas: HashMap<u32, Option<ByteDfa>> = HashMap::new();
+    let mut pairs: HashMap<(u32, u32), bool> = HashMap::new();
+    for m in 0..members {
+        let mut rs = by_member[m].clone();
+        if !units[m].is_empty() {
+            // the rules reached through unit edges (each member once)
+            let mut seen = vec![false; members];
+            seen[m] = true;
+            let mut stack = units[m].clone();
+            while let Some(u) = stack.pop() {
+                let u = u as usize;
+                if std::mem::replace(&mut seen[u], true) {
+                    continue;
+                }
+                rs.extend(by_member[u].iter().cloned());
+                stack.extend(units[u].iter().copied());
+            }
+        }
+        for i in 0..rs.len() {
+            for j in 0..i {
+                let (a, fa) = &rs[i];
+                let (b, fb) = &rs[j];
+                if !(0..256).any(|x| a[x] && b[x]) {
+                    continue;
+                }
+                let (Some(ta), Some(tb)) = (*fa, *fb) else {
+                    return false;
+                };
+                if ta == tb {
                     return false;
                 }
-                acc[b] = true;
+                let key = (ta.min(tb), ta.max(tb));
+                let ok = *pairs.entry(key).or_insert_with(|| {
+                    let mut dfa = |t: u32| {
+                        dfas.entry(t)
+                            .or_insert_with(|| letter_dfa(&hirs[t as usize]))
+                            .clone()
+                    };
+                    match (dfa(key.0), dfa(key.1)) {
+                        (Some(x), Some(y)) => prefix_disjoint(&x, &y),
+                        _ => false,
+                    }
+                });
+                if !ok {
+                    return false;
+                }
             }
         }
     }
     true
+}
+
+/// Most states of one side of a [`prefix_disjoint`] check, and most
+/// state pairs it visits; past them the check answers `false`.
+const MAX_LETTER_STATES: usize = 256;
+
+/// The lazy automaton of a short text for [`prefix_disjoint`] (`None`:
+/// not short, or not built within the bound).
+fn letter_dfa(h: &Hir) -> Option<ByteDfa> {
+    if h.properties().maximum_len()? > 4 * MAX_LETTER_BYTES {
+        return None;
+    }
+    let limits = RegexLimits {
+        dfa_states: MAX_LETTER_STATES,
+        ..RegexLimits::default()
+    };
+    ByteDfa::lazy_from_hir(h, "", &limits).ok()
+}
+
+/// True when no string of `x`'s language is a prefix of (or equal to) a
+/// string of `y`'s, nor the other way round: a walk over the pairs of
+/// live states from the two starts finds no pair where one side accepts
+/// while the other is still live (both automata keep exact liveness).
+fn prefix_disjoint(x: &ByteDfa, y: &ByteDfa) -> bool {
+    use crate::terminal::DEAD;
+    let (sx, sy) = (x.start(), y.start());
+    if sx == DEAD || sy == DEAD {
+        return true;
+    }
+    if x.is_accepting(sx) || y.is_accepting(sy) {
+        return false;
+    }
+    let mut seen = std::collections::HashSet::from([(sx, sy)]);
+    let mut stack = vec![(sx, sy)];
+    while let Some((p, q)) = stack.pop() {
+        for b in 0..=255u8 {
+            let (np, nq) = (x.next(p, b), y.next(q, b));
+            if np == DEAD || nq == DEAD {
+                continue;
+            }
+            if x.is_accepting(np) || y.is_accepting(nq) {
+                return false;
+            }
+            if seen.insert((np, nq)) {
+                if seen.len() > MAX_LETTER_STATES || x.overflowed() || y.overflowed() {
+                    return false;
+                }
+                stack.push((np, nq));
+            }
+        }
+    }
+    !(x.overflowed() || y.overflowed())
 }
 
 /// Adds the bytes a match of `h` can start with to `out`; returns whether

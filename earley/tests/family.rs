@@ -288,3 +288,195 @@ fn large_nondeterministic_systems_stay_rules() {
         .to_string()
         .contains(zapspec_earley::family::FAMILY_PREFIX));
 }
+
+/// A vocabulary with escape-like tokens: `\` starts two different letters
+/// (`\a`, `\b`) of the acyclic automata below, as JSON escapes do.
+fn letter_vocab() -> Arc<TokenVocab> {
+    let toks = [
+        "a", "b", "c", "ab", "ba", "abc", "cc", "\\", "\\a", "\\b", "a\\", "\\a\\b", "\"", "a\"",
+        "\"y", "ab\"", "é", "aé", "",
+    ];
+    let v: Vec<Vec<u8>> = toks.iter().map(|s| s.as_bytes().to_vec()).collect();
+    Arc::new(TokenVocab::from_tokens("letters", v, &[], 18).unwrap())
+}
+
+/// An acyclic automaton over letters written state by state (a string's
+/// pattern times its length bounds, or a trie of excluded keys, as
+/// `zapspec-jsonschema` writes them): member `i`'s rules read one letter
+/// and go to a later member, or read the closing `"`.
+#[derive(Clone, Debug)]
+struct Dag {
+    /// Per member: (letter index, step ahead ≥ 1), and whether it may end.
+    members: Vec<(Vec<(usize, usize)>, bool)>,
+}
+
+/// The letters: single bytes, a class, two escapes sharing their first
+/// byte (prefix-disjoint, so still deterministic), and a class
+/// overlapping `a` (nondeterministic).
+const LETTERS: [&str; 6] = ["\"a\"", "\"c\"", "[bé]", "\"\\\\a\"", "\"\\\\b\"", "[ab]"];
+
+impl Dag {
+    fn grammar(&self) -> Grammar {
+        let n = self.members.len();
+        let mut text = String::from("root ::= \"\\\"\" q0 \"y\"\n");
+        for (i, (edges, ends)) in self.members.iter().enumerate() {
+            let mut alts: Vec<String> = edges
+                .iter()
+                .filter(|&&(_, step)| i + step < n)
+                .map(|&(l, step)| format!("{} q{}", LETTERS[l], i + step))
+                .collect();
+            if *ends || alts.is_empty() {
+                alts.push("\"\\\"\"".to_string());
+            }
+            text.push_str(&format!("q{i} ::= {}\n", alts.join(" | ")));
+        }
+        Grammar::from_gbnf(&text).unwrap()
+    }
+}
+
+fn dag() -> impl Strategy<Value = Dag> {
+    (16usize..40, any::<bool>())
+        .prop_flat_map(|(n, overlapping)| {
+            let letters: usize = if overlapping { 6 } else { 5 };
+            prop::collection::vec(
+                (
+                    prop::collection::vec((0..letters, 1usize..4), 1..3),
+                    prop::bool::weighted(0.3),
+                ),
+                n,
+            )
+        })
+        .prop_map(|members| {
+            // two rules of a member never read the same letter
+            let members = members
+                .into_iter()
+                .map(|(mut edges, ends)| {
+                    edges.sort();
+                    edges.dedup_by_key(|e| e.0);
+                    (edges, ends)
+                })
+                .collect();
+            Dag { members }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Acyclic letter automata of 16 or more members become one family
+    /// terminal (its fused letter states read back as members), and the
+    /// masks equal brute force and the masks with families off.
+    #[test]
+    fn acyclic_letter_automata_match_brute_force(d in dag(), picks in prop::collection::vec(0usize..64, 0..12)) {
+        let g = d.grammar();
+        let vocab = letter_vocab();
+        let rec = Recognizer::new(&g).unwrap();
+        let engine = Engine::new(vocab.clone());
+        let dflt = EngineConfig::default();
+        let cg = engine.compile(&g, dflt).unwrap();
+        let plain = engine.compile(&g, EngineConfig { fuse_families: false, ..dflt }).unwrap();
+        let mut ms = [cg.matcher(), plain.matcher()];
+        let mut prefix = Vec::new();
+        for pick in picks {
+            let want = brute_mask(&rec, &vocab, &prefix);
+            for (i, m) in ms.iter_mut().enumerate() {
+                prop_assert_eq!(&m.mask(), &want, "config {} after {:?}\n{}", i, String::from_utf8_lossy(&prefix), g);
+            }
+            let allowed: Vec<TokenId> = want.iter().filter(|&t| t != vocab.eos()).collect();
+            if allowed.is_empty() {
+                break;
+            }
+            let t = allowed[pick % allowed.len()];
+            for m in ms.iter_mut() {
+                prop_assert!(m.advance(t).is_ok());
+            }
+            prefix.extend_from_slice(vocab.token_bytes(t));
+        }
+    }
+}
+
+/// The generator's automata do become families often (otherwise the
+/// property above would test the rules only); the others reach fewer than
+/// `MIN_ACYCLIC_MEMBERS` members from their entry (steps skip members).
+#[test]
+fn acyclic_letter_automata_are_families() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let (mut with, mut total) = (0, 0);
+    for _ in 0..100 {
+        let g = dag().new_tree(&mut runner).unwrap().current().grammar();
+        total += 1;
+        let f = fuse_with(&g, zapspec_earley::fuse::MAX_FUSED_WEIGHT, &[], true);
+        if !f.families.is_empty() {
+            with += 1;
+        }
+    }
+    eprintln!("{with}/{total} acyclic automata are families");
+    assert!(with >= 40, "{with}/{total}");
+}
+
+/// A string of 3 to 40 characters containing a letter, written state by
+/// state (the product of the pattern's automaton and the length counter,
+/// as the JSON Schema compiler writes `pattern` with `minLength` /
+/// `maxLength`): one family terminal although its two letter classes share
+/// the escape byte, and masks equal to brute force and to the rules'.
+#[test]
+fn pattern_times_length_is_one_lazy_terminal() {
+    let n = 40;
+    // state (k, seen): k characters read, a letter seen or not
+    let other = r#"( [c"] | "\\" [b] )"#; // `c`, or the escape `\b`
+    let letter = r#"( [a] | "\\" [a] )"#; // `a`, or the escape `\a`
+    let mut text = String::from("root ::= \"\\\"\" u0\n");
+    for k in 0..n {
+        let end = if k >= 3 { "\"\\\"\" | " } else { "" };
+        text.push_str(&format!(
+            "u{k} ::= {other} u{} | {letter} s{}\n",
+            k + 1,
+            k + 1
+        ));
+        text.push_str(&format!(
+            "s{k} ::= {end}{other} s{} | {letter} s{}\n",
+            k + 1,
+            k + 1
+        ));
+    }
+    text.push_str(&format!("u{n} ::= \"x\"\ns{n} ::= \"\\\"\"\n"));
+    let g = Grammar::from_gbnf(&text).unwrap();
+    let vocab = letter_vocab();
+    let engine = Engine::new(vocab.clone());
+    let cg = engine.compile(&g, EngineConfig::default()).unwrap();
+    let fused = cg.fused_grammar().expect("fusion on").to_string();
+    assert!(
+        fused.contains(zapspec_earley::family::FAMILY_PREFIX),
+        "{fused}"
+    );
+    assert!(fused.lines().count() <= 2, "{fused}");
+    let plain = engine
+        .compile(
+            &g,
+            EngineConfig {
+                fuse_families: false,
+                ..EngineConfig::default()
+            },
+        )
+        .unwrap();
+    let rec = Recognizer::new(&g).unwrap();
+    let (mut m, mut p) = (cg.matcher(), plain.matcher());
+    let mut prefix = Vec::new();
+    for t in ["\"", "c", "\\b", "a", "\\a", "c", "a\""] {
+        let want = brute_mask(&rec, &vocab, &prefix);
+        assert_eq!(
+            m.mask(),
+            want,
+            "after {:?}",
+            String::from_utf8_lossy(&prefix)
+        );
+        assert_eq!(p.mask(), want);
+        let id = (0..vocab.len() as TokenId)
+            .find(|&i| vocab.token_bytes(i) == t.as_bytes())
+            .unwrap();
+        assert!(m.advance(id).is_ok() && p.advance(id).is_ok(), "{t}");
+        prefix.extend_from_slice(t.as_bytes());
+    }
+    assert!(m.is_accepting() == rec.recognizes(&prefix));
+}
