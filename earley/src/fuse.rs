@@ -37,6 +37,10 @@ pub const MAX_FUSED_REGEX: usize = 600;
 pub const LEXEME_TERMINALS: usize = 3;
 /// Size bound of a fused lexeme's regex.
 pub const MAX_LEXEME_REGEX: usize = 20_000;
+/// Size bound of a fused set of literals' regex (an `enum`, one
+/// alternation of literals: an NFA trie, linear in its text; the weight
+/// bound does not apply to it).
+pub const MAX_LITERAL_SET_REGEX: usize = 1 << 20;
 /// Default bound on a fused regex's estimated expanded size (counted
 /// repetitions multiplied out; roughly NFA states): larger ones are not
 /// used (`EngineConfig::fuse_max_weight`). A string with `maxLength:
@@ -269,13 +273,21 @@ pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> V
             } else {
                 b
             };
+            // A finite set of literals (an `enum`): one alternation, which
+            // the NFA compiler lays out as a trie, however long its text;
+            // left as rules, its literals are as many items of one Earley
+            // set, each stepped on every byte.
+            let literal_set = by_nt[nt]
+                .iter()
+                .all(|r| matches!(r.rhs.as_slice(), [Symbol::T(Terminal::Literal(_))]));
             match r {
                 Some((r, w))
-                    if w <= max_weight
-                        && nesting(&r) <= MAX_FUSED_NESTING
-                        && (r.len() <= MAX_FUSED_REGEX
-                            || (terms.len() <= LEXEME_TERMINALS
-                                && r.len() <= MAX_LEXEME_REGEX)) =>
+                    if nesting(&r) <= MAX_FUSED_NESTING
+                        && ((w <= max_weight
+                            && (r.len() <= MAX_FUSED_REGEX
+                                || (terms.len() <= LEXEME_TERMINALS
+                                    && r.len() <= MAX_LEXEME_REGEX)))
+                            || (literal_set && r.len() <= MAX_LITERAL_SET_REGEX)) =>
                 {
                     re[nt] = Some(r);
                     weight[nt] = w;

@@ -480,3 +480,64 @@ fn pattern_times_length_is_one_lazy_terminal() {
     }
     assert!(m.is_accepting() == rec.recognizes(&prefix));
 }
+
+/// A large `enum` (a nonterminal whose rules are single literals) is fused
+/// into one terminal however long its text (`fuse::MAX_LITERAL_SET_REGEX`):
+/// left as rules, its 2,000 literals were 2,000 items of one Earley set,
+/// each stepped on every byte of every token a mask tries. Masks equal
+/// brute force along a path, and the unfused rules' masks.
+#[test]
+fn large_literal_sets_are_one_terminal() {
+    let mut text = String::from("root ::= \"\\\"\" e \"y\"\ne ::= ");
+    let lits: Vec<String> = (0..2000)
+        .map(|i| {
+            format!(
+                "\"{}\\\"\"",
+                format!("{i:04}").replace('0', "a").replace('1', "b")
+            )
+        })
+        .collect();
+    text.push_str(&lits.join(" | "));
+    text.push('\n');
+    let g = Grammar::from_gbnf(&text).unwrap();
+    let f = zapspec_earley::fuse::fuse(&g);
+    assert!(
+        f.rules.iter().all(|r| r.rhs.len() <= 3),
+        "the enum stayed rules"
+    );
+    let toks = [
+        "a", "b", "2", "3", "ab", "ba", "aa", "bb", "a2", "\"", "a\"", "\"y", "y", "22", "",
+    ];
+    let v: Vec<Vec<u8>> = toks.iter().map(|s| s.as_bytes().to_vec()).collect();
+    let vocab = Arc::new(TokenVocab::from_tokens("enum", v, &[], 14).unwrap());
+    let engine = Engine::new(vocab.clone());
+    let cg = engine.compile(&g, EngineConfig::default()).unwrap();
+    let plain = engine
+        .compile(
+            &g,
+            EngineConfig {
+                fuse_terminals: false,
+                ..EngineConfig::default()
+            },
+        )
+        .unwrap();
+    let rec = Recognizer::new(&g).unwrap();
+    let (mut m, mut p) = (cg.matcher(), plain.matcher());
+    let mut prefix = Vec::new();
+    for t in ["\"", "a2", "b", "3", "\"", "y"] {
+        let want = brute_mask(&rec, &vocab, &prefix);
+        assert_eq!(
+            m.mask(),
+            want,
+            "after {:?}",
+            String::from_utf8_lossy(&prefix)
+        );
+        assert_eq!(p.mask(), want);
+        let id = (0..vocab.len() as TokenId)
+            .find(|&i| vocab.token_bytes(i) == t.as_bytes())
+            .unwrap();
+        assert!(m.advance(id).is_ok() && p.advance(id).is_ok(), "{t}");
+        prefix.extend_from_slice(t.as_bytes());
+    }
+    assert!(m.is_accepting() && rec.recognizes(&prefix));
+}
