@@ -502,8 +502,9 @@ fn large_literal_sets_are_one_terminal() {
     let g = Grammar::from_gbnf(&text).unwrap();
     let f = zapspec_earley::fuse::fuse(&g);
     assert!(
-        f.rules.iter().all(|r| r.rhs.len() <= 3),
-        "the enum stayed rules"
+        f.rules.len() < 10,
+        "the enum stayed {} rules",
+        f.rules.len()
     );
     let toks = [
         "a", "b", "2", "3", "ab", "ba", "aa", "bb", "a2", "\"", "a\"", "\"y", "y", "22", "",
