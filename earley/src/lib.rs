@@ -17,8 +17,8 @@
 //! | `matcher` | §4.4, §5.2 | the [`EarleyMatcher`]; rejected-prefix set; pruned-state mask cache |
 //! | [`batch`] | — (XGrammar's batch matcher) | [`fill_masks`]: the masks of a batch of sequences in parallel (rayon), the grammar shared by `Arc` |
 //! | [`draft_tree`] | — (XGrammar's draft-tree traversal) | [`draft_tree_masks`]: the mask at every node of a speculative draft tree in one call |
-//! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals become one DFA terminal |
-//! | [`family`] | — (Chomsky–Miller: right-linear grammars are regular) | regular families: nonterminals recurring through one another only in last position (an automaton's grammar) become one lazily determinised terminal, built with `regex-automata`'s NFA builder |
+//! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals (and sets of literals of any size: an `enum`) become one DFA terminal |
+//! | [`family`] | — (Chomsky–Miller: right-linear grammars are regular) | regular families: nonterminals recurring through one another only in last position (an automaton's grammar), and large acyclic automata over letters (a `pattern` times a length bound, a trie of excluded keys), become one lazily determinised terminal, built with `regex-automata`'s NFA builder |
 //! | `toktrie` | — | the vocabulary as a preorder byte trie with subtree skips ([`TokTrie`]) |
 //! | [`terminal`] | §4.1 | terminals as byte DFAs ([`ByteDfa`]) |
 //! | `lazy` | — (regex-automata's hybrid DFA, in spirit) | terminal DFA states built on first use by the subset construction, exact liveness from the NFA, lock-free reads; a state bound reported at mask time |
@@ -104,9 +104,14 @@
 //!   that may be any of several strings with different formats, or the
 //!   first mask after an object opens with dozens of keys); and grammars
 //!   whose regular parts neither fusion nor families absorb (a region or
-//!   family over [`family::MAX_FAMILY_MEMBERS`] members), where tokens
-//!   crossing terminal boundaries are parsed byte by byte through the
-//!   chart.
+//!   family over [`family::MAX_FAMILY_MEMBERS`] members, such as a
+//!   `format` times a length bound written as ten thousand states), where
+//!   tokens crossing terminal boundaries are parsed byte by byte through
+//!   the chart. A string longer than one counted terminal (the JSON Schema
+//!   compiler's `max_regex_repeat`, 1,024 characters) is a chain of
+//!   blocks: the few masks within a token's length of a block boundary
+//!   walk most of the vocabulary through the chart (10–30 ms on o200k),
+//!   once per boundary the text crosses.
 //! - **Advance**: Earley work for the token's bytes over the pruned chart
 //!   (SCAN / COMPLETE / PREDICT per byte), then compaction in time
 //!   proportional to the retained items; the matcher keeps one chart
