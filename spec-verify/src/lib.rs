@@ -68,9 +68,10 @@ pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};
 pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
-pub use drafter::{CopyDraft, Draft, DraftLaw, Drafter, NoDraft, PromptLookup, TreeLookup};
+pub use drafter::{CopyDraft, Draft, Drafter, NoDraft, PromptLookup, TreeLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::{LogitTable, MemoLm};
 pub use phi::{compact_log_law, compact_log_law_aligned, nucleus_log, target_log_law};
-pub use tree::{tree_of_continuations, DraftTree, TreeConfig, TreeDraft};
+pub use tree::{tree_of_continuations, DraftTree, TreeConfig, TreeDraft, TreeVerify};
+pub use verify::DraftLaw;

@@ -46,7 +46,31 @@ use zapspec_core::TokenId;
 
 pub use zapspec_core::DraftTree;
 
+use crate::verify::DraftLaw;
 use crate::VerifyError;
+
+/// How tree mode verifies a node whose children were sampled from a draft
+/// law ([`DraftLaw::Dist`] in [`TreeDraft::laws`]); see the module docs.
+/// Deterministic children ([`DraftLaw::Point`]) are verified naively
+/// under both: for distinct point proposals the residual rule has the
+/// same output law and acceptance (rejecting a point draw removes its
+/// token from the target and renormalises, which is naive sampling), so
+/// nothing changes for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum TreeVerify {
+    /// Naive sampling (SpecInfer, Miao et al. 2024, Alg. 2 with point-mass
+    /// proposals): draw from the verifier's law `π` at the node, descend
+    /// if the draw is a child's token. Ignores the draft law.
+    Naive,
+    /// SpecInfer's multi-step speculative sampling (Miao et al. 2024,
+    /// Alg. 2, `VerifyStochastic`; [`crate::verify::multi_step`]): the
+    /// children's draws, in draw order, are tried one after the other
+    /// against `π` and then against the residuals `(π − q)⁺`; the emitted
+    /// token is a draw of `π` and it is a child's token with probability
+    /// up to `1 − ‖(π − q)⁺‖₁ⁿ`-ish instead of `Σ_children π`.
+    #[default]
+    Residual,
+}
 
 /// The shape bound of a draft tree (its depth is the round's γ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -86,8 +110,25 @@ impl TreeConfig {
 pub struct TreeDraft {
     /// The drafted tree (parents before children).
     pub tree: DraftTree,
+    /// The law the children of each node were drawn from, i.i.d. and in
+    /// the order of their indices (duplicates included, as separate
+    /// nodes): `laws[0]` for the root's children, `laws[i + 1]` for node
+    /// `i`'s. Missing entries (e.g. an empty list) are
+    /// [`DraftLaw::Point`]: deterministic children.
+    pub laws: Vec<DraftLaw>,
     /// Draft-model forward calls spent.
     pub calls: usize,
+}
+
+impl TreeDraft {
+    /// A tree of deterministic proposals (point laws everywhere).
+    pub fn point(tree: DraftTree, calls: usize) -> Self {
+        TreeDraft {
+            tree,
+            laws: Vec::new(),
+            calls,
+        }
+    }
 }
 
 /// Builds a tree from continuations in priority order: each is inserted

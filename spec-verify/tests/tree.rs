@@ -106,7 +106,7 @@ impl Drafter for RandomTrees {
             tree.push(parent, rng.random_range(0..v)).unwrap();
             depth.push(d);
         }
-        Ok(TreeDraft { tree, calls: 0 })
+        Ok(TreeDraft::point(tree, 0))
     }
 }
 
@@ -199,10 +199,7 @@ impl Drafter for Fixed {
         _: bool,
         _: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
-        Ok(TreeDraft {
-            tree: self.0.clone(),
-            calls: 0,
-        })
+        Ok(TreeDraft::point(self.0.clone(), 0))
     }
 }
 
