@@ -23,9 +23,10 @@
 //! ([`Drafter::draft_tree`]), cuts the nodes the constraint refuses with the
 //! masks of all nodes in one walk (`zapspec_core::draft_tree_masks`),
 //! scores the root and the kept nodes in one
-//! [`LanguageModel::tree_logits`] call and walks down the tree, drawing
-//! each token from `π` at its node and descending while the draw is a
-//! child's token (see [`crate::tree`]).
+//! [`LanguageModel::tree_logits`] call and walks down the tree, emitting
+//! each token from `π` at its node — a draw of `π`, or SpecInfer's
+//! multi-step speculative sampling over sampled children — and descending
+//! while it is a child's token (see [`crate::tree`]).
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -645,8 +646,9 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
     /// One round in tree mode (see [`crate::tree`]): draft a tree, cut the
     /// nodes the constraint refuses with the masks of all nodes in one
     /// walk, score the root and the kept nodes in one target call, and
-    /// walk down the tree drawing each token from the verifier's law at
-    /// its node.
+    /// walk down the tree emitting each token from the verifier's law at
+    /// its node (naive sampling, or multi-step speculative sampling over
+    /// sampled children: [`crate::tree`]).
     fn tree_round<C, R>(
         &mut self,
         state: &mut DecodeState<C>,

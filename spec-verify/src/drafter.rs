@@ -7,7 +7,7 @@
 //!
 //! | drafter | proposes | law per position | cost |
 //! |---|---|---|---|
-//! | any [`LanguageModel`] (a draft model) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1) | [`DraftLaw::Dist`] | one draft forward per token |
+//! | any [`LanguageModel`] (a draft model) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1); in tree mode, sampled, a tree of i.i.d. draws ([`sampled_tree_from_model`]) | [`DraftLaw::Dist`] | one draft forward per token; per tree level in tree mode |
 //! | [`NoDraft`] | nothing: plain constrained decoding, one target forward per token | — | none |
 //! | [`PromptLookup`] | the tokens that followed the longest earlier occurrence of the context's last `n` tokens (prompt lookup / n-gram drafting) | [`DraftLaw::Point`] | a scan of the context; no model |
 //! | [`TreeLookup`] | a *tree*: the continuations of several earlier occurrences of the context's suffix, merged by shared prefix (tree mode, [`crate::tree`]) | point laws | a scan of the context; no model |
