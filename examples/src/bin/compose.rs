@@ -1559,7 +1559,10 @@ fn main() -> Result<()> {
              (the output law is plain constrained sampling's), so the outputs differ only by the random stream. \
              \"accepted / round\": drafted tokens accepted per round (the depth reached); \"target calls / token\": target \
              forwards per output token. CPU, f32-dequantised Q4_1 weights, 2 shared cores; each prompt is prefilled once and \
-             not timed; sums over the schemas; one sample per row and schema, so the token counts differ between rows.\n\n{}\n",
+             not timed; sums over the schemas; one sample per row and schema, so the rows follow different trajectories \
+             (token counts differ), and with this few rounds accepted / round varies more between trajectories than between \
+             the two rules (per-schema rows in the .json): the rules' effect at equal contexts is measured on toy models in \
+             `spec-verify/tests/tree_sampled.rs`.\n\n{}\n",
             args.schemas.max(1), args.seed, args.draft_layers, args.gamma, args.tree_width, args.tree_nodes, args.max_tokens,
             all.len(), skipped.len(), args.draft_layers, args.tree_width, args.tree_nodes, args.gamma, table(&all),
         );
