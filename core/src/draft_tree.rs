@@ -80,20 +80,37 @@ impl DraftTree {
     /// docs); errors when the lengths differ or a parent does not come
     /// before its child.
     pub fn new(parents: Vec<Option<usize>>, tokens: Vec<TokenId>) -> Result<Self, DraftTreeError> {
-        if parents.len() != tokens.len() {
+        Self::check_parents(&parents, tokens.len(), 0)?;
+        Ok(DraftTree { parents, tokens })
+    }
+
+    /// The well-formedness check of a parent list, for nodes numbered
+    /// from `first` (0 for a whole tree; the current length when nodes are
+    /// appended to a tree): one parent per token (`tokens` of them), and
+    /// node `first + i`'s parent, if any, comes before it. The one check
+    /// behind [`DraftTree::new`], [`DraftTree::push`],
+    /// [`Forest::push`](crate::Forest::push) and the backends' tree
+    /// scoring.
+    pub fn check_parents(
+        parents: &[Option<usize>],
+        tokens: usize,
+        first: usize,
+    ) -> Result<(), DraftTreeError> {
+        if parents.len() != tokens {
             return Err(DraftTreeError::LengthMismatch {
                 parents: parents.len(),
-                tokens: tokens.len(),
+                tokens,
             });
         }
-        for (node, p) in parents.iter().enumerate() {
+        for (i, p) in parents.iter().enumerate() {
+            let node = first + i;
             if let Some(parent) = *p {
                 if parent >= node {
                     return Err(DraftTreeError::ParentNotBefore { node, parent });
                 }
             }
         }
-        Ok(DraftTree { parents, tokens })
+        Ok(())
     }
 
     /// A chain (one drafted sequence, as in plain speculative decoding):
@@ -107,11 +124,7 @@ impl DraftTree {
     /// its index; errors when `parent` is not an existing node.
     pub fn push(&mut self, parent: Option<usize>, token: TokenId) -> Result<usize, DraftTreeError> {
         let node = self.tokens.len();
-        if let Some(p) = parent {
-            if p >= node {
-                return Err(DraftTreeError::ParentNotBefore { node, parent: p });
-            }
-        }
+        Self::check_parents(&[parent], 1, node)?;
         self.parents.push(parent);
         self.tokens.push(token);
         Ok(node)

@@ -317,24 +317,9 @@ impl Forest {
         parents: &[Option<usize>],
         tokens: &[TokenId],
     ) -> Result<usize, ModelError> {
-        if parents.len() != tokens.len() {
-            return Err(ModelError::Backend(format!(
-                "forest: {} parents for {} tokens",
-                parents.len(),
-                tokens.len()
-            )));
-        }
         let first = self.len();
-        if let Some((i, p)) = parents
-            .iter()
-            .enumerate()
-            .find_map(|(i, p)| p.filter(|&p| p >= first + i).map(|p| (i, p)))
-        {
-            return Err(ModelError::Backend(format!(
-                "forest: node {} has parent {p}; parents must precede their children",
-                first + i
-            )));
-        }
+        DraftTree::check_parents(parents, tokens.len(), first)
+            .map_err(|e| ModelError::Backend(format!("forest: {e}")))?;
         for (&p, &t) in parents.iter().zip(tokens) {
             self.depth.push(p.map_or(0, |p| self.depth[p] + 1));
             // checked above: every parent precedes its child

@@ -184,22 +184,8 @@ impl CausalLm {
         parents: &[Option<usize>],
         tokens: &[TokenId],
     ) -> Result<Logits, ModelError> {
-        if parents.len() != tokens.len() {
-            return Err(ModelError::Backend(format!(
-                "score_tree: {} parents for {} tokens",
-                parents.len(),
-                tokens.len()
-            )));
-        }
-        if let Some((i, p)) = parents
-            .iter()
-            .enumerate()
-            .find_map(|(i, p)| p.filter(|&p| p >= i).map(|p| (i, p)))
-        {
-            return Err(ModelError::Backend(format!(
-                "score_tree: node {i} has parent {p}; parents must precede their children"
-            )));
-        }
+        DraftTree::check_parents(parents, tokens.len(), 0)
+            .map_err(|e| ModelError::Backend(format!("score_tree: {e}")))?;
         self.drop_forest();
         self.ensure_bos()?;
         let base = self.cache.len();

@@ -76,6 +76,13 @@ pub struct SpecConfig {
     /// linear block with the verifier's rejection rule.
     #[serde(default)]
     pub tree: Option<crate::tree::TreeConfig>,
+    /// Tree mode, sampled: how a node whose children were *sampled* from
+    /// a draft law ([`crate::DraftLaw::Dist`], e.g. a draft model's
+    /// sampled tree) is verified — SpecInfer's residual rule (the default)
+    /// or naive sampling ([`crate::TreeVerify`]). Both are exact;
+    /// deterministic children are verified naively either way.
+    #[serde(default)]
+    pub tree_verify: crate::tree::TreeVerify,
 }
 
 fn one() -> f64 {
@@ -91,6 +98,7 @@ impl Default for SpecConfig {
             max_tokens: 4096,
             top_p: 1.0,
             tree: None,
+            tree_verify: crate::tree::TreeVerify::default(),
         }
     }
 }

@@ -23,9 +23,10 @@
 //! ([`Drafter::draft_tree`]), cuts the nodes the constraint refuses with the
 //! masks of all nodes in one walk (`zapspec_core::draft_tree_masks`),
 //! scores the root and the kept nodes in one
-//! [`LanguageModel::tree_logits`] call and walks down the tree, drawing
-//! each token from `π` at its node and descending while the draw is a
-//! child's token (see [`crate::tree`]).
+//! [`LanguageModel::tree_logits`] call and walks down the tree, emitting
+//! each token from `π` at its node — a draw of `π`, or SpecInfer's
+//! multi-step speculative sampling over sampled children — and descending
+//! while it is a child's token (see [`crate::tree`]).
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -37,10 +38,12 @@ use zapspec_phi::{NoModel, PhiError, PhiEstimator, PhiQuery, ValidList};
 
 use crate::config::{Mode, SpecConfig, VerifierKind};
 use crate::drafter::common_prefix;
-use crate::drafter::{DraftLaw, Drafter};
+use crate::drafter::Drafter;
 use crate::phi::{compact_log_law, compact_log_law_aligned};
-use crate::tree::TreeConfig;
-use crate::verify::{equality_step, greedy_step, leviathan_step, Decision};
+use crate::tree::{TreeConfig, TreeVerify};
+use crate::verify::{
+    equality_step, greedy_step, leviathan_step, multi_step, Decision, DraftLaw, MultiStep,
+};
 use crate::VerifyError;
 
 /// Counters of a run of the loop.
@@ -122,6 +125,29 @@ impl RoundStats {
             draft_calls: self.draft_calls - o.draft_calls,
             nodes_drafted: self.nodes_drafted - o.nodes_drafted,
             nodes_scored: self.nodes_scored - o.nodes_scored,
+        }
+    }
+}
+
+/// The law a scored tree node's children were drawn from, over the
+/// drafted nodes merged into it.
+#[derive(Clone, Copy)]
+enum SlotLaw<'a> {
+    /// No merged node has children.
+    Unset,
+    /// All merged nodes with children drew them from this law.
+    Law(&'a DraftLaw),
+    /// Merged nodes drew their children from different laws: the draws
+    /// are not i.i.d. from one law, so the node is verified naively.
+    Mixed,
+}
+
+impl<'a> SlotLaw<'a> {
+    fn merge(self, l: &'a DraftLaw) -> Self {
+        match self {
+            SlotLaw::Unset => SlotLaw::Law(l),
+            SlotLaw::Law(m) if m == l => self,
+            _ => SlotLaw::Mixed,
         }
     }
 }
@@ -620,8 +646,9 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
     /// One round in tree mode (see [`crate::tree`]): draft a tree, cut the
     /// nodes the constraint refuses with the masks of all nodes in one
     /// walk, score the root and the kept nodes in one target call, and
-    /// walk down the tree drawing each token from the verifier's law at
-    /// its node.
+    /// walk down the tree emitting each token from the verifier's law at
+    /// its node (naive sampling, or multi-step speculative sampling over
+    /// sampled children: [`crate::tree`]).
     fn tree_round<C, R>(
         &mut self,
         state: &mut DecodeState<C>,
@@ -672,11 +699,21 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         // children by slot: the root is slot 0, scored node s is slot s + 1;
         // a child is (token, its scored node, or None for EOS)
         let mut kids: Vec<Vec<(TokenId, Option<usize>)>> = vec![Vec::new()];
+        // by slot: every drafted child's token in index (draw) order,
+        // repeats and refused tokens included — the attempts of the
+        // residual rule — and the law they were drawn from (None: point
+        // laws, or children of merged nodes drawn from different laws)
+        let mut attempts: Vec<Vec<TokenId>> = vec![Vec::new()];
+        let point = DraftLaw::Point;
+        let law_of = |slot: usize| proposal.laws.get(slot).unwrap_or(&point);
+        let (tree_kids, _) = tree.children();
+        // a drafted node's children law, if it has children
+        let kids_law = |i: usize| (!tree_kids[i].is_empty()).then(|| law_of(i + 1));
+        let mut slot_law: Vec<SlotLaw> = vec![SlotLaw::Law(law_of(0))];
         // each drafted node's slot in `kids` (None: cut, or EOS)
         let mut slot_of: Vec<Option<usize>> = vec![None; tree.len()];
         let mut kept = 0usize;
         for (i, m) in masks.nodes.into_iter().enumerate() {
-            let NodeMask::Valid(m) = m else { continue };
             let parent_slot = match tree.parents()[i] {
                 None => 0,
                 Some(p) => match slot_of[p] {
@@ -684,10 +721,16 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
                     None => continue,
                 },
             };
-            kept += 1;
             let t = tree.tokens()[i];
+            attempts[parent_slot].push(t);
+            let NodeMask::Valid(m) = m else { continue };
+            kept += 1;
             if let Some(&(_, c)) = kids[parent_slot].iter().find(|(u, _)| *u == t) {
                 slot_of[i] = c.map(|c| c + 1);
+                // a merged node: its children must come from the same law
+                if let (Some(s), Some(l)) = (slot_of[i], kids_law(i)) {
+                    slot_law[s] = slot_law[s].merge(l);
+                }
                 continue;
             }
             if t == eos {
@@ -697,6 +740,8 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
             let s = scored.push(parent_slot.checked_sub(1), t)?;
             kids[parent_slot].push((t, Some(s)));
             kids.push(Vec::new());
+            attempts.push(Vec::new());
+            slot_law.push(kids_law(i).map_or(SlotLaw::Unset, SlotLaw::Law));
             node_masks.push(m);
             slot_of[i] = Some(s + 1);
         }
@@ -745,10 +790,25 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
                     what: "target",
                 });
             };
-            let j = if sampled {
-                sample_log(rng, &law).ok()
-            } else {
-                argmax(&law)
+            let residual = match (sampled, self.config.tree_verify, slot_law[slot]) {
+                (true, TreeVerify::Residual, SlotLaw::Law(dl)) if !attempts[slot].is_empty() => {
+                    dl.log_q_on(&ids)
+                }
+                _ => None,
+            };
+            let j = match residual {
+                // SpecInfer's multi-step speculative sampling over the
+                // draws, in draw order (a refused draw is an attempt
+                // rejected with certainty)
+                Some(lq) => {
+                    let tries: Vec<Option<usize>> = attempts[slot]
+                        .iter()
+                        .map(|t| ids.binary_search(t).ok())
+                        .collect();
+                    multi_step(rng, &law, &lq, &tries).map(MultiStep::index)
+                }
+                None if sampled => sample_log(rng, &law).ok(),
+                None => argmax(&law),
             };
             let Some(j) = j else {
                 state.constraint.rollback(accepted)?;

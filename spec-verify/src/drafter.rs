@@ -7,7 +7,7 @@
 //!
 //! | drafter | proposes | law per position | cost |
 //! |---|---|---|---|
-//! | any [`LanguageModel`] (a draft model) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1) | [`DraftLaw::Dist`] | one draft forward per token |
+//! | any [`LanguageModel`] (a draft model) | draws from the draft model's law masked to `A_t` (`q̃`, Def. 1); in tree mode, sampled, a tree of i.i.d. draws ([`sampled_tree_from_model`]) | [`DraftLaw::Dist`] | one draft forward per token; per tree level in tree mode |
 //! | [`NoDraft`] | nothing: plain constrained decoding, one target forward per token | — | none |
 //! | [`PromptLookup`] | the tokens that followed the longest earlier occurrence of the context's last `n` tokens (prompt lookup / n-gram drafting) | [`DraftLaw::Point`] | a scan of the context; no model |
 //! | [`TreeLookup`] | a *tree*: the continuations of several earlier occurrences of the context's suffix, merged by shared prefix (tree mode, [`crate::tree`]) | point laws | a scan of the context; no model |
@@ -28,21 +28,7 @@ use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
 use crate::error::VerifyError;
 use crate::phi::compact_log_law;
 use crate::tree::{tree_of_continuations, TreeConfig, TreeDraft};
-
-/// The drafter's law at one drafted position.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DraftLaw {
-    /// A law on the valid set: `log_q[i]` is `log q(ids[i])`, `ids` in
-    /// increasing token order.
-    Dist {
-        /// The candidates (the valid set `A_t` at that position).
-        ids: Vec<TokenId>,
-        /// Their log probabilities under the drafter.
-        log_q: Vec<f64>,
-    },
-    /// A deterministic proposal: all mass on the drafted token.
-    Point,
-}
+pub use crate::verify::DraftLaw;
 
 /// One round's proposal: `tokens[i]` was drawn from `laws[i]`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -100,8 +86,11 @@ pub trait Drafter {
             sampled,
             rng,
         )?;
+        // node i is the one child of slot i (the root, then node i − 1),
+        // drawn from laws[i]
         Ok(TreeDraft {
             tree: zapspec_core::DraftTree::chain(d.tokens),
+            laws: d.laws,
             calls: d.calls,
         })
     }
@@ -134,12 +123,164 @@ impl<Q: LanguageModel> Drafter for Q {
     ) -> Result<Draft, VerifyError> {
         draft_from_model(self, ctx, prompt_len, fork, gamma, sampled, rng)
     }
+    /// Greedy: the argmax chain (the linear draft). Sampled: a tree of
+    /// i.i.d. draws ([`sampled_tree_from_model`]).
+    fn draft_tree<C: Constraint, R: Rng + ?Sized>(
+        &mut self,
+        ctx: &[TokenId],
+        prompt_len: usize,
+        fork: &mut C,
+        gamma: usize,
+        shape: &TreeConfig,
+        sampled: bool,
+        rng: &mut R,
+    ) -> Result<TreeDraft, VerifyError> {
+        if !sampled {
+            let d = draft_from_model(
+                self,
+                ctx,
+                prompt_len,
+                fork,
+                gamma.min(shape.max_nodes),
+                false,
+                rng,
+            )?;
+            return Ok(TreeDraft {
+                tree: zapspec_core::DraftTree::chain(d.tokens),
+                laws: d.laws,
+                calls: d.calls,
+            });
+        }
+        sampled_tree_from_model(self, ctx, fork, gamma, shape, rng)
+    }
     fn rewind(&mut self, ctx: &[TokenId]) {
         rewind_model(self, ctx);
     }
     fn vocab_size(&self) -> Option<usize> {
         Some(LanguageModel::vocab_size(self))
     }
+}
+
+/// A sampled draft tree from a draft model (the i.i.d.-sampled token trees
+/// of SpecInfer, Miao et al. 2024, §3, verified by its multi-step
+/// speculative sampling, [`crate::verify::multi_step`]), built breadth
+/// first: at each node, in breadth-first order, `min(shape.max_width,
+/// nodes left)` tokens are drawn i.i.d. from the draft model's law masked
+/// to the node's valid set (`q̃`, Def. 1) and appended as children in
+/// draw order. A repeated draw is kept as its own node (an attempt for
+/// the verifier) but not expanded: it is a leaf, the first node with that
+/// token carries the subtree (the decoder merges equal siblings). EOS
+/// draws and nodes at depth `gamma` are leaves; so is a node where the
+/// draft has no mass on the valid set or the constraint allows nothing.
+///
+/// How many children a node gets depends only on the draws made before
+/// it (breadth-first), never on its own children's tokens, which is what
+/// the verifier's exactness argument needs (they are i.i.d. given
+/// everything that decided their number).
+///
+/// Cost: one draft call for the root ([`LanguageModel::logits_for`]) and
+/// one [`LanguageModel::grow_forest`] call per further level (one forward
+/// over the level's expanded nodes on a model with a KV cache); masks by a
+/// clone of the fork per expanded node. The model's context is cut back
+/// to `ctx` afterwards.
+pub fn sampled_tree_from_model<Q, C, R>(
+    model: &mut Q,
+    ctx: &[TokenId],
+    fork: &C,
+    gamma: usize,
+    shape: &TreeConfig,
+    rng: &mut R,
+) -> Result<TreeDraft, VerifyError>
+where
+    Q: LanguageModel + ?Sized,
+    C: Constraint,
+    R: Rng + ?Sized,
+{
+    let vocab = fork.vocab_size();
+    let eos = fork.eos();
+    let mut out = TreeDraft::default();
+    if gamma == 0 || fork.is_finished() {
+        return Ok(out);
+    }
+    let root = model.logits_for(ctx)?;
+    out.calls += 1;
+    // the law of the root's children, then of each node's (slot i + 1)
+    out.laws.push(DraftLaw::Point);
+    // nodes to expand at the current level: (node or None for the root,
+    // its matcher state, its logits)
+    let mut level: Vec<(Option<usize>, C, Vec<f32>)> = vec![(None, fork.clone(), root)];
+    let mut forest = zapspec_core::Forest::new(ctx.len());
+    // each tree node's index in the forest (expanded nodes only)
+    let mut in_forest: Vec<Option<usize>> = Vec::new();
+    let mut depth = 0usize;
+    let mut mask = TokenSet::new(vocab);
+    let result = (|| -> Result<(), VerifyError> {
+        while !level.is_empty() && depth < gamma {
+            depth += 1;
+            // (tree node, its state) of this level's new nodes to expand next
+            let mut next: Vec<(usize, C)> = Vec::new();
+            for (node, mut state, logits) in level.drain(..) {
+                let left = shape.max_nodes.saturating_sub(out.tree.len());
+                if left == 0 {
+                    break;
+                }
+                if logits.len() != vocab {
+                    return Err(VerifyError::VocabMismatch {
+                        what: "draft logits",
+                        got: logits.len(),
+                        want: vocab,
+                    });
+                }
+                state.fill_mask(&mut mask);
+                let ids: Vec<TokenId> = mask.iter().collect();
+                let Some(lq) = compact_log_law(&logits, &ids, None) else {
+                    continue; // no draft mass (or nothing allowed): a leaf
+                };
+                let mut seen: Vec<TokenId> = Vec::new();
+                for _ in 0..shape.max_width.min(left) {
+                    let j = sample_log(rng, &lq).map_err(|_| VerifyError::EmptySupport {
+                        position: ctx.len() + depth - 1,
+                        what: "draft",
+                    })?;
+                    let t = ids[j];
+                    let c = out.tree.push(node, t)?;
+                    out.laws.push(DraftLaw::Point);
+                    if t != eos && depth < gamma && !seen.contains(&t) {
+                        let mut s = state.clone();
+                        s.advance(t)?;
+                        next.push((c, s));
+                    }
+                    seen.push(t);
+                }
+                out.laws[node.map_or(0, |n| n + 1)] = DraftLaw::Dist { ids, log_q: lq };
+            }
+            // the next level's logits, in one call (nodes past the budget
+            // are not fed)
+            let budget = shape.max_nodes.saturating_sub(out.tree.len());
+            let take = next.len().min(budget.div_ceil(shape.max_width.max(1)));
+            next.truncate(take);
+            if next.is_empty() || depth >= gamma {
+                break;
+            }
+            in_forest.resize(out.tree.len(), None);
+            let parents: Vec<Option<usize>> = next
+                .iter()
+                .map(|&(c, _)| out.tree.parents()[c].and_then(|p| in_forest[p]))
+                .collect();
+            let tokens: Vec<TokenId> = next.iter().map(|&(c, _)| out.tree.tokens()[c]).collect();
+            let first = forest.len();
+            let rows = model.grow_forest(&mut forest, &parents, &tokens)?;
+            out.calls += 1;
+            for (k, (c, s)) in next.into_iter().enumerate() {
+                in_forest[c] = Some(first + k);
+                level.push((Some(c), s, rows.row(k).to_vec()));
+            }
+        }
+        Ok(())
+    })();
+    model.truncate(ctx.len());
+    result?;
+    Ok(out)
 }
 
 /// Length of the longest common prefix of `a` and `b` (how much of a
@@ -539,10 +680,10 @@ impl Drafter for TreeLookup {
         _rng: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
         let conts = self.continuations(ctx, gamma);
-        Ok(TreeDraft {
-            tree: tree_of_continuations(conts, gamma, shape),
-            calls: 0,
-        })
+        Ok(TreeDraft::point(
+            tree_of_continuations(conts, gamma, shape),
+            0,
+        ))
     }
 }
 

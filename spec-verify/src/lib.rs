@@ -15,12 +15,25 @@
 //! |---|---|
 //! | [`config`] | [`SpecConfig`] (γ, sampled/greedy, verifier, length cap) |
 //! | [`phi`] | the target law at one position: masked `p̃_t`, or Doob-transformed by per-candidate `log Φ̂_t(y)` |
-//! | [`verify`] | the one-position kernels: Leviathan rejection, equality diagnostic, greedy |
+//! | [`verify`] | the one-position kernels: Leviathan rejection, SpecInfer's multi-step speculative sampling over several i.i.d. drafts, equality diagnostic, greedy; [`DraftLaw`] |
 //! | [`drafter`] | the [`Drafter`] trait and its drafters: a draft model (any `LanguageModel`), prompt lookup ([`PromptLookup`]), multi-match prompt lookup as a draft tree ([`TreeLookup`]); each proposes only tokens the constraint allows |
-//! | [`tree`] | tree mode: [`TreeConfig`], [`TreeDraft`], continuations merged into a tree, and the lossless tree walk the decoder runs (masks at every node in one call, one target call over the tree) |
+//! | [`tree`] | tree mode: [`TreeConfig`], [`TreeDraft`], [`TreeVerify`], continuations merged into a tree, and the lossless tree walk the decoder runs (masks at every node in one call, one target call over the tree) |
 //! | [`decoder`] | [`SpeculativeDecoder`]: drafting on a forked matcher, verification, rollback via `Constraint::rollback`, `LanguageModel::truncate` and `Drafter::rewind` |
 //! | [`law`] | exact terminal laws of finite languages: [`PrefixTree`] (from `zapspec_phi::exact::tree`: `μ*`, `μ^proj`, exact Φ by backward DP) and [`TreePhi`] (`μ^Φ̂` of a Φ estimator, exact Φ as a `zapspec_phi::PhiEstimator`) — the reference for tests |
 //! | [`memo`] | [`MemoLm`], memoised logits for deterministic toy models |
+//!
+//! Readings where the papers leave a choice, each a field of [`SpecConfig`]
+//! with the default first:
+//!
+//! * **Tree verification of sampled children** ([`SpecConfig::tree_verify`]):
+//!   [`TreeVerify::Residual`] — SpecInfer's multi-step speculative sampling
+//!   (Miao et al. 2024, Alg. 2) against the verifier's law, repeated draws
+//!   kept as separate attempts against the evolving residual — or
+//!   [`TreeVerify::Naive`], a draw of the verifier's law that ignores the
+//!   draft law (SpecInfer's naive sampling). Both are exact (see
+//!   [`tree`]); deterministic children are verified naively under both.
+//! * **Nucleus truncation** ([`SpecConfig::top_p`]) applies to the
+//!   verifier's law after the mask and Φ̂, never to the drafts' laws.
 //!
 //! Empirical-vs-exact statistics (TV of counts, bootstrap interval, noise
 //! floor, χ² and G tests) are in `zapspec_phi::metrics`; the budget language
@@ -68,9 +81,10 @@ pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};
 pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
-pub use drafter::{CopyDraft, Draft, DraftLaw, Drafter, NoDraft, PromptLookup, TreeLookup};
+pub use drafter::{CopyDraft, Draft, Drafter, NoDraft, PromptLookup, TreeLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::{LogitTable, MemoLm};
 pub use phi::{compact_log_law, compact_log_law_aligned, nucleus_log, target_log_law};
-pub use tree::{tree_of_continuations, DraftTree, TreeConfig, TreeDraft};
+pub use tree::{tree_of_continuations, DraftTree, TreeConfig, TreeDraft, TreeVerify};
+pub use verify::DraftLaw;

@@ -7,10 +7,14 @@
 //!
 //! 1. **Draft.** [`Drafter::draft_tree`](crate::Drafter::draft_tree)
 //!    proposes a [`DraftTree`] of depth ≤ γ and at most
-//!    [`TreeConfig::max_nodes`] nodes. Every drafter has one: the default
-//!    wraps its linear draft as a chain; [`TreeLookup`](crate::TreeLookup) branches over the
-//!    distinct continuations of several earlier occurrences of the
-//!    context's suffix.
+//!    [`TreeConfig::max_nodes`] nodes, with the law each node's children
+//!    were drawn from ([`TreeDraft::laws`]). Every drafter has one: the
+//!    default wraps its linear draft as a chain;
+//!    [`TreeLookup`](crate::TreeLookup) branches over the distinct
+//!    continuations of several earlier occurrences of the context's
+//!    suffix; a draft model samples a tree of i.i.d. draws
+//!    ([`sampled_tree_from_model`](crate::drafter::sampled_tree_from_model);
+//!    its argmax chain in greedy mode).
 //! 2. **Cut.** The committed matcher gives the mask at the root and at
 //!    every node in one walk ([`zapspec_core::draft_tree_masks`]: forked
 //!    along branches by rollback, a refused token marks its node rejected
@@ -19,34 +23,92 @@
 //!    follows EOS).
 //! 3. **Score.** One target call scores the root and every kept node
 //!    ([`zapspec_core::LanguageModel::tree_logits`]).
-//! 4. **Walk.** From the root: draw the next token from the verifier's law
-//!    at the node — the target's logits masked to the node's allowed set
-//!    and renormalised (Leviathan), reweighted by Φ̂ first (FVO-Spec), cut
-//!    to the nucleus when top-p < 1; its argmax in greedy mode — and commit
-//!    it; if it is a child's token, descend into that child, otherwise
-//!    stop. A node at depth γ ends the round with one more draw (the bonus
-//!    token).
+//! 4. **Walk.** From the root: emit the next token from the verifier's
+//!    law `π` at the node — the target's logits masked to the node's
+//!    allowed set and renormalised (Leviathan), reweighted by Φ̂ first
+//!    (FVO-Spec), cut to the nucleus when top-p < 1; its argmax in greedy
+//!    mode — and commit it; if it is a child's token, descend into that
+//!    child, otherwise stop. A node at depth γ ends the round with one more
+//!    draw (the bonus token). How the token is emitted at a node
+//!    ([`crate::SpecConfig::tree_verify`], [`TreeVerify`]):
+//!    * **naive sampling** — a draw of `π` (SpecInfer, Miao et al. 2024,
+//!      Alg. 2 with point-mass proposals). Used for deterministic children
+//!      ([`DraftLaw::Point`]: lookup drafters, greedy chains) under both
+//!      settings, and for every node under [`TreeVerify::Naive`];
+//!    * **residual verification** ([`TreeVerify::Residual`], the
+//!      default) — where the node's children were *drawn* i.i.d. from a
+//!      draft law `q` ([`DraftLaw::Dist`] in [`TreeDraft::laws`], as a
+//!      draft model's sampled tree records them), SpecInfer's multi-step
+//!      speculative sampling ([`crate::verify::multi_step`]): the draws, in
+//!      draw order, are accepted with probability `min(1, r(c)/q(c))`
+//!      against `r = π` and then the residuals `r ← (r − q)⁺/‖(r − q)⁺‖₁`;
+//!      if all are rejected the token is a draw of the last residual (and
+//!      the walk still descends if that draw is a child's token).
 //!
-//! Every committed token is a draw from the non-speculative law at its
+//! Every committed token is a draw from the non-speculative law `π` at its
 //! prefix, whatever tree was drafted (the tree only decides how many of
 //! those draws share one target call), so the output law is exactly that
 //! of plain constrained sampling (`μ^proj` under Leviathan, `μ^Φ̂` under
 //! FVO-Spec, `μ*` with exact Φ), and greedy output is plain constrained
-//! greedy output. This is the multi-draft verification of SpecInfer
-//! (Alg. 2, "naive sampling" with point-mass proposals): for
-//! deterministic drafts — all of this crate's drafters but a sampled
-//! draft model — it accepts a child with the target's whole mass on it,
-//! which no rejection rule can beat. A sampled draft model's chain is
-//! verified the same way (still exact; Leviathan's `min(1, π/q)` test in
-//! linear mode accepts more of such drafts). The equality diagnostic has
-//! no tree form: in tree mode it walks like FVO-Spec.
+//! greedy output. For naive sampling this is immediate. For the residual
+//! rule it is SpecInfer's Theorem 4.2, which needs the draws at a node to
+//! be i.i.d. from `q` *given everything that decided the walk reached the
+//! node and how many draws it has* — true of
+//! [`sampled_tree_from_model`](crate::drafter::sampled_tree_from_model),
+//! which draws breadth-first, so a node's number of children depends only
+//! on earlier draws, and the draws below a node are made after (and
+//! conditionally independent of) its siblings' coin flips. The treatment
+//! of **repeated draws** (i.i.d. sampling draws a token twice): every draw
+//! is its own node and its own attempt, in draw order, against the
+//! evolving residual — the induction of
+//! [`multi_step`](crate::verify::multi_step) never assumes distinct
+//! draws; for scoring, the decoder merges equal siblings into one node
+//! (the drafter expands only the first of them, so the subtree is that
+//! node's). Draws the constraint refuses stay in the attempt list
+//! (rejected with certainty: `π` is 0 there, and the residual update
+//! still happens), and `q` is taken on the node's valid set without
+//! renormalising, so drafters that ignore the mask stay exact too. Where
+//! merged siblings carry children drawn from different laws, the node is
+//! verified naively.
+//!
+//! Which rule accepts more: for deterministic children naive sampling
+//! accepts a child with the target's whole mass on the children, which no
+//! rule can beat; for sampled children the residual rule accepts the first
+//! draw with probability `Σ min(π, q)` (1 when `q = π`), naive sampling
+//! only with `π(children)`. The equality diagnostic has no tree form: in
+//! tree mode it walks like FVO-Spec.
 
 use serde::{Deserialize, Serialize};
 use zapspec_core::TokenId;
 
 pub use zapspec_core::DraftTree;
 
+use crate::verify::DraftLaw;
 use crate::VerifyError;
+
+/// How tree mode verifies a node whose children were sampled from a draft
+/// law ([`DraftLaw::Dist`] in [`TreeDraft::laws`]); see the module docs.
+/// Deterministic children ([`DraftLaw::Point`]) are verified naively
+/// under both: for distinct point proposals the residual rule has the
+/// same output law and acceptance (rejecting a point draw removes its
+/// token from the target and renormalises, which is naive sampling), so
+/// nothing changes for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum TreeVerify {
+    /// Naive sampling (SpecInfer, Miao et al. 2024, Alg. 2 with point-mass
+    /// proposals): draw from the verifier's law `π` at the node, descend
+    /// if the draw is a child's token. Ignores the draft law.
+    Naive,
+    /// SpecInfer's multi-step speculative sampling (Miao et al. 2024,
+    /// Alg. 2, `VerifyStochastic`; [`crate::verify::multi_step`]): the
+    /// children's draws, in draw order, are tried one after the other
+    /// against `π` and then against the residuals `(π − q)⁺`; the emitted
+    /// token is a draw of `π`, and the first draw alone is accepted with
+    /// probability `Σ min(π, q)` (1 when `q = π`), where naive sampling
+    /// hits a child with probability `π(children)`.
+    #[default]
+    Residual,
+}
 
 /// The shape bound of a draft tree (its depth is the round's γ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -86,8 +148,25 @@ impl TreeConfig {
 pub struct TreeDraft {
     /// The drafted tree (parents before children).
     pub tree: DraftTree,
+    /// The law the children of each node were drawn from, i.i.d. and in
+    /// the order of their indices (duplicates included, as separate
+    /// nodes): `laws[0]` for the root's children, `laws[i + 1]` for node
+    /// `i`'s. Missing entries (e.g. an empty list) are
+    /// [`DraftLaw::Point`]: deterministic children.
+    pub laws: Vec<DraftLaw>,
     /// Draft-model forward calls spent.
     pub calls: usize,
+}
+
+impl TreeDraft {
+    /// A tree of deterministic proposals (point laws everywhere).
+    pub fn point(tree: DraftTree, calls: usize) -> Self {
+        TreeDraft {
+            tree,
+            laws: Vec::new(),
+            calls,
+        }
+    }
 }
 
 /// Builds a tree from continuations in priority order: each is inserted

@@ -1,10 +1,12 @@
 //! Tree mode of the loop ([`zapspec_verify::tree`]): greedy output equals
 //! plain step-by-step constrained greedy decoding whatever tree is drafted
-//! (multi-match prompt lookup, a draft model's chain, hand-made trees with
+//! (multi-match prompt lookup, a draft model's chain — another model or the
+//! target itself, under both [`TreeVerify`] rules —, hand-made trees with
 //! refused tokens, EOS nodes and repeated siblings); refused nodes are cut
 //! before the target scores them; a round is one target call; bad trees
 //! and shapes are errors. The sampled law is tested in
-//! `zapspec/tests/compose.rs`.
+//! `zapspec/tests/compose.rs` and, for sampled draft-model trees, in
+//! `tree_sampled.rs`.
 
 use proptest::prelude::*;
 use rand::Rng;
@@ -15,7 +17,7 @@ use zapspec_testkit::toy::{hashed_logits, ClosureLm};
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 use zapspec_verify::{
     Draft, Drafter, Mode, SpecConfig, SpeculativeDecoder, TreeConfig, TreeDraft, TreeLookup,
-    VerifierKind, VerifyError,
+    TreeVerify, VerifierKind, VerifyError,
 };
 
 const SPEC: DyckSpec = DyckSpec {
@@ -106,7 +108,7 @@ impl Drafter for RandomTrees {
             tree.push(parent, rng.random_range(0..v)).unwrap();
             depth.push(d);
         }
-        Ok(TreeDraft { tree, calls: 0 })
+        Ok(TreeDraft::point(tree, 0))
     }
 }
 
@@ -117,7 +119,19 @@ fn decoder<D: Drafter>(
     width: usize,
     verifier: VerifierKind,
 ) -> SpeculativeDecoder<impl LanguageModel, D, Uniform> {
+    decoder_with(seed, drafter, gamma, width, verifier, TreeVerify::default())
+}
+
+fn decoder_with<D: Drafter>(
+    seed: u64,
+    drafter: D,
+    gamma: usize,
+    width: usize,
+    verifier: VerifierKind,
+    tree_verify: TreeVerify,
+) -> SpeculativeDecoder<impl LanguageModel, D, Uniform> {
     let cfg = SpecConfig {
+        tree_verify,
         gamma,
         mode: Mode::Greedy,
         verifier,
@@ -152,10 +166,17 @@ proptest! {
             prop_assert!(g.stats.nodes_scored <= g.stats.drafted);
             prop_assert!(g.stats.drafted <= g.stats.nodes_drafted);
             prop_assert_eq!(g.stats.emitted, want.len() + 1);
-            // a draft model's chain (the default `draft_tree`)
-            let mut d = decoder(seed, lm(seed + 1), gamma, width, verifier);
-            let g = d.generate(&c, &mut rng).unwrap();
-            prop_assert_eq!(&g.tokens, &want);
+            // a draft model's greedy chain, under both tree rules: another
+            // model, and the target itself (every draft accepted)
+            for how in [TreeVerify::Residual, TreeVerify::Naive] {
+                let mut d = decoder_with(seed, lm(seed + 1), gamma, width, verifier, how);
+                let g = d.generate(&c, &mut rng).unwrap();
+                prop_assert_eq!(&g.tokens, &want);
+                let mut d = decoder_with(seed, lm(seed), gamma, width, verifier, how);
+                let g = d.generate(&c, &mut rng).unwrap();
+                prop_assert_eq!(&g.tokens, &want);
+                prop_assert_eq!(g.stats.accepted, g.stats.drafted);
+            }
         }
     }
 }
@@ -199,10 +220,7 @@ impl Drafter for Fixed {
         _: bool,
         _: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
-        Ok(TreeDraft {
-            tree: self.0.clone(),
-            calls: 0,
-        })
+        Ok(TreeDraft::point(self.0.clone(), 0))
     }
 }
 

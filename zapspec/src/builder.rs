@@ -9,7 +9,7 @@ use zapspec_core::{Constraint, LanguageModel, TokenId};
 use zapspec_phi::{NoModel, PhiEstimator, Uniform};
 use zapspec_verify::{
     Drafter, Generation, Mode, NoDraft, RoundStats, SpecConfig, SpeculativeDecoder, TreeConfig,
-    VerifierKind,
+    TreeVerify, VerifierKind,
 };
 
 use crate::{Error, Tempered};
@@ -164,11 +164,24 @@ impl<M, C, D, F> Builder<M, C, D, F> {
     /// [`zapspec_verify::TreeLookup`], or any drafter's linear draft as a
     /// chain), cuts the nodes the constraint refuses with the masks of all
     /// nodes in one walk, scores the rest in one target call
-    /// ([`LanguageModel::tree_logits`]) and walks down it drawing each
-    /// token from the verifier's law — the same output law (and greedy
-    /// output) as plain constrained decoding.
+    /// ([`LanguageModel::tree_logits`]) and walks down it emitting each
+    /// token from the verifier's law (a draw, or SpecInfer's residual
+    /// rule over a draft model's sampled children: [`Builder::tree_verify`])
+    /// — the same output law (and greedy output) as plain constrained
+    /// decoding. A draft model drafts a sampled tree of i.i.d. draws when
+    /// sampling, its argmax chain when greedy.
     pub fn tree(mut self, shape: TreeConfig) -> Self {
         self.settings.spec.tree = Some(shape);
+        self
+    }
+
+    /// Tree mode, sampled: how nodes whose children were sampled from a
+    /// draft law are verified ([`SpecConfig::tree_verify`]):
+    /// [`TreeVerify::Residual`] (SpecInfer's multi-step speculative
+    /// sampling, the default) or [`TreeVerify::Naive`]. Both keep the
+    /// output law.
+    pub fn tree_verify(mut self, how: TreeVerify) -> Self {
+        self.settings.spec.tree_verify = how;
         self
     }
 

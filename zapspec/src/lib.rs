@@ -78,7 +78,7 @@ pub use zapspec_phi::{
 };
 pub use zapspec_verify::{
     CopyDraft, Drafter, Generation, NoDraft, PromptLookup, RoundStats, SpecConfig, TreeConfig,
-    TreeLookup, VerifierKind,
+    TreeLookup, TreeVerify, VerifierKind,
 };
 
 /// What building or running a pipeline can fail with.
