@@ -67,20 +67,24 @@ impl ByteDfa {
         limits: &RegexLimits,
         lazy: bool,
     ) -> Result<Self, EarleyError> {
-        // Astronomically large expansions are refused before anything is
-        // built (also on the counted path: its state count is at least the
-        // repetition's).
-        Self::check_nfa_bound(hir, pattern, limits)?;
         // A long counted repetition of a prefix-free unit: built as a
-        // counter times the unit's automaton (module `counted`).
-        let small = |h: &regex_syntax::hir::Hir| Self::from_hir(h, pattern, limits);
+        // counter times the unit's automaton (module `counted`). Its states
+        // are computed from the layout, not stored, and its cache entries
+        // are numbered per distance to the bounds (`ByteDfa::ci_slot`):
+        // `dfa_states` bounds the states it stores (the prefix, one count,
+        // the tail), not the count, and the expansion's NFA bound does not
+        // apply.
+        let small = |h: &regex_syntax::hir::Hir| {
+            Self::check_nfa_bound(h, pattern, limits)?;
+            Self::from_hir(h, pattern, limits)
+        };
         let too_many = |n: u64| {
             limit_error(
                 pattern,
                 Limit::DfaStates,
                 limits.dfa_states,
                 format!(
-                    "the counted repetition's automaton has {n} states, more than {}",
+                    "the counted repetition's automaton stores {n} states, more than {}",
                     limits.dfa_states
                 ),
             )
@@ -88,6 +92,9 @@ impl ByteDfa {
         if let Some(d) = crate::counted::build(hir, limits.dfa_states, small, too_many) {
             return d;
         }
+        // Astronomically large expansions are refused before anything is
+        // built.
+        Self::check_nfa_bound(hir, pattern, limits)?;
         // Without look-around, states are built on first use (module
         // `lazy`): exact liveness needs no assertion-free reading.
         if lazy && hir.properties().look_set().is_empty() {

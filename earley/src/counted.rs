@@ -122,8 +122,9 @@ fn split(hir: &Hir) -> Option<(Vec<u8>, Hir, u32, u32, Hir)> {
 
 /// The product automaton of `hir` when it has the shape of the module
 /// docs (`too_many` when it would have more than `max_states` states);
-/// `None` otherwise (the caller uses the general construction). `build`
-/// compiles the small parts.
+/// `None` otherwise, and for a count past the state id space (the caller
+/// uses the general construction). `build` compiles the small parts;
+/// `too_many` reports stored states over `max_states`.
 pub(crate) fn build<E>(
     hir: &Hir,
     max_states: usize,
@@ -166,16 +167,22 @@ pub(crate) fn build<E>(
     }
     let plen = prefix.len() as u32;
     let base = 1 + plen;
-    // The state bound counts the states that exist; ids leave room for
-    // a power-of-two stride per count (`CountedTables`).
+    // The state bound counts the states that are stored: the prefix, one
+    // count's block and `S` (the counter is computed from the layout, and
+    // cache entries are numbered per distance to the bounds,
+    // `ByteDfa::ci_slot`, not per count).
     let reachable = base as u64 + n as u64 * per as u64 + ds.num_states() as u64;
-    if reachable > max_states as u64 + 1 {
-        return Some(Err(too_many(reachable - 1)));
+    let stored = base as u64 + per as u64 + ds.num_states() as u64;
+    if stored > max_states as u64 + 1 {
+        return Some(Err(too_many(stored - 1)));
     }
+    // Ids leave room for a power-of-two stride per count
+    // (`CountedTables`); a count they cannot number is left to the
+    // general construction (whose NFA bound refuses such an expansion).
     let stride = per.next_power_of_two();
     let s_base = base as u64 + n as u64 * stride as u64 + 1;
     if s_base + ds.num_states() as u64 > u64::from(u32::MAX / 2) {
-        return Some(Err(too_many(reachable - 1)));
+        return None;
     }
     let s_base = s_base as u32;
     // Joint byte classes: X's, S's, and each prefix byte alone.

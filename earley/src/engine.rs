@@ -932,8 +932,9 @@ impl TermEntry {
     pub fn ci(&self, s: u32, index: &VocabIndex) -> Arc<CiEntry> {
         // States no token can tell apart share one slot (counted
         // repetitions, `crate::counted`).
-        let s = self.dfa.ci_representative(s, index.trie().max_depth());
-        let slot = self.slot(s);
+        let horizon = index.trie().max_depth();
+        let s = self.dfa.ci_representative(s, horizon);
+        let slot = self.slot(self.dfa.ci_slot(s, horizon));
         let now = index.now();
         slot.mark_used(now);
         self.touch(now);

@@ -406,6 +406,18 @@ impl ByteDfa {
         }
     }
 
+    /// The slot of the context-independent entry of a representative `s`
+    /// ([`Self::ci_representative`] with the same `horizon`): `s` itself,
+    /// except in a counted repetition, where the representatives of any
+    /// count are numbered compactly (the entry table then has rows for
+    /// about `2·horizon` counts, not `n`).
+    pub fn ci_slot(&self, s: u32, horizon: usize) -> u32 {
+        match &self.counted {
+            Some(l) => l.slot(s, horizon),
+            None => s,
+        }
+    }
+
     /// True when the DFA was built as a counted product ([`crate::counted`]).
     pub fn is_counted(&self) -> bool {
         self.counted.is_some()
@@ -616,6 +628,36 @@ impl CountedLayout {
             0
         };
         self.base + k_rep * self.per + j
+    }
+
+    /// A compact slot number for a representative `s` of
+    /// [`Self::representative`] with the same `horizon`: the counts a
+    /// representative can take (within `horizon + 1` of `n`, `m` and
+    /// within `horizon + 1` below it, and 0) numbered `0..=2·(horizon+1)`,
+    /// so a per-state table of entries has `O(horizon · per)` rows
+    /// whatever `n` (states past the counted part follow).
+    pub(crate) fn slot(&self, s: u32, horizon: usize) -> u32 {
+        let h = u32::try_from(horizon).unwrap_or(u32::MAX - 1);
+        let cap = h.saturating_add(1);
+        let end = self.base + self.n * self.per + 1;
+        let classes = cap.saturating_mul(2).saturating_add(1);
+        if s < self.base {
+            return s;
+        }
+        if s >= end {
+            return self.base + classes * self.per + (s - end);
+        }
+        let (k, j) = ((s - self.base) / self.per, (s - self.base) % self.per);
+        let c = if self.n - k < cap {
+            self.n - k
+        } else if k == self.m {
+            cap
+        } else if k < self.m && self.m - k < cap {
+            cap + (self.m - k)
+        } else {
+            2 * cap
+        };
+        self.base + c * self.per + j
     }
 }
 

@@ -85,7 +85,10 @@ pub struct RegexLimits {
     /// (`dense::Config::dfa_size_limit` / `determinize_size_limit`).
     pub dfa_bytes: usize,
     /// Most states of the DFA (bounds determinisation through the table
-    /// size, and is checked again while the DFA is re-tabled).
+    /// size, and is checked again while the DFA is re-tabled). The Earley
+    /// engine's counted repetitions (`P X{m,n} S`, transitions computed
+    /// from a layout) count the states they store — the prefix, one
+    /// count's block and `S` — not `n` times the block.
     pub dfa_states: usize,
 }
 

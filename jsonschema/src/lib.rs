@@ -429,6 +429,10 @@ pub enum PropertyOrder {
     Any,
 }
 
+/// [`JsonSchemaOptions::max_regex_repeat`] for grammars the Earley engine
+/// compiles (it builds any count in constant space): 2^20 characters.
+pub const EARLEY_MAX_REGEX_REPEAT: u64 = 1 << 20;
+
 /// Options of [`compile_json_schema`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonSchemaOptions {
@@ -446,12 +450,16 @@ pub struct JsonSchemaOptions {
     /// nonterminal.
     pub max_counted_items: u64,
     /// `minLength`/`maxLength` up to this are one counted regex
-    /// repetition, `"X{min,max}"` (one terminal: the Earley engine builds it
-    /// as a counter times the character automaton, `zapspec_earley::counted`,
-    /// about 14 states and 2 KiB of table per count); longer strings are a
-    /// chain of such terminals of `max_regex_repeat` characters each
-    /// ([`JsonSchemaOptions::string_blocks`]; one table for `X{0,100000}`
-    /// would be 200 MiB). Default 1024.
+    /// repetition, `"X{min,max}"`; longer strings are a chain of such
+    /// terminals of `max_regex_repeat` characters each
+    /// ([`JsonSchemaOptions::string_blocks`]). Default 1024, for consumers
+    /// that expand a repetition into `n` copies (the reference recognizer,
+    /// an eager DFA). The Earley engine builds any count as a counter times
+    /// the character automaton (`zapspec_earley::counted`: transitions
+    /// computed from a layout, cache entries numbered per distance to the
+    /// bounds), so its cost does not grow with the count; there a large
+    /// value ([`EARLEY_MAX_REGEX_REPEAT`]) avoids block boundaries, where a
+    /// mask walks most of the vocabulary through the parser.
     pub max_regex_repeat: u64,
     /// Strings longer than `max_regex_repeat` as blocks of counted
     /// terminals of `max_regex_repeat` characters (default `true`); `false`:

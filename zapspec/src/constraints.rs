@@ -12,7 +12,7 @@ use std::sync::Arc;
 use zapspec_core::Vocabulary;
 use zapspec_earley::{EarleyMatcher, Engine, EngineConfig};
 use zapspec_grammar::{simplify, Grammar, SimplifyConfig};
-use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
+use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, EARLEY_MAX_REGEX_REPEAT};
 
 use crate::Error;
 
@@ -25,15 +25,18 @@ pub fn gbnf<V: Vocabulary + Send + Sync + 'static>(
 }
 
 /// The Earley matcher of the language of JSON documents valid under
-/// `schema` (compact JSON, the compiler's default options) over `vocab`.
+/// `schema` (compact JSON, the compiler's default options but strings of
+/// any length as one counted terminal, `EARLEY_MAX_REGEX_REPEAT`) over
+/// `vocab`.
 pub fn json_schema<V: Vocabulary + Send + Sync + 'static>(
     vocab: Arc<V>,
     schema: &serde_json::Value,
 ) -> Result<EarleyMatcher, Error> {
-    earley(
-        vocab,
-        compile_json_schema(schema, &JsonSchemaOptions::default())?,
-    )
+    let opts = JsonSchemaOptions {
+        max_regex_repeat: EARLEY_MAX_REGEX_REPEAT,
+        ..JsonSchemaOptions::default()
+    };
+    earley(vocab, compile_json_schema(schema, &opts)?)
 }
 
 /// The Earley matcher of a grammar of the IR over `vocab` (simplified

@@ -34,7 +34,8 @@
 //!
 //! Experiment knobs (environment, inherited by the children):
 //! `MASKBENCH_MAX_REGEX_REPEAT=N` sets the schema compiler's
-//! `max_regex_repeat` (string lengths up to `N` as one counted regex, above
+//! `max_regex_repeat` (default `EARLEY_MAX_REGEX_REPEAT`, 2^20; string
+//! lengths up to `N` as one counted regex, above
 //! as blocks of such terminals, or with `MASKBENCH_STRING_BLOCKS=0` as a
 //! grammar of one-character units); `MASKBENCH_CACHE_MIB=N` sets the
 //! index's `max_cache_bytes`; `MASKBENCH_STATE_CACHE=N` the engine's

@@ -12,6 +12,7 @@ use zapspec_earley::{
 use zapspec_grammar::Grammar;
 use zapspec_jsonschema::{
     compile_json_schema_report, JsonSchemaOptions, OneOfMode, UnknownFormats,
+    EARLEY_MAX_REGEX_REPEAT,
 };
 use zapspec_vocab::TokenVocab;
 
@@ -29,6 +30,7 @@ use crate::adapter::{Adapter, CompileFailure, Compiled};
 pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
     let mut opts = JsonSchemaOptions {
         one_of: OneOfMode::RequireDisjoint,
+        max_regex_repeat: EARLEY_MAX_REGEX_REPEAT,
         ..JsonSchemaOptions::default()
     };
     if let Some(n) = env_u64("MASKBENCH_MAX_REGEX_REPEAT") {
