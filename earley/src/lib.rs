@@ -108,7 +108,9 @@
 //!   `format` times a length bound written as ten thousand states), where
 //!   tokens crossing terminal boundaries are parsed byte by byte through
 //!   the chart. A string longer than one counted terminal (the JSON Schema
-//!   compiler's `max_regex_repeat`, 1,024 characters) is a chain of
+//!   compiler's `max_regex_repeat`: 1,024 characters by default, for
+//!   consumers that expand repetitions; `EARLEY_MAX_REGEX_REPEAT` for this
+//!   engine, which builds any count in constant space) is a chain of
 //!   blocks: the few masks within a token's length of a block boundary
 //!   walk most of the vocabulary through the chart (10–30 ms on o200k),
 //!   once per boundary the text crosses.
