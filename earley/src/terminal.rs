@@ -609,56 +609,86 @@ impl CountedLayout {
     /// tokens of at most `horizon` bytes (module docs); `s` itself outside
     /// the counted part.
     pub(crate) fn representative(&self, s: u32, horizon: usize) -> u32 {
-        let h = u32::try_from(horizon).unwrap_or(u32::MAX - 1);
-        let end = self.base + self.n * self.per + 1;
-        if s < self.base || s >= end {
-            return s;
+        match self.locate(s, horizon) {
+            Some((k, j, cap)) => {
+                self.base + self.count_of_class(self.class_of(k, cap), cap) * self.per + j
+            }
+            None => s,
         }
-        let (k, j) = ((s - self.base) / self.per, (s - self.base) % self.per);
-        let cap = h.saturating_add(1);
-        let to_max = (self.n - k).min(cap);
-        let to_min = self.m.saturating_sub(k).min(cap);
-        let k_rep = if to_max < cap {
-            self.n - to_max
-        } else if to_min == 0 {
-            self.m
-        } else if to_min < cap {
-            self.m - to_min
-        } else {
-            0
-        };
-        self.base + k_rep * self.per + j
     }
 
     /// A compact slot number for a representative `s` of
-    /// [`Self::representative`] with the same `horizon`: the counts a
-    /// representative can take (within `horizon + 1` of `n`, `m` and
-    /// within `horizon + 1` below it, and 0) numbered `0..=2·(horizon+1)`,
-    /// so a per-state table of entries has `O(horizon · per)` rows
-    /// whatever `n` (states past the counted part follow).
+    /// [`Self::representative`] with the same `horizon`: its count's class
+    /// (within `horizon + 1` of `n`, `m`, within `horizon + 1` below `m`,
+    /// or far from both) numbered `0..=2·(horizon+1)`, so a per-state table
+    /// of entries has `O(horizon · per)` rows whatever `n` (states past the
+    /// counted part follow).
     pub(crate) fn slot(&self, s: u32, horizon: usize) -> u32 {
-        let h = u32::try_from(horizon).unwrap_or(u32::MAX - 1);
-        let cap = h.saturating_add(1);
-        let end = self.base + self.n * self.per + 1;
-        let classes = cap.saturating_mul(2).saturating_add(1);
         if s < self.base {
             return s;
         }
-        if s >= end {
-            return self.base + classes * self.per + (s - end);
+        match self.locate(s, horizon) {
+            Some((k, j, cap)) => self.base + self.class_of(k, cap) * self.per + j,
+            None => {
+                let classes = cap_of(horizon).saturating_mul(2).saturating_add(1);
+                self.base + classes * self.per + (s - self.end())
+            }
         }
-        let (k, j) = ((s - self.base) / self.per, (s - self.base) % self.per);
-        let c = if self.n - k < cap {
-            self.n - k
-        } else if k == self.m {
-            cap
-        } else if k < self.m && self.m - k < cap {
-            cap + (self.m - k)
-        } else {
-            2 * cap
-        };
-        self.base + c * self.per + j
     }
+
+    /// One past the last state of the counted part (`k = n`'s boundary).
+    fn end(&self) -> u32 {
+        self.base + self.n * self.per + 1
+    }
+
+    /// State `s` of the counted part as (count, offset in the count, the
+    /// horizon's cap); `None` outside it.
+    fn locate(&self, s: u32, horizon: usize) -> Option<(u32, u32, u32)> {
+        (s >= self.base && s < self.end()).then(|| {
+            let (k, j) = ((s - self.base) / self.per, (s - self.base) % self.per);
+            (k, j, cap_of(horizon))
+        })
+    }
+
+    /// The class of count `k`: its distance to `n` when under `cap`
+    /// (`0..cap`), `m` itself or beyond it (`cap`), its distance below `m`
+    /// when under `cap` (`cap + 1..2·cap`), or far from both (`2·cap`).
+    /// Counts of one class accept, reject and split the same tokens of at
+    /// most `cap − 1` bytes.
+    fn class_of(&self, k: u32, cap: u32) -> u32 {
+        let to_max = (self.n - k).min(cap);
+        let to_min = self.m.saturating_sub(k).min(cap);
+        if to_max < cap {
+            to_max
+        } else if to_min == 0 {
+            cap
+        } else if to_min < cap {
+            cap + to_min
+        } else {
+            cap.saturating_mul(2)
+        }
+    }
+
+    /// The count standing for class `c` of [`Self::class_of`].
+    fn count_of_class(&self, c: u32, cap: u32) -> u32 {
+        if c < cap {
+            self.n - c
+        } else if c == cap {
+            self.m
+        } else if c < cap.saturating_mul(2) {
+            self.m - (c - cap)
+        } else {
+            0
+        }
+    }
+}
+
+/// `horizon + 1` as a count bound (tokens of at most `horizon` bytes
+/// complete at most `horizon` units).
+fn cap_of(horizon: usize) -> u32 {
+    u32::try_from(horizon)
+        .unwrap_or(u32::MAX - 1)
+        .saturating_add(1)
 }
 
 /// The transitions of `P X{m,n} S` computed from the layout instead of
