@@ -431,14 +431,7 @@ pub fn regular_families(
                     };
                     let mut total = 0usize;
                     body.iter().all(|s| {
-                        let len = *max_len.entry(s).or_insert_with(|| {
-                            regex_syntax::ParserBuilder::new()
-                                .utf8(false)
-                                .build()
-                                .parse(&text_of(s))
-                                .ok()
-                                .and_then(|h| h.properties().maximum_len())
-                        });
+                        let len = *max_len.entry(s).or_insert_with(|| max_len_of(&text_of(s)));
                         total = total.saturating_add(len.unwrap_or(usize::MAX));
                         total <= MAX_LETTER_BYTES
                     })
@@ -652,14 +645,7 @@ fn letter_edges(texts: &[String], rules: &[FamilyRule]) -> bool {
     rules.iter().filter(|r| r.tail.is_some()).all(|r| {
         let mut total = 0usize;
         for &t in &r.body {
-            let len = *max_len[t as usize].get_or_insert_with(|| {
-                regex_syntax::ParserBuilder::new()
-                    .utf8(false)
-                    .build()
-                    .parse(&texts[t as usize])
-                    .ok()
-                    .and_then(|h| h.properties().maximum_len())
-            });
+            let len = *max_len[t as usize].get_or_insert_with(|| max_len_of(&texts[t as usize]));
             match len {
                 Some(n) => total += n,
                 None => return false,
@@ -667,6 +653,17 @@ fn letter_edges(texts: &[String], rules: &[FamilyRule]) -> bool {
         }
         total <= MAX_LETTER_BYTES
     })
+}
+
+/// The longest match of a regex text in bytes (`None`: unbounded, or the
+/// text does not parse).
+fn max_len_of(text: &str) -> Option<usize> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(text)
+        .ok()
+        .and_then(|h| h.properties().maximum_len())
 }
 
 /// True when more than `max` members are reachable from `entry` through
