@@ -10,7 +10,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
 use zapspec_earley::fuse::fuse_with;
-use zapspec_earley::{Engine, EngineConfig};
+use zapspec_earley::{EarleyMatcher, Engine, EngineConfig};
 use zapspec_grammar::reference::Recognizer;
 use zapspec_grammar::{CharClass, Grammar, NtId, Symbol, Terminal};
 use zapspec_vocab::TokenVocab;
@@ -121,6 +121,69 @@ fn brute_mask(rec: &Recognizer, vocab: &TokenVocab, prefix: &[u8]) -> TokenSet {
     m
 }
 
+/// Walks the matchers `ms` (one grammar under several configurations)
+/// along tokens chosen by `pick(step, brute-force mask)` for at most
+/// `steps` steps: at every step each matcher's mask must equal brute force
+/// over `rec`, and each must accept the chosen token. The bytes read, or
+/// what differed.
+fn walk_against_brute_force(
+    ms: &mut [EarleyMatcher],
+    rec: &Recognizer,
+    vocab: &TokenVocab,
+    g: &Grammar,
+    steps: usize,
+    mut pick: impl FnMut(usize, &TokenSet) -> Option<TokenId>,
+) -> Result<Vec<u8>, String> {
+    let mut prefix = Vec::new();
+    for step in 0..steps {
+        let want = brute_mask(rec, vocab, &prefix);
+        for (i, m) in ms.iter_mut().enumerate() {
+            if m.mask() != want {
+                return Err(format!(
+                    "config {i} after {:?}\n{g}",
+                    String::from_utf8_lossy(&prefix)
+                ));
+            }
+        }
+        let Some(t) = pick(step, &want) else {
+            break;
+        };
+        for (i, m) in ms.iter_mut().enumerate() {
+            if m.advance(t).is_err() {
+                return Err(format!("config {i} refused token {t}"));
+            }
+        }
+        prefix.extend_from_slice(vocab.token_bytes(t));
+    }
+    Ok(prefix)
+}
+
+/// A random walk's choice: the `picks[step]`-th allowed token (EOS aside),
+/// none when only EOS is allowed.
+fn random_pick<'a>(
+    vocab: &'a TokenVocab,
+    picks: &'a [usize],
+) -> impl FnMut(usize, &TokenSet) -> Option<TokenId> + 'a {
+    move |step, want| {
+        let allowed: Vec<TokenId> = want.iter().filter(|&t| t != vocab.eos()).collect();
+        (!allowed.is_empty()).then(|| allowed[picks[step] % allowed.len()])
+    }
+}
+
+/// A fixed path's choice: the token spelled `path[step]`.
+fn spelled<'a>(
+    vocab: &'a TokenVocab,
+    path: &'a [&'a str],
+) -> impl FnMut(usize, &TokenSet) -> Option<TokenId> + 'a {
+    move |step, _| {
+        Some(
+            (0..vocab.len() as TokenId)
+                .find(|&i| vocab.token_bytes(i) == path[step].as_bytes())
+                .unwrap(),
+        )
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
@@ -138,22 +201,8 @@ proptest! {
             .into_iter()
             .map(|c| engine.compile(&g, c).unwrap().matcher())
             .collect();
-        let mut prefix = Vec::new();
-        for pick in picks {
-            let want = brute_mask(&rec, &vocab, &prefix);
-            for (i, m) in ms.iter_mut().enumerate() {
-                prop_assert_eq!(&m.mask(), &want, "config {} after {:?}\n{}", i, String::from_utf8_lossy(&prefix), g);
-            }
-            let allowed: Vec<TokenId> = want.iter().filter(|&t| t != vocab.eos()).collect();
-            if allowed.is_empty() {
-                break;
-            }
-            let t = allowed[pick % allowed.len()];
-            for m in ms.iter_mut() {
-                prop_assert!(m.advance(t).is_ok());
-            }
-            prefix.extend_from_slice(vocab.token_bytes(t));
-        }
+        let r = walk_against_brute_force(&mut ms, &rec, &vocab, &g, picks.len(), random_pick(&vocab, &picks));
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     }
 }
 
@@ -376,22 +425,8 @@ proptest! {
         let cg = engine.compile(&g, dflt).unwrap();
         let plain = engine.compile(&g, EngineConfig { fuse_families: false, ..dflt }).unwrap();
         let mut ms = [cg.matcher(), plain.matcher()];
-        let mut prefix = Vec::new();
-        for pick in picks {
-            let want = brute_mask(&rec, &vocab, &prefix);
-            for (i, m) in ms.iter_mut().enumerate() {
-                prop_assert_eq!(&m.mask(), &want, "config {} after {:?}\n{}", i, String::from_utf8_lossy(&prefix), g);
-            }
-            let allowed: Vec<TokenId> = want.iter().filter(|&t| t != vocab.eos()).collect();
-            if allowed.is_empty() {
-                break;
-            }
-            let t = allowed[pick % allowed.len()];
-            for m in ms.iter_mut() {
-                prop_assert!(m.advance(t).is_ok());
-            }
-            prefix.extend_from_slice(vocab.token_bytes(t));
-        }
+        let r = walk_against_brute_force(&mut ms, &rec, &vocab, &g, picks.len(), random_pick(&vocab, &picks));
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     }
 }
 
@@ -461,23 +496,18 @@ fn pattern_times_length_is_one_lazy_terminal() {
         )
         .unwrap();
     let rec = Recognizer::new(&g).unwrap();
-    let (mut m, mut p) = (cg.matcher(), plain.matcher());
-    let mut prefix = Vec::new();
-    for t in ["\"", "c", "\\b", "a", "\\a", "c", "a\""] {
-        let want = brute_mask(&rec, &vocab, &prefix);
-        assert_eq!(
-            m.mask(),
-            want,
-            "after {:?}",
-            String::from_utf8_lossy(&prefix)
-        );
-        assert_eq!(p.mask(), want);
-        let id = (0..vocab.len() as TokenId)
-            .find(|&i| vocab.token_bytes(i) == t.as_bytes())
-            .unwrap();
-        assert!(m.advance(id).is_ok() && p.advance(id).is_ok(), "{t}");
-        prefix.extend_from_slice(t.as_bytes());
-    }
+    let mut ms = [cg.matcher(), plain.matcher()];
+    let path = ["\"", "c", "\\b", "a", "\\a", "c", "a\""];
+    let prefix = walk_against_brute_force(
+        &mut ms,
+        &rec,
+        &vocab,
+        &g,
+        path.len(),
+        spelled(&vocab, &path),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let m = &ms[0];
     assert!(m.is_accepting() == rec.recognizes(&prefix));
 }
 
@@ -523,22 +553,17 @@ fn large_literal_sets_are_one_terminal() {
         )
         .unwrap();
     let rec = Recognizer::new(&g).unwrap();
-    let (mut m, mut p) = (cg.matcher(), plain.matcher());
-    let mut prefix = Vec::new();
-    for t in ["\"", "a2", "b", "3", "\"", "y"] {
-        let want = brute_mask(&rec, &vocab, &prefix);
-        assert_eq!(
-            m.mask(),
-            want,
-            "after {:?}",
-            String::from_utf8_lossy(&prefix)
-        );
-        assert_eq!(p.mask(), want);
-        let id = (0..vocab.len() as TokenId)
-            .find(|&i| vocab.token_bytes(i) == t.as_bytes())
-            .unwrap();
-        assert!(m.advance(id).is_ok() && p.advance(id).is_ok(), "{t}");
-        prefix.extend_from_slice(t.as_bytes());
-    }
+    let mut ms = [cg.matcher(), plain.matcher()];
+    let path = ["\"", "a2", "b", "3", "\"", "y"];
+    let prefix = walk_against_brute_force(
+        &mut ms,
+        &rec,
+        &vocab,
+        &g,
+        path.len(),
+        spelled(&vocab, &path),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let m = &ms[0];
     assert!(m.is_accepting() && rec.recognizes(&prefix));
 }
