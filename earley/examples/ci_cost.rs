@@ -66,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ] {
         let time = |index: &VocabIndex| -> Result<_, Box<dyn std::error::Error>> {
             let e = index.terminal_entry(re)?;
-            let s = e.dfa.run(e.dfa.start(), pre);
+            let s = e.dfa().run(e.dfa().start(), pre);
             let t = Instant::now();
             let c = e.ci(s, index).clone();
             Ok((t.elapsed().as_secs_f64() * 1e6, c))

@@ -230,7 +230,7 @@ impl<'a> Work<'a> {
         let g = self.g;
         let s = g.sym[x.pos as usize];
         if s != END && s & TERM != 0 {
-            let dfa = &g.terms[(s & !TERM) as usize].dfa;
+            let dfa = &g.terms[(s & !TERM) as usize].dfa();
             let n = dfa.next(x.st, b);
             if n != DEAD {
                 if dfa.can_continue(n) {
@@ -343,7 +343,7 @@ impl<'a> Work<'a> {
                     }
                 }
             } else if s & TERM != 0 {
-                if g.terms[(s & !TERM) as usize].dfa.is_accepting(x.st) {
+                if g.terms[(s & !TERM) as usize].is_accepting(x.st) {
                     let a = self.advanced(x);
                     self.add(a);
                 }
@@ -442,7 +442,7 @@ impl Work<'_> {
                     }
                 }
             } else if s & TERM != 0 {
-                if g.terms[(s & !TERM) as usize].dfa.is_accepting(x.st) {
+                if g.terms[(s & !TERM) as usize].is_accepting(x.st) {
                     let a = self.advanced(x);
                     self.add(a);
                 }

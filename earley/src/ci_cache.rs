@@ -27,11 +27,15 @@
 //! not look at the strings that may follow `T` when classifying; that work
 //! is left to the suffix walk.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use zapspec_grammar::RegexLimits;
 
 use zapspec_core::{TokenId, TokenSet};
 
+use crate::compile::Facts;
+use crate::error::EarleyError;
 use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
 use crate::toktrie::TokTrie;
@@ -40,12 +44,26 @@ use zapspec_grammar::segmented::Segmented;
 
 /// A terminal compiled for one vocabulary: its DFA and, per DFA state, the
 /// lazily computed [`CiEntry`].
+///
+/// The DFA of a terminal without look-around is built on first use
+/// ([`TermEntry::dfa`]), not when its grammar is compiled: a grammar pays
+/// only for the terminals its parses reach. What compilation needs (the
+/// start state, whether the empty string matches) is read off the
+/// terminal's HIR.
 #[derive(Debug)]
 pub struct TermEntry {
     /// The terminal's regex text (its key in the index).
     pub regex: String,
-    /// The terminal's automaton.
-    pub dfa: ByteDfa,
+    /// The terminal's automaton, once built.
+    dfa: OnceLock<ByteDfa>,
+    /// What builds it on first use (taken then).
+    pending: Mutex<Option<Pending>>,
+    /// [`ByteDfa::start`] of the automaton, built or not.
+    start: u32,
+    /// [`ByteDfa::is_nullable`] of the automaton, built or not.
+    nullable: bool,
+    /// The error a deferred build met (the automaton then matches nothing).
+    failed: OnceLock<EarleyError>,
     /// One slot per DFA state, allocated as states appear (a lazy DFA
     /// grows while masks run).
     ci: Segmented<Slot>,
@@ -191,16 +209,116 @@ impl CiEntry {
     }
 }
 
+/// A terminal's automaton not built yet: its HIR and limits.
+#[derive(Debug)]
+struct Pending {
+    hir: Arc<regex_syntax::hir::Hir>,
+    limits: RegexLimits,
+    facts: Facts,
+}
+
+/// Set once any deferred build has failed (one atomic load spares the
+/// matcher a scan of its terminals otherwise).
+static ANY_FAILED: AtomicBool = AtomicBool::new(false);
+
 impl TermEntry {
     /// A terminal with no entry computed yet (slots allocated on first
     /// use).
     pub fn new(regex: String, dfa: ByteDfa) -> Self {
         TermEntry {
             regex,
-            dfa,
+            start: dfa.start(),
+            nullable: dfa.is_nullable(),
+            dfa: OnceLock::from(dfa),
+            pending: Mutex::new(None),
+            failed: OnceLock::new(),
             ci: Segmented::default(),
             used: AtomicU64::new(0),
         }
+    }
+
+    /// A terminal whose automaton is built from `hir` on first use
+    /// ([`ByteDfa::deferrable`] gave its `facts`).
+    pub(crate) fn deferred(
+        regex: String,
+        hir: Arc<regex_syntax::hir::Hir>,
+        limits: RegexLimits,
+        facts: Facts,
+    ) -> Self {
+        TermEntry {
+            regex,
+            start: facts.start,
+            nullable: facts.nullable,
+            dfa: OnceLock::new(),
+            pending: Mutex::new(Some(Pending { hir, limits, facts })),
+            failed: OnceLock::new(),
+            ci: Segmented::default(),
+            used: AtomicU64::new(0),
+        }
+    }
+
+    /// The terminal's automaton, built now if this is its first use.
+    #[inline]
+    pub fn dfa(&self) -> &ByteDfa {
+        match self.dfa.get() {
+            Some(d) => d,
+            None => self.build(),
+        }
+    }
+
+    #[cold]
+    fn build(&self) -> &ByteDfa {
+        self.dfa.get_or_init(|| {
+            let p = self
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .expect("a terminal without an automaton has a pending build");
+            let (d, err) = ByteDfa::build_deferred(&p.hir, &self.regex, &p.limits, p.facts);
+            if let Some(e) = err {
+                let _ = self.failed.set(e);
+                ANY_FAILED.store(true, Ordering::Relaxed);
+            }
+            d
+        })
+    }
+
+    /// The automaton if it has been built.
+    pub fn built(&self) -> Option<&ByteDfa> {
+        self.dfa.get()
+    }
+
+    /// The automaton's start state ([`DEAD`](crate::DEAD): the language
+    /// is empty), without building it.
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// [`ByteDfa::is_accepting`], answered for the start state without
+    /// building the automaton (an item just predicted asks it).
+    #[inline]
+    pub fn is_accepting(&self, s: u32) -> bool {
+        if s == self.start {
+            self.nullable
+        } else {
+            self.dfa().is_accepting(s)
+        }
+    }
+
+    /// True when the terminal matches the empty string, without building
+    /// its automaton.
+    pub fn is_nullable(&self) -> bool {
+        self.nullable
+    }
+
+    /// The error its deferred build met, if it was built and failed (the
+    /// automaton then matches nothing; the matcher reports it).
+    pub fn build_error(&self) -> Option<&EarleyError> {
+        if !ANY_FAILED.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.failed.get()
     }
 
     /// Records a use at clock `now`.

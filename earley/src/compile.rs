@@ -15,7 +15,7 @@
 use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
 use crate::error::EarleyError;
-use crate::terminal::{limit_error, ByteDfa};
+use crate::terminal::{limit_error, ByteDfa, DEAD};
 
 impl ByteDfa {
     /// Compiles a terminal under the default [`RegexLimits`].
@@ -101,5 +101,145 @@ impl ByteDfa {
             return Self::lazy_from_hir(hir, pattern, limits);
         }
         Self::from_hir(hir, pattern, limits)
+    }
+}
+
+/// What a terminal's automaton is known to be before it is built: enough
+/// for the compile-time analyses (productive and nullable symbols, the
+/// items' initial states), read off the HIR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Facts {
+    /// The start state the built automaton will have: [`DEAD`] when the
+    /// language is empty, else 1 (the lazy construction's numbering).
+    pub start: u32,
+    /// The language holds the empty string.
+    pub nullable: bool,
+}
+
+/// NFA states allowed for a deferred terminal: at most this many by the
+/// estimate of [`nfa_states_estimate`], times its 32 bytes a state, leaves
+/// a 4× margin under `RegexLimits::nfa_bytes` (its default 128 MiB: about a
+/// million states). Larger terminals are built at compile time, where an
+/// NFA over the limit is a compile error.
+const DEFERRED_NFA_MARGIN: u128 = 32 * 4;
+
+impl ByteDfa {
+    /// Whether `hir` may be built on first use instead of now (the
+    /// deferred construction of [`crate::TermEntry`]), and its [`Facts`]:
+    /// only with `lazy`, without look-around, not of the counted shape
+    /// ([`crate::counted`], built now), and with an NFA estimated far below
+    /// `limits.nfa_bytes`, so that building it later cannot hit that limit.
+    /// Whether its language is empty and holds the empty string is read
+    /// off the HIR ([`emptiness`]).
+    pub fn deferrable(
+        hir: &regex_syntax::hir::Hir,
+        limits: &RegexLimits,
+        lazy: bool,
+    ) -> Option<Facts> {
+        let props = hir.properties();
+        if !lazy || !props.look_set().is_empty() || crate::counted::has_counted_shape(hir) {
+            return None;
+        }
+        if nfa_states_estimate(hir).saturating_mul(DEFERRED_NFA_MARGIN) > limits.nfa_bytes as u128 {
+            return None;
+        }
+        let (nonempty, nullable) = emptiness(hir);
+        Some(Facts {
+            start: if nonempty { 1 } else { DEAD },
+            nullable,
+        })
+    }
+
+    /// Builds a terminal [`ByteDfa::deferrable`] accepted: the lazy
+    /// construction. Should the NFA still exceed a limit, the terminal gets
+    /// an automaton that matches nothing past its start state (so items at
+    /// state [`Facts::start`] stay valid) and the error, which the matcher
+    /// reports like a lazy DFA's overflow.
+    pub(crate) fn build_deferred(
+        hir: &regex_syntax::hir::Hir,
+        pattern: &str,
+        limits: &RegexLimits,
+        facts: Facts,
+    ) -> (Self, Option<EarleyError>) {
+        match Self::lazy_from_hir(hir, pattern, limits) {
+            Ok(d) => {
+                debug_assert_eq!(d.start(), facts.start, "{pattern}");
+                (d, None)
+            }
+            Err(e) => {
+                let classes = [0u8; 256];
+                let states = if facts.start == DEAD { 1 } else { 2 };
+                let d = Self::from_parts(
+                    classes,
+                    1,
+                    vec![DEAD; states],
+                    vec![false; states],
+                    facts.start,
+                    None,
+                );
+                (d, Some(e))
+            }
+        }
+    }
+}
+
+/// Whether the language of a HIR without look-around is non-empty, and
+/// whether it holds the empty string: exact, by structure (not
+/// `regex-syntax`'s `minimum_len`, which calls `(?:[a&&b])*` empty).
+pub(crate) fn emptiness(hir: &regex_syntax::hir::Hir) -> (bool, bool) {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => (true, true),
+        HirKind::Literal(l) => (true, l.0.is_empty()),
+        HirKind::Class(Class::Bytes(c)) => (!c.ranges().is_empty(), false),
+        HirKind::Class(Class::Unicode(c)) => (!c.ranges().is_empty(), false),
+        HirKind::Repetition(r) => {
+            let (ne, nu) = emptiness(&r.sub);
+            (r.min == 0 || ne, r.min == 0 || nu)
+        }
+        HirKind::Capture(c) => emptiness(&c.sub),
+        HirKind::Concat(hs) => hs.iter().fold((true, true), |(ne, nu), h| {
+            let (a, b) = emptiness(h);
+            (ne && a, nu && b)
+        }),
+        HirKind::Alternation(hs) => hs.iter().fold((false, false), |(ne, nu), h| {
+            let (a, b) = emptiness(h);
+            (ne || a, nu || b)
+        }),
+    }
+}
+
+/// An estimate of the Thompson NFA states of `hir` meant to err high:
+/// literals a state a byte, a class as many states as its UTF-8 byte
+/// sequences have bytes, counted repetitions multiplied out, one more per
+/// alternative and repetition.
+pub(crate) fn nfa_states_estimate(hir: &regex_syntax::hir::Hir) -> u128 {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(l) => l.0.len() as u128,
+        HirKind::Class(Class::Bytes(c)) => c.ranges().len() as u128 + 1,
+        HirKind::Class(Class::Unicode(c)) => {
+            let mut n = 1u128;
+            for r in c.ranges() {
+                for seq in regex_syntax::utf8::Utf8Sequences::new(r.start(), r.end()) {
+                    n += seq.len() as u128;
+                }
+            }
+            n
+        }
+        HirKind::Repetition(r) => {
+            let copies = match r.max {
+                Some(n) => n as u128,
+                None => r.min as u128 + 1,
+            };
+            nfa_states_estimate(&r.sub)
+                .saturating_add(1)
+                .saturating_mul(copies.max(1))
+        }
+        HirKind::Capture(c) => nfa_states_estimate(&c.sub),
+        HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().fold(1u128, |a, h| {
+            a.saturating_add(nfa_states_estimate(h)).saturating_add(1)
+        }),
     }
 }

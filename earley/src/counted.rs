@@ -97,19 +97,11 @@ fn has_large_bound(re: &str) -> bool {
 /// The regex's parts when it has the shape of the module docs:
 /// `(prefix bytes, X, m, n, S)`.
 fn split(hir: &Hir) -> Option<(Vec<u8>, Hir, u32, u32, Hir)> {
-    let parts: Vec<Hir> = match hir.kind() {
-        HirKind::Concat(hs) => hs.clone(),
-        HirKind::Capture(c) => return split(&c.sub),
-        _ => vec![hir.clone()],
-    };
-    let i = parts.iter().position(
-        |h| matches!(h.kind(), HirKind::Repetition(r) if r.max.is_some_and(|n| n >= MIN_COUNTED)),
-    )?;
+    let (parts, i) = counted_at(hir)?;
     let mut prefix = Vec::new();
     for p in &parts[..i] {
-        match p.kind() {
-            HirKind::Literal(l) => prefix.extend_from_slice(&l.0),
-            _ => return None,
+        if let HirKind::Literal(l) = p.kind() {
+            prefix.extend_from_slice(&l.0);
         }
     }
     let HirKind::Repetition(r) = parts[i].kind() else {
@@ -118,6 +110,30 @@ fn split(hir: &Hir) -> Option<(Vec<u8>, Hir, u32, u32, Hir)> {
     let n = r.max?;
     let rest = Hir::concat(parts[i + 1..].to_vec());
     Some((prefix, (*r.sub).clone(), r.min, n, rest))
+}
+
+/// True when `hir` has the shape of the module docs (a literal prefix, a
+/// repetition bounded by at least [`MIN_COUNTED`]): [`build`] tries the
+/// counted construction on it. Clones nothing.
+pub(crate) fn has_counted_shape(hir: &Hir) -> bool {
+    counted_at(hir).is_some()
+}
+
+/// The concatenated parts of `hir` and the index of its first repetition
+/// bounded by at least [`MIN_COUNTED`], when only literals come before it.
+fn counted_at(hir: &Hir) -> Option<(&[Hir], usize)> {
+    let parts: &[Hir] = match hir.kind() {
+        HirKind::Concat(hs) => hs,
+        HirKind::Capture(c) => return counted_at(&c.sub),
+        _ => std::slice::from_ref(hir),
+    };
+    let i = parts.iter().position(
+        |h| matches!(h.kind(), HirKind::Repetition(r) if r.max.is_some_and(|n| n >= MIN_COUNTED)),
+    )?;
+    parts[..i]
+        .iter()
+        .all(|p| matches!(p.kind(), HirKind::Literal(_)))
+        .then_some((parts, i))
 }
 
 /// The product automaton of `hir` when it has the shape of the module

@@ -76,6 +76,8 @@ pub struct VocabIndex {
     /// [`CacheStats::dfa_builds`]).
     dfa_builds: AtomicUsize,
     dfa_build_nanos: AtomicU64,
+    /// Of those, terminals whose automaton was deferred to first use.
+    deferred: AtomicUsize,
 }
 
 /// How a [`VocabIndex`] computes and shares context-independent entries.
@@ -113,6 +115,14 @@ pub struct IndexConfig {
     /// `dfa_states` overflow at the mask or step that needed the state
     /// (`EarleyMatcher::limit_exceeded`) rather than at compile time.
     pub lazy_dfas: bool,
+    /// Build the automaton of a terminal without look-around (and not a
+    /// counted repetition, and of a modest NFA) when a mask or step first
+    /// reaches it, not when its grammar is compiled: compiling a grammar
+    /// builds no automaton its parses never reach (`TermEntry::dfa`). Only
+    /// with [`Self::lazy_dfas`]. A deferred build that fails (its NFA past
+    /// `RegexLimits::nfa_bytes` despite the estimate that admitted it) is
+    /// reported by the matcher like a `dfa_states` overflow.
+    pub deferred_terminals: bool,
 }
 
 impl Default for IndexConfig {
@@ -126,6 +136,7 @@ impl Default for IndexConfig {
             residual_max_states: 64,
             max_cache_bytes: 32 << 20,
             lazy_dfas: true,
+            deferred_terminals: true,
         }
     }
 }
@@ -139,6 +150,7 @@ impl IndexConfig {
             residual_max_states: 0,
             max_cache_bytes: usize::MAX,
             lazy_dfas: true,
+            deferred_terminals: true,
         }
     }
 }
@@ -210,6 +222,7 @@ impl VocabIndex {
             evictions: AtomicUsize::new(0),
             evicted: AtomicUsize::new(0),
             dfa_builds: AtomicUsize::new(0),
+            deferred: AtomicUsize::new(0),
             dfa_build_nanos: AtomicU64::new(0),
         }))
     }
@@ -275,8 +288,45 @@ impl VocabIndex {
         regex: String,
         limits: &zapspec_grammar::RegexLimits,
     ) -> Result<Arc<TermEntry>, EarleyError> {
-        let lazy = self.config.lazy_dfas;
-        self.terminal_built(regex, |re| ByteDfa::from_regex_opts(re, limits, lazy))
+        self.terminal_built(regex, |re| self.entry_of_text(re, limits))
+    }
+
+    /// [`Self::entry_of`] the parse of `regex`.
+    fn entry_of_text(
+        &self,
+        regex: &str,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<TermEntry, EarleyError> {
+        let hir = regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(regex)
+            .map_err(|e| EarleyError::Terminal {
+                regex: regex.to_string(),
+                reason: e.to_string(),
+            })?;
+        self.entry_of(regex, Arc::new(hir), limits, self.config.lazy_dfas)
+    }
+
+    /// The entry of `hir` (the language of `regex`): deferred to its first
+    /// use where [`ByteDfa::deferrable`] allows (`IndexConfig::lazy_dfas`
+    /// on, no look-around, not a counted repetition, a modest NFA), built
+    /// now otherwise.
+    fn entry_of(
+        &self,
+        regex: &str,
+        hir: Arc<regex_syntax::hir::Hir>,
+        limits: &zapspec_grammar::RegexLimits,
+        lazy: bool,
+    ) -> Result<TermEntry, EarleyError> {
+        if self.config.deferred_terminals {
+            if let Some(facts) = ByteDfa::deferrable(&hir, limits, lazy) {
+                self.deferred.fetch_add(1, Ordering::Relaxed);
+                return Ok(TermEntry::deferred(regex.to_string(), hir, *limits, facts));
+            }
+        }
+        let dfa = ByteDfa::from_parsed(&hir, regex, limits, lazy)?;
+        Ok(TermEntry::new(regex.to_string(), dfa))
     }
 
     /// The shared entry of a regular family's terminal ([`crate::family`]),
@@ -288,7 +338,7 @@ impl VocabIndex {
     ) -> Result<Arc<TermEntry>, EarleyError> {
         self.terminal_built(
             ByteDfa::regex_of(&Terminal::Regex(family.key().to_string())),
-            |_| family.dfa(limits),
+            |re| Ok(TermEntry::new(re.to_string(), family.dfa(limits)?)),
         )
     }
 
@@ -296,22 +346,22 @@ impl VocabIndex {
     fn terminal_built(
         &self,
         regex: String,
-        build: impl FnOnce(&str) -> Result<ByteDfa, EarleyError>,
+        build: impl FnOnce(&str) -> Result<TermEntry, EarleyError>,
     ) -> Result<Arc<TermEntry>, EarleyError> {
         if let Some(e) = self.lock().get(&regex) {
             e.touch(self.tick());
             return Ok(e.clone());
         }
         let t0 = std::time::Instant::now();
-        let dfa = build(&regex);
+        let entry = build(&regex);
         self.dfa_builds.fetch_add(1, Ordering::Relaxed);
         self.dfa_build_nanos.fetch_add(
             u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
         );
-        let dfa = dfa?;
-        self.note_bytes(dfa.heap_bytes() + regex.len());
-        let e = Arc::new(TermEntry::new(regex.clone(), dfa));
+        let entry = entry?;
+        self.note_bytes(entry.built().map_or(0, ByteDfa::heap_bytes) + regex.len());
+        let e = Arc::new(entry);
         e.touch(self.tick());
         let e = self.lock().entry(regex).or_insert(e).clone();
         self.live_terms
@@ -365,7 +415,7 @@ impl VocabIndex {
         let mut dfa_bytes = 0usize;
         for (re, t) in self.lock().iter() {
             if Arc::strong_count(t) == 1 {
-                let b = t.dfa.heap_bytes() + re.len();
+                let b = t.built().map_or(0, ByteDfa::heap_bytes) + re.len();
                 dfa_bytes += b;
                 orphans.push((t.last_used(), b, re.clone()));
             }
@@ -464,12 +514,28 @@ impl VocabIndex {
     pub(crate) fn terminal_parsed(
         &self,
         t: &Terminal,
-        hir: &regex_syntax::hir::Hir,
+        hir: &Arc<regex_syntax::hir::Hir>,
         limits: &zapspec_grammar::RegexLimits,
     ) -> Result<Arc<TermEntry>, EarleyError> {
         let lazy = self.config.lazy_dfas;
         self.terminal_built(ByteDfa::regex_of(t), |re| {
-            ByteDfa::from_parsed(hir, re, limits, lazy)
+            self.entry_of(re, hir.clone(), limits, lazy)
+        })
+    }
+
+    /// [`Self::terminal`] built, on a miss, from the HIR `hir` makes
+    /// (called only then; `None`: parse the text): a literal's or class's
+    /// ([`ByteDfa::hir_of`]), a fused regex's ([`crate::fuse::Fused::hir`]).
+    pub(crate) fn terminal_hir_on_miss(
+        &self,
+        t: &Terminal,
+        hir: impl FnOnce() -> Option<regex_syntax::hir::Hir>,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        let lazy = self.config.lazy_dfas;
+        self.terminal_built(ByteDfa::regex_of(t), |re| match hir() {
+            Some(h) => self.entry_of(re, Arc::new(h), limits, lazy),
+            None => self.entry_of_text(re, limits),
         })
     }
 
@@ -510,7 +576,7 @@ impl VocabIndex {
                     s.ci_bytes += c.heap_bytes();
                 }
             }
-            s.dfa_states += e.dfa.num_states();
+            s.dfa_states += e.built().map_or(0, ByteDfa::num_states);
         }
         s.ci_bytes += self.slices.iter().map(Slice::heap_bytes).sum::<usize>();
         s
@@ -703,19 +769,40 @@ impl std::fmt::Debug for CompiledGrammar {
 }
 
 impl CompiledGrammar {
-    /// The regex of a terminal whose lazy DFA has refused a state for its
-    /// bound (module `zapspec_grammar::lazy`), and that bound, if any: one atomic load when
-    /// no lazy DFA in the process has.
-    pub(crate) fn overflowed_terminal(&self) -> Option<(String, usize)> {
-        if !zapspec_grammar::lazy::any_overflowed() {
-            return None;
+    /// A terminal whose automaton left the last advance or mask possibly
+    /// incomplete: a lazy DFA that refused a state for its bound (module
+    /// `zapspec_grammar::lazy`), or a deferred build that failed
+    /// ([`TermEntry::dfa`]). One atomic load each when no automaton in the
+    /// process has. Unbuilt terminals are not built to be asked.
+    pub(crate) fn terminal_trouble(&self) -> Option<TerminalTrouble> {
+        if zapspec_grammar::lazy::any_overflowed() {
+            let over = self.rules.terms.iter().find_map(|t| {
+                let d = t.built()?;
+                d.state_bound()
+                    .filter(|_| d.overflowed())
+                    .map(|max| TerminalTrouble::Overflow {
+                        regex: t.regex.clone(),
+                        max,
+                    })
+            });
+            if over.is_some() {
+                return over;
+            }
         }
-        self.rules.terms.iter().find_map(|t| {
-            t.dfa
-                .state_bound()
-                .filter(|_| t.dfa.overflowed())
-                .map(|max| (t.regex.clone(), max))
-        })
+        self.rules
+            .terms
+            .iter()
+            .find_map(|t| t.build_error().cloned().map(TerminalTrouble::Failed))
+    }
+
+    /// How many of the grammar's terminals have their automaton built, of
+    /// how many: a terminal deferred at compile time
+    /// ([`IndexConfig::deferred_terminals`]) is built by the first mask or
+    /// step that reaches it, so a terminal no parse reached is still
+    /// unbuilt.
+    pub fn terminals_built(&self) -> (usize, usize) {
+        let t = &self.rules.terms;
+        (t.iter().filter(|e| e.built().is_some()).count(), t.len())
     }
 
     /// Compiles `grammar` over `index`.
@@ -768,41 +855,50 @@ impl CompiledGrammar {
         config: &EngineConfig,
         deadline: &Deadline,
     ) -> Result<(Rules, Option<Grammar>), EarleyError> {
+        // Compiled from a HIR where one is known (the grammar's table, a
+        // literal's or class's, a fused regex's), not from a parse of the
+        // text.
         let term = |t: &Terminal| {
             deadline.check("terminal compilation")?;
+            let limits = &config.regex_limits;
             match t {
-                Terminal::Regex(text) => match grammar.regex_hir(text) {
-                    Some(hir) => index.terminal_parsed(t, hir, &config.regex_limits),
-                    None => index.terminal(t, &config.regex_limits),
+                Terminal::Regex(text) => match grammar.regex_hir_shared(text) {
+                    Some(hir) => index.terminal_parsed(t, hir, limits),
+                    None => index.terminal(t, limits),
                 },
-                _ => index.terminal(t, &config.regex_limits),
+                _ => index.terminal_hir_on_miss(t, || ByteDfa::hir_of(t), limits),
             }
         };
         if config.fuse_terminals {
             let mut excluded: Vec<zapspec_grammar::NtId> = Vec::new();
             for round in 0..8 {
                 deadline.check(&format!("terminal fusion, round {}", round + 1))?;
-                let crate::fuse::Fused {
-                    grammar: fg,
-                    terminal: re,
-                    families,
-                } = crate::fuse::fuse_with(
+                let fused = crate::fuse::fuse_with(
                     grammar,
                     config.fuse_max_weight,
                     &excluded,
                     config.fuse_families,
                 );
+                let re = &fused.terminal;
                 let term = |t: &Terminal| {
                     if let Terminal::Regex(text) = t {
-                        if let Some(f) = families.get(text) {
+                        if let Some(f) = fused.families.get(text) {
                             deadline.check("terminal compilation")?;
                             return index.terminal_family(f, &config.regex_limits);
+                        }
+                        if grammar.regex_hir(text).is_none() {
+                            deadline.check("terminal compilation")?;
+                            return index.terminal_hir_on_miss(
+                                t,
+                                || fused.hir(grammar, text),
+                                &config.regex_limits,
+                            );
                         }
                     }
                     term(t)
                 };
-                match Rules::new(&fg, term) {
-                    Ok(r) => return Ok((r, Some(fg))),
+                match Rules::new(&fused.grammar, term) {
+                    Ok(r) => return Ok((r, Some(fused.grammar))),
                     Err(e) => {
                         let regex = match &e {
                             EarleyError::Terminal { regex, .. }
@@ -920,6 +1016,16 @@ impl CompiledGrammar {
 /// index that compiled it (its token trie, slices and shared residual
 /// entries); this is the one place the cache meets the index, so
 /// `ci_cache` sits below `engine` in the module order.
+/// Why a terminal's automaton may have left a mask or advance incomplete
+/// ([`CompiledGrammar::terminal_trouble`]).
+#[derive(Clone, Debug)]
+pub(crate) enum TerminalTrouble {
+    /// A lazy DFA refused a state for its bound `max` (`dfa_states`).
+    Overflow { regex: String, max: usize },
+    /// A deferred build failed (the terminal matches nothing).
+    Failed(EarleyError),
+}
+
 impl TermEntry {
     /// The entry for DFA state `s` (computed on first use, over the index's
     /// token trie and with its slices).
@@ -933,8 +1039,8 @@ impl TermEntry {
         // States no token can tell apart share one slot (counted
         // repetitions, `crate::counted`).
         let horizon = index.trie().max_depth();
-        let s = self.dfa.ci_representative(s, horizon);
-        let slot = self.slot(self.dfa.ci_slot(s, horizon));
+        let s = self.dfa().ci_representative(s, horizon);
+        let slot = self.slot(self.dfa().ci_slot(s, horizon));
         let now = index.now();
         slot.mark_used(now);
         self.touch(now);
@@ -946,19 +1052,19 @@ impl TermEntry {
         // (the matcher reports the overflow).
         let fresh = || {
             let (trie, slices, vocab_len) = (index.trie(), index.slices(), index.vocab().len());
-            let e = Arc::new(ci_cache::compute(&self.dfa, s, trie, slices, vocab_len));
-            let keep = !self.dfa.overflowed();
+            let e = Arc::new(ci_cache::compute(self.dfa(), s, trie, slices, vocab_len));
+            let keep = !self.dfa().overflowed();
             if keep {
                 index.note_bytes(e.heap_bytes());
             }
             (e, keep)
         };
-        let key = index.residual_key(&self.dfa, s);
+        let key = index.residual_key(self.dfa(), s);
         let e = match key {
-            Some(key) if !self.dfa.overflowed() => index.shared_entry(key, fresh),
+            Some(key) if !self.dfa().overflowed() => index.shared_entry(key, fresh),
             _ => fresh().0,
         };
-        if self.dfa.overflowed() {
+        if self.dfa().overflowed() {
             return e;
         }
         slot.mark_used(index.tick());

@@ -23,6 +23,7 @@
 //!   object does not, so the (terminal, state) cache entries of strings are
 //!   shared between all the places a string occurs.
 
+use regex_syntax::hir::Hir;
 use zapspec_grammar::{Grammar, NtId, Rule, Symbol, Terminal};
 
 use crate::family::Family;
@@ -74,14 +75,26 @@ pub fn fusable_within(g: &Grammar, max_weight: usize) -> Vec<Option<String>> {
 /// [`fusable_within`], never fusing the nonterminals in `excluded` (nor,
 /// therefore, any nonterminal that uses them).
 pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> Vec<Option<String>> {
+    fusable_plans(g, max_weight, excluded).0
+}
+
+/// [`fusable_excluding`] with the [`Plan`] of each fused nonterminal.
+fn fusable_plans(
+    g: &Grammar,
+    max_weight: usize,
+    excluded: &[NtId],
+) -> (Vec<Option<String>>, Vec<Option<Plan>>) {
     let n = g.num_nonterminals();
     let mut by_nt: Vec<Vec<&Rule>> = vec![Vec::new(); n];
-    for r in &g.rules {
+    let mut by_nt_ix: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, r) in g.rules.iter().enumerate() {
         if let Some(v) = by_nt.get_mut(r.lhs.index()) {
             v.push(r);
+            by_nt_ix[r.lhs.index()].push(i);
         }
     }
     let mut re: Vec<Option<String>> = vec![None; n];
+    let mut plans: Vec<Option<Plan>> = vec![None; n];
     let mut weight: Vec<usize> = vec![0; n];
     // Distinct terminal texts under each fused nonterminal (at most
     // LEXEME_TERMINALS + 1 kept): few means "a lexeme", e.g. a counted
@@ -191,7 +204,8 @@ pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> V
                 }
             }
             let cut = usize::from(suffix.is_some());
-            for r in rules {
+            let mut roles = Vec::with_capacity(rules.len());
+            for (k, r) in rules.iter().enumerate() {
                 let r = &Rule {
                     lhs: r.lhs,
                     rhs: r.rhs[..r.rhs.len() - cut].to_vec(),
@@ -229,12 +243,20 @@ pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> V
                     }
                     Some((s, w))
                 };
+                let ix = by_nt_ix[nt][k];
                 match selfs.as_slice() {
-                    [] => base.push(cat(&r.rhs)),
+                    [] => {
+                        roles.push((ix, Role::Base));
+                        base.push(cat(&r.rhs))
+                    }
                     [i] if *i + 1 == r.rhs.len() && r.rhs.len() > 1 => {
+                        roles.push((ix, Role::Right));
                         right.push(cat(&r.rhs[..*i]))
                     }
-                    [0] if r.rhs.len() > 1 => left.push(cat(&r.rhs[1..])),
+                    [0] if r.rhs.len() > 1 => {
+                        roles.push((ix, Role::Left));
+                        left.push(cat(&r.rhs[1..]))
+                    }
                     _ => ok = false,
                 }
             }
@@ -290,6 +312,10 @@ pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> V
                             || (literal_set && r.len() <= MAX_LITERAL_SET_REGEX)) =>
                 {
                     re[nt] = Some(r);
+                    plans[nt] = Some(Plan {
+                        rules: roles,
+                        suffix: suffix.is_some(),
+                    });
                     weight[nt] = w;
                     lexterms[nt] = terms;
                 }
@@ -298,7 +324,135 @@ pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> V
             changed = true;
         }
     }
-    re
+    (re, plans)
+}
+
+/// How a fused nonterminal's regex text was put together from its rules,
+/// kept so that its HIR can be built the same way from its parts' HIRs
+/// ([`Fused::hir`]) when its terminal is compiled — not parsed from the
+/// text, and only on a miss of the shared terminal cache.
+#[derive(Clone, Debug)]
+struct Plan {
+    /// The nonterminal's rules (indices into the grammar's rules), each
+    /// with its place in the regex.
+    rules: Vec<(usize, Role)>,
+    /// Every rule ends in one common symbol, factored out: `(α₁|α₂) Z`.
+    suffix: bool,
+}
+
+/// A rule's place in its nonterminal's fused regex.
+#[derive(Clone, Copy, Debug)]
+enum Role {
+    /// `N → α`: one alternative `α`.
+    Base,
+    /// `N → α N`: `(α)*` before the alternatives.
+    Right,
+    /// `N → N α`: `(α)*` after them.
+    Left,
+}
+
+/// `(?:sub){min,max}` (greedy; `max` `None`: unbounded), as the parser
+/// builds it.
+fn repeat(sub: Hir, min: u32, max: Option<u32>) -> Hir {
+    Hir::repetition(regex_syntax::hir::Repetition {
+        min,
+        max,
+        greedy: true,
+        sub: Box::new(sub),
+    })
+}
+
+/// Builds the HIRs of fused nonterminals from their [`Plan`]s, mirroring
+/// the text `fusable_excluding` prints (same alternatives, runs, suffix and
+/// stars): a terminal's HIR is [`ByteDfa::hir_of`], the grammar's
+/// [`Grammar::regex_hir`] or the parse of its text.
+struct HirBuilder<'a> {
+    g: &'a Grammar,
+    plans: &'a [Option<Plan>],
+    memo: std::collections::HashMap<usize, Option<Hir>>,
+}
+
+impl HirBuilder<'_> {
+    fn symbol(&mut self, s: &Symbol) -> Option<Hir> {
+        match s {
+            Symbol::T(Terminal::Regex(text)) => match self.g.regex_hir(text) {
+                Some(h) => Some(h.clone()),
+                None => regex_syntax::ParserBuilder::new()
+                    .utf8(false)
+                    .build()
+                    .parse(text)
+                    .ok(),
+            },
+            Symbol::T(t) => ByteDfa::hir_of(t),
+            Symbol::Nt(m) => self.nonterminal(m.index()),
+        }
+    }
+
+    /// The concatenation of `syms`, a run of one symbol as a counted
+    /// repetition.
+    fn cat(&mut self, syms: &[Symbol]) -> Option<Hir> {
+        let mut hs = Vec::new();
+        let mut i = 0;
+        while i < syms.len() {
+            let mut j = i + 1;
+            while j < syms.len() && syms[j] == syms[i] {
+                j += 1;
+            }
+            let h = self.symbol(&syms[i])?;
+            hs.push(if j - i > 1 {
+                let k = u32::try_from(j - i).ok()?;
+                repeat(h, k, Some(k))
+            } else {
+                h
+            });
+            i = j;
+        }
+        Some(Hir::concat(hs))
+    }
+
+    fn nonterminal(&mut self, nt: usize) -> Option<Hir> {
+        if let Some(h) = self.memo.get(&nt) {
+            return h.clone();
+        }
+        let h = self.build(nt);
+        self.memo.insert(nt, h.clone());
+        h
+    }
+
+    fn build(&mut self, nt: usize) -> Option<Hir> {
+        let plan = self.plans.get(nt)?.as_ref()?;
+        let cut = usize::from(plan.suffix);
+        let (mut base, mut right, mut left) = (Vec::new(), Vec::new(), Vec::new());
+        for &(ix, role) in &plan.rules {
+            let rhs = &self.g.rules[ix].rhs;
+            let rhs = &rhs[..rhs.len() - cut];
+            match role {
+                Role::Base => base.push(self.cat(rhs)?),
+                Role::Right => right.push(self.cat(&rhs[..rhs.len() - 1])?),
+                Role::Left => left.push(self.cat(&rhs[1..])?),
+            }
+        }
+        let alt = |v: Vec<Hir>| {
+            if v.is_empty() {
+                Hir::fail()
+            } else {
+                Hir::alternation(v)
+            }
+        };
+        let mut b = alt(base);
+        if plan.suffix {
+            let &(ix, _) = plan.rules.first()?;
+            let z = self.g.rules[ix].rhs.last()?.clone();
+            b = Hir::concat(vec![b, self.symbol(&z)?]);
+        }
+        Some(if !right.is_empty() {
+            Hir::concat(vec![repeat(alt(right), 0, None), b])
+        } else if !left.is_empty() {
+            Hir::concat(vec![b, repeat(alt(left), 0, None)])
+        } else {
+            b
+        })
+    }
 }
 
 /// The nonterminals `0..n` in a post-order of their uses (`by_nt[a]`'s
@@ -373,12 +527,34 @@ pub struct Fused {
     /// The families behind terminal texts starting with
     /// [`crate::family::FAMILY_PREFIX`], by text.
     pub families: std::collections::HashMap<String, std::sync::Arc<Family>>,
+    /// How each fused regex was put together ([`Fused::hir`]).
+    plans: Vec<Option<Plan>>,
+}
+
+impl Fused {
+    /// The HIR of the fused regex terminal `text` (`None` for a text no
+    /// nonterminal was fused into, a family's, or one with a part whose
+    /// text does not parse), built from its parts' HIRs: the same language
+    /// as the text's parse, which compiling it this way skips. `original`
+    /// is the grammar [`fuse_with`] was given. Cost: linear in the regex.
+    pub fn hir(&self, original: &Grammar, text: &str) -> Option<Hir> {
+        let nt = self
+            .terminal
+            .iter()
+            .position(|t| t.as_deref() == Some(text))?;
+        HirBuilder {
+            g: original,
+            plans: &self.plans,
+            memo: Default::default(),
+        }
+        .nonterminal(nt)
+    }
 }
 
 /// [`fuse_excluding`], and with `families`, regular families (module
 /// [`crate::family`]) replaced by family terminals too.
 pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bool) -> Fused {
-    let mut re = fusable_excluding(g, max_weight, excluded);
+    let (mut re, plans) = fusable_plans(g, max_weight, excluded);
     let mut fams = std::collections::HashMap::new();
     if families {
         let n = g.num_nonterminals();
@@ -406,6 +582,8 @@ pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bo
         let found = crate::family::regular_families(g, &re, &blocked);
         for (nt, f) in found.into_iter().enumerate() {
             if let Some(f) = f {
+                // (its plan stays: fused parents built from its regex
+                // text rebuild their HIRs through it)
                 re[nt] = Some(f.key().to_string());
                 fams.insert(f.key().to_string(), f);
             }
@@ -432,6 +610,7 @@ pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bo
             grammar: out,
             terminal: re,
             families: fams,
+            plans,
         };
     }
     for r in &g.rules {
@@ -444,5 +623,6 @@ pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bo
         grammar: out,
         terminal: re,
         families: fams,
+        plans,
     }
 }

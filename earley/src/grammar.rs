@@ -101,7 +101,7 @@ impl Rules {
         let n_nt = n_nt + 1;
 
         // Productive symbols; drop rules that use an unproductive one.
-        let term_ok = |t: u32| terms[(t & !TERM) as usize].dfa.start() != DEAD;
+        let term_ok = |t: u32| terms[(t & !TERM) as usize].start() != DEAD;
         let mut productive = vec![false; n_nt];
         let mut changed = true;
         while changed {
@@ -136,7 +136,7 @@ impl Rules {
             })
         });
         // Nullable.
-        let term_null = |t: u32| terms[(t & !TERM) as usize].dfa.is_nullable();
+        let term_null = |t: u32| terms[(t & !TERM) as usize].is_nullable();
         let mut nullable = vec![false; n_nt];
         let mut changed = true;
         while changed {
@@ -174,7 +174,7 @@ impl Rules {
                 sym.push(s);
                 lhs.push(*l);
                 init.push(if s & TERM != 0 {
-                    terms[(s & !TERM) as usize].dfa.start()
+                    terms[(s & !TERM) as usize].start()
                 } else {
                     0
                 });

@@ -75,16 +75,24 @@
 //! - **Index** ([`VocabIndex::new`]): sorting the token strings and
 //!   building the trie, O(Σ|token| + |V| log |V|), plus one trie walk per
 //!   slice. Excluded from time to first mask (TTFM).
-//! - **Compile** ([`Engine::compile`]): terminal fusion, one automaton per
-//!   distinct terminal (shared with earlier grammars over the same index):
-//!   for a regex without look-around its Thompson NFA only, its DFA states
-//!   built when a mask or step first reaches them (module `zapspec_grammar::lazy`,
-//!   [`IndexConfig::lazy_dfas`]); a regex with look-around is determinised
+//! - **Compile** ([`Engine::compile`]): terminal fusion (fused terminals
+//!   get their HIR from their parts', [`fuse::Fused::hir`]: no regex text
+//!   is parsed), one cache entry per distinct terminal (shared with earlier
+//!   grammars over the same index). A terminal without look-around, not a
+//!   counted repetition and of a modest NFA gets no automaton yet: its
+//!   start state and nullability are read off its HIR, and its Thompson
+//!   NFA is built by the first mask or step that reaches it
+//!   ([`IndexConfig::deferred_terminals`]; a grammar pays for the
+//!   terminals its parses reach, [`CompiledGrammar::terminals_built`]
+//!   counts them), its DFA states later still, one by one (module
+//!   `zapspec_grammar::lazy`, [`IndexConfig::lazy_dfas`]). Counted
+//!   repetitions, regular families and regexes with look-around are built
 //!   at once (a huge fused terminal can dominate, see
 //!   [`fuse::MAX_FUSED_WEIGHT`]). Then rule flattening and the initial
-//!   Earley set. TTFM is this plus the
-//!   first mask; a benchmark of cold TTFM needs a fresh [`VocabIndex`] per
-//!   grammar (the trie can be shared by cloning the vocabulary `Arc`).
+//!   Earley set. TTFM is this plus the first mask (which builds the
+//!   terminals a parse can start with); a benchmark of cold TTFM needs a
+//!   fresh [`VocabIndex`] per grammar (the trie can be shared by cloning
+//!   the vocabulary `Arc`).
 //! - **Mask** (`fill_mask`): a pruned-state cache hit copies `W` words.
 //!   Otherwise, per distinct (terminal, DFA state) pair among the items of
 //!   the last Earley set, one OR of its context-independent set (O(W), or
@@ -93,7 +101,9 @@
 //!   a pair anywhere in the process computes its entry: one walk of the
 //!   token trie (O(N)), or of the few thousand tokens outside a slice;
 //!   with lazy terminal DFAs, that walk also builds the DFA states the
-//!   tokens reach (a subset-construction step each, about a microsecond).
+//!   tokens reach (a subset-construction step each, about a microsecond),
+//!   and the first use of a deferred terminal builds its NFA (tens of
+//!   microseconds; a `format` such as `uri`, about a millisecond).
 //!   Counted repetitions ([`counted`]) cost no table: a transition is a
 //!   shift, a mask and one row lookup; regular families ([`family`]) are
 //!   one terminal, so a token inside a key region is one cache lookup
@@ -136,7 +146,10 @@
 //! naming the `zapspec_grammar::Limit` and the place: each terminal's NFA,
 //! DFA and DFA states (`regex_limits`; a lazy DFA's state bound is met at
 //! the mask or step that needs a state past it, and reported there by
-//! [`EarleyMatcher::limit_exceeded`], the work since not cached), the
+//! [`EarleyMatcher::limit_exceeded`], the work since not cached; a
+//! terminal is deferred only when an estimate of its NFA is far below
+//! `nfa_bytes`, so its NFA bound is met at compile time, and should a
+//! deferred build still fail, it is reported the same way), the
 //! items of one Earley set
 //! (`max_set_items`; checked by [`EarleyMatcher::try_advance`] and
 //! [`EarleyMatcher::try_mask`], and at compile time for the initial set)
@@ -230,6 +243,7 @@ mod walk;
 
 pub use batch::{fill_masks, BatchError};
 pub use ci_cache::{CiEntry, TermEntry};
+pub use compile::Facts;
 pub use config::EngineConfig;
 pub use draft_tree::{draft_tree_masks, DraftTree, DraftTreeError, DraftTreeMasks, NodeMask};
 pub use engine::{

@@ -14,7 +14,7 @@ use zapspec_grammar::Limit;
 
 use crate::chart::{Chart, Item, Work};
 use crate::engine::AtomicCounters;
-use crate::engine::CompiledGrammar;
+use crate::engine::{CompiledGrammar, TerminalTrouble};
 use crate::error::EarleyError;
 use crate::grammar::{END, TERM};
 use crate::prune;
@@ -67,9 +67,10 @@ pub struct EarleyMatcher {
     /// The last `EngineConfig::max_set_items` overflow of an advance or a
     /// mask: (items reached, byte offset of the set, in a mask?).
     limit: Option<(usize, u32, bool)>,
-    /// A lazy terminal DFA of the grammar refused a state for its bound
-    /// during the last advance or mask: (in a mask?, its regex, its bound).
-    dfa_limit: Option<(bool, String, usize)>,
+    /// A terminal's automaton left the last advance or mask possibly
+    /// incomplete (a lazy DFA refused a state for its bound, or a deferred
+    /// build failed): (in a mask?, what happened).
+    dfa_limit: Option<(bool, TerminalTrouble)>,
 }
 
 impl std::fmt::Debug for EarleyMatcher {
@@ -164,7 +165,12 @@ impl EarleyMatcher {
     /// the state cache was complete. [`Self::try_advance`] and
     /// [`Self::try_mask`] return it as an error instead.
     pub fn limit_exceeded(&self) -> Option<EarleyError> {
-        if let (None, Some((in_mask, regex, max))) = (self.limit, &self.dfa_limit) {
+        if let (None, Some((_, TerminalTrouble::Failed(e)))) = (self.limit, &self.dfa_limit) {
+            return Some(e.clone());
+        }
+        if let (None, Some((in_mask, TerminalTrouble::Overflow { regex, max }))) =
+            (self.limit, &self.dfa_limit)
+        {
             let max = *max;
             return Some(EarleyError::LimitExceeded {
                 limit: Limit::DfaStates,
@@ -282,9 +288,10 @@ impl EarleyMatcher {
                     self.limit = Some((n, chart.last_pos() + i as u32 + 1, false));
                     return Err(0);
                 }
-                if let Some((r, max)) = g.overflowed_terminal() {
-                    // not shown invalid: a lazy DFA refused a state
-                    self.dfa_limit = Some((false, r, max));
+                if let Some(t) = g.terminal_trouble() {
+                    // not shown invalid: a lazy DFA refused a state, or a
+                    // terminal could not be built
+                    self.dfa_limit = Some((false, t));
                     return Err(0);
                 }
                 return Err(i + 1);
@@ -432,9 +439,10 @@ impl zapspec_core::Matcher for EarleyMatcher {
             self.limit = Some((n, at, true));
             return;
         }
-        if let Some((r, max)) = self.g.overflowed_terminal() {
-            // Possibly incomplete (a lazy DFA refused a state): not cached.
-            self.dfa_limit = Some((true, r, max));
+        if let Some(t) = self.g.terminal_trouble() {
+            // Possibly incomplete (a lazy DFA refused a state, or a
+            // terminal could not be built): not cached.
+            self.dfa_limit = Some((true, t));
             return;
         }
         if self.g.config.state_cache {

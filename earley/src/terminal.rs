@@ -78,6 +78,25 @@ impl ByteDfa {
         }
     }
 
+    /// The HIR of the regex [`ByteDfa::regex_of`] prints for a literal or a
+    /// character class, built directly (no text is parsed): a byte string,
+    /// or a Unicode class. `None` for a regex terminal (its HIR is the
+    /// parse of its text, or the grammar's [`Grammar::regex_hir`]).
+    ///
+    /// [`Grammar::regex_hir`]: zapspec_grammar::Grammar::regex_hir
+    pub fn hir_of(t: &Terminal) -> Option<regex_syntax::hir::Hir> {
+        use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
+        match t {
+            Terminal::Literal(bytes) => Some(Hir::literal(bytes.clone())),
+            Terminal::Class(c) => Some(Hir::class(Class::Unicode(ClassUnicode::new(
+                c.ranges()
+                    .iter()
+                    .map(|&(a, b)| ClassUnicodeRange::new(a, b)),
+            )))),
+            Terminal::Regex(_) => None,
+        }
+    }
+
     /// Like [`ByteDfa::from_regex_with`] without the counted construction
     /// of [`crate::counted`]: always `regex-automata`'s NFA and DFA (the
     /// reference the counted construction is tested against, and its

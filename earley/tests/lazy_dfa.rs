@@ -6,41 +6,12 @@
 //! every reachable pair both states are dead or neither, and they agree on
 //! accepting and on "some byte continues".
 
-use std::collections::{HashSet, VecDeque};
-
 use proptest::prelude::*;
 use zapspec_earley::{ByteDfa, DEAD};
 use zapspec_grammar::RegexLimits;
 
-/// Equal languages and equal liveness, state pair by state pair.
-fn equivalent(a: &ByteDfa, b: &ByteDfa) -> Result<usize, String> {
-    let mut seen = HashSet::new();
-    let mut q = VecDeque::from([(a.start(), b.start(), Vec::<u8>::new())]);
-    seen.insert((a.start(), b.start()));
-    while let Some((x, y, path)) = q.pop_front() {
-        if (x == DEAD) != (y == DEAD) {
-            return Err(format!("liveness differs after {path:?}"));
-        }
-        if x == DEAD {
-            continue;
-        }
-        if a.is_accepting(x) != b.is_accepting(y) {
-            return Err(format!("acceptance differs after {path:?}"));
-        }
-        if a.can_continue(x) != b.can_continue(y) {
-            return Err(format!("can_continue differs after {path:?}"));
-        }
-        for byte in 0..=255u8 {
-            let (nx, ny) = (a.next(x, byte), b.next(y, byte));
-            if seen.insert((nx, ny)) {
-                let mut p = path.clone();
-                p.push(byte);
-                q.push_back((nx, ny, p));
-            }
-        }
-    }
-    Ok(seen.len())
-}
+mod common;
+use common::equivalent;
 
 /// Random regexes over a few bytes and classes (multi-byte UTF-8 among
 /// them), with alternation, repetition and counted repetition.
@@ -84,6 +55,26 @@ proptest! {
         }
         // built on demand: the walk above built every reachable state
         prop_assert!(!lazy.overflowed());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// What compilation reads off a deferred terminal's HIR (its start
+    /// state, whether it is nullable) is what the automaton built later
+    /// has.
+    #[test]
+    fn deferred_facts_are_the_built_automatons(re in regex()) {
+        let limits = RegexLimits::default();
+        let hir = regex_syntax::ParserBuilder::new().utf8(false).build().parse(&re).unwrap();
+        let built = ByteDfa::from_regex_general(&re, &limits).unwrap();
+        if let Some(f) = ByteDfa::deferrable(&hir, &limits, true) {
+            prop_assert_eq!(f.start == DEAD, built.start() == DEAD, "{}", re);
+            prop_assert_eq!(f.nullable, built.is_nullable(), "{}", re);
+            let lazy = ByteDfa::from_regex_with(&re, &limits).unwrap();
+            prop_assert_eq!(f.start, lazy.start(), "{}", re);
+        }
     }
 }
 

@@ -53,7 +53,7 @@ fn naive(dfa: &ByteDfa, s: u32, vocab: &TokenVocab) -> Entry {
 /// The index's entry for the state `path` leads to.
 fn entry(index: &VocabIndex, re: &str, path: &[u8]) -> (Entry, bool) {
     let e = index.terminal_entry(re).expect("regex compiles");
-    let s = e.dfa.run(e.dfa.start(), path);
+    let s = e.dfa().run(e.dfa().start(), path);
     let c = e.ci(s, index);
     let allowed = c.allowed_tokens(index.vocab().len()).iter().collect();
     let dep = c.dependent().into_iter().collect();
@@ -174,7 +174,7 @@ fn equal_residuals_share_one_entry() {
     let index = VocabIndex::new(vocab.clone());
     let open = |re: &str, pre: &[u8]| {
         let e = index.terminal_entry(re).expect("regex compiles");
-        let s = e.dfa.run(e.dfa.start(), pre);
+        let s = e.dfa().run(e.dfa().start(), pre);
         assert_ne!(s, DEAD);
         e.ci(s, &index).clone()
     };
@@ -198,7 +198,7 @@ fn equal_residuals_share_one_entry() {
     let e = plain
         .terminal_entry(r#""(?:x|yz)[^"\\\x00-\x1F]*""#)
         .expect("regex compiles");
-    let s = e.dfa.run(e.dfa.start(), b"\"yz");
+    let s = e.dfa().run(e.dfa().start(), b"\"yz");
     let d = e.ci(s, &plain);
     assert_eq!(d.allowed_tokens(vocab.len()), a.allowed_tokens(vocab.len()));
     assert_eq!(d.dependent(), a.dependent());

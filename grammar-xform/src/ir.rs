@@ -259,6 +259,13 @@ impl Grammar {
         self.hirs.0.get(text).map(|h| &**h)
     }
 
+    /// [`Grammar::regex_hir`], shared: for a consumer that keeps the HIR
+    /// past the grammar (to compile the terminal later) without a deep
+    /// copy.
+    pub fn regex_hir_shared(&self, text: &str) -> Option<&std::sync::Arc<regex_syntax::hir::Hir>> {
+        self.hirs.0.get(text)
+    }
+
     /// Adds the production `lhs → rhs`.
     pub fn add_rule(&mut self, lhs: NtId, rhs: Vec<Symbol>) {
         self.rules.push(Rule { lhs, rhs });
