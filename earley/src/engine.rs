@@ -880,6 +880,7 @@ impl CompiledGrammar {
                     config.fuse_families,
                 );
                 let re = &fused.terminal;
+                let mut hirs = fused.hirs(grammar);
                 let term = |t: &Terminal| {
                     if let Terminal::Regex(text) = t {
                         if let Some(f) = fused.families.get(text) {
@@ -890,7 +891,7 @@ impl CompiledGrammar {
                             deadline.check("terminal compilation")?;
                             return index.terminal_hir_on_miss(
                                 t,
-                                || fused.hir(grammar, text),
+                                || hirs.get(text),
                                 &config.regex_limits,
                             );
                         }

@@ -533,21 +533,46 @@ pub struct Fused {
 
 impl Fused {
     /// The HIR of the fused regex terminal `text` (`None` for a text no
-    /// nonterminal was fused into, a family's, or one with a part whose
-    /// text does not parse), built from its parts' HIRs: the same language
+    /// nonterminal was fused into, or one with a part whose text does not
+    /// parse; a family's key gives its nonterminal's regex, the same
+    /// language), built from its parts' HIRs: the same language
     /// as the text's parse, which compiling it this way skips. `original`
     /// is the grammar [`fuse_with`] was given. Cost: linear in the regex.
     pub fn hir(&self, original: &Grammar, text: &str) -> Option<Hir> {
-        let nt = self
-            .terminal
-            .iter()
-            .position(|t| t.as_deref() == Some(text))?;
-        HirBuilder {
-            g: original,
-            plans: &self.plans,
-            memo: Default::default(),
+        self.hirs(original).get(text)
+    }
+
+    /// [`Fused::hir`] for many terminals of one grammar: the HIRs of
+    /// nonterminals they share are built once.
+    pub fn hirs<'a>(&'a self, original: &'a Grammar) -> FusedHirs<'a> {
+        let mut by_text = std::collections::HashMap::new();
+        for (nt, t) in self.terminal.iter().enumerate() {
+            if let Some(t) = t {
+                by_text.entry(t.as_str()).or_insert(nt);
+            }
         }
-        .nonterminal(nt)
+        FusedHirs {
+            builder: HirBuilder {
+                g: original,
+                plans: &self.plans,
+                memo: Default::default(),
+            },
+            by_text,
+        }
+    }
+}
+
+/// The HIRs of a [`Fused`] grammar's terminals ([`Fused::hirs`]).
+pub struct FusedHirs<'a> {
+    builder: HirBuilder<'a>,
+    by_text: std::collections::HashMap<&'a str, usize>,
+}
+
+impl FusedHirs<'_> {
+    /// [`Fused::hir`] of `text`, reusing the HIRs built so far.
+    pub fn get(&mut self, text: &str) -> Option<Hir> {
+        let nt = *self.by_text.get(text)?;
+        self.builder.nonterminal(nt)
     }
 }
 
