@@ -67,6 +67,9 @@ pub struct VocabIndex {
     clock: AtomicU64,
     /// An eviction pass is running (others skip theirs).
     evicting: AtomicBool,
+    /// This index, for an eviction pass on another thread
+    /// ([`IndexConfig::background_eviction`]).
+    me: Weak<VocabIndex>,
     /// Eviction passes run so far.
     evictions: AtomicUsize,
     /// Entries and terminals evicted so far.
@@ -123,6 +126,14 @@ pub struct IndexConfig {
     /// `RegexLimits::nfa_bytes` despite the estimate that admitted it) is
     /// reported by the matcher like a `dfa_states` overflow.
     pub deferred_terminals: bool,
+    /// Run an eviction pass ([`Self::max_cache_bytes`]) on a `rayon`
+    /// thread rather than inside the mask, step or compile whose entry
+    /// took the cache over its bound. A pass scans every cached entry and
+    /// sorts them (tens of milliseconds once the cache holds hundreds of
+    /// grammars' states); in the background it costs no mask that time,
+    /// and the cache runs over its bound by what is added meanwhile.
+    /// Masks are the same either way (an evicted entry is recomputed).
+    pub background_eviction: bool,
 }
 
 impl Default for IndexConfig {
@@ -137,6 +148,7 @@ impl Default for IndexConfig {
             max_cache_bytes: 32 << 20,
             lazy_dfas: true,
             deferred_terminals: true,
+            background_eviction: true,
         }
     }
 }
@@ -151,6 +163,7 @@ impl IndexConfig {
             max_cache_bytes: usize::MAX,
             lazy_dfas: true,
             deferred_terminals: true,
+            background_eviction: true,
         }
     }
 }
@@ -208,7 +221,8 @@ impl VocabIndex {
             .iter()
             .map(|re| Slice::new(re, &trie, v))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Arc::new(VocabIndex {
+        Ok(Arc::new_cyclic(|me| VocabIndex {
+            me: me.clone(),
             vocab,
             trie,
             slices,
@@ -391,8 +405,14 @@ impl VocabIndex {
     /// its bound (called after a cold entry is stored and before a grammar
     /// is compiled; no slot lock is held then).
     pub(crate) fn enforce_bound(&self) {
-        if self.cache_bytes.load(Ordering::Relaxed) > self.config.max_cache_bytes {
-            self.evict();
+        if self.cache_bytes.load(Ordering::Relaxed) <= self.config.max_cache_bytes
+            || self.evicting.swap(true, Ordering::Acquire)
+        {
+            return;
+        }
+        match self.me.upgrade() {
+            Some(me) if self.config.background_eviction => rayon::spawn(move || me.evict()),
+            _ => self.evict(),
         }
     }
 
@@ -402,10 +422,8 @@ impl VocabIndex {
     /// quarters of its bound. Cost: one pass over the slots of the live
     /// terminals and a sort of the candidates; each pass frees at least a
     /// quarter of the bound, so passes are rare.
+    /// (The caller has set `evicting`; the pass clears it.)
     fn evict(&self) {
-        if self.evicting.swap(true, Ordering::Acquire) {
-            return;
-        }
         let target = self.config.max_cache_bytes / 4 * 3;
         // Terminals only the map holds (and their DFA bytes), then every
         // live terminal.

@@ -134,7 +134,10 @@
 //! [`IndexConfig::max_cache_bytes`]: when a cold entry or a compile takes
 //! it over, the least recently used entries (and terminals no live grammar
 //! holds) are evicted down to three quarters of the bound, and recomputed
-//! if used again. The DFAs of live grammars' terminals are pinned and not
+//! if used again. The pass (a scan and a sort of every entry, tens of
+//! milliseconds on a full cache) runs on a `rayon` thread
+//! ([`IndexConfig::background_eviction`]), not inside the mask that
+//! crossed the bound. The DFAs of live grammars' terminals are pinned and not
 //! counted; the pruned-state cache of each grammar is bounded by
 //! [`EngineConfig::state_cache_capacity`];
 //! matchers report their chart size with [`EarleyMatcher::memory`].
