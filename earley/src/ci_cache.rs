@@ -57,13 +57,13 @@ pub struct TermEntry {
     /// The terminal's automaton, once built.
     dfa: OnceLock<ByteDfa>,
     /// What builds it on first use (taken then).
-    pending: Mutex<Option<Pending>>,
+    pending: Mutex<Option<Box<Pending>>>,
     /// [`ByteDfa::start`] of the automaton, built or not.
     start: u32,
     /// [`ByteDfa::is_nullable`] of the automaton, built or not.
     nullable: bool,
     /// The error a deferred build met (the automaton then matches nothing).
-    failed: OnceLock<EarleyError>,
+    failed: OnceLock<Box<EarleyError>>,
     /// One slot per DFA state, allocated as states appear (a lazy DFA
     /// grows while masks run).
     ci: Segmented<Slot>,
@@ -250,7 +250,7 @@ impl TermEntry {
             start: facts.start,
             nullable: facts.nullable,
             dfa: OnceLock::new(),
-            pending: Mutex::new(Some(Pending { hir, limits, facts })),
+            pending: Mutex::new(Some(Box::new(Pending { hir, limits, facts }))),
             failed: OnceLock::new(),
             ci: Segmented::default(),
             used: AtomicU64::new(0),
@@ -277,11 +277,27 @@ impl TermEntry {
                 .expect("a terminal without an automaton has a pending build");
             let (d, err) = ByteDfa::build_deferred(&p.hir, &self.regex, &p.limits, p.facts);
             if let Some(e) = err {
-                let _ = self.failed.set(e);
+                let _ = self.failed.set(Box::new(e));
                 ANY_FAILED.store(true, Ordering::Relaxed);
             }
             d
         })
+    }
+
+    /// Bytes the terminal holds: the entry itself and its automaton's
+    /// tables, or the HIR it will be built from (not its context-independent
+    /// entries, counted on their own).
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + match self.dfa.get() {
+                Some(d) => d.heap_bytes(),
+                None => self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .map_or(0, |p| crate::compile::hir_heap_bytes(&p.hir)),
+            }
     }
 
     /// The automaton if it has been built.
@@ -318,7 +334,7 @@ impl TermEntry {
         if !ANY_FAILED.load(Ordering::Relaxed) {
             return None;
         }
-        self.failed.get()
+        self.failed.get().map(|e| &**e)
     }
 
     /// Records a use at clock `now`.

@@ -243,3 +243,20 @@ pub(crate) fn nfa_states_estimate(hir: &regex_syntax::hir::Hir) -> u128 {
         }),
     }
 }
+
+/// Heap bytes of a HIR, about: its nodes, literal bytes and class ranges
+/// (what a deferred terminal holds until it is built; the cache bound
+/// counts it).
+pub(crate) fn hir_heap_bytes(hir: &regex_syntax::hir::Hir) -> usize {
+    use regex_syntax::hir::{Class, HirKind};
+    let node = std::mem::size_of::<regex_syntax::hir::Hir>();
+    node + match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 0,
+        HirKind::Literal(l) => l.0.len(),
+        HirKind::Class(Class::Bytes(c)) => c.ranges().len() * 2,
+        HirKind::Class(Class::Unicode(c)) => c.ranges().len() * 8,
+        HirKind::Repetition(r) => hir_heap_bytes(&r.sub),
+        HirKind::Capture(c) => hir_heap_bytes(&c.sub),
+        HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().map(hir_heap_bytes).sum(),
+    }
+}

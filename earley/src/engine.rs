@@ -374,7 +374,7 @@ impl VocabIndex {
             Ordering::Relaxed,
         );
         let entry = entry?;
-        self.note_bytes(entry.built().map_or(0, ByteDfa::heap_bytes) + regex.len());
+        self.note_bytes(entry.heap_bytes() + regex.len());
         let e = Arc::new(entry);
         e.touch(self.tick());
         let e = self.lock().entry(regex).or_insert(e).clone();
@@ -433,7 +433,7 @@ impl VocabIndex {
         let mut dfa_bytes = 0usize;
         for (re, t) in self.lock().iter() {
             if Arc::strong_count(t) == 1 {
-                let b = t.built().map_or(0, ByteDfa::heap_bytes) + re.len();
+                let b = t.heap_bytes() + re.len();
                 dfa_bytes += b;
                 orphans.push((t.last_used(), b, re.clone()));
             }
