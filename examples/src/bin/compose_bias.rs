@@ -972,8 +972,11 @@ fn main() -> Result<()> {
     write_report(&args, &results, wall)
 }
 
+/// `x` to `d` digits; "—" for none, NaN or an infinity.
 fn fmt_opt(x: Option<f64>, d: usize) -> String {
-    x.map(|v| format!("{v:.d$}")).unwrap_or_else(|| "—".into())
+    x.filter(|v| v.is_finite())
+        .map(|v| format!("{v:.d$}"))
+        .unwrap_or_else(|| "—".into())
 }
 
 fn top_cells(h: &BTreeMap<String, usize>, k: usize) -> String {
@@ -1076,24 +1079,28 @@ fn write_report(args: &Args, results: &[TaskResult], wall: f64) -> Result<()> {
             "most common (pipeline)",
             "most common (reference)",
         ]);
+        // A pipeline (or reference) with no kept output has no
+        // distribution: its statistics are "—", not the NaN or 0.5 an empty
+        // histogram computes to.
+        let num = |x: f64, digits: usize| fmt_opt(Some(x), digits);
+        let mean = |m: Option<f64>, s: Option<f64>| match (m, s) {
+            (Some(m), Some(s)) if m.is_finite() && s.is_finite() => format!("{m:.2} ± {s:.2}"),
+            _ => "—".into(),
+        };
         for c in &r.compare {
+            let empty = c.n == 0 || c.n_ref == 0;
+            let cmp = |x: String| if empty { "—".to_string() } else { x };
             t.row(&[
                 c.statistic.clone(),
                 c.pipeline.clone(),
                 format!("{}/{}", c.n, c.n_ref),
-                match (c.mean, c.se) {
-                    (Some(m), Some(s)) => format!("{m:.2} ± {s:.2}"),
-                    _ => "—".into(),
-                },
-                match (c.mean_ref, c.se_ref) {
-                    (Some(m), Some(s)) => format!("{m:.2} ± {s:.2}"),
-                    _ => "—".into(),
-                },
-                fmt_opt(c.mde, 2),
-                format!("{:.3}", c.tv),
-                format!("{:.3}", c.tv_floor),
-                format!("{:.3} ({})", c.chi2_p, c.chi2_dof),
-                fmt_opt(c.mw_p, 3),
+                mean(c.mean, c.se),
+                mean(c.mean_ref, c.se_ref),
+                cmp(fmt_opt(c.mde, 2)),
+                cmp(num(c.tv, 3)),
+                cmp(num(c.tv_floor, 3)),
+                cmp(format!("{} ({})", num(c.chi2_p, 3), c.chi2_dof)),
+                cmp(fmt_opt(c.mw_p, 3)),
                 top_cells(&c.hist, 3),
                 top_cells(&c.hist_ref, 3),
             ]);
