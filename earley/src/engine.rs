@@ -422,8 +422,21 @@ impl VocabIndex {
     /// quarters of its bound. Cost: one pass over the slots of the live
     /// terminals and a sort of the candidates; each pass frees at least a
     /// quarter of the bound, so passes are rare.
-    /// (The caller has set `evicting`; the pass clears it.)
+    /// (The caller has set `evicting`; this clears it.) Passes repeat
+    /// while entries added during a pass (on other threads) keep the cache
+    /// over its bound and the last pass freed something.
     fn evict(&self) {
+        while self.evict_pass() > 0
+            && self.cache_bytes.load(Ordering::Relaxed) > self.config.max_cache_bytes
+        {}
+        self.evicting.store(false, Ordering::Release);
+    }
+
+    /// One pass; returns how many entries and terminals it evicted.
+    fn evict_pass(&self) -> usize {
+        // Bytes noted so far: what other threads add during the pass is
+        // kept in the count (the pass recounts only what it scanned).
+        let noted = self.cache_bytes.load(Ordering::Relaxed);
         let target = self.config.max_cache_bytes / 4 * 3;
         // Terminals only the map holds (and their DFA bytes), then every
         // live terminal.
@@ -505,11 +518,17 @@ impl VocabIndex {
                 }
             }
         }
-        self.cache_bytes.store(total, Ordering::Relaxed);
+        // the count becomes the recount plus what was noted since the pass
+        // began
+        let _ = self
+            .cache_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+                Some(total.saturating_add(now.saturating_sub(noted)))
+            });
         self.evictions.fetch_add(1, Ordering::Relaxed);
-        self.evicted
-            .fetch_add(gone.len() + gone_terms.len(), Ordering::Relaxed);
-        self.evicting.store(false, Ordering::Release);
+        let n = gone.len() + gone_terms.len();
+        self.evicted.fetch_add(n, Ordering::Relaxed);
+        n
     }
 
     /// The shared entry (DFA and context-independent cache) of a terminal

@@ -282,9 +282,9 @@ fn cache_bound_case(background_eviction: bool) {
     let (a, _keep_a) = masks(&bounded);
     let (b, _keep_b) = masks(&free);
     assert_eq!(a, b, "eviction changed a mask");
-    // a background pass may still be running: wait for the first one
+    // background passes may still be running: wait for one that evicts
     let t0 = std::time::Instant::now();
-    while bounded.cache_stats().evictions == 0 && t0.elapsed().as_secs() < 30 {
+    while bounded.cache_stats().evicted == 0 && t0.elapsed().as_secs() < 30 {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let (sb, sf) = (bounded.cache_stats(), free.cache_stats());
