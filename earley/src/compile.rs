@@ -130,7 +130,7 @@ impl ByteDfa {
     /// ([`crate::counted`], built now), and with an NFA estimated far below
     /// `limits.nfa_bytes`, so that building it later cannot hit that limit.
     /// Whether its language is empty and holds the empty string is read
-    /// off the HIR ([`emptiness`]).
+    /// off the HIR (by its structure, exactly).
     pub fn deferrable(
         hir: &regex_syntax::hir::Hir,
         limits: &RegexLimits,
