@@ -123,12 +123,19 @@ pub struct Facts {
 /// NFA over the limit is a compile error.
 const DEFERRED_NFA_MARGIN: u128 = 32 * 4;
 
+/// Most NFA states (by [`nfa_states_estimate`]) of a deferred terminal:
+/// its build lands in the mask that first reaches it, so a larger one is
+/// built at compile time instead (the estimate errs high; on MaskBench
+/// this cap changes neither TTFM nor TBM against no cap).
+const MAX_DEFERRED_NFA_STATES: u128 = 1 << 18;
+
 impl ByteDfa {
     /// Whether `hir` may be built on first use instead of now (the
     /// deferred construction of [`crate::TermEntry`]), and its [`Facts`]:
     /// only with `lazy`, without look-around, not of the counted shape
     /// ([`crate::counted`], built now), and with an NFA estimated far below
-    /// `limits.nfa_bytes`, so that building it later cannot hit that limit.
+    /// `limits.nfa_bytes` (so that building it later cannot hit that limit)
+    /// and small enough to build inside a mask (at most 2^18 states).
     /// Whether its language is empty and holds the empty string is read
     /// off the HIR (by its structure, exactly).
     pub fn deferrable(
@@ -140,7 +147,10 @@ impl ByteDfa {
         if !lazy || !props.look_set().is_empty() || crate::counted::has_counted_shape(hir) {
             return None;
         }
-        if nfa_states_estimate(hir).saturating_mul(DEFERRED_NFA_MARGIN) > limits.nfa_bytes as u128 {
+        let states = nfa_states_estimate(hir);
+        if states > MAX_DEFERRED_NFA_STATES
+            || states.saturating_mul(DEFERRED_NFA_MARGIN) > limits.nfa_bytes as u128
+        {
             return None;
         }
         let (nonempty, nullable) = emptiness(hir);

@@ -598,6 +598,7 @@ impl VocabIndex {
             evicted: self.evicted.load(Ordering::Relaxed),
             dfa_builds: self.dfa_builds.load(Ordering::Relaxed),
             dfa_build_nanos: self.dfa_build_nanos.load(Ordering::Relaxed),
+            deferred: self.deferred.load(Ordering::Relaxed),
             shared_entries: self
                 .residuals
                 .lock()
@@ -645,6 +646,10 @@ pub struct CacheStats {
     pub dfa_builds: usize,
     /// See [`CacheStats::dfa_builds`].
     pub dfa_build_nanos: u64,
+    /// Of [`CacheStats::dfa_builds`], terminals deferred to their first
+    /// use ([`IndexConfig::deferred_terminals`]): their automata are built
+    /// by the masks and steps that reach them, outside `dfa_build_nanos`.
+    pub deferred: usize,
 }
 
 /// The engine for one vocabulary: compiles grammars against a shared

@@ -64,6 +64,7 @@ fn a_terminal_no_parse_reaches_is_never_built() {
     // compiling builds at most the terminals of the initial set (pruning
     // reads their start states), never the regexes behind the letters
     assert!(cg.terminals_built().0 <= 16, "{:?}", cg.terminals_built());
+    assert_eq!(engine.index().cache_stats().deferred, 32);
     let mut m = cg.matcher();
     let mask = m.mask();
     assert_eq!(mask.count(), 17, "the 16 letters and \"a0\"");
