@@ -209,12 +209,12 @@ impl CiEntry {
     }
 }
 
-/// A terminal's automaton not built yet: its HIR and limits.
+/// A terminal's automaton not built yet: its HIR and limits (its
+/// [`Facts`] are the entry's `start` and `nullable`).
 #[derive(Debug)]
 struct Pending {
     hir: Arc<regex_syntax::hir::Hir>,
     limits: RegexLimits,
-    facts: Facts,
 }
 
 /// Set once any deferred build has failed (one atomic load spares the
@@ -250,7 +250,7 @@ impl TermEntry {
             start: facts.start,
             nullable: facts.nullable,
             dfa: OnceLock::new(),
-            pending: Mutex::new(Some(Box::new(Pending { hir, limits, facts }))),
+            pending: Mutex::new(Some(Box::new(Pending { hir, limits }))),
             failed: OnceLock::new(),
             ci: Segmented::default(),
             used: AtomicU64::new(0),
@@ -275,7 +275,11 @@ impl TermEntry {
                 .unwrap_or_else(|e| e.into_inner())
                 .take()
                 .expect("a terminal without an automaton has a pending build");
-            let (d, err) = ByteDfa::build_deferred(&p.hir, &self.regex, &p.limits, p.facts);
+            let facts = Facts {
+                start: self.start,
+                nullable: self.nullable,
+            };
+            let (d, err) = ByteDfa::build_deferred(&p.hir, &self.regex, &p.limits, facts);
             if let Some(e) = err {
                 let _ = self.failed.set(Box::new(e));
                 ANY_FAILED.store(true, Ordering::Relaxed);
