@@ -57,6 +57,29 @@ impl Recognizer {
     /// symbol. Errors for rules that mention unknown nonterminal ids and for
     /// regex terminals that do not compile.
     pub fn new(g: &Grammar) -> Result<Recognizer, GrammarError> {
+        Self::build(g, false)
+    }
+
+    /// [`Recognizer::new`] with each regex terminal's automaton
+    /// determinised lazily ([`TerminalDfa::lazy_hir`]): a state is built
+    /// when an input first reaches it. For recognising a few short
+    /// strings against a grammar whose terminals have large automata (a
+    /// long `maxLength`, a `format`), where building every automaton in
+    /// full costs more than all the recognitions. An automaton that
+    /// reached its [`crate::RegexLimits::dfa_states`] bound answers "no
+    /// match" from then on; [`Recognizer::overflowed`] tells.
+    pub fn new_lazy(g: &Grammar) -> Result<Recognizer, GrammarError> {
+        Self::build(g, true)
+    }
+
+    /// True when a lazily built automaton ([`Recognizer::new_lazy`])
+    /// refused a state for its bound: answers given since may have left out
+    /// matches.
+    pub fn overflowed(&self) -> bool {
+        self.dfas.iter().any(TerminalDfa::overflowed)
+    }
+
+    fn build(g: &Grammar, lazy: bool) -> Result<Recognizer, GrammarError> {
         let n = g.num_nonterminals();
         if g.start.index() >= n {
             return Err(GrammarError::Invalid {
@@ -85,10 +108,17 @@ impl Recognizer {
                         let id = match term_ids.get(t) {
                             Some(&id) => id,
                             None => {
-                                dfas.push(
-                                    TerminalDfa::compile(t)
-                                        .map_err(|e| e.in_rule(g.name(r.lhs)))?,
-                                );
+                                let dfa = match t {
+                                    Terminal::Regex(re) if lazy => {
+                                        let limits = crate::RegexLimits::default();
+                                        match g.regex_hir(re) {
+                                            Some(h) => TerminalDfa::lazy_hir(h, re, &limits),
+                                            None => TerminalDfa::lazy_regex(re, &limits),
+                                        }
+                                    }
+                                    _ => TerminalDfa::compile(t),
+                                };
+                                dfas.push(dfa.map_err(|e| e.in_rule(g.name(r.lhs)))?);
                                 let id = (dfas.len() - 1) as u32;
                                 term_ids.insert(t, id);
                                 id

@@ -414,6 +414,13 @@ impl KeyAutomaton {
         arena.extend_from_slice(&scratch);
         let mut trans: Vec<Vec<u32>> = Vec::new();
         let mut cur: Vec<u32> = Vec::with_capacity(width);
+        // Per pattern, its DFA's step over each atom's encoding, memoised
+        // by (DFA state, atom): product states share pattern states (a
+        // character counter multiplies them by its range), and a step over
+        // a multi-byte encoding costs a lazy-DFA lookup per byte.
+        let na = reps.len();
+        let mut memo: Vec<Vec<u32>> = vec![Vec::new(); all.len()];
+        const UNSET: u32 = u32::MAX;
         let mut i = 0;
         while i * width < arena.len() {
             cur.clear();
@@ -427,9 +434,18 @@ impl KeyAutomaton {
             let n = u64::from(tail[1]);
             let n1 = (n + 1).min(cap);
             let mut row = Vec::with_capacity(reps.len());
-            for (c, enc) in &reps {
+            for (a, (c, enc)) in reps.iter().enumerate() {
                 scratch.clear();
-                scratch.extend(all.iter().zip(qs).map(|(p, &q)| p.dfa.run(q, enc)));
+                for ((p, &q), m) in all.iter().zip(qs).zip(memo.iter_mut()) {
+                    let k = q as usize * na + a;
+                    if m.len() <= k {
+                        m.resize((q as usize + 1) * na, UNSET);
+                    }
+                    if m[k] == UNSET {
+                        m[k] = p.dfa.run(q, enc);
+                    }
+                    scratch.push(m[k]);
+                }
                 let next = trie.step(node, *c);
                 scratch.push(if next == Trie::OUT {
                     u32::MAX
@@ -547,15 +563,24 @@ impl KeyAutomaton {
         let acc: Vec<bool> = (0..n)
             .map(|s| self.mask[s] == set && !self.name[s])
             .collect();
-        // live: can reach an accepting state (backward fixpoint)
+        // live: can reach an accepting state (a backward search over the
+        // reversed transitions, linear in the edges)
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (s, row) in self.trans.iter().enumerate() {
+            for &t in row {
+                let p = &mut preds[t as usize];
+                if p.last() != Some(&(s as u32)) {
+                    p.push(s as u32);
+                }
+            }
+        }
         let mut live = acc.clone();
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for s in 0..n {
-                if !live[s] && self.trans[s].iter().any(|&t| live[t as usize]) {
-                    live[s] = true;
-                    changed = true;
+        let mut stack: Vec<usize> = (0..n).filter(|&s| acc[s]).collect();
+        while let Some(t) = stack.pop() {
+            for &s in &preds[t] {
+                if !live[s as usize] {
+                    live[s as usize] = true;
+                    stack.push(s as usize);
                 }
             }
         }

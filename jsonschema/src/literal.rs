@@ -162,7 +162,7 @@ impl<'a> Emitter<'a> {
                     ));
                 }
                 let rec = match self.compile_sub(&sub, ptr) {
-                    Ok((g, _)) => Some(Rc::new(Recognizer::new(&g).map_err(|e| {
+                    Ok((g, _)) => Some(Rc::new(Recognizer::new_lazy(&g).map_err(|e| {
                         SchemaError::unsupported(
                             "enum",
                             ptr,
@@ -178,9 +178,18 @@ impl<'a> Emitter<'a> {
         };
         let Some(rec) = rec else { return Ok(false) };
         let cands = canonical_at(self.norm.root, &sub, ptr, v, self.opts)?;
-        Ok(cands
+        let ok = cands
             .iter()
-            .any(|c| rec.recognizes(c.to_string().as_bytes())))
+            .any(|c| rec.recognizes(c.to_string().as_bytes()));
+        if rec.overflowed() {
+            return Err(SchemaError::LimitExceeded {
+                limit: zapspec_grammar::Limit::DfaStates,
+                max: zapspec_grammar::RegexLimits::default().dfa_states,
+                pointer: ptr.to_string(),
+                detail: "an enum member checked against the sibling keywords' grammar".into(),
+            });
+        }
+        Ok(ok)
     }
 
     /// The tokens of a JSON value (one literal when compact), with the
