@@ -386,6 +386,17 @@ mod tests {
     }
 
     #[test]
+    fn lazy_multi_byte_terminals() {
+        let gr = g("root ::= /[a-z]*/ \"=\" /[0-9]{0,300}|x*/ [é-ê]");
+        let r = Recognizer::new_lazy(&gr).unwrap();
+        assert!(r.recognizes("ab=12é".as_bytes()));
+        assert!(r.recognizes(format!("={}ê", "7".repeat(300)).as_bytes()));
+        assert!(!r.recognizes(format!("={}ê", "7".repeat(301)).as_bytes()));
+        assert!(!r.recognizes("ab=1xé".as_bytes()));
+        assert!(!r.overflowed());
+    }
+
+    #[test]
     fn multi_byte_terminals() {
         let r = Recognizer::new(&g("root ::= /[a-z]*/ \"=\" /[0-9]+|x*/ [é-ê]")).unwrap();
         assert!(r.recognizes("ab=12é".as_bytes()));
@@ -435,6 +446,17 @@ mod tests {
             for s in all_strings(5) {
                 prop_assert_eq!(r.recognizes(&s), lang.contains(&s), "{}\ninput {:?}", gr, String::from_utf8_lossy(&s));
             }
+        }
+
+        /// The lazily built recognizer agrees with brute force too.
+        #[test]
+        fn lazy_agrees_with_brute_force(gr in random_grammar()) {
+            let lang = brute_force_language(&gr, 5);
+            let r = Recognizer::new_lazy(&gr).unwrap();
+            for s in all_strings(5) {
+                prop_assert_eq!(r.recognizes(&s), lang.contains(&s), "{}\ninput {:?}", gr, String::from_utf8_lossy(&s));
+            }
+            prop_assert!(!r.overflowed());
         }
 
         /// Viable prefixes: every prefix of a member is viable (checked
