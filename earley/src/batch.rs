@@ -32,13 +32,21 @@
 //! The sum of the per-sequence `fill_mask` costs (see the crate docs:
 //! a copy of `|V|/64` words on a pruned-state cache hit), divided over the
 //! threads, plus rayon's hand-off: waking the pool's threads and a task per
-//! sequence, microseconds on an idle machine but up to milliseconds when
-//! the cores are busy with other processes. With the engine's caches a
-//! mask of a JSON Schema grammar over o200k is a few µs, so a batch of 64
-//! is ~0.1 ms and a sequential loop on the calling thread can beat the
-//! pool; threads pay when masks are expensive (cold entries,
-//! context-dependent walks, grammars the caches do not fit). The
-//! `batch_masks` example measures both (`examples/results/batch_masks.md`). Two matchers of one grammar that miss on the same parser state
+//! sequence, tens of microseconds on an idle machine but up to
+//! milliseconds when the cores are busy with other processes. With the
+//! engine's caches a mask of a JSON Schema grammar over o200k is a few µs,
+//! so a batch of 64 is ~0.1 ms and the hand-off alone would cost more than
+//! the masks. So the calling thread fills masks in order first and hands
+//! the rest of the batch to the pool only when the rest is projected (from
+//! the masks filled so far) to take longer than
+//! [`BatchConfig::handoff_above`] (200 µs): a batch of cheap masks costs
+//! what a sequential loop costs, and a batch of expensive ones (cold
+//! entries, context-dependent walks, grammars the caches do not fit) goes
+//! to the pool after its first 50 µs. Called inside
+//! [`ThreadPool::install`](rayon::ThreadPool::install), the "calling
+//! thread" is already one of the pool's, and `install` itself pays the
+//! hand-off. The `batch_masks` example measures these modes
+//! (`examples/results/batch_masks.md`). Two matchers of one grammar that miss on the same parser state
 //! at the same time both compute the mask (the first to finish fills the
 //! cache); a cold context-independent entry is computed once and waited
 //! for by the others.
@@ -85,6 +93,13 @@ pub fn fill_masks<C: Constraint + Send>(
     matchers: &mut [C],
     masks: &mut [TokenSet],
 ) -> Result<(), BatchError> {
+    check(matchers, masks)?;
+    fill_checked(matchers, masks, &BatchConfig::default());
+    Ok(())
+}
+
+/// The batch's shape checks of [`fill_masks`].
+fn check<C: Constraint>(matchers: &[C], masks: &[TokenSet]) -> Result<(), BatchError> {
     if matchers.len() != masks.len() {
         return Err(BatchError::LengthMismatch {
             matchers: matchers.len(),
@@ -100,12 +115,75 @@ pub fn fill_masks<C: Constraint + Send>(
             });
         }
     }
-    matchers
+    Ok(())
+}
+
+/// How [`fill_masks_with`] splits a batch between the calling thread and
+/// the rayon pool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchConfig {
+    /// The calling thread fills masks in order while the rest of the batch
+    /// is projected to take less than this (the masks left times the mean
+    /// time of the masks filled so far), and hands the rest to the pool
+    /// once it is projected to take more (a projection is trusted after a
+    /// quarter of this time has passed). A mask served from a cache costs
+    /// a few microseconds, waking the pool's threads and waiting for them
+    /// tens to hundreds (milliseconds on a busy machine), so a batch of
+    /// cheap masks never pays the hand-off, and a batch of expensive ones
+    /// goes to the pool after its first mask or first 50 µs.
+    /// `Duration::ZERO`: every mask goes to the pool (the caller only
+    /// waits).
+    pub handoff_above: std::time::Duration,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        BatchConfig {
+            handoff_above: std::time::Duration::from_micros(200),
+        }
+    }
+}
+
+/// [`fill_masks`] under an explicit [`BatchConfig`].
+pub fn fill_masks_with<C: Constraint + Send>(
+    matchers: &mut [C],
+    masks: &mut [TokenSet],
+    config: &BatchConfig,
+) -> Result<(), BatchError> {
+    check(matchers, masks)?;
+    fill_checked(matchers, masks, config);
+    Ok(())
+}
+
+/// Fills the masks of a batch whose shapes were checked: in order on the
+/// calling thread while the rest is projected to take less than
+/// `config.handoff_above`, the rest on the pool, one task per sequence.
+fn fill_checked<C: Constraint + Send>(
+    matchers: &mut [C],
+    masks: &mut [TokenSet],
+    config: &BatchConfig,
+) {
+    let t0 = std::time::Instant::now();
+    let n = matchers.len();
+    let mut done = 0;
+    if !config.handoff_above.is_zero() {
+        for (m, s) in matchers.iter_mut().zip(masks.iter_mut()) {
+            m.fill_mask(s);
+            done += 1;
+            // the projection needs a quarter of the bound behind it: one
+            // mask that missed a cache does not send a cheap batch away
+            let el = t0.elapsed().as_secs_f64();
+            let bound = config.handoff_above.as_secs_f64();
+            if el >= bound / 4.0 && el / done as f64 * (n - done) as f64 > bound {
+                break;
+            }
+        }
+    }
+    matchers[done..]
         .par_iter_mut()
-        .zip(masks.par_iter_mut())
+        .zip(masks[done..].par_iter_mut())
         .with_max_len(1)
         .for_each(|(m, s)| m.fill_mask(s));
-    Ok(())
 }
 
 /// [`fill_masks`] into fresh masks, one per matcher.
@@ -115,11 +193,7 @@ pub fn masks<C: Constraint + Send>(matchers: &mut [C]) -> Vec<TokenSet> {
         .map(|m| TokenSet::new(m.vocab_size()))
         .collect();
     // The masks were made to fit, so the checks cannot fail.
-    matchers
-        .par_iter_mut()
-        .zip(out.par_iter_mut())
-        .with_max_len(1)
-        .for_each(|(m, s)| m.fill_mask(s));
+    fill_checked(matchers, &mut out, &BatchConfig::default());
     out
 }
 

@@ -244,7 +244,7 @@ pub mod terminal;
 mod toktrie;
 mod walk;
 
-pub use batch::{fill_masks, BatchError};
+pub use batch::{fill_masks, fill_masks_with, BatchConfig, BatchError};
 pub use ci_cache::{CiEntry, TermEntry};
 pub use compile::Facts;
 pub use config::EngineConfig;

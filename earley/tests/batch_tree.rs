@@ -6,14 +6,15 @@
 //! advanced along the node's root-to-node path.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
 use zapspec_earley::{
-    draft_tree_masks, fill_masks, CompiledGrammar, DraftTree, EarleyMatcher, Engine, EngineConfig,
-    NodeMask,
+    draft_tree_masks, fill_masks, fill_masks_with, BatchConfig, CompiledGrammar, DraftTree,
+    EarleyMatcher, Engine, EngineConfig, NodeMask,
 };
 use zapspec_grammar::Grammar;
 use zapspec_vocab::TokenVocab;
@@ -119,14 +120,28 @@ fn batch_equals_sequential() {
                     batch.push(b);
                     seq.push(m);
                 }
-                for round in 0..3 {
+                // the default split, everything to the pool, one mask on
+                // the caller then the pool, everything on the caller
+                let handoffs = [
+                    None,
+                    Some(Duration::ZERO),
+                    Some(Duration::from_nanos(1)),
+                    Some(Duration::from_secs(3600)),
+                ];
+                for (round, handoff) in handoffs.into_iter().enumerate() {
                     let want: Vec<TokenSet> = seq.iter_mut().map(|m| m.mask()).collect();
                     let mut got = vec![TokenSet::new(vocab.len()); batch.len()];
-                    pool.install(|| fill_masks(&mut batch, &mut got)).unwrap();
+                    match handoff {
+                        None => pool.install(|| fill_masks(&mut batch, &mut got)).unwrap(),
+                        Some(handoff_above) => {
+                            let cfg = BatchConfig { handoff_above };
+                            fill_masks_with(&mut batch, &mut got, &cfg).unwrap()
+                        }
+                    }
                     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                         assert_eq!(g, w, "grammar {gi} seed {seed} round {round} seq {i}");
                     }
-                    if round == 1 {
+                    if round % 2 == 1 {
                         // one more token on every unfinished sequence
                         for (b, m) in batch.iter_mut().zip(seq.iter_mut()) {
                             let path = random_walk(m, 1, &mut rng);

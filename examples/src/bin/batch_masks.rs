@@ -1,7 +1,12 @@
 //! Batch token masks for serving: the masks of a batch of sequences of one
 //! JSON Schema grammar over a real tokenizer, computed by
 //! `zapspec_earley::fill_masks` on a rayon pool of 1 and of 2 threads,
-//! against a sequential `fill_mask` loop on the calling thread.
+//! and called from the main thread (the global pool) with the default
+//! hand-off (`BatchConfig::handoff_above`: the caller fills masks while
+//! the rest of the batch is projected to take under 200 µs, then hands it
+//! to the pool) and with every
+//! mask sent to the pool, against a sequential `fill_mask` loop on the
+//! calling thread.
 //!
 //! The batch (64 sequences by default) replays valid instances of a fixed
 //! order schema (generated with `--seed`, tokenized with the vocabulary):
@@ -9,8 +14,7 @@
 //! advances each sequence by its next token and then masks the whole
 //! batch — one decoding step of a server. A sequence that reaches the end
 //! of its instance starts the next instance from the beginning, so the
-//! batch stays at mixed depths. Each mode (sequential, 1 thread, 2
-//! threads) runs on its own compiled grammar (its own pruned-state cache)
+//! batch stays at mixed depths. Each mode runs on its own compiled grammar (its own pruned-state cache)
 //! over one shared vocabulary index, after an untimed warm-up pass that
 //! fills the shared context-independent entries; the modes take turns
 //! within every step (rotating order), so they see the same machine load,
@@ -42,7 +46,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
-use zapspec_earley::{fill_masks, CompiledGrammar, EarleyMatcher, Engine, EngineConfig};
+use zapspec_earley::{
+    fill_masks, fill_masks_with, BatchConfig, CompiledGrammar, EarleyMatcher, Engine, EngineConfig,
+};
 use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
 
@@ -170,6 +176,12 @@ struct Cursor {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     Sequential,
+    /// `fill_masks` called from the main thread (the global pool), with
+    /// the default hand-off (`handoff`) or every mask sent to the pool.
+    Caller {
+        handoff: bool,
+    },
+    /// `fill_masks` inside `install` on a pool of this many threads.
     Threads(usize),
 }
 
@@ -177,6 +189,8 @@ impl Mode {
     fn name(self) -> String {
         match self {
             Mode::Sequential => "sequential loop".into(),
+            Mode::Caller { handoff: true } => "fill_masks from the caller (default)".into(),
+            Mode::Caller { handoff: false } => "fill_masks from the caller, all to the pool".into(),
             Mode::Threads(1) => "fill_masks, 1 thread".into(),
             Mode::Threads(k) => format!("fill_masks, {k} threads"),
         }
@@ -195,9 +209,19 @@ struct Lane {
 impl Lane {
     fn fill(&mut self) -> Result<f64> {
         let t0 = Instant::now();
-        match &self.pool {
-            Some(pool) => pool.install(|| fill_masks(&mut self.matchers, &mut self.masks))?,
-            None => {
+        match (&self.pool, self.mode) {
+            (Some(pool), _) => pool.install(|| fill_masks(&mut self.matchers, &mut self.masks))?,
+            (None, Mode::Caller { handoff }) => {
+                let cfg = if handoff {
+                    BatchConfig::default()
+                } else {
+                    BatchConfig {
+                        handoff_above: std::time::Duration::ZERO,
+                    }
+                };
+                fill_masks_with(&mut self.matchers, &mut self.masks, &cfg)?
+            }
+            (None, _) => {
                 for (m, s) in self.matchers.iter_mut().zip(self.masks.iter_mut()) {
                     m.fill_mask(s);
                 }
@@ -282,7 +306,13 @@ fn main() -> Result<()> {
             },
         ),
     ];
-    let modes = [Mode::Sequential, Mode::Threads(1), Mode::Threads(2)];
+    let modes = [
+        Mode::Sequential,
+        Mode::Caller { handoff: true },
+        Mode::Caller { handoff: false },
+        Mode::Threads(1),
+        Mode::Threads(2),
+    ];
     let mut table = MarkdownTable::new(&[
         "setting",
         "mode",
@@ -334,7 +364,7 @@ fn main() -> Result<()> {
             let cg = compile()?;
             let pool = match mode {
                 Mode::Threads(k) => Some(rayon::ThreadPoolBuilder::new().num_threads(k).build()?),
-                Mode::Sequential => None,
+                Mode::Sequential | Mode::Caller { .. } => None,
             };
             lanes.push(Lane {
                 mode,
