@@ -16,7 +16,7 @@ use crate::chart::{Chart, Item, Work};
 use crate::engine::AtomicCounters;
 use crate::engine::{CompiledGrammar, TerminalTrouble};
 use crate::error::EarleyError;
-use crate::grammar::{END, TERM};
+use crate::grammar::Sym;
 use crate::prune;
 use crate::toktrie::Walker;
 
@@ -344,10 +344,7 @@ impl EarleyMatcher {
             let last = chart.last();
             let mut groups: Vec<(u32, u32)> = last
                 .iter()
-                .filter_map(|x| {
-                    let s = rules.sym[x.pos as usize];
-                    (s != END && s & TERM != 0).then_some((s & !TERM, x.st))
-                })
+                .filter_map(|x| rules.sym(x.pos).as_term().map(|t| (t, x.st)))
                 .collect();
             groups.sort_unstable();
             groups.dedup();
@@ -365,10 +362,10 @@ impl EarleyMatcher {
                 if entry.suffixes.num_tokens() == 0 {
                     continue;
                 }
-                let sym = TERM | t;
+                let sym = Sym::term(t);
                 let seeds = last
                     .iter()
-                    .filter(|x| rules.sym[x.pos as usize] == sym && x.st == st)
+                    .filter(|x| rules.sym(x.pos) == sym && x.st == st)
                     .map(|x| Item {
                         pos: x.pos + 1,
                         st: rules.init[x.pos as usize + 1],
