@@ -711,13 +711,13 @@ impl Engine {
 /// sequence, filled a cache first. A `const` assertion in
 /// [`crate::batch`] checks the bounds at compile time.
 pub struct CompiledGrammar {
-    pub(crate) index: Arc<VocabIndex>,
-    pub(crate) rules: Rules,
-    pub(crate) config: EngineConfig,
-    pub(crate) initial: Arc<Chart>,
-    pub(crate) state_cache: RwLock<HashMap<Box<[u32]>, Arc<TokenSet>, FxBuildHasher>>,
-    pub(crate) rejected: Mutex<RejectedPrefixes>,
-    pub(crate) counters: AtomicCounters,
+    index: Arc<VocabIndex>,
+    rules: Rules,
+    config: EngineConfig,
+    initial: Arc<Chart>,
+    state_cache: RwLock<HashMap<Box<[u32]>, Arc<TokenSet>, FxBuildHasher>>,
+    rejected: Mutex<RejectedPrefixes>,
+    counters: AtomicCounters,
     fused: Option<Grammar>,
 }
 
@@ -757,29 +757,29 @@ impl Deadline {
 
 /// The rejected-prefix set (§4.4): per parser-state fingerprint, the byte
 /// prefixes known to have no viable continuation from that state.
-pub(crate) type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, FxBuildHasher>;
+type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, FxBuildHasher>;
 
 /// The [`Counters`] of a compiled grammar as atomics, so matchers on
 /// different threads count without a lock (relaxed: they are statistics,
 /// read as a snapshot by [`CompiledGrammar::counters`]).
 #[derive(Debug, Default)]
-pub(crate) struct AtomicCounters {
-    pub(crate) masks: AtomicU64,
-    pub(crate) state_cache_hits: AtomicU64,
-    pub(crate) rejected_prefix_hits: AtomicU64,
-    pub(crate) peak_set_items: AtomicUsize,
+struct AtomicCounters {
+    masks: AtomicU64,
+    state_cache_hits: AtomicU64,
+    rejected_prefix_hits: AtomicU64,
+    peak_set_items: AtomicUsize,
 }
 
 impl AtomicCounters {
     /// Adds one to `c`.
     #[inline]
-    pub(crate) fn bump(c: &AtomicU64) {
+    fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records a set of `n` items.
     #[inline]
-    pub(crate) fn observe_set(&self, n: usize) {
+    fn observe_set(&self, n: usize) {
         if n > self.peak_set_items.load(Ordering::Relaxed) {
             self.peak_set_items.fetch_max(n, Ordering::Relaxed);
         }
@@ -1052,6 +1052,85 @@ impl CompiledGrammar {
 
     pub(crate) fn vocab_len(&self) -> usize {
         self.index.vocab.len()
+    }
+
+    /// The flattened rules (what a matcher's charts are over).
+    #[inline]
+    pub(crate) fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// The (pruned) chart of the empty input, shared by every new matcher.
+    pub(crate) fn initial_chart(&self) -> Arc<Chart> {
+        self.initial.clone()
+    }
+
+    /// The pruned-state cache's mask for the chart key `key`, counting a
+    /// hit.
+    pub(crate) fn cached_mask(&self, key: &[u32]) -> Option<Arc<TokenSet>> {
+        let m = self
+            .state_cache
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .cloned();
+        if m.is_some() {
+            AtomicCounters::bump(&self.counters.state_cache_hits);
+        }
+        m
+    }
+
+    /// Stores `mask` in the pruned-state cache under the chart key `key`
+    /// (the cache is emptied when it holds
+    /// [`EngineConfig::state_cache_capacity`] masks).
+    pub(crate) fn cache_mask(&self, key: &[u32], mask: &TokenSet) {
+        let capacity = self.config.state_cache_capacity;
+        let mut cache = self.state_cache.write().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= capacity {
+            cache.clear();
+        }
+        if capacity > 0 {
+            cache.insert(key.into(), Arc::new(mask.clone()));
+        }
+    }
+
+    /// True when a prefix of `bytes` is known to have no viable
+    /// continuation from the parser state of fingerprint `fp` (the
+    /// rejected-prefix set, §4.4), counting a hit.
+    pub(crate) fn rejected_prefix(&self, fp: u64, bytes: &[u8]) -> bool {
+        let hit = self
+            .rejected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&fp)
+            .is_some_and(|v| v.iter().any(|p| bytes.starts_with(p)));
+        if hit {
+            AtomicCounters::bump(&self.counters.rejected_prefix_hits);
+        }
+        hit
+    }
+
+    /// Records that `token[..len]`, the part of a token's bytes parsed
+    /// until it failed, has no viable continuation from the parser state
+    /// of fingerprint `fp` (unless a recorded prefix covers `token`).
+    pub(crate) fn reject_prefix(&self, fp: u64, token: &[u8], len: usize) {
+        let mut r = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        let v = r.entry(fp).or_default();
+        if !v.iter().any(|p| token.starts_with(p)) {
+            v.push(token[..len].into());
+        }
+    }
+
+    /// Counts a mask asked for ([`Counters::masks`]).
+    #[inline]
+    pub(crate) fn count_mask(&self) {
+        AtomicCounters::bump(&self.counters.masks);
+    }
+
+    /// Records an Earley set of `n` items ([`Counters::peak_set_items`]).
+    #[inline]
+    pub(crate) fn observe_set(&self, n: usize) {
+        self.counters.observe_set(n);
     }
 }
 
