@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rustc_hash::FxBuildHasher;
 
-use zapspec_core::{TokenSet, Vocabulary};
+use zapspec_core::{TokenId, TokenSet, Vocabulary};
 use zapspec_grammar::{Grammar, Terminal};
 
 use crate::chart::{initial_chart, Chart};
@@ -34,7 +34,7 @@ use crate::toktrie::TokTrie;
 /// The vocabulary as the engine keeps it: any [`Vocabulary`], shared.
 ///
 /// A trait object rather than a type parameter: the engine reads token
-/// bytes through its [`TokTrie`] when it computes masks, and asks the
+/// bytes through its token trie when it computes masks, and asks the
 /// vocabulary only for the bytes, length, EOS and special flag of the one
 /// token being [advanced](zapspec_core::Constraint::advance) (a handful of
 /// indirect calls per token). Building the trie and the slices, which
@@ -286,8 +286,20 @@ impl VocabIndex {
     }
 
     /// The token trie of the vocabulary (its non-special, non-empty tokens).
-    pub fn trie(&self) -> &TokTrie {
+    pub(crate) fn trie(&self) -> &TokTrie {
         &self.trie
+    }
+
+    /// Number of nodes of the token trie (root and end sentinel included),
+    /// what a cold context-independent entry walks at worst.
+    pub fn trie_nodes(&self) -> usize {
+        self.trie.num_nodes()
+    }
+
+    /// Number of tokens in the token trie: the vocabulary's non-special,
+    /// non-empty tokens (what grammar text can be spelt with).
+    pub fn trie_tokens(&self) -> usize {
+        self.trie.num_tokens()
     }
 
     /// The shared entry of a terminal given as regex text.
@@ -531,10 +543,28 @@ impl VocabIndex {
         n
     }
 
-    /// The shared entry (DFA and context-independent cache) of a terminal
-    /// given as regex text, compiling it on first use.
-    pub fn terminal_entry(&self, regex: &str) -> Result<Arc<TermEntry>, EarleyError> {
-        self.terminal_regex(regex.to_string())
+    /// What the terminal given as regex text (in [`ByteDfa::regex_of`]'s
+    /// dialect), after it has read `prefix`, contributes to any mask: its
+    /// context-independent cache entry as plain data, computed on first
+    /// use (and the terminal compiled on first use) like a mask would;
+    /// `None` when no match starts with `prefix`. For inspecting and
+    /// measuring the cache: masks never need it.
+    pub fn terminal_tokens(
+        &self,
+        regex: &str,
+        prefix: &[u8],
+    ) -> Result<Option<TerminalTokens>, EarleyError> {
+        let e = self.terminal_regex(regex.to_string())?;
+        let s = e.dfa().run(e.dfa().start(), prefix);
+        if s == ByteDfa::DEAD {
+            return Ok(None);
+        }
+        let c = e.ci(s, self);
+        Ok(Some(TerminalTokens {
+            allowed: c.allowed_tokens(self.vocab.len()),
+            dependent: c.dependent(),
+            sliced: c.sliced(),
+        }))
     }
 
     pub(crate) fn terminal(
@@ -619,6 +649,25 @@ impl VocabIndex {
         s.ci_bytes += self.slices.iter().map(Slice::heap_bytes).sum::<usize>();
         s
     }
+}
+
+/// What one state of a terminal contributes to every mask
+/// ([`VocabIndex::terminal_tokens`]): its context-independent cache entry
+/// (module `ci_cache`), as plain data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TerminalTokens {
+    /// The tokens allowed whatever follows the terminal: its automaton
+    /// stays live over all their bytes.
+    pub allowed: TokenSet,
+    /// The context-dependent tokens, sorted: `(bytes[k..], token)` for
+    /// each `k` (`1 ≤ k < len`) after which the terminal may end, of each
+    /// token not in [`Self::allowed`] whose bytes the automaton reads
+    /// that far. Whether one is allowed depends on what the grammar lets
+    /// follow the terminal; a mask parses the remainder to find out.
+    pub dependent: Vec<(Vec<u8>, TokenId)>,
+    /// The entry was computed through a vocabulary slice
+    /// ([`IndexConfig::slices`]): only the tokens outside it were walked.
+    pub sliced: bool,
 }
 
 /// Sizes of the shared terminal / context-independent mask cache.
@@ -1157,7 +1206,7 @@ impl TermEntry {
     /// ([`ByteDfa::residual_key`]): the string-interior states of the many
     /// different key and value terminals of JSON Schema grammars share one
     /// entry per vocabulary.
-    pub fn ci(&self, s: u32, index: &VocabIndex) -> Arc<CiEntry> {
+    pub(crate) fn ci(&self, s: u32, index: &VocabIndex) -> Arc<CiEntry> {
         // States no token can tell apart share one slot (counted
         // repetitions, `crate::counted`).
         let horizon = index.trie().max_depth();
@@ -1221,6 +1270,36 @@ mod tests {
         fn is_special(&self, t: TokenId) -> bool {
             t == 4
         }
+    }
+
+    /// States of different terminals with the same residual automaton
+    /// share one entry (one `Arc`); different residual languages do not.
+    /// The entries' contents: `tests/slices.rs`.
+    #[test]
+    fn equal_residuals_share_one_arc() {
+        let toks: Vec<Vec<u8>> = ["a", "ab", "\"", "a\"", "\",", "b\"}", "é", "\\n", ""]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        let eos = toks.len() as u32 - 1;
+        let vocab = Arc::new(
+            zapspec_vocab::TokenVocab::from_tokens("random", toks, &[eos], eos)
+                .expect("valid vocabulary"),
+        );
+        let index = VocabIndex::new(vocab);
+        let open = |re: &str, pre: &[u8]| {
+            let e = index
+                .terminal_regex(re.to_string())
+                .expect("regex compiles");
+            let s = e.dfa().run(e.dfa().start(), pre);
+            assert_ne!(s, ByteDfa::DEAD);
+            e.ci(s, &index)
+        };
+        let a = open(r#""[^"\\\x00-\x1F]*""#, b"\"");
+        let b = open(r#""(?:x|yz)[^"\\\x00-\x1F]*""#, b"\"yz");
+        let c = open(r#""[^"\\\x00-\x1F]{0,5}""#, b"\"");
+        assert!(Arc::ptr_eq(&a, &b), "same residual language, same entry");
+        assert!(!Arc::ptr_eq(&a, &c), "bounded string is another language");
     }
 
     #[test]
