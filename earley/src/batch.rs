@@ -208,8 +208,6 @@ const _: () = {
     send_sync::<crate::CompiledGrammar>();
     send_sync::<std::sync::Arc<crate::CompiledGrammar>>();
     send_sync::<crate::EarleyMatcher>();
-    send_sync::<crate::TermEntry>();
-    send_sync::<crate::CiEntry>();
 };
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxBuildHasher;
 
-use crate::grammar::{Rules, END, TERM};
+use crate::grammar::{Rules, Sym, SymKind};
 use crate::terminal::DEAD;
 
 /// An extended Earley item `(A → α • β, origin, ·)` with the DFA state of a
@@ -128,6 +128,17 @@ impl<'a> Work<'a> {
         }
     }
 
+    /// A work with no base, whose first pushed set is set 0 (the initial
+    /// chart's): `base_last` is one before 0, wrapping, so that
+    /// [`Self::top_pos`] is 0 and every origin of that set is the set
+    /// itself.
+    fn first(g: &'a Rules, empty: &'a Chart) -> Self {
+        debug_assert!(empty.sets.is_empty());
+        let mut w = Work::new(g, empty);
+        w.base_last = u32::MAX;
+        w
+    }
+
     /// After closing the set that starts at `start`: when it reached the
     /// item bound, drops it, records the overflow and returns false.
     #[inline]
@@ -151,10 +162,10 @@ impl<'a> Work<'a> {
         }
     }
 
-    /// Position of the top set.
+    /// Position of the top set (wrapping: see [`Self::first`]).
     #[inline]
     fn top_pos(&self) -> u32 {
-        self.base_last + self.starts.len() as u32
+        self.base_last.wrapping_add(self.starts.len() as u32)
     }
 
     /// Range of the top speculative set, or None when the top is the base.
@@ -228,9 +239,8 @@ impl<'a> Work<'a> {
     #[inline]
     fn scan_item(&mut self, x: Item, b: u8) {
         let g = self.g;
-        let s = g.sym[x.pos as usize];
-        if s != END && s & TERM != 0 {
-            let dfa = &g.terms[(s & !TERM) as usize].dfa();
+        if let Some(t) = g.sym(x.pos).as_term() {
+            let dfa = &g.terms[t as usize].dfa();
             let n = dfa.next(x.st, b);
             if n != DEAD {
                 if dfa.can_continue(n) {
@@ -303,6 +313,8 @@ impl<'a> Work<'a> {
     }
 
     /// COMPLETE / PREDICT closure of the set starting at `start` (the top).
+    /// The very first set (origin 0, no base: [`initial_chart`]) is closed
+    /// here too, every origin then being the set itself.
     fn close(&mut self, start: usize) {
         let g = self.g;
         let here = self.top_pos();
@@ -310,54 +322,57 @@ impl<'a> Work<'a> {
         while i < self.items.len() {
             let x = self.items[i];
             i += 1;
-            let s = g.sym[x.pos as usize];
-            if s == END {
-                let lhs = g.lhs[x.pos as usize];
-                if x.origin == here {
-                    let mut j = start;
-                    while j < self.items.len() {
-                        let y = self.items[j];
-                        j += 1;
-                        if g.sym[y.pos as usize] == lhs {
-                            let a = self.advanced(y);
-                            self.add(a);
+            match g.sym(x.pos).kind() {
+                SymKind::End => {
+                    let lhs = Sym::nt(g.lhs[x.pos as usize]);
+                    if x.origin == here {
+                        let mut j = start;
+                        while j < self.items.len() {
+                            let y = self.items[j];
+                            j += 1;
+                            if g.sym(y.pos) == lhs {
+                                let a = self.advanced(y);
+                                self.add(a);
+                            }
                         }
-                    }
-                } else if x.origin > self.base_last {
-                    let k = (x.origin - self.base_last - 1) as usize;
-                    let (a, e) = (self.starts[k] as usize, self.starts[k + 1] as usize);
-                    for j in a..e {
-                        let y = self.items[j];
-                        if g.sym[y.pos as usize] == lhs {
-                            let a = self.advanced(y);
-                            self.add(a);
+                    } else if x.origin > self.base_last {
+                        let k = (x.origin - self.base_last - 1) as usize;
+                        let (a, e) = (self.starts[k] as usize, self.starts[k + 1] as usize);
+                        for j in a..e {
+                            let y = self.items[j];
+                            if g.sym(y.pos) == lhs {
+                                let a = self.advanced(y);
+                                self.add(a);
+                            }
                         }
-                    }
-                } else {
-                    let set = self.base_set(x.origin);
-                    for &y in set {
-                        if g.sym[y.pos as usize] == lhs {
-                            let a = self.advanced(y);
-                            self.add(a);
+                    } else {
+                        let set = self.base_set(x.origin);
+                        for &y in set {
+                            if g.sym(y.pos) == lhs {
+                                let a = self.advanced(y);
+                                self.add(a);
+                            }
                         }
                     }
                 }
-            } else if s & TERM != 0 {
-                if g.terms[(s & !TERM) as usize].is_accepting(x.st) {
-                    let a = self.advanced(x);
-                    self.add(a);
+                SymKind::Term(t) => {
+                    if g.terms[t as usize].is_accepting(x.st) {
+                        let a = self.advanced(x);
+                        self.add(a);
+                    }
                 }
-            } else {
-                for &p in g.rules_of(s) {
-                    self.add(Item {
-                        pos: p,
-                        st: g.init[p as usize],
-                        origin: here,
-                    });
-                }
-                if g.nullable[s as usize] {
-                    let a = self.advanced(x);
-                    self.add(a);
+                SymKind::Nt(n) => {
+                    for &p in g.rules_of(n) {
+                        self.add(Item {
+                            pos: p,
+                            st: g.init[p as usize],
+                            origin: here,
+                        });
+                    }
+                    if g.nullable[n as usize] {
+                        let a = self.advanced(x);
+                        self.add(a);
+                    }
                 }
             }
         }
@@ -381,22 +396,15 @@ pub(crate) fn initial_chart(g: &Rules) -> Result<Chart, usize> {
         sets: Vec::new(),
         accepting: false,
     };
-    let mut w = Work::new(g, &empty);
-    // base_last = 0 and no base sets: the seeded set gets position 1; we
-    // want position 0, so build it by hand with a shifted work.
-    w.base_last = u32::MAX; // top_pos() = base_last + 1 = 0 (wrapping)
-    let seed = g
-        .rules_of(g.start_nt)
-        .iter()
-        .map(|&p| Item {
-            pos: p,
-            st: g.init[p as usize],
-            origin: 0,
-        })
-        .collect::<Vec<_>>();
-    w.push_seeded_wrapping(seed);
-    if w.hit {
-        return Err(w.items.len());
+    let mut w = Work::first(g, &empty);
+    let seed = g.rules_of(g.start_nt).iter().map(|&p| Item {
+        pos: p,
+        st: g.init[p as usize],
+        origin: 0,
+    });
+    w.push_seeded(seed);
+    if let Some(n) = w.overflow {
+        return Err(n);
     }
     let items = w.items;
     let accepting = items.contains(&Item {
@@ -408,57 +416,4 @@ pub(crate) fn initial_chart(g: &Rules) -> Result<Chart, usize> {
         sets: vec![(0, items.into())],
         accepting,
     })
-}
-
-impl Work<'_> {
-    fn push_seeded_wrapping(&mut self, seed: Vec<Item>) {
-        // Position arithmetic: top_pos = base_last + depth wraps to 0.
-        let start = self.items.len();
-        self.starts.push(start as u32);
-        for it in seed {
-            self.add(it);
-        }
-        self.close_wrapping(start);
-    }
-
-    fn close_wrapping(&mut self, start: usize) {
-        // Same as `close`, for the very first set, where every origin is 0
-        // and equals the set being built.
-        let g = self.g;
-        let mut i = start;
-        while i < self.items.len() {
-            let x = self.items[i];
-            i += 1;
-            let s = g.sym[x.pos as usize];
-            if s == END {
-                let lhs = g.lhs[x.pos as usize];
-                let mut j = start;
-                while j < self.items.len() {
-                    let y = self.items[j];
-                    j += 1;
-                    if g.sym[y.pos as usize] == lhs {
-                        let a = self.advanced(y);
-                        self.add(a);
-                    }
-                }
-            } else if s & TERM != 0 {
-                if g.terms[(s & !TERM) as usize].is_accepting(x.st) {
-                    let a = self.advanced(x);
-                    self.add(a);
-                }
-            } else {
-                for &p in g.rules_of(s) {
-                    self.add(Item {
-                        pos: p,
-                        st: g.init[p as usize],
-                        origin: 0,
-                    });
-                }
-                if g.nullable[s as usize] {
-                    let a = self.advanced(x);
-                    self.add(a);
-                }
-            }
-        }
-    }
 }

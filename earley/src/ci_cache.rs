@@ -51,7 +51,7 @@ use zapspec_grammar::segmented::Segmented;
 /// start state, whether the empty string matches) is read off the
 /// terminal's HIR.
 #[derive(Debug)]
-pub struct TermEntry {
+pub(crate) struct TermEntry {
     /// The terminal's regex text (its key in the index).
     pub regex: String,
     /// The terminal's automaton, once built.
@@ -171,21 +171,14 @@ fn sparse_words(s: &TokenSet) -> Vec<(u32, u64)> {
 
 /// What one (terminal, DFA state) contributes to a mask.
 #[derive(Debug)]
-pub struct CiEntry {
+pub(crate) struct CiEntry {
     pub(crate) allowed: Bits,
-    /// Number of context-independent allowed tokens.
-    pub n_allowed: usize,
     /// Remainders of the context-dependent tokens after the terminal ends,
     /// as a trie whose entries are the tokens.
     pub(crate) suffixes: TokTrie,
 }
 
 impl CiEntry {
-    /// Number of (remainder, token) entries to check against the parser.
-    pub fn n_dependent(&self) -> usize {
-        self.suffixes.num_tokens()
-    }
-
     /// Own heap bytes (a shared slice set is not counted).
     pub fn heap_bytes(&self) -> usize {
         self.allowed.heap_bytes() + self.suffixes.heap_bytes()
@@ -208,6 +201,14 @@ impl CiEntry {
         matches!(self.allowed, Bits::Sliced(..))
     }
 }
+
+/// Compile-time check: the shared cache's entries are `Send + Sync` (the
+/// compiled grammars and matchers that hold them are, module `batch`).
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<TermEntry>();
+    send_sync::<CiEntry>();
+};
 
 /// A terminal's automaton not built yet: its HIR and limits (its
 /// [`Facts`] are the entry's `start` and `nullable`).
@@ -309,7 +310,7 @@ impl TermEntry {
         self.dfa.get()
     }
 
-    /// The automaton's start state ([`DEAD`](crate::DEAD): the language
+    /// The automaton's start state ([`DEAD`](crate::ByteDfa::DEAD): the language
     /// is empty), without building it.
     pub fn start(&self) -> u32 {
         self.start
@@ -365,14 +366,6 @@ impl TermEntry {
     pub(crate) fn entries(&self) -> impl Iterator<Item = Arc<CiEntry>> + '_ {
         self.ci.iter().filter_map(|c| c.get().map(|(e, _)| e))
     }
-
-    /// Number of DFA states whose entry has been computed, and their bytes
-    /// (an entry shared with other states or terminals is counted in full
-    /// here; [`crate::VocabIndex::cache_stats`] counts it once).
-    pub fn computed(&self) -> (usize, usize) {
-        self.entries()
-            .fold((0, 0), |(n, b), e| (n + 1, b + e.heap_bytes()))
-    }
 }
 
 /// Classifies every token for `dfa` in state `s` (module docs): through
@@ -388,15 +381,12 @@ pub(crate) fn compute(
 ) -> CiEntry {
     if let Some(sl) = slices.iter().find(|sl| sl.contained_in(dfa, s)) {
         let (extra, suffixes) = classify(dfa, s, sl.rest(), vocab_len);
-        let n_allowed = sl.num_tokens() + extra.count();
         return CiEntry {
             allowed: Bits::Sliced(sl.tokens().clone(), sparse_words(&extra)),
-            n_allowed,
             suffixes,
         };
     }
     let (allowed, suffixes) = classify(dfa, s, trie, vocab_len);
-    let n_allowed = allowed.count();
     let nz = allowed.words().iter().filter(|&&w| w != 0).count();
     let bits = if nz * 4 < allowed.words().len() {
         Bits::Sparse(sparse_words(&allowed))
@@ -405,7 +395,6 @@ pub(crate) fn compute(
     };
     CiEntry {
         allowed: bits,
-        n_allowed,
         suffixes,
     }
 }

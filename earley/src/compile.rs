@@ -109,7 +109,7 @@ impl ByteDfa {
 /// items' initial states), read off the HIR.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Facts {
-    /// The start state the built automaton will have: [`DEAD`] when the
+    /// The start state the built automaton will have: [`DEAD`](crate::ByteDfa::DEAD) when the
     /// language is empty, else 1 (the lazy construction's numbering).
     pub start: u32,
     /// The language holds the empty string.
@@ -131,7 +131,7 @@ const MAX_DEFERRED_NFA_STATES: u128 = 1 << 18;
 
 impl ByteDfa {
     /// Whether `hir` may be built on first use instead of now (the
-    /// deferred construction of [`crate::TermEntry`]), and its [`Facts`]:
+    /// deferred construction of `TermEntry`), and its [`Facts`]:
     /// only with `lazy`, without look-around, not of the counted shape
     /// ([`crate::counted`], built now), and with an NFA estimated far below
     /// `limits.nfa_bytes` (so that building it later cannot hit that limit)

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rustc_hash::FxBuildHasher;
 
-use zapspec_core::{TokenSet, Vocabulary};
+use zapspec_core::{TokenId, TokenSet, Vocabulary};
 use zapspec_grammar::{Grammar, Terminal};
 
 use crate::chart::{initial_chart, Chart};
@@ -34,7 +34,7 @@ use crate::toktrie::TokTrie;
 /// The vocabulary as the engine keeps it: any [`Vocabulary`], shared.
 ///
 /// A trait object rather than a type parameter: the engine reads token
-/// bytes through its [`TokTrie`] when it computes masks, and asks the
+/// bytes through its token trie when it computes masks, and asks the
 /// vocabulary only for the bytes, length, EOS and special flag of the one
 /// token being [advanced](zapspec_core::Constraint::advance) (a handful of
 /// indirect calls per token). Building the trie and the slices, which
@@ -286,8 +286,20 @@ impl VocabIndex {
     }
 
     /// The token trie of the vocabulary (its non-special, non-empty tokens).
-    pub fn trie(&self) -> &TokTrie {
+    pub(crate) fn trie(&self) -> &TokTrie {
         &self.trie
+    }
+
+    /// Number of nodes of the token trie (root and end sentinel included),
+    /// what a cold context-independent entry walks at worst.
+    pub fn trie_nodes(&self) -> usize {
+        self.trie.num_nodes()
+    }
+
+    /// Number of tokens in the token trie: the vocabulary's non-special,
+    /// non-empty tokens (what grammar text can be spelt with).
+    pub fn trie_tokens(&self) -> usize {
+        self.trie.num_tokens()
     }
 
     /// The shared entry of a terminal given as regex text.
@@ -531,10 +543,28 @@ impl VocabIndex {
         n
     }
 
-    /// The shared entry (DFA and context-independent cache) of a terminal
-    /// given as regex text, compiling it on first use.
-    pub fn terminal_entry(&self, regex: &str) -> Result<Arc<TermEntry>, EarleyError> {
-        self.terminal_regex(regex.to_string())
+    /// What the terminal given as regex text (in [`ByteDfa::regex_of`]'s
+    /// dialect), after it has read `prefix`, contributes to any mask: its
+    /// context-independent cache entry as plain data, computed on first
+    /// use (and the terminal compiled on first use) like a mask would;
+    /// `None` when no match starts with `prefix`. For inspecting and
+    /// measuring the cache: masks never need it.
+    pub fn terminal_tokens(
+        &self,
+        regex: &str,
+        prefix: &[u8],
+    ) -> Result<Option<TerminalTokens>, EarleyError> {
+        let e = self.terminal_regex(regex.to_string())?;
+        let s = e.dfa().run(e.dfa().start(), prefix);
+        if s == ByteDfa::DEAD {
+            return Ok(None);
+        }
+        let c = e.ci(s, self);
+        Ok(Some(TerminalTokens {
+            allowed: c.allowed_tokens(self.vocab.len()),
+            dependent: c.dependent(),
+            sliced: c.sliced(),
+        }))
     }
 
     pub(crate) fn terminal(
@@ -619,6 +649,25 @@ impl VocabIndex {
         s.ci_bytes += self.slices.iter().map(Slice::heap_bytes).sum::<usize>();
         s
     }
+}
+
+/// What one state of a terminal contributes to every mask
+/// ([`VocabIndex::terminal_tokens`]): its context-independent cache entry
+/// (module `ci_cache`), as plain data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TerminalTokens {
+    /// The tokens allowed whatever follows the terminal: its automaton
+    /// stays live over all their bytes.
+    pub allowed: TokenSet,
+    /// The context-dependent tokens, sorted: `(bytes[k..], token)` for
+    /// each `k` (`1 ≤ k < len`) after which the terminal may end, of each
+    /// token not in [`Self::allowed`] whose bytes the automaton reads
+    /// that far. Whether one is allowed depends on what the grammar lets
+    /// follow the terminal; a mask parses the remainder to find out.
+    pub dependent: Vec<(Vec<u8>, TokenId)>,
+    /// The entry was computed through a vocabulary slice
+    /// ([`IndexConfig::slices`]): only the tokens outside it were walked.
+    pub sliced: bool,
 }
 
 /// Sizes of the shared terminal / context-independent mask cache.
@@ -711,13 +760,13 @@ impl Engine {
 /// sequence, filled a cache first. A `const` assertion in
 /// [`crate::batch`] checks the bounds at compile time.
 pub struct CompiledGrammar {
-    pub(crate) index: Arc<VocabIndex>,
-    pub(crate) rules: Rules,
-    pub(crate) config: EngineConfig,
-    pub(crate) initial: Arc<Chart>,
-    pub(crate) state_cache: RwLock<HashMap<Box<[u32]>, Arc<TokenSet>, FxBuildHasher>>,
-    pub(crate) rejected: Mutex<RejectedPrefixes>,
-    pub(crate) counters: AtomicCounters,
+    index: Arc<VocabIndex>,
+    rules: Rules,
+    config: EngineConfig,
+    initial: Arc<Chart>,
+    state_cache: RwLock<HashMap<Box<[u32]>, Arc<TokenSet>, FxBuildHasher>>,
+    rejected: Mutex<RejectedPrefixes>,
+    counters: AtomicCounters,
     fused: Option<Grammar>,
 }
 
@@ -757,29 +806,29 @@ impl Deadline {
 
 /// The rejected-prefix set (§4.4): per parser-state fingerprint, the byte
 /// prefixes known to have no viable continuation from that state.
-pub(crate) type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, FxBuildHasher>;
+type RejectedPrefixes = HashMap<u64, Vec<Box<[u8]>>, FxBuildHasher>;
 
 /// The [`Counters`] of a compiled grammar as atomics, so matchers on
 /// different threads count without a lock (relaxed: they are statistics,
 /// read as a snapshot by [`CompiledGrammar::counters`]).
 #[derive(Debug, Default)]
-pub(crate) struct AtomicCounters {
-    pub(crate) masks: AtomicU64,
-    pub(crate) state_cache_hits: AtomicU64,
-    pub(crate) rejected_prefix_hits: AtomicU64,
-    pub(crate) peak_set_items: AtomicUsize,
+struct AtomicCounters {
+    masks: AtomicU64,
+    state_cache_hits: AtomicU64,
+    rejected_prefix_hits: AtomicU64,
+    peak_set_items: AtomicUsize,
 }
 
 impl AtomicCounters {
     /// Adds one to `c`.
     #[inline]
-    pub(crate) fn bump(c: &AtomicU64) {
+    fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records a set of `n` items.
     #[inline]
-    pub(crate) fn observe_set(&self, n: usize) {
+    fn observe_set(&self, n: usize) {
         if n > self.peak_set_items.load(Ordering::Relaxed) {
             self.peak_set_items.fetch_max(n, Ordering::Relaxed);
         }
@@ -1053,6 +1102,85 @@ impl CompiledGrammar {
     pub(crate) fn vocab_len(&self) -> usize {
         self.index.vocab.len()
     }
+
+    /// The flattened rules (what a matcher's charts are over).
+    #[inline]
+    pub(crate) fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// The (pruned) chart of the empty input, shared by every new matcher.
+    pub(crate) fn initial_chart(&self) -> Arc<Chart> {
+        self.initial.clone()
+    }
+
+    /// The pruned-state cache's mask for the chart key `key`, counting a
+    /// hit.
+    pub(crate) fn cached_mask(&self, key: &[u32]) -> Option<Arc<TokenSet>> {
+        let m = self
+            .state_cache
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .cloned();
+        if m.is_some() {
+            AtomicCounters::bump(&self.counters.state_cache_hits);
+        }
+        m
+    }
+
+    /// Stores `mask` in the pruned-state cache under the chart key `key`
+    /// (the cache is emptied when it holds
+    /// [`EngineConfig::state_cache_capacity`] masks).
+    pub(crate) fn cache_mask(&self, key: &[u32], mask: &TokenSet) {
+        let capacity = self.config.state_cache_capacity;
+        let mut cache = self.state_cache.write().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= capacity {
+            cache.clear();
+        }
+        if capacity > 0 {
+            cache.insert(key.into(), Arc::new(mask.clone()));
+        }
+    }
+
+    /// True when a prefix of `bytes` is known to have no viable
+    /// continuation from the parser state of fingerprint `fp` (the
+    /// rejected-prefix set, §4.4), counting a hit.
+    pub(crate) fn rejected_prefix(&self, fp: u64, bytes: &[u8]) -> bool {
+        let hit = self
+            .rejected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&fp)
+            .is_some_and(|v| v.iter().any(|p| bytes.starts_with(p)));
+        if hit {
+            AtomicCounters::bump(&self.counters.rejected_prefix_hits);
+        }
+        hit
+    }
+
+    /// Records that `token[..len]`, the part of a token's bytes parsed
+    /// until it failed, has no viable continuation from the parser state
+    /// of fingerprint `fp` (unless a recorded prefix covers `token`).
+    pub(crate) fn reject_prefix(&self, fp: u64, token: &[u8], len: usize) {
+        let mut r = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        let v = r.entry(fp).or_default();
+        if !v.iter().any(|p| token.starts_with(p)) {
+            v.push(token[..len].into());
+        }
+    }
+
+    /// Counts a mask asked for ([`Counters::masks`]).
+    #[inline]
+    pub(crate) fn count_mask(&self) {
+        AtomicCounters::bump(&self.counters.masks);
+    }
+
+    /// Records an Earley set of `n` items ([`Counters::peak_set_items`]).
+    #[inline]
+    pub(crate) fn observe_set(&self, n: usize) {
+        self.counters.observe_set(n);
+    }
 }
 
 /// The context-independent entries of a terminal are computed over the
@@ -1078,7 +1206,7 @@ impl TermEntry {
     /// ([`ByteDfa::residual_key`]): the string-interior states of the many
     /// different key and value terminals of JSON Schema grammars share one
     /// entry per vocabulary.
-    pub fn ci(&self, s: u32, index: &VocabIndex) -> Arc<CiEntry> {
+    pub(crate) fn ci(&self, s: u32, index: &VocabIndex) -> Arc<CiEntry> {
         // States no token can tell apart share one slot (counted
         // repetitions, `crate::counted`).
         let horizon = index.trie().max_depth();
@@ -1142,6 +1270,36 @@ mod tests {
         fn is_special(&self, t: TokenId) -> bool {
             t == 4
         }
+    }
+
+    /// States of different terminals with the same residual automaton
+    /// share one entry (one `Arc`); different residual languages do not.
+    /// The entries' contents: `tests/slices.rs`.
+    #[test]
+    fn equal_residuals_share_one_arc() {
+        let toks: Vec<Vec<u8>> = ["a", "ab", "\"", "a\"", "\",", "b\"}", "é", "\\n", ""]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        let eos = toks.len() as u32 - 1;
+        let vocab = Arc::new(
+            zapspec_vocab::TokenVocab::from_tokens("random", toks, &[eos], eos)
+                .expect("valid vocabulary"),
+        );
+        let index = VocabIndex::new(vocab);
+        let open = |re: &str, pre: &[u8]| {
+            let e = index
+                .terminal_regex(re.to_string())
+                .expect("regex compiles");
+            let s = e.dfa().run(e.dfa().start(), pre);
+            assert_ne!(s, ByteDfa::DEAD);
+            e.ci(s, &index)
+        };
+        let a = open(r#""[^"\\\x00-\x1F]*""#, b"\"");
+        let b = open(r#""(?:x|yz)[^"\\\x00-\x1F]*""#, b"\"yz");
+        let c = open(r#""[^"\\\x00-\x1F]{0,5}""#, b"\"");
+        assert!(Arc::ptr_eq(&a, &b), "same residual language, same entry");
+        assert!(!Arc::ptr_eq(&a, &c), "bounded string is another language");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The grammar as the Earley engine sees it: rules flattened into *dotted
-//! positions* (an LR(0) item `A → α • β` is one `u32`), terminals as shared
+//! positions* (an LR(0) item `A → α • β` is one `u32`, its postdot symbol
+//! one [`Sym`]), terminals as shared
 //! DFAs, nullable flags for the Aycock–Horspool prediction fix, and
 //! unproductive rules removed (so every Earley item in a set can be
 //! completed — the premise of the context-independent mask cache).
@@ -12,18 +13,85 @@ use crate::ci_cache::TermEntry;
 use crate::error::EarleyError;
 use crate::terminal::DEAD;
 
-/// `sym[pos]` for a dot at the end of its rule.
-pub(crate) const END: u32 = u32::MAX;
-/// Flag bit of `sym[pos]` for a terminal (the rest is the terminal index).
-pub(crate) const TERM: u32 = 1 << 31;
+/// The symbol after the dot of a dotted position: a nonterminal, a
+/// terminal, or the end of the rule. One `u32` (the hot loops of the
+/// chart read one per item): a nonterminal id as is, a terminal index with
+/// the top bit set, the end as `u32::MAX`; [`Sym::kind`] and the `as_*`
+/// helpers are the only readers of that encoding.
+#[repr(transparent)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct Sym(u32);
+
+/// What a [`Sym`] is.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum SymKind {
+    /// A nonterminal id.
+    Nt(u32),
+    /// A terminal index (into `Rules::terms`).
+    Term(u32),
+    /// The end of the rule (the item is complete).
+    End,
+}
+
+impl Sym {
+    /// Flag bit of a terminal (the rest is the terminal index).
+    const TERM: u32 = 1 << 31;
+    /// The end of a rule.
+    pub const END: Sym = Sym(u32::MAX);
+    /// Nonterminal ids and terminal indices must be below this (so that
+    /// no terminal is `END`).
+    pub const MAX_ID: u32 = Self::TERM - 1;
+
+    /// Nonterminal `id`.
+    #[inline]
+    pub fn nt(id: u32) -> Sym {
+        debug_assert!(id < Self::MAX_ID);
+        Sym(id)
+    }
+
+    /// Terminal `t`.
+    #[inline]
+    pub fn term(t: u32) -> Sym {
+        debug_assert!(t < Self::MAX_ID);
+        Sym(Self::TERM | t)
+    }
+
+    /// Which kind of symbol this is, with its id.
+    #[inline]
+    pub fn kind(self) -> SymKind {
+        if self.0 == u32::MAX {
+            SymKind::End
+        } else if self.0 & Self::TERM != 0 {
+            SymKind::Term(self.0 & !Self::TERM)
+        } else {
+            SymKind::Nt(self.0)
+        }
+    }
+
+    /// The terminal index, when this is a terminal.
+    #[inline]
+    pub fn as_term(self) -> Option<u32> {
+        if self.0 != u32::MAX && self.0 & Self::TERM != 0 {
+            Some(self.0 & !Self::TERM)
+        } else {
+            None
+        }
+    }
+
+    /// True for the end of a rule.
+    #[inline]
+    pub fn is_end(self) -> bool {
+        self == Self::END
+    }
+}
 
 /// Rules flattened into dotted positions.
 #[derive(Debug)]
 pub(crate) struct Rules {
     /// Distinct terminals, shared with other grammars over the same vocabulary.
     pub terms: Vec<Arc<TermEntry>>,
-    /// Symbol after the dot: a nonterminal id, `TERM | t`, or `END`.
-    pub sym: Vec<u32>,
+    /// Symbol after the dot of each position ([`Self::sym`]).
+    sym: Vec<Sym>,
     /// Left-hand side of the rule of each position.
     pub lhs: Vec<u32>,
     /// Initial DFA state of an item at this position (the postdot terminal's
@@ -57,7 +125,7 @@ impl Rules {
         let mut terms: Vec<Arc<TermEntry>> = Vec::new();
         let mut term_ids: std::collections::HashMap<&zapspec_grammar::Terminal, u32> =
             Default::default();
-        let mut rules: Vec<(u32, Vec<u32>)> = Vec::with_capacity(g.rules.len() + 1);
+        let mut rules: Vec<(u32, Vec<Sym>)> = Vec::with_capacity(g.rules.len() + 1);
         for r in &g.rules {
             if r.lhs.index() >= n_nt {
                 return Err(EarleyError::Invalid {
@@ -73,7 +141,7 @@ impl Rules {
                                 reason: format!("nonterminal {} out of range", n.0),
                             });
                         }
-                        rhs.push(n.0)
+                        rhs.push(Sym::nt(n.0))
                     }
                     Symbol::T(t) => {
                         let id = match term_ids.get(t) {
@@ -85,35 +153,33 @@ impl Rules {
                                 id
                             }
                         };
-                        rhs.push(TERM | id);
+                        rhs.push(Sym::term(id));
                     }
                 }
             }
             rules.push((r.lhs.0, rhs));
         }
-        if terms.len() >= (TERM as usize) || n_nt + 1 >= TERM as usize {
+        if terms.len() > (Sym::MAX_ID as usize) || n_nt + 1 > Sym::MAX_ID as usize {
             return Err(EarleyError::Invalid {
                 reason: "grammar too large".into(),
             });
         }
         let start_nt = n_nt as u32;
-        rules.push((start_nt, vec![g.start.0]));
+        rules.push((start_nt, vec![Sym::nt(g.start.0)]));
         let n_nt = n_nt + 1;
 
         // Productive symbols; drop rules that use an unproductive one.
-        let term_ok = |t: u32| terms[(t & !TERM) as usize].start() != DEAD;
+        let term_ok = |t: u32| terms[t as usize].start() != DEAD;
         let mut productive = vec![false; n_nt];
         let mut changed = true;
         while changed {
             changed = false;
             for (lhs, rhs) in &rules {
                 if !productive[*lhs as usize]
-                    && rhs.iter().all(|&s| {
-                        if s & TERM != 0 {
-                            term_ok(s)
-                        } else {
-                            productive[s as usize]
-                        }
+                    && rhs.iter().all(|&s| match s.kind() {
+                        SymKind::Term(t) => term_ok(t),
+                        SymKind::Nt(n) => productive[n as usize],
+                        SymKind::End => true,
                     })
                 {
                     productive[*lhs as usize] = true;
@@ -127,28 +193,24 @@ impl Rules {
             });
         }
         rules.retain(|(_, rhs)| {
-            rhs.iter().all(|&s| {
-                if s & TERM != 0 {
-                    term_ok(s)
-                } else {
-                    productive[s as usize]
-                }
+            rhs.iter().all(|&s| match s.kind() {
+                SymKind::Term(t) => term_ok(t),
+                SymKind::Nt(n) => productive[n as usize],
+                SymKind::End => true,
             })
         });
         // Nullable.
-        let term_null = |t: u32| terms[(t & !TERM) as usize].is_nullable();
+        let term_null = |t: u32| terms[t as usize].is_nullable();
         let mut nullable = vec![false; n_nt];
         let mut changed = true;
         while changed {
             changed = false;
             for (lhs, rhs) in &rules {
                 if !nullable[*lhs as usize]
-                    && rhs.iter().all(|&s| {
-                        if s & TERM != 0 {
-                            term_null(s)
-                        } else {
-                            nullable[s as usize]
-                        }
+                    && rhs.iter().all(|&s| match s.kind() {
+                        SymKind::Term(t) => term_null(t),
+                        SymKind::Nt(n) => nullable[n as usize],
+                        SymKind::End => true,
                     })
                 {
                     nullable[*lhs as usize] = true;
@@ -173,13 +235,12 @@ impl Rules {
             for &s in rhs {
                 sym.push(s);
                 lhs.push(*l);
-                init.push(if s & TERM != 0 {
-                    terms[(s & !TERM) as usize].start()
-                } else {
-                    0
+                init.push(match s.as_term() {
+                    Some(t) => terms[t as usize].start(),
+                    None => 0,
                 });
             }
-            sym.push(END);
+            sym.push(Sym::END);
             lhs.push(*l);
             init.push(0);
             if *l == start_nt {
@@ -213,6 +274,12 @@ impl Rules {
     pub fn rules_of(&self, nt: u32) -> &[u32] {
         &self.nt_rules
             [self.nt_rules_off[nt as usize] as usize..self.nt_rules_off[nt as usize + 1] as usize]
+    }
+
+    /// The symbol after the dot of position `pos`.
+    #[inline]
+    pub fn sym(&self, pos: u32) -> Sym {
+        self.sym[pos as usize]
     }
 
     /// Number of dotted positions.

@@ -19,7 +19,7 @@
 //! | [`draft_tree`] | — (XGrammar's draft-tree traversal) | [`draft_tree_masks`]: the mask at every node of a speculative draft tree in one call |
 //! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals (and sets of literals of any size: an `enum`) become one DFA terminal |
 //! | [`family`] | — (Chomsky–Miller: right-linear grammars are regular) | regular families: nonterminals recurring through one another only in last position (an automaton's grammar), and large acyclic automata over letters (a `pattern` times a length bound, a trie of excluded keys), become one lazily determinised terminal, built with `regex-automata`'s NFA builder |
-//! | `toktrie` | — | the vocabulary as a preorder byte trie with subtree skips ([`TokTrie`]) |
+//! | `toktrie` | — | the vocabulary as a preorder byte trie with subtree skips |
 //! | [`terminal`] | §4.1 | terminals as byte DFAs ([`ByteDfa`]) |
 //! | `lazy` | — (regex-automata's hybrid DFA, in spirit) | terminal DFA states built on first use by the subset construction, exact liveness from the NFA, lock-free reads; a state bound reported at mask time |
 //! | `segmented` | — | append-only arrays growing by doubling segments without moving (lazy rows, cache slots) |
@@ -245,15 +245,14 @@ mod toktrie;
 mod walk;
 
 pub use batch::{fill_masks, fill_masks_with, BatchConfig, BatchError};
-pub use ci_cache::{CiEntry, TermEntry};
 pub use compile::Facts;
 pub use config::EngineConfig;
 pub use draft_tree::{draft_tree_masks, DraftTree, DraftTreeError, DraftTreeMasks, NodeMask};
 pub use engine::{
-    CacheStats, CompiledGrammar, Counters, Engine, IndexConfig, SharedVocab, VocabIndex,
+    CacheStats, CompiledGrammar, Counters, Engine, IndexConfig, SharedVocab, TerminalTokens,
+    VocabIndex,
 };
 pub use error::EarleyError;
 pub use matcher::{EarleyMatcher, MemStats};
 pub use slicer::Slice;
-pub use terminal::{ByteDfa, DEAD};
-pub use toktrie::TokTrie;
+pub use terminal::ByteDfa;

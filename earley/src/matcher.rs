@@ -13,10 +13,9 @@ use zapspec_core::{Constraint, LookAhead, RejectReason, TokenId, TokenSet, Vocab
 use zapspec_grammar::Limit;
 
 use crate::chart::{Chart, Item, Work};
-use crate::engine::AtomicCounters;
 use crate::engine::{CompiledGrammar, TerminalTrouble};
 use crate::error::EarleyError;
-use crate::grammar::{END, TERM};
+use crate::grammar::Sym;
 use crate::prune;
 use crate::toktrie::Walker;
 
@@ -105,7 +104,7 @@ impl CompiledGrammar {
 
 impl EarleyMatcher {
     pub(crate) fn new(g: Arc<CompiledGrammar>) -> Self {
-        let init = g.initial.clone();
+        let init = g.initial_chart();
         let mut mem = MemStats::default();
         mem.observe(&init);
         EarleyMatcher {
@@ -187,7 +186,7 @@ impl EarleyMatcher {
             });
         }
         let (n, at, in_mask) = self.limit?;
-        let max = self.g.config.max_set_items;
+        let max = self.g.config().max_set_items;
         Some(EarleyError::LimitExceeded {
             limit: Limit::SetItems,
             max,
@@ -240,7 +239,7 @@ impl EarleyMatcher {
     /// `{"na` are all allowed before a forced `{"name":`).
     pub fn forced_bytes(&self, limit: usize) -> Vec<u8> {
         let chart = self.chart().clone();
-        let mut w = Work::new(&self.g.rules, &chart);
+        let mut w = Work::new(self.g.rules(), &chart);
         let mut out = Vec::new();
         let mut accepting = chart.accepting;
         while out.len() < limit && !accepting && !self.finished {
@@ -278,12 +277,12 @@ impl EarleyMatcher {
     fn try_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
         let g = self.g.clone();
         let chart = self.chart().clone();
-        let mut w = Work::new(&g.rules, &chart);
+        let mut w = Work::new(g.rules(), &chart);
         self.limit = None;
         self.dfa_limit = None;
         for (i, &b) in bytes.iter().enumerate() {
             if !w.push_byte(b) {
-                g.counters.observe_set(w.largest);
+                g.observe_set(w.largest);
                 if let Some(n) = w.overflow {
                     self.limit = Some((n, chart.last_pos() + i as u32 + 1, false));
                     return Err(0);
@@ -313,16 +312,16 @@ impl EarleyMatcher {
                 w.items.len()
             };
             let mut v: Vec<Item> = w.items[a..e].to_vec();
-            if g.config.pruning {
+            if g.config().pruning {
                 v.sort_unstable();
             }
             sets.push((base + 1 + k as u32, v.into()));
         }
         self.mem.items_created += w.created;
-        g.counters.observe_set(w.largest);
+        g.observe_set(w.largest);
         let mut next = Chart { sets, accepting };
-        if g.config.pruning {
-            prune::compact(&g.rules, &mut next, &mut self.scratch);
+        if g.config().pruning {
+            prune::compact(g.rules(), &mut next, &mut self.scratch);
         }
         self.mem.observe(&next);
         self.history.push(Arc::new(next));
@@ -336,18 +335,15 @@ impl EarleyMatcher {
         let g = &*self.g;
         let chart = self.chart();
         mask.clear();
-        let rules = &g.rules;
-        let index = &g.index;
+        let rules = g.rules();
+        let index = g.index();
         let vocab = &**index.vocab();
         let mut w = Work::new(rules, chart);
-        if g.config.ci_cache {
+        if g.config().ci_cache {
             let last = chart.last();
             let mut groups: Vec<(u32, u32)> = last
                 .iter()
-                .filter_map(|x| {
-                    let s = rules.sym[x.pos as usize];
-                    (s != END && s & TERM != 0).then_some((s & !TERM, x.st))
-                })
+                .filter_map(|x| rules.sym(x.pos).as_term().map(|t| (t, x.st)))
                 .collect();
             groups.sort_unstable();
             groups.dedup();
@@ -365,10 +361,10 @@ impl EarleyMatcher {
                 if entry.suffixes.num_tokens() == 0 {
                     continue;
                 }
-                let sym = TERM | t;
+                let sym = Sym::term(t);
                 let seeds = last
                     .iter()
-                    .filter(|x| rules.sym[x.pos as usize] == sym && x.st == st)
+                    .filter(|x| rules.sym(x.pos) == sym && x.st == st)
                     .map(|x| Item {
                         pos: x.pos + 1,
                         st: rules.init[x.pos as usize + 1],
@@ -389,23 +385,18 @@ impl EarleyMatcher {
         if chart.accepting {
             mask.insert(vocab.eos());
         }
-        g.counters.observe_set(w.largest.max(chart.last().len()));
+        g.observe_set(w.largest.max(chart.last().len()));
         w.overflow.map(|n| (n, chart.last_pos() + 1))
     }
 
     fn cached_mask(&mut self) -> Option<Arc<TokenSet>> {
-        if !self.g.config.state_cache {
+        if !self.g.config().state_cache {
             return None;
         }
         let c = self.chart().clone();
         c.key(&mut self.key);
         self.key.push(c.accepting as u32);
-        self.g
-            .state_cache
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(self.key.as_slice())
-            .cloned()
+        self.g.cached_mask(&self.key)
     }
 }
 
@@ -426,11 +417,10 @@ impl zapspec_core::Matcher for EarleyMatcher {
     /// `|V|/64` words, a miss walks the token trie
     /// (or the context-independent cache) and fills the state cache.
     fn fill_next(&mut self, mask: &mut TokenSet) {
-        AtomicCounters::bump(&self.g.counters.masks);
+        self.g.count_mask();
         self.limit = None;
         self.dfa_limit = None;
         if let Some(m) = self.cached_mask() {
-            AtomicCounters::bump(&self.g.counters.state_cache_hits);
             mask.words_mut().copy_from_slice(m.words());
             return;
         }
@@ -445,18 +435,8 @@ impl zapspec_core::Matcher for EarleyMatcher {
             self.dfa_limit = Some((true, t));
             return;
         }
-        if self.g.config.state_cache {
-            let mut cache = self
-                .g
-                .state_cache
-                .write()
-                .unwrap_or_else(|e| e.into_inner());
-            if cache.len() >= self.g.config.state_cache_capacity {
-                cache.clear();
-            }
-            if self.g.config.state_cache_capacity > 0 {
-                cache.insert(self.key.clone().into_boxed_slice(), Arc::new(mask.clone()));
-            }
+        if self.g.config().state_cache {
+            self.g.cache_mask(&self.key, mask);
         }
     }
 
@@ -471,17 +451,9 @@ impl zapspec_core::Matcher for EarleyMatcher {
             return Err(RejectReason::SpecialToken);
         }
         let bytes = vocab.token_bytes(t);
-        let fp = if self.g.config.rejected_prefixes {
+        let fp = if self.g.config().rejected_prefixes {
             let fp = self.fingerprint();
-            let hit = self
-                .g
-                .rejected
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&fp)
-                .is_some_and(|v| v.iter().any(|p| bytes.starts_with(p)));
-            if hit {
-                AtomicCounters::bump(&self.g.counters.rejected_prefix_hits);
+            if self.g.rejected_prefix(fp, bytes) {
                 return Err(RejectReason::RejectedPrefix);
             }
             Some(fp)
@@ -494,11 +466,7 @@ impl zapspec_core::Matcher for EarleyMatcher {
             Err(0) => Err(RejectReason::NotAllowed),
             Err(l) => {
                 if let Some(fp) = fp {
-                    let mut r = self.g.rejected.lock().unwrap_or_else(|e| e.into_inner());
-                    let v = r.entry(fp).or_default();
-                    if !v.iter().any(|p| bytes.starts_with(p)) {
-                        v.push(bytes[..l].into());
-                    }
+                    self.g.reject_prefix(fp, bytes, l);
                 }
                 Err(RejectReason::NotAllowed)
             }

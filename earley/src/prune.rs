@@ -28,7 +28,7 @@
 use std::sync::Arc;
 
 use crate::chart::{Chart, Item};
-use crate::grammar::{Rules, END, TERM};
+use crate::grammar::{Rules, Sym, SymKind};
 
 /// Scratch space reused between compactions.
 #[derive(Default, Debug, Clone)]
@@ -55,12 +55,12 @@ pub(crate) fn compact(g: &Rules, chart: &mut Chart, scratch: &mut Scratch) {
     {
         let (last_pos, last) = &chart.sets[n - 1];
         let last_pos = *last_pos;
-        let keep_all = last.iter().all(|x| g.sym[x.pos as usize] != END);
+        let keep_all = last.iter().all(|x| !g.sym(x.pos).is_end());
         if !keep_all {
             let v: Vec<Item> = last
                 .iter()
                 .copied()
-                .filter(|x| g.sym[x.pos as usize] != END)
+                .filter(|x| !g.sym(x.pos).is_end())
                 .collect();
             chart.sets[n - 1].1 = v.into();
         }
@@ -89,10 +89,10 @@ pub(crate) fn compact(g: &Rules, chart: &mut Chart, scratch: &mut Scratch) {
         // Fixpoint over needs that arise inside the set (origin == pos).
         let mut qi = 0;
         while qi < need.len() {
-            let b = need[qi];
+            let b = Sym::nt(need[qi]);
             qi += 1;
             for (j, y) in items.iter().enumerate() {
-                if !kept_mask[j] && g.sym[y.pos as usize] == b {
+                if !kept_mask[j] && g.sym(y.pos) == b {
                     kept_mask[j] = true;
                     let l = g.lhs[y.pos as usize];
                     if y.origin == pos {
@@ -126,8 +126,12 @@ pub(crate) fn compact(g: &Rules, chart: &mut Chart, scratch: &mut Scratch) {
         i += 1;
         keep
     });
-    debug_assert!(chart.sets.iter().all(|(_, s)| s.iter().all(|x| {
-        let sy = g.sym[x.pos as usize];
-        sy == END || sy & TERM != 0 || sy < TERM
-    })));
+    debug_assert!(chart
+        .sets
+        .iter()
+        .all(|(_, s)| s.iter().all(|x| match g.sym(x.pos).kind() {
+            SymKind::Nt(n) => (n as usize) < g.nullable.len(),
+            SymKind::Term(t) => (t as usize) < g.terms.len(),
+            SymKind::End => true,
+        })));
 }

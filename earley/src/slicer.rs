@@ -1,7 +1,7 @@
 //! Vocabulary slices: precomputed token sets that make a cold
 //! context-independent cache entry cheap (after llguidance's *slicer*).
 //!
-//! A cold entry of the context-independent cache ([`crate::CiEntry`],
+//! A cold entry of the context-independent cache (`CiEntry`,
 //! ZapFormat §4.3) classifies every token of the vocabulary against one
 //! terminal DFA state: a walk of the whole token trie (421k nodes for
 //! o200k). On JSON Schema grammars almost every such walk is for a state
@@ -67,7 +67,7 @@ pub struct Slice {
 
 impl Slice {
     /// Builds the slice of `regex` over the tokens of `trie`.
-    pub fn new(
+    pub(crate) fn new(
         regex: &str,
         trie: &TokTrie,
         vocab: &(impl Vocabulary + ?Sized),
@@ -127,8 +127,19 @@ impl Slice {
     }
 
     /// The trie of the tokens outside `T_S`.
-    pub fn rest(&self) -> &TokTrie {
+    pub(crate) fn rest(&self) -> &TokTrie {
         &self.rest
+    }
+
+    /// Number of tokens outside `T_S` (what a cold entry through this
+    /// slice walks).
+    pub fn rest_tokens(&self) -> usize {
+        self.rest.num_tokens()
+    }
+
+    /// Number of nodes of the trie of the tokens outside `T_S`.
+    pub fn rest_nodes(&self) -> usize {
+        self.rest.num_nodes()
     }
 
     /// Own heap bytes: the token set, the trie of the other tokens, the DFA.

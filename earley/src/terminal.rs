@@ -3,7 +3,7 @@
 //! Every [`Terminal`] of the IR (literal, character class, regex) is turned
 //! into one regular expression and compiled by `regex-automata` into a dense
 //! DFA that reports *all* match ends (`MatchKind::All`), then flattened into
-//! [`ByteDfa`]: a table over byte classes with state [`DEAD`] = 0, only
+//! [`ByteDfa`]: a table over byte classes with state [`ByteDfa::DEAD`] = 0, only
 //! *live* states (states from which an accepting state is reachable; every
 //! other state is merged into `DEAD`) and an explicit accepting flag per
 //! state (regex-automata reports matches one byte late; we resolve that with
@@ -24,8 +24,9 @@ use std::sync::Arc;
 use crate::error::EarleyError;
 use zapspec_grammar::lazy::{class_table, LazyTables};
 
-/// The dead state of every [`ByteDfa`]: no continuation can be accepted.
-pub const DEAD: u32 = zapspec_grammar::lazy::DEAD;
+/// The dead state of every [`ByteDfa`] ([`ByteDfa::DEAD`]): no
+/// continuation can be accepted.
+pub(crate) const DEAD: u32 = zapspec_grammar::lazy::DEAD;
 
 /// A deterministic automaton over bytes with only live states: a dense
 /// table built at compile time, or one built state by state on first use
@@ -55,6 +56,11 @@ enum Tables {
 }
 
 impl ByteDfa {
+    /// The dead state (the same in every `ByteDfa`): no continuation of
+    /// the bytes read can be accepted; [`Self::start`] of an empty
+    /// language, [`Self::next`] once a match is impossible.
+    pub const DEAD: u32 = DEAD;
+
     /// The regex (in `regex-syntax` dialect, byte mode allowed) that a
     /// terminal denotes.
     pub fn regex_of(t: &Terminal) -> String {
@@ -263,7 +269,7 @@ impl ByteDfa {
         ))
     }
 
-    /// A DFA from its tables (every state but [`DEAD`] live).
+    /// A DFA from its tables (every state but [`ByteDfa::DEAD`] live).
     pub(crate) fn from_parts(
         classes: [u8; 256],
         ncls: usize,
@@ -406,7 +412,7 @@ impl ByteDfa {
     }
 
     /// The state bound of a lazy automaton (its `dfa_states` when it was
-    /// compiled; [`DEAD`] not counted), `None` for a dense one.
+    /// compiled; [`ByteDfa::DEAD`] not counted), `None` for a dense one.
     pub fn state_bound(&self) -> Option<usize> {
         match &self.tables {
             Tables::Lazy(l) => Some(l.cap() - 1),
@@ -442,13 +448,13 @@ impl ByteDfa {
         self.counted.is_some()
     }
 
-    /// The start state ([`DEAD`] when the language is empty).
+    /// The start state ([`ByteDfa::DEAD`] when the language is empty).
     #[inline]
     pub fn start(&self) -> u32 {
         self.start
     }
 
-    /// The state after reading `b` in state `s` ([`DEAD`] = no live continuation).
+    /// The state after reading `b` in state `s` ([`ByteDfa::DEAD`] = no live continuation).
     #[inline]
     pub fn next(&self, s: u32, b: u8) -> u32 {
         let c = self.classes[b as usize] as usize;
@@ -492,7 +498,7 @@ impl ByteDfa {
         self.start != DEAD && self.is_accepting(self.start)
     }
 
-    /// Number of states, [`DEAD`] included (of a lazy automaton: built so
+    /// Number of states, [`ByteDfa::DEAD`] included (of a lazy automaton: built so
     /// far; of a counted one: those laid out, fewer than
     /// [`Self::state_id_bound`]).
     pub fn num_states(&self) -> usize {
@@ -714,7 +720,7 @@ fn cap_of(horizon: usize) -> u32 {
 /// stored: `O(|X| + |S|)` table entries for any `n`, so building the
 /// automaton costs microseconds and a few KiB whatever the count.
 ///
-/// State ids: [`DEAD`], the prefix chain `1..base`, then count `k`'s block
+/// State ids: [`ByteDfa::DEAD`], the prefix chain `1..base`, then count `k`'s block
 /// at `base + k·stride` (offset 0: the boundary; `1..per`: `X`'s
 /// non-accepting states; `stride` is `per` rounded up to a power of two so
 /// that a state splits into count and offset by a shift and a mask), the
@@ -731,7 +737,7 @@ pub(crate) struct CountedTables {
     pub(crate) n: u32,
     /// Row 0: from a boundary, where an `X` may start; rows `1..per`: from
     /// `X`'s states. Entries are offsets in the count's block (`stride`:
-    /// the next count's boundary; 0: [`DEAD`]).
+    /// the next count's boundary; 0: [`ByteDfa::DEAD`]).
     pub(crate) x_rows: Vec<u32>,
     /// `S`'s start transitions from a boundary (states of `S`, 0 = dead).
     pub(crate) s_start: Vec<u32>,
@@ -742,7 +748,7 @@ pub(crate) struct CountedTables {
     pub(crate) s_rows: Vec<u32>,
     pub(crate) s_acc: Vec<bool>,
     pub(crate) s_cont: Vec<bool>,
-    /// States laid out ([`DEAD`] included; a few, such as `X`'s start
+    /// States laid out ([`ByteDfa::DEAD`] included; a few, such as `X`'s start
     /// inside each count, may be unreachable), for statistics and the
     /// state bound.
     pub(crate) reachable: usize,
@@ -826,7 +832,7 @@ impl CountedTables {
         self.s_base as usize + self.s_acc.len() - 1
     }
 
-    /// States laid out ([`DEAD`] included).
+    /// States laid out ([`ByteDfa::DEAD`] included).
     pub(crate) fn reachable(&self) -> usize {
         self.reachable
     }

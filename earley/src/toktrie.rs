@@ -19,7 +19,7 @@ pub(crate) struct Node {
 
 /// A flattened byte trie over `(bytes, token)` entries.
 #[derive(Clone, Debug, Default)]
-pub struct TokTrie {
+pub(crate) struct TokTrie {
     pub(crate) nodes: Vec<Node>,
     /// Tokens in preorder; node `i` owns `tokens[nodes[i].tok_start..nodes[i+1].tok_start]`.
     pub(crate) tokens: Vec<TokenId>,

@@ -8,7 +8,9 @@
 use std::collections::{HashSet, VecDeque};
 
 use proptest::prelude::*;
-use zapspec_earley::{ByteDfa, DEAD};
+use zapspec_earley::ByteDfa;
+
+const DEAD: u32 = ByteDfa::DEAD;
 use zapspec_grammar::RegexLimits;
 
 /// Exact equivalence: same acceptance and same dead states on every byte

@@ -7,7 +7,9 @@
 //! accepting and on "some byte continues".
 
 use proptest::prelude::*;
-use zapspec_earley::{ByteDfa, DEAD};
+use zapspec_earley::ByteDfa;
+
+const DEAD: u32 = ByteDfa::DEAD;
 use zapspec_grammar::RegexLimits;
 
 mod common;

@@ -2,7 +2,9 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use zapspec_earley::{ByteDfa, DEAD};
+use zapspec_earley::ByteDfa;
+
+const DEAD: u32 = ByteDfa::DEAD;
 
 /// Equal languages and equal liveness, state pair by state pair.
 pub fn equivalent(a: &ByteDfa, b: &ByteDfa) -> Result<usize, String> {
