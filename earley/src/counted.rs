@@ -202,7 +202,7 @@ pub(crate) fn build<E>(
     }
     let s_base = s_base as u32;
     // Joint byte classes: X's, S's, and each prefix byte alone.
-    let mut key_of = std::collections::HashMap::new();
+    let mut key_of = rustc_hash::FxHashMap::default();
     let mut classes = [0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
     for b in 0..=255u8 {

@@ -51,7 +51,7 @@ pub struct VocabIndex {
     trie: TokTrie,
     slices: Vec<Slice>,
     config: IndexConfig,
-    terminals: Mutex<HashMap<String, Arc<TermEntry>>>,
+    terminals: Mutex<HashMap<String, Arc<TermEntry>, FxBuildHasher>>,
     /// Context-independent entries by canonical residual automaton.
     residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, FxBuildHasher>>,
     /// Every terminal compiled over this index and still alive (held by
@@ -227,7 +227,7 @@ impl VocabIndex {
             trie,
             slices,
             config,
-            terminals: Mutex::new(HashMap::new()),
+            terminals: Mutex::new(HashMap::default()),
             residuals: Mutex::new(HashMap::default()),
             live_terms: Mutex::new(Vec::new()),
             cache_bytes: AtomicUsize::new(0),
@@ -606,7 +606,7 @@ impl VocabIndex {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TermEntry>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TermEntry>, FxBuildHasher>> {
         self.terminals.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -636,7 +636,7 @@ impl VocabIndex {
                 .len(),
             ..Default::default()
         };
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = rustc_hash::FxHashSet::default();
         for e in m.values() {
             for c in e.entries() {
                 s.ci_entries += 1;

@@ -37,7 +37,7 @@
 //! families larger than [`MAX_FAMILY_MEMBERS`] members or
 //! [`MAX_FAMILY_TEXT`] characters of distinct bodies stay rules.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use regex_automata::nfa::thompson::{self, Builder, Transition};
@@ -178,7 +178,7 @@ impl Family {
             unions.push(b.add_union(vec![dead]).map_err(build_err)?);
         }
         let fin = b.add_match().map_err(build_err)?;
-        let mut frags: HashMap<(&[u32], Option<u32>), StateID> = HashMap::new();
+        let mut frags: HashMap<(&[u32], Option<u32>), StateID> = HashMap::default();
         for r in &self.rules {
             let target = r.tail.map_or(fin, |m| unions[m as usize]);
             let start = match frags.get(&(r.body.as_slice(), r.tail)) {
@@ -271,7 +271,7 @@ fn compile(b: &mut Builder, h: &Hir, key: &str) -> Result<(StateID, StateID), Co
             // sequences).
             let end = b.add_empty()?;
             let mut alts = Vec::new();
-            let mut suffix: HashMap<(u8, u8, StateID), StateID> = HashMap::new();
+            let mut suffix: HashMap<(u8, u8, StateID), StateID> = HashMap::default();
             for r in c.ranges() {
                 for seq in regex_syntax::utf8::Utf8Sequences::new(r.start(), r.end()) {
                     let mut next = end;
@@ -415,7 +415,7 @@ pub fn regular_families(
     // chain of them fused is nested regexes, one per state, each as long
     // as the rest of the chain (quadratic text; a length bound's counter
     // written out this way costs thousands of NFA states).
-    let mut max_len: HashMap<&Symbol, Option<usize>> = HashMap::new();
+    let mut max_len: HashMap<&Symbol, Option<usize>> = HashMap::default();
     let letter_state: Vec<bool> = (0..n)
         .map(|i| {
             let rules = &by_nt[i];
@@ -506,12 +506,12 @@ pub fn regular_families(
             continue;
         }
         // Members reachable from the entry, numbered breadth first.
-        let mut num: HashMap<usize, u32> = HashMap::from([(entry, 0)]);
+        let mut num: HashMap<usize, u32> = HashMap::from_iter([(entry, 0)]);
         let mut order = vec![entry];
         let mut texts: Vec<String> = Vec::new();
-        let mut text_id: HashMap<String, u32> = HashMap::new();
+        let mut text_id: HashMap<String, u32> = HashMap::default();
         // the text of a symbol already seen (no regex formatted twice)
-        let mut sym_id: HashMap<&Symbol, u32> = HashMap::new();
+        let mut sym_id: HashMap<&Symbol, u32> = HashMap::default();
         let mut text_len = 0usize;
         let mut rules = Vec::new();
         let mut i = 0;
@@ -613,7 +613,7 @@ pub fn regular_families(
 fn has_cycle(members: usize, rules: &[FamilyRule]) -> bool {
     let mut indeg = vec![0usize; members];
     let mut out: Vec<Vec<u32>> = vec![Vec::new(); members];
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     for r in rules {
         if let Some(t) = r.tail {
             if t != r.lhs && seen.insert((r.lhs, t)) {
@@ -674,7 +674,7 @@ fn reach_exceeds(
     is_text: &impl Fn(&NtId) -> bool,
     max: usize,
 ) -> bool {
-    let mut seen = std::collections::HashSet::from([entry]);
+    let mut seen = rustc_hash::FxHashSet::from_iter([entry]);
     let mut stack = vec![entry];
     while let Some(nt) = stack.pop() {
         for rhs in &by_nt[nt] {
@@ -745,8 +745,8 @@ fn deterministic(members: usize, texts: &[String], rules: &[FamilyRule]) -> bool
         let first = r.body.first().copied().filter(|&t| !firsts[t as usize].1);
         by_member[r.lhs as usize].push((set, first));
     }
-    let mut dfas: HashMap<u32, Option<ByteDfa>> = HashMap::new();
-    let mut pairs: HashMap<(u32, u32), bool> = HashMap::new();
+    let mut dfas: HashMap<u32, Option<ByteDfa>> = HashMap::default();
+    let mut pairs: HashMap<(u32, u32), bool> = HashMap::default();
     for m in 0..members {
         let mut rs = by_member[m].clone();
         if !units[m].is_empty() {
@@ -827,7 +827,7 @@ fn prefix_disjoint(x: &ByteDfa, y: &ByteDfa) -> bool {
     if x.is_accepting(sx) || y.is_accepting(sy) {
         return false;
     }
-    let mut seen = std::collections::HashSet::from([(sx, sy)]);
+    let mut seen = rustc_hash::FxHashSet::from_iter([(sx, sy)]);
     let mut stack = vec![(sx, sy)];
     while let Some((p, q)) = stack.pop() {
         for b in 0..=255u8 {

@@ -109,7 +109,7 @@ fn fusable_plans(
     // A terminal the counted construction builds (`crate::counted`) stays a
     // terminal of its own: inside a larger regex it would lose that shape
     // and be determinised as `n` expanded copies.
-    let mut counted: std::collections::HashMap<&str, bool> = Default::default();
+    let mut counted: rustc_hash::FxHashMap<&str, bool> = Default::default();
     for r in &g.rules {
         for sym in &r.rhs {
             if let Symbol::T(Terminal::Regex(text)) = sym {
@@ -369,7 +369,7 @@ fn repeat(sub: Hir, min: u32, max: Option<u32>) -> Hir {
 struct HirBuilder<'a> {
     g: &'a Grammar,
     plans: &'a [Option<Plan>],
-    memo: std::collections::HashMap<usize, Option<Hir>>,
+    memo: rustc_hash::FxHashMap<usize, Option<Hir>>,
 }
 
 impl HirBuilder<'_> {
@@ -526,7 +526,7 @@ pub struct Fused {
     pub terminal: Vec<Option<String>>,
     /// The families behind terminal texts starting with
     /// [`crate::family::FAMILY_PREFIX`], by text.
-    pub families: std::collections::HashMap<String, std::sync::Arc<Family>>,
+    pub families: rustc_hash::FxHashMap<String, std::sync::Arc<Family>>,
     /// How each fused regex was put together ([`Fused::hir`]).
     plans: Vec<Option<Plan>>,
 }
@@ -545,7 +545,7 @@ impl Fused {
     /// [`Fused::hir`] for many terminals of one grammar: the HIRs of
     /// nonterminals they share are built once.
     pub fn hirs<'a>(&'a self, original: &'a Grammar) -> FusedHirs<'a> {
-        let mut by_text = std::collections::HashMap::new();
+        let mut by_text = rustc_hash::FxHashMap::default();
         for (nt, t) in self.terminal.iter().enumerate() {
             if let Some(t) = t {
                 by_text.entry(t.as_str()).or_insert(nt);
@@ -565,7 +565,7 @@ impl Fused {
 /// The HIRs of a [`Fused`] grammar's terminals ([`Fused::hirs`]).
 pub struct FusedHirs<'a> {
     builder: HirBuilder<'a>,
-    by_text: std::collections::HashMap<&'a str, usize>,
+    by_text: rustc_hash::FxHashMap<&'a str, usize>,
 }
 
 impl FusedHirs<'_> {
@@ -580,7 +580,7 @@ impl FusedHirs<'_> {
 /// [`crate::family`]) replaced by family terminals too.
 pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bool) -> Fused {
     let (mut re, plans) = fusable_plans(g, max_weight, excluded);
-    let mut fams = std::collections::HashMap::new();
+    let mut fams = rustc_hash::FxHashMap::default();
     if families {
         let n = g.num_nonterminals();
         let mut blocked = vec![false; n];
@@ -589,7 +589,7 @@ pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bo
                 *b = true;
             }
         }
-        let mut counted: std::collections::HashMap<&str, bool> = Default::default();
+        let mut counted: rustc_hash::FxHashMap<&str, bool> = Default::default();
         for r in &g.rules {
             for sym in &r.rhs {
                 if let Symbol::T(Terminal::Regex(text)) = sym {

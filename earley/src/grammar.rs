@@ -123,7 +123,7 @@ impl Rules {
         }
         // Terminals.
         let mut terms: Vec<Arc<TermEntry>> = Vec::new();
-        let mut term_ids: std::collections::HashMap<&zapspec_grammar::Terminal, u32> =
+        let mut term_ids: rustc_hash::FxHashMap<&zapspec_grammar::Terminal, u32> =
             Default::default();
         let mut rules: Vec<(u32, Vec<Sym>)> = Vec::with_capacity(g.rules.len() + 1);
         for r in &g.rules {

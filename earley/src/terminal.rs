@@ -189,8 +189,8 @@ impl ByteDfa {
         let (classes, reps) = class_table(dfa.byte_classes());
         let ncls = reps.len();
         // BFS over regex-automata states.
-        let mut ids: std::collections::HashMap<regex_automata::util::primitives::StateID, u32> =
-            std::collections::HashMap::new();
+        let mut ids: rustc_hash::FxHashMap<regex_automata::util::primitives::StateID, u32> =
+            rustc_hash::FxHashMap::default();
         let mut order = Vec::new();
         let mut raw_trans: Vec<u32> = Vec::new();
         let mut acc = Vec::new();

@@ -162,10 +162,10 @@ pub struct Rule {
 pub struct Grammar {
     names: Vec<String>,
     /// `names` inverted, so adding and looking up nonterminals is O(1).
-    by_name: std::collections::HashMap<String, NtId>,
+    by_name: rustc_hash::FxHashMap<String, NtId>,
     /// Next numeric suffix to try per base name, so repeated fresh names
     /// (`item-star-1`, `item-star-2`, …) do not rescan from 1.
-    next_suffix: std::collections::HashMap<String, usize>,
+    next_suffix: rustc_hash::FxHashMap<String, usize>,
     /// Productions, grouped by nothing in particular; use
     /// [`Grammar::rules_of`] for the alternatives of one nonterminal.
     pub rules: Vec<Rule>,

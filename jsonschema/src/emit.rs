@@ -4,7 +4,9 @@
 //! their own nonterminals, created on first use and memoised by content,
 //! so a `$ref` used many times (or recursively) is compiled once.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use serde_json::Value;
 
@@ -342,7 +344,7 @@ impl<'a> Emitter<'a> {
             g: Grammar::new(),
             norm: Normalizer::new(root, opts),
             opts,
-            memo: HashMap::new(),
+            memo: HashMap::default(),
             queue: VecDeque::new(),
             depth: 0,
             ws: None,
@@ -355,9 +357,9 @@ impl<'a> Emitter<'a> {
                 unknown: opts.unknown_formats,
                 ..FormatNotes::default()
             },
-            name_counts: HashMap::new(),
+            name_counts: HashMap::default(),
             member_nesting,
-            member_checks: HashMap::new(),
+            member_checks: HashMap::default(),
             narrowed: Vec::new(),
         };
         if let Some(d) = deadline {
