@@ -9,7 +9,12 @@
 //! checked by the compiler's own grammar of those keywords (compiled at the
 //! same pointer, references resolved against the same root) recognising
 //! the member with its keys in the grammar's order; a sibling keyword the
-//! compiler refuses refuses the schema.
+//! compiler refuses refuses the schema. That grammar is recognised with
+//! lazily built terminal automata (`Recognizer::new_lazy`): a member is a
+//! few hundred bytes, and building every terminal's DFA in full (a long
+//! `maxLength`, a `format`) cost more than all the checks; a lazy
+//! automaton that reaches its state bound refuses the schema
+//! (`SchemaError::LimitExceeded`).
 
 use serde_json::Value;
 
