@@ -417,10 +417,13 @@ impl KeyAutomaton {
         // Per pattern, its DFA's step over each atom's encoding, memoised
         // by (DFA state, atom): product states share pattern states (a
         // character counter multiplies them by its range), and a step over
-        // a multi-byte encoding costs a lazy-DFA lookup per byte.
+        // a multi-byte encoding costs a lazy-DFA lookup per byte. The memo
+        // is a dense table of at most MEMO_ENTRIES entries per pattern
+        // (4 MiB); steps from states beyond it are not memoised.
+        const MEMO_ENTRIES: usize = 1 << 20;
+        const UNSET: u32 = u32::MAX;
         let na = reps.len();
         let mut memo: Vec<Vec<u32>> = vec![Vec::new(); all.len()];
-        const UNSET: u32 = u32::MAX;
         let mut i = 0;
         while i * width < arena.len() {
             cur.clear();
@@ -438,8 +441,12 @@ impl KeyAutomaton {
                 scratch.clear();
                 for ((p, &q), m) in all.iter().zip(qs).zip(memo.iter_mut()) {
                     let k = q as usize * na + a;
+                    if k >= MEMO_ENTRIES {
+                        scratch.push(p.dfa.run(q, enc));
+                        continue;
+                    }
                     if m.len() <= k {
-                        m.resize((q as usize + 1) * na, UNSET);
+                        m.resize(((q as usize + 1) * na).min(MEMO_ENTRIES), UNSET);
                     }
                     if m[k] == UNSET {
                         m[k] = p.dfa.run(q, enc);
