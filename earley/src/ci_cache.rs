@@ -21,13 +21,15 @@
 //! through `Arc` by every matcher and every grammar over the same vocabulary
 //! that contains the same terminal (the key is the terminal's regex text,
 //! see [`crate::VocabIndex`]). Each slot records when it was last used, so
-//! the index can evict the least recently used entries when the shared
-//! cache passes its bound ([`crate::IndexConfig::max_cache_bytes`]); an
-//! evicted entry is recomputed on its next use. Like ZapFormat (and unlike XGrammar) we do
+//! the index can evict entries not used lately when the shared cache passes
+//! its bound ([`crate::IndexConfig::max_cache_bytes`]); an evicted entry is
+//! recomputed on its next use. The bound is kept by an [`Account`]: every
+//! kept entry and every terminal adds its heap bytes when it is stored and
+//! takes them back when it is dropped, by whoever drops it last. Like ZapFormat (and unlike XGrammar) we do
 //! not look at the strings that may follow `T` when classifying; that work
 //! is left to the suffix walk.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use zapspec_grammar::RegexLimits;
@@ -41,6 +43,28 @@ use crate::terminal::ByteDfa;
 use crate::toktrie::TokTrie;
 use crate::walk::live_tokens;
 use zapspec_grammar::segmented::Segmented;
+
+/// The shared cache's byte count (module docs): entries and terminals
+/// charged to it add their heap bytes when stored and subtract them when
+/// dropped, so the count is exact whoever drops the last reference (the
+/// index, a compiled grammar, a matcher).
+#[derive(Debug, Default)]
+pub(crate) struct Account(AtomicUsize);
+
+impl Account {
+    /// Bytes currently charged.
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, n: usize) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn sub(&self, n: usize) {
+        self.0.fetch_sub(n, Ordering::Relaxed);
+    }
+}
 
 /// A terminal compiled for one vocabulary: its DFA and, per DFA state, the
 /// lazily computed [`CiEntry`].
@@ -69,6 +93,13 @@ pub(crate) struct TermEntry {
     ci: Segmented<Slot>,
     /// The index clock at this terminal's last use (compile or mask).
     used: AtomicU64,
+    /// The index clock when eviction last visited this terminal (a slot
+    /// not used since then is evicted at the next visit).
+    swept: AtomicU64,
+    /// The account this terminal's own bytes are charged to, and the bytes
+    /// charged (refreshed as a lazy automaton grows).
+    account: Option<Arc<Account>>,
+    charged: AtomicUsize,
 }
 
 /// One DFA state's entry: empty until first used, emptied again when the
@@ -112,14 +143,14 @@ impl Slot {
             .map(|e| (e, self.used.load(Ordering::Relaxed)))
     }
 
-    /// Empties the slot when it holds `e` (by pointer).
-    pub(crate) fn evict_if(&self, e: *const CiEntry) -> bool {
-        let mut w = self.write();
-        if w.as_ref().is_some_and(|x| std::ptr::eq(Arc::as_ptr(x), e)) {
-            *w = None;
-            return true;
-        }
-        false
+    /// The clock at the slot's last use.
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Empties the slot, returning its entry.
+    pub(crate) fn take(&self) -> Option<Arc<CiEntry>> {
+        self.write().take()
     }
 }
 
@@ -176,9 +207,31 @@ pub(crate) struct CiEntry {
     /// Remainders of the context-dependent tokens after the terminal ends,
     /// as a trie whose entries are the tokens.
     pub(crate) suffixes: TokTrie,
+    /// The account the entry's bytes are charged to (`None`: an entry
+    /// returned but not cached).
+    account: Option<Arc<Account>>,
+    /// The residual key the index shares the entry under, if any.
+    pub(crate) residual: Option<Box<[u32]>>,
+    /// The index clock when the entry was last found by its residual key.
+    pub(crate) used: AtomicU64,
+}
+
+impl Drop for CiEntry {
+    fn drop(&mut self) {
+        if let Some(a) = &self.account {
+            a.sub(self.heap_bytes());
+        }
+    }
 }
 
 impl CiEntry {
+    /// Charges the entry's bytes to `account` (once, before it is shared).
+    pub(crate) fn charge(&mut self, account: &Arc<Account>) {
+        debug_assert!(self.account.is_none());
+        account.add(self.heap_bytes());
+        self.account = Some(account.clone());
+    }
+
     /// Own heap bytes (a shared slice set is not counted).
     pub fn heap_bytes(&self) -> usize {
         self.allowed.heap_bytes() + self.suffixes.heap_bytes()
@@ -218,6 +271,14 @@ struct Pending {
     limits: RegexLimits,
 }
 
+impl Drop for TermEntry {
+    fn drop(&mut self) {
+        if let Some(a) = &self.account {
+            a.sub(*self.charged.get_mut());
+        }
+    }
+}
+
 /// Set once any deferred build has failed (one atomic load spares the
 /// matcher a scan of its terminals otherwise).
 static ANY_FAILED: AtomicBool = AtomicBool::new(false);
@@ -235,6 +296,9 @@ impl TermEntry {
             failed: OnceLock::new(),
             ci: Segmented::default(),
             used: AtomicU64::new(0),
+            swept: AtomicU64::new(0),
+            account: None,
+            charged: AtomicUsize::new(0),
         }
     }
 
@@ -255,6 +319,9 @@ impl TermEntry {
             failed: OnceLock::new(),
             ci: Segmented::default(),
             used: AtomicU64::new(0),
+            swept: AtomicU64::new(0),
+            account: None,
+            charged: AtomicUsize::new(0),
         }
     }
 
@@ -352,6 +419,38 @@ impl TermEntry {
         self.used.load(Ordering::Relaxed)
     }
 
+    /// Records an eviction visit at clock `now`; the clock of the previous
+    /// visit (0 before the first).
+    pub(crate) fn visit(&self, now: u64) -> u64 {
+        self.swept.swap(now, Ordering::Relaxed)
+    }
+
+    /// The terminal's own bytes as the cache counts them: the entry, its
+    /// automaton or pending HIR, and its key.
+    pub(crate) fn cache_bytes(&self) -> usize {
+        self.heap_bytes() + self.regex.len()
+    }
+
+    /// Charges the terminal's bytes to `account` (before it is shared).
+    pub(crate) fn charge(&mut self, account: &Arc<Account>) {
+        debug_assert!(self.account.is_none());
+        let n = self.cache_bytes();
+        account.add(n);
+        *self.charged.get_mut() = n;
+        self.account = Some(account.clone());
+    }
+
+    /// Brings the charged bytes up to date (a lazy automaton grows as masks
+    /// reach its states; a deferred one is built on first use).
+    pub(crate) fn recharge(&self) {
+        if let Some(a) = &self.account {
+            let n = self.cache_bytes();
+            let old = self.charged.swap(n, Ordering::Relaxed);
+            a.add(n);
+            a.sub(old);
+        }
+    }
+
     /// The per-DFA-state slots allocated so far.
     pub(crate) fn slots(&self) -> impl Iterator<Item = &Slot> + '_ {
         self.ci.iter()
@@ -384,6 +483,9 @@ pub(crate) fn compute(
         return CiEntry {
             allowed: Bits::Sliced(sl.tokens().clone(), sparse_words(&extra)),
             suffixes,
+            account: None,
+            residual: None,
+            used: AtomicU64::new(0),
         };
     }
     let (allowed, suffixes) = classify(dfa, s, trie, vocab_len);
@@ -396,6 +498,9 @@ pub(crate) fn compute(
     CiEntry {
         allowed: bits,
         suffixes,
+        account: None,
+        residual: None,
+        used: AtomicU64::new(0),
     }
 }
 

@@ -22,7 +22,7 @@ use zapspec_core::{TokenId, TokenSet, Vocabulary};
 use zapspec_grammar::{Grammar, Terminal};
 
 use crate::chart::{initial_chart, Chart};
-use crate::ci_cache::{self, CiEntry, TermEntry};
+use crate::ci_cache::{self, Account, CiEntry, TermEntry};
 use crate::config::EngineConfig;
 use crate::error::EarleyError;
 use crate::grammar::Rules;
@@ -55,22 +55,24 @@ pub struct VocabIndex {
     /// Context-independent entries by canonical residual automaton.
     residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, FxBuildHasher>>,
     /// Every terminal compiled over this index and still alive (held by
-    /// the map above or by a compiled grammar): what eviction walks.
-    live_terms: Mutex<Vec<Weak<TermEntry>>>,
-    /// Approximate evictable heap bytes of the shared cache: the computed
-    /// entries of live terminals and the DFA tables of the terminals only
-    /// the map holds. Exact after each eviction pass, added to between
-    /// them (a new terminal's DFA is counted until the next pass).
-    cache_bytes: AtomicUsize,
-    /// Logical clock of cache uses (LRU order); advanced by each cold entry
-    /// and each compiled grammar.
+    /// the map above or by a compiled grammar), in the order eviction
+    /// visits them, and where the next sweep starts.
+    ring: Mutex<Ring>,
+    /// Heap bytes of the shared cache: every kept context-independent
+    /// entry and every terminal still alive (see [`Account`]).
+    account: Arc<Account>,
+    /// After a sweep that visited every terminal, evicted nothing and left
+    /// the cache over its bound (all of it is in use), the byte count
+    /// below which no sweep runs; 0 otherwise.
+    floor: AtomicUsize,
+    /// Logical clock of cache uses (eviction order); advanced by each cold
+    /// entry, each terminal lookup and each sweep.
     clock: AtomicU64,
-    /// An eviction pass is running (others skip theirs).
+    /// A sweep is running (others skip theirs).
     evicting: AtomicBool,
-    /// This index, for an eviction pass on another thread
-    /// ([`IndexConfig::background_eviction`]).
-    me: Weak<VocabIndex>,
-    /// Eviction passes run so far.
+    /// The clock at the last sweep of the residual map.
+    residual_swept: AtomicU64,
+    /// Sweeps that evicted something, so far.
     evictions: AtomicUsize,
     /// Entries and terminals evicted so far.
     evicted: AtomicUsize,
@@ -81,6 +83,14 @@ pub struct VocabIndex {
     dfa_build_nanos: AtomicU64,
     /// Of those, terminals whose automaton was deferred to first use.
     deferred: AtomicUsize,
+}
+
+/// The live terminals in the order eviction visits them, and where the
+/// next sweep starts ([`VocabIndex::sweep`]).
+#[derive(Default)]
+struct Ring {
+    terms: Vec<Weak<TermEntry>>,
+    hand: usize,
 }
 
 /// How a [`VocabIndex`] computes and shares context-independent entries.
@@ -97,19 +107,23 @@ pub struct IndexConfig {
     /// Residual automata with more states than this are not keyed (the key
     /// would cost more than it saves).
     pub residual_max_states: usize,
-    /// Bound on the shared cache (terminal DFAs and context-independent
-    /// entries, approximate heap bytes). When a new entry or a compile
-    /// takes the cache above it, the least recently used context-independent
-    /// entries, and the least recently used terminals no live grammar
-    /// holds, are evicted until it is at three quarters of the bound
-    /// ([`VocabIndex::cache_stats`] counts the passes). An evicted entry is
-    /// recomputed on its next use (masks are unchanged). The DFAs of the
-    /// terminals of live grammars are pinned: never evicted, and not
-    /// counted against the bound. `usize::MAX`: unbounded. Default 32 MiB:
-    /// on the 6,730 MaskBench schemas over o200k (one index for all, as a
-    /// server would hold) a 128 MiB bound left peak RSS at 337 MiB and a
-    /// 32 MiB one at 192 MiB, with the same mask times (the cache's working
-    /// set is a few grammars' states; `examples/results/` has the runs).
+    /// Bound on the shared cache: the heap bytes of its context-independent
+    /// entries and of its terminals (their automata, or the HIR a deferred
+    /// one waits on), counted exactly as they are stored and dropped. When a
+    /// new entry or a compile takes the cache above it, a *sweep* evicts
+    /// entries not used since the sweep before last visited their terminal
+    /// (the CLOCK approximation of least recently used), and terminals no
+    /// live grammar holds, until the cache is at three quarters of the bound. A sweep
+    /// visits at most a few thousand slots ([`VocabIndex::SWEEP_SLOTS`]) and
+    /// runs inline, in the mask, step or compile that crossed the bound: no
+    /// pass over the whole cache, no thread. An evicted entry is recomputed
+    /// on its next use (masks are unchanged). The terminals of live grammars
+    /// are pinned (never evicted) but counted; when what is in use alone is
+    /// over the bound, sweeps pause until the cache has grown by another
+    /// eighth of it. `usize::MAX`: unbounded. Default 32 MiB (on the 6,730
+    /// MaskBench schemas over o200k, one index for all as a server would
+    /// hold, peak RSS stays at llguidance's; `examples/results/` has the
+    /// runs).
     pub max_cache_bytes: usize,
     /// Build the DFAs of terminals without look-around lazily, state by
     /// state as masks and steps reach them (module `zapspec_grammar::lazy`), instead of
@@ -126,14 +140,6 @@ pub struct IndexConfig {
     /// `RegexLimits::nfa_bytes` despite the estimate that admitted it) is
     /// reported by the matcher like a `dfa_states` overflow.
     pub deferred_terminals: bool,
-    /// Run an eviction pass ([`Self::max_cache_bytes`]) on a `rayon`
-    /// thread rather than inside the mask, step or compile whose entry
-    /// took the cache over its bound. A pass scans every cached entry and
-    /// sorts them (tens of milliseconds once the cache holds hundreds of
-    /// grammars' states); in the background it costs no mask that time,
-    /// and the cache runs over its bound by what is added meanwhile.
-    /// Masks are the same either way (an evicted entry is recomputed).
-    pub background_eviction: bool,
 }
 
 impl Default for IndexConfig {
@@ -148,7 +154,6 @@ impl Default for IndexConfig {
             max_cache_bytes: 32 << 20,
             lazy_dfas: true,
             deferred_terminals: true,
-            background_eviction: true,
         }
     }
 }
@@ -163,7 +168,6 @@ impl IndexConfig {
             max_cache_bytes: usize::MAX,
             lazy_dfas: true,
             deferred_terminals: true,
-            background_eviction: true,
         }
     }
 }
@@ -221,16 +225,17 @@ impl VocabIndex {
             .iter()
             .map(|re| Slice::new(re, &trie, v))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Arc::new_cyclic(|me| VocabIndex {
-            me: me.clone(),
+        Ok(Arc::new(VocabIndex {
             vocab,
             trie,
             slices,
             config,
             terminals: Mutex::new(HashMap::default()),
             residuals: Mutex::new(HashMap::default()),
-            live_terms: Mutex::new(Vec::new()),
-            cache_bytes: AtomicUsize::new(0),
+            ring: Mutex::new(Ring::default()),
+            account: Arc::new(Account::default()),
+            floor: AtomicUsize::new(0),
+            residual_swept: AtomicU64::new(0),
             clock: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
             evictions: AtomicUsize::new(0),
@@ -260,19 +265,22 @@ impl VocabIndex {
     pub(crate) fn shared_entry(
         &self,
         key: Vec<u32>,
-        compute: impl FnOnce() -> (Arc<CiEntry>, bool),
+        compute: impl FnOnce() -> (CiEntry, bool),
     ) -> Arc<CiEntry> {
         let lock = || self.residuals.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = lock().get(&key) {
+            e.used.store(self.now(), Ordering::Relaxed);
             return e.clone();
         }
         // `keep` false: the entry may be incomplete (a lazy DFA hit its
         // state bound while it was computed), so it is not shared.
-        let (e, keep) = compute();
+        let (mut e, keep) = compute();
         if !keep {
-            return e;
+            return Arc::new(e);
         }
-        lock().entry(key).or_insert(e).clone()
+        e.residual = Some(key.clone().into_boxed_slice());
+        e.used = AtomicU64::new(self.tick());
+        lock().entry(key).or_insert_with(|| Arc::new(e)).clone()
     }
 
     /// The vocabulary slices used by cold context-independent entries.
@@ -385,21 +393,23 @@ impl VocabIndex {
             u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
         );
-        let entry = entry?;
-        self.note_bytes(entry.heap_bytes() + regex.len());
-        let e = Arc::new(entry);
-        e.touch(self.tick());
-        let e = self.lock().entry(regex).or_insert(e).clone();
-        self.live_terms
+        let mut entry = entry?;
+        entry.charge(&self.account);
+        let ours = Arc::new(entry);
+        ours.touch(self.tick());
+        let e = self
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::downgrade(&e));
+            .entry(regex)
+            .or_insert_with(|| ours.clone())
+            .clone();
+        if Arc::ptr_eq(&e, &ours) {
+            self.ring
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .terms
+                .push(Arc::downgrade(&e));
+        }
         Ok(e)
-    }
-
-    /// Counts bytes added to the shared cache.
-    pub(crate) fn note_bytes(&self, n: usize) {
-        self.cache_bytes.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The cache clock (a load: hits do not write a shared counter).
@@ -413,134 +423,123 @@ impl VocabIndex {
         self.clock.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Evicts least recently used entries when the shared cache is above
-    /// its bound (called after a cold entry is stored and before a grammar
-    /// is compiled; no slot lock is held then).
+    /// Slots one sweep visits at most ([`IndexConfig::max_cache_bytes`]);
+    /// a sweep stopped by it is continued by the next call that finds the
+    /// cache over its bound.
+    pub const SWEEP_SLOTS: usize = 4096;
+
+    /// The account the cache's entries and terminals are charged to.
+    pub(crate) fn account(&self) -> &Arc<Account> {
+        &self.account
+    }
+
+    /// Keeps the cache near its bound (called after a cold entry is stored
+    /// and before a grammar is compiled; no slot lock is held then): when
+    /// it is over, one bounded sweep ([`IndexConfig::max_cache_bytes`]).
     pub(crate) fn enforce_bound(&self) {
-        if self.cache_bytes.load(Ordering::Relaxed) <= self.config.max_cache_bytes
+        let bytes = self.account.get();
+        if bytes <= self.config.max_cache_bytes
+            || bytes <= self.floor.load(Ordering::Relaxed)
             || self.evicting.swap(true, Ordering::Acquire)
         {
             return;
         }
-        match self.me.upgrade() {
-            Some(me) if self.config.background_eviction => rayon::spawn(move || me.evict()),
-            _ => self.evict(),
-        }
-    }
-
-    /// One eviction pass (module docs of [`IndexConfig::max_cache_bytes`]):
-    /// every computed entry of a live terminal and every terminal only the
-    /// map holds, oldest last use first, until the cache is at three
-    /// quarters of its bound. Cost: one pass over the slots of the live
-    /// terminals and a sort of the candidates; each pass frees at least a
-    /// quarter of the bound, so passes are rare.
-    /// (The caller has set `evicting`; this clears it.) Passes repeat
-    /// while entries added during a pass (on other threads) keep the cache
-    /// over its bound and the last pass freed something.
-    fn evict(&self) {
-        while self.evict_pass() > 0
-            && self.cache_bytes.load(Ordering::Relaxed) > self.config.max_cache_bytes
-        {}
+        self.sweep();
         self.evicting.store(false, Ordering::Release);
     }
 
-    /// One pass; returns how many entries and terminals it evicted.
-    fn evict_pass(&self) -> usize {
-        // Bytes noted so far: what other threads add during the pass is
-        // kept in the count (the pass recounts only what it scanned).
-        let noted = self.cache_bytes.load(Ordering::Relaxed);
-        let target = self.config.max_cache_bytes / 4 * 3;
-        // Terminals only the map holds (and their DFA bytes), then every
-        // live terminal.
-        // (The DFAs of terminals a live grammar holds are pinned: not
-        // evictable, so not counted against the bound.)
-        let mut orphans: Vec<(u64, usize, String)> = Vec::new();
-        let mut dfa_bytes = 0usize;
-        for (re, t) in self.lock().iter() {
-            if Arc::strong_count(t) == 1 {
-                let b = t.heap_bytes() + re.len();
-                dfa_bytes += b;
-                orphans.push((t.last_used(), b, re.clone()));
-            }
-        }
-        let terms: Vec<Arc<TermEntry>> = {
-            let mut live = self.live_terms.lock().unwrap_or_else(|e| e.into_inner());
-            live.retain(|w| w.strong_count() > 0);
-            live.iter().filter_map(Weak::upgrade).collect()
-        };
-        // Distinct entries: latest use over the slots that hold them.
-        let mut entries: HashMap<*const CiEntry, (u64, usize), FxBuildHasher> = HashMap::default();
-        for t in &terms {
-            for slot in t.slots() {
-                if let Some((e, used)) = slot.get() {
-                    let v = entries
-                        .entry(Arc::as_ptr(&e))
-                        .or_insert((used, e.heap_bytes()));
-                    v.0 = v.0.max(used);
-                }
-            }
-        }
-        for e in self
-            .residuals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
+    /// One sweep (the caller has set `evicting`): first the residual map,
+    /// whose entries no slot holds and no terminal has found by key since
+    /// the previous sweep are dropped; then the clock hand over the ring of
+    /// live terminals. At each terminal: every slot not used
+    /// since the terminal's previous visit gives up its entry (freed when
+    /// no other slot, and no residual key only, holds it); a terminal only
+    /// the map holds and not used since its previous visit leaves the map
+    /// (freed when the last grammar holding it goes). Stops at three quarters of the
+    /// bound, after [`Self::SWEEP_SLOTS`] slots, or after one turn of the
+    /// ring. Cost: the residual map's entries and the slots visited, plus
+    /// a lock of the residual map per entry freed that was shared by key.
+    /// Returns what it evicted.
+    fn sweep(&self) -> usize {
+        let max = self.config.max_cache_bytes;
+        let target = max / 4 * 3;
+        let now = self.tick();
+        let (mut slots, mut visited, mut gone) = (0usize, 0usize, 0usize);
         {
-            entries.entry(Arc::as_ptr(e)).or_insert((0, e.heap_bytes()));
+            // Entries only the residual map holds, not found by their key
+            // since the previous sweep.
+            let prev = self.residual_swept.swap(now, Ordering::Relaxed);
+            let mut map = self.residuals.lock().unwrap_or_else(|e| e.into_inner());
+            slots += map.len();
+            map.retain(|_, e| {
+                let keep = Arc::strong_count(e) > 1 || e.used.load(Ordering::Relaxed) >= prev;
+                gone += usize::from(!keep);
+                keep
+            });
         }
-        let mut total = dfa_bytes + entries.values().map(|v| v.1).sum::<usize>();
-        // Candidates, oldest first: an entry, or an orphan terminal.
-        let mut order: Vec<(u64, usize, Result<*const CiEntry, String>)> = entries
-            .iter()
-            .map(|(&p, &(used, b))| (used, b, Ok(p)))
-            .chain(orphans.into_iter().map(|(used, b, re)| (used, b, Err(re))))
-            .collect();
-        order.sort_unstable_by_key(|c| c.0);
-        let mut gone: std::collections::HashSet<*const CiEntry, FxBuildHasher> = Default::default();
-        let mut gone_terms = Vec::new();
-        for (_, b, what) in order {
-            if total <= target {
-                break;
-            }
-            total -= b;
-            match what {
-                Ok(p) => {
-                    gone.insert(p);
-                }
-                Err(re) => gone_terms.push(re),
-            }
-        }
+        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let turn = ring.terms.len();
+        while self.account.get() > target
+            && slots < Self::SWEEP_SLOTS
+            && visited < turn
+            && !ring.terms.is_empty()
         {
-            let mut map = self.lock();
-            for re in &gone_terms {
-                map.remove(re);
+            if ring.hand >= ring.terms.len() {
+                ring.hand = 0;
             }
-        }
-        self.residuals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, e| !gone.contains(&Arc::as_ptr(e)));
-        for t in &terms {
+            let h = ring.hand;
+            let Some(t) = ring.terms[h].upgrade() else {
+                // its place takes the last terminal, visited next
+                ring.terms.swap_remove(h);
+                continue;
+            };
+            visited += 1;
+            let prev = t.visit(now);
             for slot in t.slots() {
-                if let Some((e, _)) = slot.get() {
-                    let p = Arc::as_ptr(&e);
-                    if gone.contains(&p) {
-                        slot.evict_if(p);
+                slots += 1;
+                if slot.used() < prev {
+                    if let Some(e) = slot.take() {
+                        gone += 1;
+                        self.release_residual(e);
                     }
                 }
             }
+            t.recharge();
+            // the map's reference and ours: no grammar holds it
+            if Arc::strong_count(&t) == 2 && t.last_used() < prev {
+                let mut map = self.lock();
+                if map.get(&t.regex).is_some_and(|x| Arc::ptr_eq(x, &t)) {
+                    map.remove(&t.regex);
+                    gone += 1;
+                }
+            }
+            ring.hand = h + 1;
         }
-        // the count becomes the recount plus what was noted since the pass
-        // began
-        let _ = self
-            .cache_bytes
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
-                Some(total.saturating_add(now.saturating_sub(noted)))
-            });
-        self.evictions.fetch_add(1, Ordering::Relaxed);
-        let n = gone.len() + gone_terms.len();
-        self.evicted.fetch_add(n, Ordering::Relaxed);
-        n
+        let bytes = self.account.get();
+        let floor = if visited >= turn && gone == 0 && bytes > max {
+            bytes.saturating_add(max / 8)
+        } else {
+            0
+        };
+        self.floor.store(floor, Ordering::Relaxed);
+        if gone > 0 {
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+            self.evicted.fetch_add(gone, Ordering::Relaxed);
+        }
+        gone
+    }
+
+    /// Drops an entry a slot gave up, and its residual key's reference too
+    /// when that is the only other one left.
+    fn release_residual(&self, e: Arc<CiEntry>) {
+        if let Some(key) = &e.residual {
+            if Arc::strong_count(&e) == 2 {
+                let mut map = self.residuals.lock().unwrap_or_else(|e| e.into_inner());
+                if map.get(&**key).is_some_and(|x| Arc::ptr_eq(x, &e)) {
+                    map.remove(&**key);
+                }
+            }
+        }
     }
 
     /// What the terminal given as regex text (in [`ByteDfa::regex_of`]'s
@@ -626,6 +625,7 @@ impl VocabIndex {
             terminals: m.len(),
             evictions: self.evictions.load(Ordering::Relaxed),
             evicted: self.evicted.load(Ordering::Relaxed),
+            cache_bytes: self.account.get(),
             dfa_builds: self.dfa_builds.load(Ordering::Relaxed),
             dfa_build_nanos: self.dfa_build_nanos.load(Ordering::Relaxed),
             deferred: self.deferred.load(Ordering::Relaxed),
@@ -683,10 +683,14 @@ pub struct CacheStats {
     pub shared_entries: usize,
     /// Heap bytes of the distinct entries and of the slices.
     pub ci_bytes: usize,
-    /// Eviction passes run for exceeding `IndexConfig::max_cache_bytes`.
+    /// Eviction sweeps that evicted something
+    /// (`IndexConfig::max_cache_bytes`).
     pub evictions: usize,
-    /// Entries and terminals those passes evicted.
+    /// Entries and terminals those sweeps evicted.
     pub evicted: usize,
+    /// Heap bytes the cache counts against `IndexConfig::max_cache_bytes`
+    /// (its entries and terminals, as last charged).
+    pub cache_bytes: usize,
     /// Terminal automata built so far (cache misses, failed builds
     /// included), and the wall-clock nanoseconds spent building them at
     /// compile time (the part of time-to-first-mask that goes to automata:
@@ -1223,17 +1227,17 @@ impl TermEntry {
         // (the matcher reports the overflow).
         let fresh = || {
             let (trie, slices, vocab_len) = (index.trie(), index.slices(), index.vocab().len());
-            let e = Arc::new(ci_cache::compute(self.dfa(), s, trie, slices, vocab_len));
+            let mut e = ci_cache::compute(self.dfa(), s, trie, slices, vocab_len);
             let keep = !self.dfa().overflowed();
             if keep {
-                index.note_bytes(e.heap_bytes());
+                e.charge(index.account());
             }
             (e, keep)
         };
         let key = index.residual_key(self.dfa(), s);
         let e = match key {
             Some(key) if !self.dfa().overflowed() => index.shared_entry(key, fresh),
-            _ => fresh().0,
+            _ => Arc::new(fresh().0),
         };
         if self.dfa().overflowed() {
             return e;
@@ -1241,6 +1245,9 @@ impl TermEntry {
         slot.mark_used(index.tick());
         // Two threads may compute the same cold entry; the first stored wins.
         let e = slot.fill(e);
+        // the walk grew the automaton (a lazy DFA's states, a deferred
+        // build): charge that too
+        self.recharge();
         index.enforce_bound();
         e
     }
@@ -1300,6 +1307,81 @@ mod tests {
         let c = open(r#""[^"\\\x00-\x1F]{0,5}""#, b"\"");
         assert!(Arc::ptr_eq(&a, &b), "same residual language, same entry");
         assert!(!Arc::ptr_eq(&a, &c), "bounded string is another language");
+    }
+
+    /// The account equals a recount of what the cache holds (terminals in
+    /// the map, distinct entries of their slots and of the residual map)
+    /// after every grammar, with sharing on and a bound small enough that
+    /// sweeps evict entries, residual keys and terminals; and once no
+    /// grammar is alive, sweeps bring the cache under its bound.
+    #[test]
+    fn account_is_exact_and_sweeps_keep_the_bound() {
+        let toks: Vec<Vec<u8>> = ["a", "ab", "b", "\"", "a\"", "\",", "1", "12", "x", "é", ""]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        let eos = toks.len() as u32 - 1;
+        let vocab = Arc::new(
+            zapspec_vocab::TokenVocab::from_tokens("random", toks, &[eos], eos)
+                .expect("valid vocabulary"),
+        );
+        let max = 6 << 10;
+        let index = VocabIndex::with_config(
+            vocab,
+            IndexConfig {
+                max_cache_bytes: max,
+                ..IndexConfig::default()
+            },
+        )
+        .expect("index");
+        let engine = Engine::with_index(index.clone());
+        let recount = |index: &VocabIndex| {
+            let map = index.lock();
+            let mut seen = rustc_hash::FxHashSet::default();
+            let mut n = 0;
+            for t in map.values() {
+                t.recharge();
+                n += t.cache_bytes();
+                for e in t.entries() {
+                    if seen.insert(Arc::as_ptr(&e)) {
+                        n += e.heap_bytes();
+                    }
+                }
+            }
+            for e in index.residuals.lock().unwrap().values() {
+                if seen.insert(Arc::as_ptr(e)) {
+                    n += e.heap_bytes();
+                }
+            }
+            n
+        };
+        for k in 0..40 {
+            let g = Grammar::from_gbnf(&format!(
+                r#"root ::= "\"" [ab1é]{{0,{}}} "\"" [x1]{{{}}} | "12" [ab]*"#,
+                k % 9 + 1,
+                k % 4
+            ))
+            .unwrap();
+            let c = engine.compile(&g, EngineConfig::default()).unwrap();
+            let mut m = c.matcher();
+            for t in [3u32, 0, 2, 9, 3, 8] {
+                let _ = m.mask();
+                if m.advance(t).is_err() {
+                    break;
+                }
+            }
+            drop((m, c));
+            let n = recount(&index);
+            assert_eq!(index.account().get(), n, "after grammar {k}");
+        }
+        let s = index.cache_stats();
+        assert!(s.evictions > 0 && s.evicted > 0, "{s:?}");
+        for _ in 0..3 {
+            index.enforce_bound();
+        }
+        let n = recount(&index);
+        assert!(n <= max, "{:?}", index.cache_stats());
+        assert_eq!(index.account().get(), n);
     }
 
     #[test]

@@ -131,13 +131,15 @@
 //! - **Rollback** pops snapshots; **fork** clones a vector of `Arc`s.
 //!
 //! The shared cache of compiled terminals and their entries is bounded by
-//! [`IndexConfig::max_cache_bytes`]: when a cold entry or a compile takes
-//! it over, the least recently used entries (and terminals no live grammar
-//! holds) are evicted down to three quarters of the bound, and recomputed
-//! if used again. The pass (a scan and a sort of every entry, tens of
-//! milliseconds on a full cache) runs on a `rayon` thread
-//! ([`IndexConfig::background_eviction`]), not inside the mask that
-//! crossed the bound. The DFAs of live grammars' terminals are pinned and not
+//! [`IndexConfig::max_cache_bytes`], counted exactly (each entry and
+//! terminal adds its bytes when stored and takes them back when dropped):
+//! when a cold entry or a compile takes it over, a sweep evicts entries not
+//! used since their terminal's previous visit (a CLOCK approximation of
+//! least recently used) and terminals no live grammar holds, until the cache
+//! is at three quarters of the bound; evicted entries are recomputed if used again. A
+//! sweep visits at most [`VocabIndex::SWEEP_SLOTS`] slots and runs inline:
+//! no pass over the whole cache lands in one mask, and no thread is
+//! started. The terminals of live grammars are pinned but
 //! counted; the pruned-state cache of each grammar is bounded by
 //! [`EngineConfig::state_cache_capacity`];
 //! matchers report their chart size with [`EarleyMatcher::memory`].
