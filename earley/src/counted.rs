@@ -47,6 +47,13 @@ pub const MIN_COUNTED: u32 = 16;
 /// [`MIN_COUNTED`]); whether its unit and tail qualify is decided when it
 /// is built.
 pub fn is_counted_regex(re: &str) -> bool {
+    is_counted_regex_with(re, None)
+}
+
+/// [`is_counted_regex`] given the HIR `re` was printed from, when there is
+/// one (`zapspec_grammar::Grammar::regex_hir`): the text is then only
+/// screened, not parsed.
+pub fn is_counted_regex_with(re: &str, hir: Option<&regex_syntax::hir::Hir>) -> bool {
     // A repetition with a finite upper bound of MIN_COUNTED or more is
     // written `{n}` or `{m,n}` with `n ≥ MIN_COUNTED`: without such a brace
     // the regex cannot have the shape, and the parse (most of a grammar's
@@ -54,11 +61,14 @@ pub fn is_counted_regex(re: &str) -> bool {
     if !has_large_bound(re) {
         return false;
     }
-    regex_syntax::ParserBuilder::new()
-        .utf8(false)
-        .build()
-        .parse(re)
-        .is_ok_and(|h| split(&h).is_some())
+    match hir {
+        Some(h) => split(h).is_some(),
+        None => regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(re)
+            .is_ok_and(|h| split(&h).is_some()),
+    }
 }
 
 /// True when `re` contains a `{…}` whose last number is at least

@@ -94,6 +94,9 @@ struct FamilyRule {
 pub struct Family {
     /// Distinct regex texts of the rule bodies' symbols.
     texts: Vec<String>,
+    /// The grammar's HIR of each text, where it has one (a regex
+    /// terminal's); the others are parsed when the automaton is built.
+    hirs: Vec<Option<Arc<Hir>>>,
     rules: Vec<FamilyRule>,
     /// Determinise in full when compiled (a large nondeterministic system).
     explore: bool,
@@ -146,16 +149,15 @@ impl Family {
                 reason: e.to_string(),
             },
         };
-        let mut hirs = Vec::with_capacity(self.texts.len());
-        for t in &self.texts {
-            let h = regex_syntax::ParserBuilder::new()
-                .utf8(false)
-                .build()
-                .parse(t)
-                .map_err(|e| EarleyError::Terminal {
+        let mut hirs = Vec::with_capacity(self.hirs.len());
+        for (h, t) in self.hirs.iter().zip(&self.texts) {
+            let h = match h {
+                Some(h) => h.clone(),
+                None => parse_text(t).map_err(|reason| EarleyError::Terminal {
                     regex: key.clone(),
-                    reason: e.to_string(),
-                })?;
+                    reason,
+                })?,
+            };
             if !h.properties().look_set().is_empty() {
                 return Err(EarleyError::Terminal {
                     regex: key.clone(),
@@ -395,6 +397,18 @@ pub fn regular_families(
     fused: &[Option<String>],
     blocked: &[bool],
 ) -> Vec<Option<Arc<Family>>> {
+    regular_families_with(g, fused, blocked, |_| None)
+}
+
+/// [`regular_families`] given the HIR of each fused nonterminal where the
+/// caller has it (`fused_hir(m)`, the language of `fused[m]`): those are
+/// not parsed from their text.
+pub fn regular_families_with(
+    g: &Grammar,
+    fused: &[Option<String>],
+    blocked: &[bool],
+    mut fused_hir: impl FnMut(usize) -> Option<Hir>,
+) -> Vec<Option<Arc<Family>>> {
     let n = g.num_nonterminals();
     let mut by_nt: Vec<Vec<&[Symbol]>> = vec![Vec::new(); n];
     for r in &g.rules {
@@ -408,6 +422,25 @@ pub fn regular_families(
             Symbol::T(t) => ByteDfa::regex_of(t),
             Symbol::Nt(m) => format!("(?:{})", fused[m.index()].as_deref().unwrap_or("")),
         }
+    };
+    // Each symbol's HIR, resolved once for every use below (a regex
+    // terminal's from the grammar, other texts parsed).
+    let mut parsed: HashMap<Symbol, ParsedText> = HashMap::default();
+    let mut hir_of = |s: &Symbol| -> ParsedText {
+        parsed
+            .entry(s.clone())
+            .or_insert_with(|| match s {
+                Symbol::T(Terminal::Regex(r)) => match g.regex_hir_shared(r) {
+                    Some(h) => Ok(h.clone()),
+                    None => parse_text(r),
+                },
+                Symbol::Nt(m) => match fused_hir(m.index()) {
+                    Some(h) => Ok(Arc::new(h)),
+                    None => parse_text(&text_of(s)),
+                },
+                _ => parse_text(&text_of(s)),
+            })
+            .clone()
     };
     // Fused nonterminals that are letter states (`N → "\"" | [a-z] M`:
     // every rule reads one letter, MAX_LETTER_BYTES, and some go on to a
@@ -431,7 +464,9 @@ pub fn regular_families(
                     };
                     let mut total = 0usize;
                     body.iter().all(|s| {
-                        let len = *max_len.entry(s).or_insert_with(|| max_len_of(&text_of(s)));
+                        let len = *max_len.entry(s).or_insert_with(|| {
+                            hir_of(s).ok().and_then(|h| h.properties().maximum_len())
+                        });
                         total = total.saturating_add(len.unwrap_or(usize::MAX));
                         total <= MAX_LETTER_BYTES
                     })
@@ -509,6 +544,9 @@ pub fn regular_families(
         let mut num: HashMap<usize, u32> = HashMap::from_iter([(entry, 0)]);
         let mut order = vec![entry];
         let mut texts: Vec<String> = Vec::new();
+        // the first symbol written as each text (its HIR resolved only for
+        // a family that is kept, or checked below)
+        let mut syms: Vec<&Symbol> = Vec::new();
         let mut text_id: HashMap<String, u32> = HashMap::default();
         // the text of a symbol already seen (no regex formatted twice)
         let mut sym_id: HashMap<&Symbol, u32> = HashMap::default();
@@ -542,6 +580,7 @@ pub fn regular_families(
                     let id = *text_id.entry(t.clone()).or_insert_with(|| {
                         text_len += t.len();
                         texts.push(t);
+                        syms.push(s);
                         next
                     });
                     sym_id.insert(s, id);
@@ -570,7 +609,12 @@ pub fn regular_families(
         // strings' cache entries are shared between the places they occur.
         if too_big
             || !(has_cycle(order.len(), &rules)
-                || (order.len() >= MIN_ACYCLIC_MEMBERS && letter_edges(&texts, &rules)))
+                || (order.len() >= MIN_ACYCLIC_MEMBERS
+                    && letter_edges(&rules, |t| {
+                        hir_of(syms[t as usize])
+                            .ok()
+                            .and_then(|h| h.properties().maximum_len())
+                    })))
         {
             continue;
         }
@@ -580,8 +624,17 @@ pub fn regular_families(
         // automaton's grammar is; a union of them, as `oneOf` of patterns
         // writes, is not) is determinised in full when compiled, within
         // MAX_EXPLORED_STATES, or left as rules (`Family::dfa`).
-        let explore = order.len() > MAX_NONDETERMINISTIC_MEMBERS
-            && !deterministic(order.len(), &texts, &rules);
+        let explore = order.len() > MAX_NONDETERMINISTIC_MEMBERS && {
+            let parsed: Vec<ParsedText> = syms.iter().map(|s| hir_of(s)).collect();
+            !deterministic(order.len(), &parsed, &rules)
+        };
+        let hirs = syms
+            .iter()
+            .map(|s| match s {
+                Symbol::T(Terminal::Regex(r)) => g.regex_hir_shared(r).cloned(),
+                _ => None,
+            })
+            .collect();
         let mut key = String::from(FAMILY_PREFIX);
         for t in &texts {
             key.push_str(&format!("{}:{t}", t.len()));
@@ -599,6 +652,7 @@ pub fn regular_families(
         }
         out[entry] = Some(Arc::new(Family {
             texts,
+            hirs,
             rules,
             explore,
             members: order.len() as u32,
@@ -640,12 +694,12 @@ fn has_cycle(members: usize, rules: &[FamilyRule]) -> bool {
 /// matching only strings of at most [`MAX_LETTER_BYTES`] bytes: the
 /// system is an automaton over letters. `false` when a text does not
 /// parse.
-fn letter_edges(texts: &[String], rules: &[FamilyRule]) -> bool {
-    let mut max_len: Vec<Option<Option<usize>>> = vec![None; texts.len()];
+fn letter_edges(rules: &[FamilyRule], mut max_len_of: impl FnMut(u32) -> Option<usize>) -> bool {
+    let mut max_len: HashMap<u32, Option<usize>> = HashMap::default();
     rules.iter().filter(|r| r.tail.is_some()).all(|r| {
         let mut total = 0usize;
         for &t in &r.body {
-            let len = *max_len[t as usize].get_or_insert_with(|| max_len_of(&texts[t as usize]));
+            let len = *max_len.entry(t).or_insert_with(|| max_len_of(t));
             match len {
                 Some(n) => total += n,
                 None => return false,
@@ -655,15 +709,17 @@ fn letter_edges(texts: &[String], rules: &[FamilyRule]) -> bool {
     })
 }
 
-/// The longest match of a regex text in bytes (`None`: unbounded, or the
-/// text does not parse).
-fn max_len_of(text: &str) -> Option<usize> {
+/// A text's HIR, or why it does not parse.
+type ParsedText = Result<Arc<Hir>, String>;
+
+/// The parse of a regex text (the engine's dialect: bytes, not UTF-8).
+fn parse_text(text: &str) -> ParsedText {
     regex_syntax::ParserBuilder::new()
         .utf8(false)
         .build()
         .parse(text)
-        .ok()
-        .and_then(|h| h.properties().maximum_len())
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
 }
 
 /// True when more than `max` members are reachable from `entry` through
@@ -701,19 +757,15 @@ fn reach_exceeds(
 /// the JSON-encoded letters of an automaton's classes share the escape
 /// byte `\` but part at the next byte. `false` also for a text that does
 /// not parse (the family is then left as rules).
-fn deterministic(members: usize, texts: &[String], rules: &[FamilyRule]) -> bool {
-    let mut hirs: Vec<Hir> = Vec::with_capacity(texts.len());
-    let mut firsts: Vec<([bool; 256], bool)> = Vec::with_capacity(texts.len());
-    for t in texts {
-        let Ok(h) = regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(t)
-        else {
+fn deterministic(members: usize, parsed: &[ParsedText], rules: &[FamilyRule]) -> bool {
+    let mut hirs: Vec<&Hir> = Vec::with_capacity(parsed.len());
+    let mut firsts: Vec<([bool; 256], bool)> = Vec::with_capacity(parsed.len());
+    for h in parsed {
+        let Ok(h) = h else {
             return false;
         };
         let mut set = [false; 256];
-        let nullable = first_bytes(&h, &mut set);
+        let nullable = first_bytes(h, &mut set);
         firsts.push((set, nullable));
         hirs.push(h);
     }
@@ -780,7 +832,7 @@ fn deterministic(members: usize, texts: &[String], rules: &[FamilyRule]) -> bool
                 let ok = *pairs.entry(key).or_insert_with(|| {
                     let mut dfa = |t: u32| {
                         dfas.entry(t)
-                            .or_insert_with(|| letter_dfa(&hirs[t as usize]))
+                            .or_insert_with(|| letter_dfa(hirs[t as usize]))
                             .clone()
                     };
                     match (dfa(key.0), dfa(key.1)) {

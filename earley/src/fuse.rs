@@ -75,7 +75,23 @@ pub fn fusable_within(g: &Grammar, max_weight: usize) -> Vec<Option<String>> {
 /// [`fusable_within`], never fusing the nonterminals in `excluded` (nor,
 /// therefore, any nonterminal that uses them).
 pub fn fusable_excluding(g: &Grammar, max_weight: usize, excluded: &[NtId]) -> Vec<Option<String>> {
-    fusable_plans(g, max_weight, excluded).0
+    fusable_plans(g, max_weight, excluded, &counted_terminals(g)).0
+}
+
+/// Per regex terminal text of `g`, whether the counted construction builds
+/// it (`crate::counted`), from the grammar's HIR where it has one.
+fn counted_terminals(g: &Grammar) -> rustc_hash::FxHashMap<&str, bool> {
+    let mut counted: rustc_hash::FxHashMap<&str, bool> = Default::default();
+    for r in &g.rules {
+        for sym in &r.rhs {
+            if let Symbol::T(Terminal::Regex(text)) = sym {
+                counted.entry(text.as_str()).or_insert_with(|| {
+                    crate::counted::is_counted_regex_with(text, g.regex_hir(text))
+                });
+            }
+        }
+    }
+    counted
 }
 
 /// [`fusable_excluding`] with the [`Plan`] of each fused nonterminal.
@@ -83,6 +99,7 @@ fn fusable_plans(
     g: &Grammar,
     max_weight: usize,
     excluded: &[NtId],
+    counted: &rustc_hash::FxHashMap<&str, bool>,
 ) -> (Vec<Option<String>>, Vec<Option<Plan>>) {
     let n = g.num_nonterminals();
     let mut by_nt: Vec<Vec<&Rule>> = vec![Vec::new(); n];
@@ -109,14 +126,10 @@ fn fusable_plans(
     // A terminal the counted construction builds (`crate::counted`) stays a
     // terminal of its own: inside a larger regex it would lose that shape
     // and be determinised as `n` expanded copies.
-    let mut counted: rustc_hash::FxHashMap<&str, bool> = Default::default();
     for r in &g.rules {
         for sym in &r.rhs {
             if let Symbol::T(Terminal::Regex(text)) = sym {
-                let c = *counted
-                    .entry(text.as_str())
-                    .or_insert_with(|| crate::counted::is_counted_regex(text));
-                if c {
+                if counted.get(text.as_str()).copied().unwrap_or(false) {
                     if let Some(d) = dead.get_mut(r.lhs.index()) {
                         *d = true;
                     }
@@ -579,7 +592,8 @@ impl FusedHirs<'_> {
 /// [`fuse_excluding`], and with `families`, regular families (module
 /// [`crate::family`]) replaced by family terminals too.
 pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bool) -> Fused {
-    let (mut re, plans) = fusable_plans(g, max_weight, excluded);
+    let counted = counted_terminals(g);
+    let (mut re, plans) = fusable_plans(g, max_weight, excluded, &counted);
     let mut fams = rustc_hash::FxHashMap::default();
     if families {
         let n = g.num_nonterminals();
@@ -589,14 +603,10 @@ pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bo
                 *b = true;
             }
         }
-        let mut counted: rustc_hash::FxHashMap<&str, bool> = Default::default();
         for r in &g.rules {
             for sym in &r.rhs {
                 if let Symbol::T(Terminal::Regex(text)) = sym {
-                    if *counted
-                        .entry(text.as_str())
-                        .or_insert_with(|| crate::counted::is_counted_regex(text))
-                    {
+                    if counted.get(text.as_str()).copied().unwrap_or(false) {
                         if let Some(b) = blocked.get_mut(r.lhs.index()) {
                             *b = true;
                         }
@@ -604,7 +614,14 @@ pub fn fuse_with(g: &Grammar, max_weight: usize, excluded: &[NtId], families: bo
                 }
             }
         }
-        let found = crate::family::regular_families(g, &re, &blocked);
+        // fused nonterminals' HIRs from their plans, not from their text
+        let mut builder = HirBuilder {
+            g,
+            plans: &plans,
+            memo: Default::default(),
+        };
+        let found =
+            crate::family::regular_families_with(g, &re, &blocked, |m| builder.nonterminal(m));
         for (nt, f) in found.into_iter().enumerate() {
             if let Some(f) = f {
                 // (its plan stays: fused parents built from its regex
