@@ -1279,20 +1279,23 @@ mod tests {
         }
     }
 
+    /// A vocabulary of `words` and an empty EOS token after them.
+    fn words(words: &[&str]) -> Arc<zapspec_vocab::TokenVocab> {
+        let mut toks: Vec<Vec<u8>> = words.iter().map(|s| s.as_bytes().to_vec()).collect();
+        toks.push(Vec::new());
+        let eos = toks.len() as u32 - 1;
+        Arc::new(
+            zapspec_vocab::TokenVocab::from_tokens("random", toks, &[eos], eos)
+                .expect("valid vocabulary"),
+        )
+    }
+
     /// States of different terminals with the same residual automaton
     /// share one entry (one `Arc`); different residual languages do not.
     /// The entries' contents: `tests/slices.rs`.
     #[test]
     fn equal_residuals_share_one_arc() {
-        let toks: Vec<Vec<u8>> = ["a", "ab", "\"", "a\"", "\",", "b\"}", "é", "\\n", ""]
-            .iter()
-            .map(|s| s.as_bytes().to_vec())
-            .collect();
-        let eos = toks.len() as u32 - 1;
-        let vocab = Arc::new(
-            zapspec_vocab::TokenVocab::from_tokens("random", toks, &[eos], eos)
-                .expect("valid vocabulary"),
-        );
+        let vocab = words(&["a", "ab", "\"", "a\"", "\",", "b\"}", "é", "\\n"]);
         let index = VocabIndex::new(vocab);
         let open = |re: &str, pre: &[u8]| {
             let e = index
@@ -1316,15 +1319,7 @@ mod tests {
     /// grammar is alive, sweeps bring the cache under its bound.
     #[test]
     fn account_is_exact_and_sweeps_keep_the_bound() {
-        let toks: Vec<Vec<u8>> = ["a", "ab", "b", "\"", "a\"", "\",", "1", "12", "x", "é", ""]
-            .iter()
-            .map(|s| s.as_bytes().to_vec())
-            .collect();
-        let eos = toks.len() as u32 - 1;
-        let vocab = Arc::new(
-            zapspec_vocab::TokenVocab::from_tokens("random", toks, &[eos], eos)
-                .expect("valid vocabulary"),
-        );
+        let vocab = words(&["a", "ab", "b", "\"", "a\"", "\",", "1", "12", "x", "é"]);
         let max = 6 << 10;
         let index = VocabIndex::with_config(
             vocab,
