@@ -113,8 +113,8 @@ pub struct IndexConfig {
     /// new entry or a compile takes the cache above it, a *sweep* evicts
     /// entries not used since the sweep before last visited their terminal
     /// (the CLOCK approximation of least recently used), and terminals no
-    /// live grammar holds, until the cache is at three quarters of the bound. A sweep
-    /// visits at most a few thousand slots ([`VocabIndex::SWEEP_SLOTS`]) and
+    /// live grammar holds, until the cache is at three quarters of the
+    /// bound. A sweep visits at most [`VocabIndex::SWEEP_SLOTS`] slots and
     /// runs inline, in the mask, step or compile that crossed the bound: no
     /// pass over the whole cache, no thread. An evicted entry is recomputed
     /// on its next use (masks are unchanged). The terminals of live grammars
@@ -122,8 +122,8 @@ pub struct IndexConfig {
     /// over the bound, sweeps pause until the cache has grown by another
     /// eighth of it. `usize::MAX`: unbounded. Default 32 MiB (on the 6,730
     /// MaskBench schemas over o200k, one index for all as a server would
-    /// hold, peak RSS stays at llguidance's; `examples/results/` has the
-    /// runs).
+    /// hold, peak RSS stays below llguidance's; `examples/results/` has the
+    /// runs and the other bounds tried).
     pub max_cache_bytes: usize,
     /// Build the DFAs of terminals without look-around lazily, state by
     /// state as masks and steps reach them (module `zapspec_grammar::lazy`), instead of
@@ -451,13 +451,13 @@ impl VocabIndex {
     /// One sweep (the caller has set `evicting`): first the residual map,
     /// whose entries no slot holds and no terminal has found by key since
     /// the previous sweep are dropped; then the clock hand over the ring of
-    /// live terminals. At each terminal: every slot not used
-    /// since the terminal's previous visit gives up its entry (freed when
-    /// no other slot, and no residual key only, holds it); a terminal only
-    /// the map holds and not used since its previous visit leaves the map
-    /// (freed when the last grammar holding it goes). Stops at three quarters of the
-    /// bound, after [`Self::SWEEP_SLOTS`] slots, or after one turn of the
-    /// ring. Cost: the residual map's entries and the slots visited, plus
+    /// live terminals. At each terminal: every slot not used since the
+    /// terminal's previous visit gives up its entry (freed unless another
+    /// slot holds it; the residual map's reference goes with the last
+    /// slot's); a terminal only the map holds and not used since its
+    /// previous visit leaves the map (freed with its entries). Stops at
+    /// three quarters of the bound, after [`Self::SWEEP_SLOTS`] slots, or
+    /// after one turn of the ring. Cost: the residual map's entries and the slots visited, plus
     /// a lock of the residual map per entry freed that was shared by key.
     /// Returns what it evicted.
     fn sweep(&self) -> usize {

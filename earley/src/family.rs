@@ -38,6 +38,7 @@
 //! [`MAX_FAMILY_TEXT`] characters of distinct bodies stay rules.
 
 use rustc_hash::FxHashMap as HashMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use regex_automata::nfa::thompson::{self, Builder, Transition};
@@ -635,18 +636,21 @@ pub fn regular_families_with(
                 _ => None,
             })
             .collect();
+        // (writing to a `String` cannot fail)
         let mut key = String::from(FAMILY_PREFIX);
         for t in &texts {
-            key.push_str(&format!("{}:{t}", t.len()));
+            let _ = write!(key, "{}:{t}", t.len());
         }
         key.push('|');
         for r in &rules {
-            key.push_str(&format!("{}", r.lhs));
+            let _ = write!(key, "{}", r.lhs);
             for b in &r.body {
-                key.push_str(&format!(",{b}"));
+                let _ = write!(key, ",{b}");
             }
             match r.tail {
-                Some(t) => key.push_str(&format!(">{t};")),
+                Some(t) => {
+                    let _ = write!(key, ">{t};");
+                }
                 None => key.push_str(">;"),
             }
         }

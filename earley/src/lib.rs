@@ -135,11 +135,11 @@
 //! terminal adds its bytes when stored and takes them back when dropped):
 //! when a cold entry or a compile takes it over, a sweep evicts entries not
 //! used since their terminal's previous visit (a CLOCK approximation of
-//! least recently used) and terminals no live grammar holds, until the cache
-//! is at three quarters of the bound; evicted entries are recomputed if used again. A
-//! sweep visits at most [`VocabIndex::SWEEP_SLOTS`] slots and runs inline:
-//! no pass over the whole cache lands in one mask, and no thread is
-//! started. The terminals of live grammars are pinned but
+//! least recently used) and terminals no live grammar holds, until the
+//! cache is at three quarters of the bound; evicted entries are recomputed
+//! if used again. A sweep visits at most [`VocabIndex::SWEEP_SLOTS`] slots
+//! and runs inline: no pass over the whole cache lands in one mask, and no
+//! thread is started. The terminals of live grammars are pinned but
 //! counted; the pruned-state cache of each grammar is bounded by
 //! [`EngineConfig::state_cache_capacity`];
 //! matchers report their chart size with [`EarleyMatcher::memory`].
