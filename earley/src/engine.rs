@@ -1312,6 +1312,99 @@ mod tests {
         assert!(!Arc::ptr_eq(&a, &c), "bounded string is another language");
     }
 
+    /// The cache's bytes recounted from what it holds: the terminals in
+    /// the map (charges brought up to date), the distinct entries of their
+    /// slots and of the residual map. Equal to the account once no grammar
+    /// or matcher outside the map holds anything.
+    fn recount(index: &VocabIndex) -> usize {
+        let map = index.lock();
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut n = 0;
+        for t in map.values() {
+            t.recharge();
+            n += t.cache_bytes();
+            for e in t.entries() {
+                if seen.insert(Arc::as_ptr(&e)) {
+                    n += e.heap_bytes();
+                }
+            }
+        }
+        for e in index.residuals.lock().unwrap().values() {
+            if seen.insert(Arc::as_ptr(e)) {
+                n += e.heap_bytes();
+            }
+        }
+        n
+    }
+
+    /// The `k`th grammar of the cache tests (strings of bounded length,
+    /// counted letters, a starred tail), masked along a fixed token walk;
+    /// the masks.
+    fn masks_along(engine: &Engine, k: usize) -> Vec<TokenSet> {
+        let g = Grammar::from_gbnf(&format!(
+            r#"root ::= "\"" [ab1é]{{0,{}}} "\"" [x1]{{{}}} | "12" [ab]*"#,
+            k % 9 + 1,
+            k % 4
+        ))
+        .unwrap();
+        let c = engine.compile(&g, EngineConfig::default()).unwrap();
+        let mut m = c.matcher();
+        let mut out = Vec::new();
+        for t in [3u32, 0, 2, 9, 3, 8] {
+            out.push(m.mask());
+            if m.advance(t).is_err() {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Four threads masking grammars over one index whose bound forces
+    /// sweeps while other threads read and fill slots: every mask equals
+    /// an unbounded index's, and afterwards the account equals a recount.
+    #[test]
+    fn concurrent_sweeps_keep_masks_and_account() {
+        let vocab = words(&["a", "ab", "b", "\"", "a\"", "\",", "1", "12", "x", "é"]);
+        let bounded = Engine::with_index(
+            VocabIndex::with_config(
+                vocab.clone(),
+                IndexConfig {
+                    max_cache_bytes: 4 << 10,
+                    ..IndexConfig::default()
+                },
+            )
+            .expect("index"),
+        );
+        let free = Engine::with_index(
+            VocabIndex::with_config(
+                vocab,
+                IndexConfig {
+                    max_cache_bytes: usize::MAX,
+                    ..IndexConfig::default()
+                },
+            )
+            .expect("index"),
+        );
+        let want: Vec<Vec<TokenSet>> = (0..36).map(|k| masks_along(&free, k)).collect();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (bounded, want) = (&bounded, &want);
+                s.spawn(move || {
+                    for round in 0..3 {
+                        for k in (t..36).step_by(4) {
+                            let k = (k + 9 * round) % 36;
+                            assert_eq!(masks_along(bounded, k), want[k], "grammar {k}");
+                        }
+                    }
+                });
+            }
+        });
+        let index = bounded.index();
+        let s = index.cache_stats();
+        assert!(s.evictions > 0, "{s:?}");
+        assert_eq!(index.account().get(), recount(index));
+    }
+
     /// The account equals a recount of what the cache holds (terminals in
     /// the map, distinct entries of their slots and of the residual map)
     /// after every grammar, with sharing on and a bound small enough that
@@ -1330,42 +1423,8 @@ mod tests {
         )
         .expect("index");
         let engine = Engine::with_index(index.clone());
-        let recount = |index: &VocabIndex| {
-            let map = index.lock();
-            let mut seen = rustc_hash::FxHashSet::default();
-            let mut n = 0;
-            for t in map.values() {
-                t.recharge();
-                n += t.cache_bytes();
-                for e in t.entries() {
-                    if seen.insert(Arc::as_ptr(&e)) {
-                        n += e.heap_bytes();
-                    }
-                }
-            }
-            for e in index.residuals.lock().unwrap().values() {
-                if seen.insert(Arc::as_ptr(e)) {
-                    n += e.heap_bytes();
-                }
-            }
-            n
-        };
         for k in 0..40 {
-            let g = Grammar::from_gbnf(&format!(
-                r#"root ::= "\"" [ab1é]{{0,{}}} "\"" [x1]{{{}}} | "12" [ab]*"#,
-                k % 9 + 1,
-                k % 4
-            ))
-            .unwrap();
-            let c = engine.compile(&g, EngineConfig::default()).unwrap();
-            let mut m = c.matcher();
-            for t in [3u32, 0, 2, 9, 3, 8] {
-                let _ = m.mask();
-                if m.advance(t).is_err() {
-                    break;
-                }
-            }
-            drop((m, c));
+            masks_along(&engine, k);
             let n = recount(&index);
             assert_eq!(index.account().get(), n, "after grammar {k}");
         }
