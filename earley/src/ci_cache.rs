@@ -29,7 +29,7 @@
 //! not look at the strings that may follow `T` when classifying; that work
 //! is left to the suffix walk.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use zapspec_grammar::RegexLimits;
@@ -100,6 +100,9 @@ pub(crate) struct TermEntry {
     /// charged (refreshed as a lazy automaton grows).
     account: Option<Arc<Account>>,
     charged: AtomicUsize,
+    /// Compilations that looked the terminal up (saturating at 2: once it
+    /// is shared, the count no longer matters).
+    compiles: AtomicU32,
 }
 
 /// One DFA state's entry: empty until first used, emptied again when the
@@ -299,6 +302,7 @@ impl TermEntry {
             swept: AtomicU64::new(0),
             account: None,
             charged: AtomicUsize::new(0),
+            compiles: AtomicU32::new(0),
         }
     }
 
@@ -322,6 +326,7 @@ impl TermEntry {
             swept: AtomicU64::new(0),
             account: None,
             charged: AtomicUsize::new(0),
+            compiles: AtomicU32::new(0),
         }
     }
 
@@ -417,6 +422,20 @@ impl TermEntry {
     /// The index clock at the terminal's last use.
     pub(crate) fn last_used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
+    }
+
+    /// Records a compilation's lookup.
+    pub(crate) fn note_compile(&self) {
+        let _ = self
+            .compiles
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < 2).then_some(n + 1)
+            });
+    }
+
+    /// True when at most one compilation has looked the terminal up.
+    pub(crate) fn single_use(&self) -> bool {
+        self.compiles.load(Ordering::Relaxed) <= 1
     }
 
     /// Records an eviction visit at clock `now`; the clock of the previous

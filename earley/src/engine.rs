@@ -72,6 +72,12 @@ pub struct VocabIndex {
     evicting: AtomicBool,
     /// The clock at the last sweep of the residual map.
     residual_swept: AtomicU64,
+    /// Hashes of the terminals released with the one grammar that used
+    /// them ([`VocabIndex::release`]): compiled again, such a terminal is
+    /// kept past its grammar.
+    ghosts: Mutex<Ghosts>,
+    /// Terminals released with their grammar so far.
+    released: AtomicUsize,
     /// Sweeps that evicted something, so far.
     evictions: AtomicUsize,
     /// Entries and terminals evicted so far.
@@ -83,6 +89,34 @@ pub struct VocabIndex {
     dfa_build_nanos: AtomicU64,
     /// Of those, terminals whose automaton was deferred to first use.
     deferred: AtomicUsize,
+}
+
+/// A bounded set of regex-text hashes, oldest forgotten first.
+#[derive(Default)]
+struct Ghosts {
+    set: rustc_hash::FxHashSet<u64>,
+    order: std::collections::VecDeque<u64>,
+}
+
+impl Ghosts {
+    /// Hashes remembered at most.
+    const CAPACITY: usize = 1 << 16;
+
+    fn hash(regex: &str) -> u64 {
+        use std::hash::BuildHasher;
+        FxBuildHasher.hash_one(regex)
+    }
+
+    fn insert(&mut self, h: u64) {
+        if self.set.insert(h) {
+            self.order.push_back(h);
+            if self.order.len() > Self::CAPACITY {
+                if let Some(old) = self.order.pop_front() {
+                    self.set.remove(&old);
+                }
+            }
+        }
+    }
 }
 
 /// The live terminals in the order eviction visits them, and where the
@@ -120,7 +154,9 @@ pub struct IndexConfig {
     /// on its next use (masks are unchanged). The terminals of live grammars
     /// are pinned (never evicted) but counted; when what is in use alone is
     /// over the bound, sweeps pause until the cache has grown by another
-    /// eighth of it. `usize::MAX`: unbounded. Default 32 MiB (on the 6,730
+    /// eighth of it. A terminal that only one grammar looked up does not
+    /// wait for a sweep: it leaves with that grammar (`VocabIndex::release`).
+    /// `usize::MAX`: unbounded. Default 32 MiB (on the 6,730
     /// MaskBench schemas over o200k, one index for all as a server would
     /// hold, peak RSS stays below llguidance's; `examples/results/` has the
     /// runs and the other bounds tried).
@@ -236,6 +272,8 @@ impl VocabIndex {
             account: Arc::new(Account::default()),
             floor: AtomicUsize::new(0),
             residual_swept: AtomicU64::new(0),
+            ghosts: Mutex::new(Ghosts::default()),
+            released: AtomicUsize::new(0),
             clock: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
             evictions: AtomicUsize::new(0),
@@ -384,6 +422,7 @@ impl VocabIndex {
     ) -> Result<Arc<TermEntry>, EarleyError> {
         if let Some(e) = self.lock().get(&regex) {
             e.touch(self.tick());
+            e.note_compile();
             return Ok(e.clone());
         }
         let t0 = std::time::Instant::now();
@@ -397,6 +436,17 @@ impl VocabIndex {
         entry.charge(&self.account);
         let ours = Arc::new(entry);
         ours.touch(self.tick());
+        ours.note_compile();
+        if self
+            .ghosts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set
+            .contains(&Ghosts::hash(&regex))
+        {
+            // released once already: a second grammar uses it
+            ours.note_compile();
+        }
         let e = self
             .lock()
             .entry(regex)
@@ -529,6 +579,28 @@ impl VocabIndex {
         gone
     }
 
+    /// Called when a compiled grammar is dropped: its terminals that no
+    /// other compilation has looked up leave the map now, freed with the
+    /// grammar (and their entries with them) rather than later by a sweep.
+    /// A schema's own terminals (its keys, its patterns) are rarely met
+    /// again; freeing them while their memory is still warm keeps the heap
+    /// from filling with holes that later allocations land in. Their
+    /// hashes are remembered ([`Ghosts::CAPACITY`]), so a terminal compiled
+    /// again is kept past its second grammar.
+    fn release(&self, terms: &[Arc<TermEntry>]) {
+        let mut map = self.lock();
+        let mut ghosts = self.ghosts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n = 0;
+        for t in terms {
+            if t.single_use() && map.get(&t.regex).is_some_and(|x| Arc::ptr_eq(x, t)) {
+                map.remove(&t.regex);
+                ghosts.insert(Ghosts::hash(&t.regex));
+                n += 1;
+            }
+        }
+        self.released.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// Drops an entry a slot gave up, and its residual key's reference too
     /// when that is the only other one left.
     fn release_residual(&self, e: Arc<CiEntry>) {
@@ -626,6 +698,7 @@ impl VocabIndex {
             evictions: self.evictions.load(Ordering::Relaxed),
             evicted: self.evicted.load(Ordering::Relaxed),
             cache_bytes: self.account.get(),
+            released: self.released.load(Ordering::Relaxed),
             dfa_builds: self.dfa_builds.load(Ordering::Relaxed),
             dfa_build_nanos: self.dfa_build_nanos.load(Ordering::Relaxed),
             deferred: self.deferred.load(Ordering::Relaxed),
@@ -691,6 +764,9 @@ pub struct CacheStats {
     /// Heap bytes the cache counts against `IndexConfig::max_cache_bytes`
     /// (its entries and terminals, as last charged).
     pub cache_bytes: usize,
+    /// Terminals that only one grammar used, released with it (not kept
+    /// in the cache past their grammar).
+    pub released: usize,
     /// Terminal automata built so far (cache misses, failed builds
     /// included), and the wall-clock nanoseconds spent building them at
     /// compile time (the part of time-to-first-mask that goes to automata:
@@ -772,6 +848,12 @@ pub struct CompiledGrammar {
     rejected: Mutex<RejectedPrefixes>,
     counters: AtomicCounters,
     fused: Option<Grammar>,
+}
+
+impl Drop for CompiledGrammar {
+    fn drop(&mut self) {
+        self.index.release(&self.rules.terms);
+    }
 }
 
 /// [`EngineConfig::compile_time_budget`] of one compilation.
@@ -1357,6 +1439,43 @@ mod tests {
             }
         }
         out
+    }
+
+    /// A terminal only one grammar looked up leaves the cache with that
+    /// grammar; one a second grammar looked up (alive at the same time, or
+    /// compiled again after the first was dropped) stays.
+    #[test]
+    fn single_use_terminals_leave_with_their_grammar() {
+        let index = VocabIndex::new(words(&["a", "ab", "b", "1", "12", "x"]));
+        let engine = Engine::with_index(index.clone());
+        let compile = |src: &str| {
+            engine
+                .compile(&Grammar::from_gbnf(src).unwrap(), EngineConfig::default())
+                .unwrap()
+        };
+        let cached = |re: &str| index.lock().contains_key(re);
+        // one grammar: its terminals go with it
+        let g = compile(r#"root ::= [ab]{2,3} "x""#);
+        let mut m = g.matcher();
+        let _ = m.mask();
+        let terms = index.cache_stats().terminals;
+        assert!(terms > 0);
+        drop((m, g));
+        assert_eq!(index.cache_stats().terminals, 0);
+        assert_eq!(index.cache_stats().released, terms);
+        // compiled again: remembered, kept past the second grammar
+        drop(compile(r#"root ::= [ab]{2,3} "x""#));
+        assert_eq!(index.cache_stats().terminals, terms);
+        // two grammars alive over a shared terminal: it stays with the second
+        let a = compile(r#"root ::= [1x]{4,5}"#);
+        let shared: Vec<String> = a.rules.terms.iter().map(|t| t.regex.clone()).collect();
+        assert!(!shared.is_empty());
+        let b = compile(r#"root ::= [1x]{4,5}"#);
+        drop(a);
+        for re in &shared {
+            assert!(cached(re), "{re} left with the first of two grammars");
+        }
+        drop(b);
     }
 
     /// Four threads masking grammars over one index whose bound forces

@@ -139,10 +139,13 @@
 //! cache is at three quarters of the bound; evicted entries are recomputed
 //! if used again. A sweep visits at most [`VocabIndex::SWEEP_SLOTS`] slots
 //! and runs inline: no pass over the whole cache lands in one mask, and no
-//! thread is started. The terminals of live grammars are pinned but
-//! counted; the pruned-state cache of each grammar is bounded by
-//! [`EngineConfig::state_cache_capacity`];
-//! matchers report their chart size with [`EarleyMatcher::memory`].
+//! thread is started. A terminal that only one grammar looked up leaves
+//! the cache when that grammar is dropped (a schema's own keys and
+//! patterns are rarely met again); its hash is remembered, so one compiled
+//! again stays. The terminals of live grammars are pinned but counted;
+//! the pruned-state cache of each grammar is bounded by
+//! [`EngineConfig::state_cache_capacity`]; matchers report their chart
+//! size with [`EarleyMatcher::memory`].
 //!
 //! ## Limits
 //!
