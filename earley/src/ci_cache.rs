@@ -139,13 +139,6 @@ impl Slot {
         self.write().get_or_insert(e).clone()
     }
 
-    /// The entry, when computed, and the clock at its last use.
-    pub(crate) fn get(&self) -> Option<(Arc<CiEntry>, u64)> {
-        self.read()
-            .clone()
-            .map(|e| (e, self.used.load(Ordering::Relaxed)))
-    }
-
     /// The clock at the slot's last use.
     pub(crate) fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
@@ -482,7 +475,7 @@ impl TermEntry {
 
     /// The computed entries (shared ones included).
     pub(crate) fn entries(&self) -> impl Iterator<Item = Arc<CiEntry>> + '_ {
-        self.ci.iter().filter_map(|c| c.get().map(|(e, _)| e))
+        self.ci.iter().filter_map(Slot::cached)
     }
 }
 

@@ -15,7 +15,7 @@
 use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
 use crate::error::EarleyError;
-use crate::terminal::{limit_error, ByteDfa, DEAD};
+use crate::terminal::{limit_error, parse_regex, ByteDfa, DEAD};
 
 impl ByteDfa {
     /// Compiles a terminal under the default [`RegexLimits`].
@@ -49,11 +49,7 @@ impl ByteDfa {
             regex: pattern.to_string(),
             reason,
         };
-        let hir = regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(pattern)
-            .map_err(|e| err(e.to_string()))?;
+        let hir = parse_regex(pattern).map_err(|e| err(e.to_string()))?;
         Self::from_parsed(&hir, pattern, limits, lazy)
     }
 

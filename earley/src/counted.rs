@@ -36,7 +36,7 @@
 
 use regex_syntax::hir::{Hir, HirKind};
 
-use crate::terminal::{ByteDfa, CountedLayout, CountedTables, DEAD};
+use crate::terminal::{parse_regex, ByteDfa, CountedLayout, CountedTables, DEAD};
 
 /// Repetitions with an upper bound below this are left to the general
 /// construction (their NFA is small).
@@ -63,11 +63,7 @@ pub fn is_counted_regex_with(re: &str, hir: Option<&regex_syntax::hir::Hir>) -> 
     }
     match hir {
         Some(h) => split(h).is_some(),
-        None => regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(re)
-            .is_ok_and(|h| split(&h).is_some()),
+        None => parse_regex(re).is_ok_and(|h| split(&h).is_some()),
     }
 }
 
@@ -297,11 +293,7 @@ mod tests {
 
     /// The parse-based check with the brace screen removed.
     fn shape_by_parse(re: &str) -> bool {
-        regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(re)
-            .is_ok_and(|h| split(&h).is_some())
+        parse_regex(re).is_ok_and(|h| split(&h).is_some())
     }
 
     #[test]

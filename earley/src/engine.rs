@@ -369,14 +369,10 @@ impl VocabIndex {
         regex: &str,
         limits: &zapspec_grammar::RegexLimits,
     ) -> Result<TermEntry, EarleyError> {
-        let hir = regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(regex)
-            .map_err(|e| EarleyError::Terminal {
-                regex: regex.to_string(),
-                reason: e.to_string(),
-            })?;
+        let hir = crate::terminal::parse_regex(regex).map_err(|e| EarleyError::Terminal {
+            regex: regex.to_string(),
+            reason: e.to_string(),
+        })?;
         self.entry_of(regex, Arc::new(hir), limits, self.config.lazy_dfas)
     }
 

@@ -47,7 +47,7 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 use zapspec_grammar::{Grammar, NtId, RegexLimits, Symbol, Terminal};
 
 use crate::error::EarleyError;
-use crate::terminal::{limit_error, ByteDfa};
+use crate::terminal::{limit_error, parse_regex, ByteDfa};
 
 /// Prefix of the text of a family terminal (not a valid regex, so no
 /// regex path can compile it by mistake).
@@ -430,12 +430,10 @@ pub fn regular_families_with(
     let mut hir_of = |s: &Symbol| -> ParsedText {
         parsed
             .entry(s.clone())
-            .or_insert_with(|| match s {
-                Symbol::T(Terminal::Regex(r)) => match g.regex_hir_shared(r) {
-                    Some(h) => Ok(h.clone()),
-                    None => parse_text(r),
-                },
-                Symbol::Nt(m) => match fused_hir(m.index()) {
+            .or_insert_with(|| match (s, grammar_hir(g, s)) {
+                (_, Some(h)) => Ok(h),
+                (Symbol::T(Terminal::Regex(r)), None) => parse_text(r),
+                (Symbol::Nt(m), None) => match fused_hir(m.index()) {
                     Some(h) => Ok(Arc::new(h)),
                     None => parse_text(&text_of(s)),
                 },
@@ -629,13 +627,7 @@ pub fn regular_families_with(
             let parsed: Vec<ParsedText> = syms.iter().map(|s| hir_of(s)).collect();
             !deterministic(order.len(), &parsed, &rules)
         };
-        let hirs = syms
-            .iter()
-            .map(|s| match s {
-                Symbol::T(Terminal::Regex(r)) => g.regex_hir_shared(r).cloned(),
-                _ => None,
-            })
-            .collect();
+        let hirs = syms.iter().map(|s| grammar_hir(g, s)).collect();
         // (writing to a `String` cannot fail)
         let mut key = String::from(FAMILY_PREFIX);
         for t in &texts {
@@ -713,17 +705,21 @@ fn letter_edges(rules: &[FamilyRule], mut max_len_of: impl FnMut(u32) -> Option<
     })
 }
 
+/// The HIR `g` holds for a symbol: a regex terminal's
+/// ([`Grammar::regex_hir_shared`]); `None` for other symbols.
+fn grammar_hir(g: &Grammar, s: &Symbol) -> Option<Arc<Hir>> {
+    match s {
+        Symbol::T(Terminal::Regex(r)) => g.regex_hir_shared(r).cloned(),
+        _ => None,
+    }
+}
+
 /// A text's HIR, or why it does not parse.
 type ParsedText = Result<Arc<Hir>, String>;
 
 /// The parse of a regex text (the engine's dialect: bytes, not UTF-8).
 fn parse_text(text: &str) -> ParsedText {
-    regex_syntax::ParserBuilder::new()
-        .utf8(false)
-        .build()
-        .parse(text)
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
+    parse_regex(text).map(Arc::new).map_err(|e| e.to_string())
 }
 
 /// True when more than `max` members are reachable from `entry` through

@@ -390,11 +390,7 @@ impl HirBuilder<'_> {
         match s {
             Symbol::T(Terminal::Regex(text)) => match self.g.regex_hir(text) {
                 Some(h) => Some(h.clone()),
-                None => regex_syntax::ParserBuilder::new()
-                    .utf8(false)
-                    .build()
-                    .parse(text)
-                    .ok(),
+                None => crate::terminal::parse_regex(text).ok(),
             },
             Symbol::T(t) => ByteDfa::hir_of(t),
             Symbol::Nt(m) => self.nonterminal(m.index()),

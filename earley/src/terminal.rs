@@ -108,14 +108,10 @@ impl ByteDfa {
     /// reference the counted construction is tested against, and its
     /// ablation).
     pub fn from_regex_general(pattern: &str, limits: &RegexLimits) -> Result<Self, EarleyError> {
-        let hir = regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .build()
-            .parse(pattern)
-            .map_err(|e| EarleyError::Terminal {
-                regex: pattern.to_string(),
-                reason: e.to_string(),
-            })?;
+        let hir = parse_regex(pattern).map_err(|e| EarleyError::Terminal {
+            regex: pattern.to_string(),
+            reason: e.to_string(),
+        })?;
         Self::check_nfa_bound(&hir, pattern, limits)?;
         Self::from_hir(&hir, pattern, limits)
     }
@@ -593,6 +589,17 @@ impl ByteDfa {
             Tables::Counted(t) => t.heap_bytes(),
         }
     }
+}
+
+/// Parses a regex text in the engine's dialect (the texts of
+/// [`ByteDfa::regex_of`]: over bytes, so `utf8(false)` — a class may match
+/// bytes that are not UTF-8).
+pub(crate) fn parse_regex(text: &str) -> Result<regex_syntax::hir::Hir, Box<regex_syntax::Error>> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(text)
+        .map_err(Box::new)
 }
 
 /// [`EarleyError::LimitExceeded`] for `limit` at terminal `pattern`.
