@@ -37,6 +37,136 @@ impl ByteDfa {
         Self::from_regex_opts(pattern, limits, true)
     }
 
+    /// The automaton of [`Terminal::And`]: the byte strings matched by
+    /// both `a` and `b` (`key` names it in errors). When `b` is a counted
+    /// repetition ([`crate::counted`]) with a lower bound of at most
+    /// [`crate::bounded::MAX_MIN`], the product of `a`'s automaton with
+    /// `b`'s skeleton times a counter ([`crate::bounded`]: `dfa_states`
+    /// bounds the pairs, not the count); otherwise both are built and
+    /// their product explored eagerly (at most `dfa_states` states).
+    pub fn from_and(
+        a: &regex_syntax::hir::Hir,
+        b: &regex_syntax::hir::Hir,
+        key: &str,
+        limits: &RegexLimits,
+    ) -> Result<Self, EarleyError> {
+        let small = |h: &regex_syntax::hir::Hir| {
+            Self::check_nfa_bound(h, key, limits)?;
+            Self::from_hir(h, key, limits)
+        };
+        let too_many = |n: usize| {
+            limit_error(
+                key,
+                Limit::DfaStates,
+                limits.dfa_states,
+                format!(
+                    "the intersection's automaton has more than {} states ({n} explored)",
+                    limits.dfa_states
+                ),
+            )
+        };
+        let da = small(a)?;
+        if let Some(parts) = crate::counted::parts(b, small) {
+            if let Some(d) = crate::intersect::build(&da, &parts?, limits.dfa_states) {
+                return d.map_err(too_many);
+            }
+        }
+        let db = Self::from_parsed(b, key, limits, false)?;
+        Self::product(&da, &db, limits.dfa_states).map_err(too_many)
+    }
+
+    /// The product of two automata, explored eagerly from the pair of
+    /// start states: at most `max_states` live states (else
+    /// `Err(states explored)`).
+    pub(crate) fn product(a: &ByteDfa, b: &ByteDfa, max_states: usize) -> Result<Self, usize> {
+        let mut key_of = rustc_hash::FxHashMap::default();
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        for x in 0..=255u8 {
+            let next = key_of.len();
+            let c = *key_of.entry((a.class(x), b.class(x))).or_insert(next);
+            if c == reps.len() {
+                reps.push(x);
+            }
+            classes[x as usize] = c as u8;
+        }
+        let ncls = reps.len();
+        let mut ids = rustc_hash::FxHashMap::default();
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let mut raw: Vec<u32> = Vec::new();
+        let start = (a.start(), b.start());
+        if start.0 != DEAD && start.1 != DEAD {
+            ids.insert(start, 1u32);
+            pairs.push(start);
+        }
+        let mut i = 0;
+        while i < pairs.len() {
+            let (p, q) = pairs[i];
+            i += 1;
+            for &x in &reps {
+                let (p2, q2) = (a.next(p, x), b.next(q, x));
+                if p2 == DEAD || q2 == DEAD {
+                    raw.push(DEAD);
+                    continue;
+                }
+                let next = pairs.len() as u32 + 1;
+                let id = *ids.entry((p2, q2)).or_insert(next);
+                if id == next {
+                    if pairs.len() >= max_states {
+                        return Err(pairs.len() + 1);
+                    }
+                    pairs.push((p2, q2));
+                }
+                raw.push(id);
+            }
+        }
+        // keep the states from which a state accepting in both is reachable
+        let n = pairs.len() + 1;
+        let mut live = vec![false; n];
+        for (j, &(p, q)) in pairs.iter().enumerate() {
+            live[j + 1] = a.is_accepting(p) && b.is_accepting(q);
+        }
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for s in 1..n {
+                if !live[s]
+                    && raw[(s - 1) * ncls..s * ncls]
+                        .iter()
+                        .any(|&t| live[t as usize])
+                {
+                    live[s] = true;
+                    changed = true;
+                }
+            }
+        }
+        let mut map = vec![DEAD; n];
+        let mut next = 1u32;
+        for s in 1..n {
+            if live[s] {
+                map[s] = next;
+                next += 1;
+            }
+        }
+        let m = next as usize;
+        let mut trans = vec![DEAD; m * ncls];
+        let mut accepting = vec![false; m];
+        for s in 1..n {
+            if live[s] {
+                let ns = map[s] as usize;
+                let (p, q) = pairs[s - 1];
+                accepting[ns] = a.is_accepting(p) && b.is_accepting(q);
+                for c in 0..ncls {
+                    trans[ns * ncls + c] = map[raw[(s - 1) * ncls + c] as usize];
+                }
+            }
+        }
+        let start = if n > 1 { map[1] } else { DEAD };
+        Ok(Self::from_parts(
+            classes, ncls, trans, accepting, start, None,
+        ))
+    }
+
     /// [`ByteDfa::from_regex_with`], choosing whether a regex without
     /// look-around is built lazily (`lazy`, the default) or determinised
     /// at once (the ablation of [`crate::IndexConfig::lazy_dfas`]).

@@ -142,17 +142,28 @@ fn counted_at(hir: &Hir) -> Option<(&[Hir], usize)> {
         .then_some((parts, i))
 }
 
-/// The product automaton of `hir` when it has the shape of the module
-/// docs (`too_many` when it would have more than `max_states` states);
-/// `None` otherwise, and for a count past the state id space (the caller
-/// uses the general construction). `build` compiles the small parts;
-/// `too_many` reports stored states over `max_states`.
-pub(crate) fn build<E>(
+/// A counted repetition `P X{m,n} S` taken apart, its unit `X` and tail
+/// `S` compiled (module docs: `X` non-empty and prefix-free, `S` matching
+/// something, no byte starting both).
+pub(crate) struct Parts {
+    /// The literal prefix `P`.
+    pub(crate) prefix: Vec<u8>,
+    /// `X`'s automaton.
+    pub(crate) dx: ByteDfa,
+    /// `S`'s automaton.
+    pub(crate) ds: ByteDfa,
+    /// The repetition's bounds.
+    pub(crate) m: u32,
+    pub(crate) n: u32,
+}
+
+/// [`Parts`] of `hir` when it has the shape and its unit and tail the
+/// properties of the module docs; `None` otherwise. `build` compiles `X`
+/// and `S`.
+pub(crate) fn parts<E>(
     hir: &Hir,
-    max_states: usize,
     build: impl Fn(&Hir) -> Result<ByteDfa, E>,
-    too_many: impl Fn(u64) -> E,
-) -> Option<Result<ByteDfa, E>> {
+) -> Option<Result<Parts, E>> {
     let (prefix, x, m, n, rest) = split(hir)?;
     if m > n {
         return None;
@@ -178,6 +189,38 @@ pub(crate) fn build<E>(
     if (0..=255u8).any(|b| dx.next(x0, b) != DEAD && ds.next(s0, b) != DEAD) {
         return None;
     }
+    Some(Ok(Parts {
+        prefix,
+        dx,
+        ds,
+        m,
+        n,
+    }))
+}
+
+/// The product automaton of `hir` when it has the shape of the module
+/// docs (`too_many` when it would have more than `max_states` states);
+/// `None` otherwise, and for a count past the state id space (the caller
+/// uses the general construction). `build` compiles the small parts;
+/// `too_many` reports stored states over `max_states`.
+pub(crate) fn build<E>(
+    hir: &Hir,
+    max_states: usize,
+    build: impl Fn(&Hir) -> Result<ByteDfa, E>,
+    too_many: impl Fn(u64) -> E,
+) -> Option<Result<ByteDfa, E>> {
+    let Parts {
+        prefix,
+        dx,
+        ds,
+        m,
+        n,
+    } = match parts(hir, build)? {
+        Ok(p) => p,
+        Err(e) => return Some(Err(e)),
+    };
+    let (x0, s0) = (dx.start(), ds.start());
+    let xs = dx.num_states() as u32;
     // X's non-accepting states, numbered 1.. within a count.
     let mut inner = vec![0u32; xs as usize];
     let mut per = 1u32;

@@ -639,7 +639,41 @@ impl VocabIndex {
         t: &Terminal,
         limits: &zapspec_grammar::RegexLimits,
     ) -> Result<Arc<TermEntry>, EarleyError> {
+        if let Terminal::And(..) = t {
+            return self.terminal_and(t, || None, || None, limits);
+        }
         self.terminal_regex_with(ByteDfa::regex_of(t), limits)
+    }
+
+    /// The entry of an intersection ([`Terminal::And`], any other
+    /// terminal: as [`Self::terminal`]), built on a miss by
+    /// [`ByteDfa::from_and`] from the HIRs `a` and `b` give (`None`: the
+    /// parse of the text). Built at once, not deferred: its pair table is
+    /// what compilation reads the start state from.
+    pub(crate) fn terminal_and(
+        &self,
+        t: &Terminal,
+        a: impl FnOnce() -> Option<Arc<regex_syntax::hir::Hir>>,
+        b: impl FnOnce() -> Option<Arc<regex_syntax::hir::Hir>>,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        let Terminal::And(ta, tb) = t else {
+            return self.terminal(t, limits);
+        };
+        self.terminal_built(ByteDfa::regex_of(t), |key| {
+            let hir = |h: Option<Arc<regex_syntax::hir::Hir>>, text: &str| match h {
+                Some(h) => Ok(h),
+                None => crate::terminal::parse_regex(text)
+                    .map(Arc::new)
+                    .map_err(|e| EarleyError::Terminal {
+                        regex: text.to_string(),
+                        reason: e.to_string(),
+                    }),
+            };
+            let (ha, hb) = (hir(a(), ta)?, hir(b(), tb)?);
+            let dfa = ByteDfa::from_and(&ha, &hb, key, limits)?;
+            Ok(TermEntry::new(key.to_string(), dfa))
+        })
     }
 
     /// [`Self::terminal`] of a regex terminal whose HIR the grammar holds
@@ -1039,6 +1073,12 @@ impl CompiledGrammar {
                     Some(hir) => index.terminal_parsed(t, hir, limits),
                     None => index.terminal(t, limits),
                 },
+                Terminal::And(a, b) => index.terminal_and(
+                    t,
+                    || grammar.regex_hir_shared(a).cloned(),
+                    || grammar.regex_hir_shared(b).cloned(),
+                    limits,
+                ),
                 _ => index.terminal_hir_on_miss(t, || ByteDfa::hir_of(t), limits),
             }
         };

@@ -487,6 +487,8 @@ pub fn regular_families_with(
                         _ => rhs,
                     };
                     body.iter().all(|s| match s {
+                        // an intersection is no regex
+                        Symbol::T(Terminal::And(..)) => false,
                         Symbol::T(_) => true,
                         Symbol::Nt(m) => is_fused(m),
                     })

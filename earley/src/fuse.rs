@@ -128,11 +128,17 @@ fn fusable_plans(
     // and be determinised as `n` expanded copies.
     for r in &g.rules {
         for sym in &r.rhs {
-            if let Symbol::T(Terminal::Regex(text)) = sym {
-                if counted.get(text.as_str()).copied().unwrap_or(false) {
-                    if let Some(d) = dead.get_mut(r.lhs.index()) {
-                        *d = true;
-                    }
+            let own = match sym {
+                Symbol::T(Terminal::Regex(text)) => {
+                    counted.get(text.as_str()).copied().unwrap_or(false)
+                }
+                // an intersection is no regex
+                Symbol::T(Terminal::And(..)) => true,
+                _ => false,
+            };
+            if own {
+                if let Some(d) = dead.get_mut(r.lhs.index()) {
+                    *d = true;
                 }
             }
         }

@@ -24,6 +24,7 @@
 //! | `lazy` | — (regex-automata's hybrid DFA, in spirit) | terminal DFA states built on first use by the subset construction, exact liveness from the NFA, lock-free reads; a state bound reported at mask time |
 //! | `segmented` | — | append-only arrays growing by doubling segments without moving (lazy rows, cache slots) |
 //! | [`counted`] | — (llguidance's counted lexemes, in spirit) | `P X{m,n} S` with a prefix-free unit as a counter times `X`'s DFA, transitions computed from the layout (no table of `n` copies); states no token can tell apart share one cache entry |
+//! | `bounded`, `intersect` | — (llguidance's lexeme intersections, in spirit) | an intersection terminal `A ∩ P X{m,n} S` (a JSON string's `pattern` under `maxLength`) as the pairs of `A`'s states and the repetition's count-free skeleton times a counter: per pair the lengths to acceptance (a 64-bit set below 64 and the least one above), so liveness is exact for every count without `|A| · n` states; a slice check far from the bounds steps pairs only |
 //!
 //! ## Entry points
 //!
@@ -231,6 +232,7 @@
 //!   compile time.
 
 pub mod batch;
+mod bounded;
 mod chart;
 mod ci_cache;
 mod compile;
@@ -242,6 +244,7 @@ mod error;
 pub mod family;
 pub mod fuse;
 mod grammar;
+mod intersect;
 mod matcher;
 mod prune;
 pub mod slicer;

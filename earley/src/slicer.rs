@@ -172,6 +172,16 @@ impl Slice {
                 reps.push(b);
             }
         }
+        // Far from a bounded product's bounds, its count cannot kill a
+        // walk of this slice's depth: step its pairs only.
+        let free = d.count_free(s, self.max_len);
+        let step = |p: u32, b: u8| {
+            if free {
+                d.next_count_free(p, b)
+            } else {
+                d.next(p, b)
+            }
+        };
         // Breadth-first, so a pair is first met at its least depth.
         let mut visited: HashSet<(u32, u32), FxBuildHasher> = HashSet::default();
         let mut level = vec![(self.dfa.start(), s)];
@@ -184,7 +194,7 @@ impl Slice {
                     if q2 == DEAD {
                         continue;
                     }
-                    let p2 = d.next(p, b);
+                    let p2 = step(p, b);
                     if p2 == DEAD {
                         return false;
                     }

@@ -21,6 +21,7 @@ use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
 use std::sync::Arc;
 
+use crate::bounded::BoundedTables;
 use crate::error::EarleyError;
 use zapspec_grammar::lazy::{class_table, LazyTables};
 
@@ -53,6 +54,9 @@ enum Tables {
     /// A counted repetition's transitions computed from its layout
     /// ([`crate::counted`]).
     Counted(Arc<CountedTables>),
+    /// A regex intersected with a counted repetition, computed from its
+    /// pair table and the count ([`crate::bounded`]).
+    Bounded(Arc<BoundedTables>),
 }
 
 impl ByteDfa {
@@ -81,6 +85,9 @@ impl ByteDfa {
                 s
             }
             Terminal::Regex(r) => format!("(?:{r})"),
+            // `(?&` opens no valid regex: the key of an intersection is
+            // never a regex's; the length makes the split unambiguous
+            Terminal::And(a, b) => format!("(?&{})(?:{a})(?:{b})", a.len()),
         }
     }
 
@@ -99,7 +106,7 @@ impl ByteDfa {
                     .iter()
                     .map(|&(a, b)| ClassUnicodeRange::new(a, b)),
             )))),
-            Terminal::Regex(_) => None,
+            Terminal::Regex(_) | Terminal::And(..) => None,
         }
     }
 
@@ -308,6 +315,22 @@ impl ByteDfa {
         }
     }
 
+    /// A bounded product ([`crate::bounded`]) from its tables.
+    pub(crate) fn from_bounded(
+        classes: [u8; 256],
+        ncls: usize,
+        tables: BoundedTables,
+        start: u32,
+    ) -> Self {
+        ByteDfa {
+            classes,
+            ncls,
+            tables: Tables::Bounded(Arc::new(tables)),
+            start,
+            counted: None,
+        }
+    }
+
     /// The lazy construction ([`zapspec_grammar::lazy`]) of a regex without
     /// look-around: `regex-automata`'s Thompson NFA (bounded by
     /// `limits.nfa_bytes`), its states determinised on first use, at most
@@ -403,7 +426,7 @@ impl ByteDfa {
     pub fn overflowed(&self) -> bool {
         match &self.tables {
             Tables::Lazy(l) => l.overflowed(),
-            Tables::Dense { .. } | Tables::Counted(_) => false,
+            Tables::Dense { .. } | Tables::Counted(_) | Tables::Bounded(_) => false,
         }
     }
 
@@ -412,7 +435,7 @@ impl ByteDfa {
     pub fn state_bound(&self) -> Option<usize> {
         match &self.tables {
             Tables::Lazy(l) => Some(l.cap() - 1),
-            Tables::Dense { .. } | Tables::Counted(_) => None,
+            Tables::Dense { .. } | Tables::Counted(_) | Tables::Bounded(_) => None,
         }
     }
 
@@ -421,9 +444,10 @@ impl ByteDfa {
     /// repetition ([`crate::counted`]), where states that no such token
     /// can tell apart share one representative.
     pub fn ci_representative(&self, s: u32, horizon: usize) -> u32 {
-        match &self.counted {
-            Some(l) => l.representative(s, horizon),
-            None => s,
+        match (&self.counted, &self.tables) {
+            (Some(l), _) => l.representative(s, horizon),
+            (None, Tables::Bounded(t)) => t.representative(s, horizon),
+            (None, _) => s,
         }
     }
 
@@ -433,9 +457,10 @@ impl ByteDfa {
     /// count are numbered compactly (the entry table then has rows for
     /// about `2·horizon` counts, not `n`).
     pub fn ci_slot(&self, s: u32, horizon: usize) -> u32 {
-        match &self.counted {
-            Some(l) => l.slot(s, horizon),
-            None => s,
+        match (&self.counted, &self.tables) {
+            (Some(l), _) => l.slot(s, horizon),
+            (None, Tables::Bounded(t)) => t.slot(s, horizon),
+            (None, _) => s,
         }
     }
 
@@ -459,6 +484,30 @@ impl ByteDfa {
             Tables::Dense { trans, .. } => trans[s as usize * self.ncls + c],
             Tables::Lazy(l) => l.next(s, c),
             Tables::Counted(t) => t.next(s, c),
+            Tables::Bounded(t) => t.next(s, c),
+        }
+    }
+
+    /// True when, for the next `reach` bytes from `s`, whether a state is
+    /// dead does not depend on a count: in a bounded product
+    /// ([`crate::bounded`]) far enough from its bounds. [`Self::next_count_free`]
+    /// then walks the same dead ends as [`Self::next`] over at most `reach`
+    /// bytes, through one state per pair instead of one per pair and
+    /// count. False for every other automaton.
+    pub fn count_free(&self, s: u32, reach: usize) -> bool {
+        match &self.tables {
+            Tables::Bounded(t) => t.count_free(s, reach),
+            _ => false,
+        }
+    }
+
+    /// [`Self::next`] with a bounded product's count left unchanged (see
+    /// [`Self::count_free`]); [`Self::next`] for every other automaton.
+    #[inline]
+    pub fn next_count_free(&self, s: u32, b: u8) -> u32 {
+        match &self.tables {
+            Tables::Bounded(t) => t.next_count_free(s, self.classes[b as usize] as usize),
+            _ => self.next(s, b),
         }
     }
 
@@ -476,6 +525,7 @@ impl ByteDfa {
             Tables::Dense { accepting, .. } => accepting[s as usize],
             Tables::Lazy(l) => l.is_accepting(s),
             Tables::Counted(t) => t.is_accepting(s),
+            Tables::Bounded(t) => t.is_accepting(s),
         }
     }
 
@@ -486,6 +536,7 @@ impl ByteDfa {
             Tables::Dense { can_continue, .. } => can_continue[s as usize],
             Tables::Lazy(l) => l.can_continue(s),
             Tables::Counted(t) => t.can_continue(s),
+            Tables::Bounded(t) => t.can_continue(s),
         }
     }
 
@@ -502,6 +553,7 @@ impl ByteDfa {
             Tables::Dense { accepting, .. } => accepting.len(),
             Tables::Lazy(l) => l.num_states(),
             Tables::Counted(t) => t.reachable(),
+            Tables::Bounded(t) => t.reachable(),
         }
     }
 
@@ -511,6 +563,7 @@ impl ByteDfa {
     pub fn state_id_bound(&self) -> usize {
         match &self.tables {
             Tables::Counted(t) => t.id_bound(),
+            Tables::Bounded(t) => t.id_bound(),
             _ => self.num_states(),
         }
     }
@@ -587,6 +640,7 @@ impl ByteDfa {
             } => trans.capacity() * 4 + accepting.capacity() + can_continue.capacity(),
             Tables::Lazy(l) => l.heap_bytes(),
             Tables::Counted(t) => t.heap_bytes(),
+            Tables::Bounded(t) => t.heap_bytes(),
         }
     }
 }

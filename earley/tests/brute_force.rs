@@ -26,6 +26,9 @@ enum S {
     Lit(&'static str),
     Class,
     Re(&'static str),
+    /// An intersection: the bounded product when the second regex is a
+    /// counted repetition of a prefix-free unit, else the eager product.
+    And(&'static str, &'static str),
 }
 
 fn build(nts: usize, rules: &[(u32, Vec<S>)]) -> Grammar {
@@ -41,6 +44,7 @@ fn build(nts: usize, rules: &[(u32, Vec<S>)]) -> Grammar {
                 S::Lit(l) => Symbol::T(Terminal::Literal(l.as_bytes().to_vec())),
                 S::Class => Symbol::T(Terminal::Class(CharClass::new([('a', 'b')], false))),
                 S::Re(r) => Symbol::T(Terminal::Regex(r.to_string())),
+                S::And(a, b) => Symbol::T(Terminal::And(a.to_string(), b.to_string())),
             })
             .collect();
         g.add_rule(NtId(*lhs % nts as u32), rhs);
@@ -55,6 +59,12 @@ fn sym() -> impl Strategy<Value = S> {
         2 => prop::sample::select(vec!["a", "b", "c", "ab", "ca"]).prop_map(S::Lit),
         1 => Just(S::Class),
         1 => prop::sample::select(vec!["a*", "b+c?", "(ab)+"]).prop_map(S::Re),
+        1 => prop::sample::select(vec![
+            ("(?:ab)+c*", "[abc]{1,16}"),
+            ("a[abc]*|b+", "[abc]{3,17}"),
+            ("a[abc]*|b+", "(?:a|bc|b){0,16}"),
+        ])
+        .prop_map(|(a, b)| S::And(a, b)),
     ]
 }
 
@@ -492,6 +502,72 @@ proptest! {
                     prefix.extend_from_slice(vocab.token_bytes(t));
                 }
             }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Intersection terminals walked up to and past their bounds (the
+    /// random grammars above rarely get there): `root → And(A, B) "x"`,
+    /// every configuration's mask equal to brute force along a random path
+    /// of up to 24 tokens.
+    #[test]
+    fn intersections_match_brute_force_to_their_bounds(
+        which in 0usize..6,
+        m in 0u32..4,
+        n in 16u32..20,
+        picks in prop::collection::vec(0usize..64, 0..24),
+    ) {
+        let (a, unit) = [
+            ("(?:ab)*", "[abc]"),
+            ("a[abc]*|b+c?", "[abc]"),
+            ("(?:a|bc)+c*", "[abc]"),
+            ("[abc]*(?:cab)+", "[abc]"),
+            ("(?:ab|c)*", "(?:a|bc|b)"),
+            ("(?:abc)*(?:ab)?", "[abc]"),
+        ][which];
+        let mut g = Grammar::new();
+        let root = g.add_nonterminal("root");
+        g.add_rule(root, vec![
+            Symbol::T(Terminal::And(a.into(), format!("{unit}{{{m},{n}}}"))),
+            Symbol::T(Terminal::Literal(b"x".to_vec())),
+        ]);
+        g.start = root;
+        let vocab = small_vocab();
+        let rec = Recognizer::new(&g).unwrap();
+        let engine = Engine::new(vocab.clone());
+        let mut ms: Vec<_> = match configs()
+            .into_iter()
+            .map(|c| engine.compile(&g, c).map(|c| c.matcher()))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(ms) => ms,
+            Err(_) => {
+                prop_assert!(!rec.is_viable_prefix(b""));
+                return Ok(());
+            }
+        };
+        let mut prefix = Vec::new();
+        for pick in picks {
+            let want = brute_mask(&rec, &vocab, &prefix);
+            for (i, m) in ms.iter_mut().enumerate() {
+                prop_assert_eq!(&m.mask(), &want, "config {} after {:?}", i, String::from_utf8_lossy(&prefix));
+            }
+            // the closing `x` rarely, so that the count reaches the bounds
+            let allowed: Vec<TokenId> = want
+                .iter()
+                .filter(|&t| t != vocab.eos() && (pick % 11 == 0 || !vocab.token_bytes(t).contains(&b'x')))
+                .collect();
+            if allowed.is_empty() {
+                break;
+            }
+            let t = allowed[pick % allowed.len()];
+            for m in ms.iter_mut() {
+                prop_assert!(m.advance(t).is_ok());
+            }
+            prefix.extend_from_slice(vocab.token_bytes(t));
         }
     }
 }

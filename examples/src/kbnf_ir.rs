@@ -45,6 +45,13 @@ pub enum KbnfConvertError {
         /// Its bytes.
         bytes: Vec<u8>,
     },
+    /// An intersection terminal (`Terminal::And`): KBNF has none (compile
+    /// the schema with `JsonSchemaOptions::length_intersections` off).
+    #[error("nonterminal `{nonterminal}` has an intersection terminal, which KBNF cannot express")]
+    Intersection {
+        /// The nonterminal whose rule holds it.
+        nonterminal: String,
+    },
     /// The start symbol derives no string.
     #[error("the grammar's language is empty (start symbol `{start}` is unproductive)")]
     EmptyLanguage {
@@ -225,6 +232,11 @@ pub fn to_kbnf(g: &Grammar, sentinel: bool) -> Result<String, KbnfConvertError> 
                     }
                     Symbol::T(Terminal::Regex(r)) => {
                         let _ = write!(body, "#\"{}\"", escape_kbnf(r));
+                    }
+                    Symbol::T(Terminal::And(..)) => {
+                        return Err(KbnfConvertError::Intersection {
+                            nonterminal: g.name(nt).to_string(),
+                        })
                     }
                 }
             }

@@ -40,6 +40,14 @@ pub fn terminal_info(t: &Terminal) -> Result<TerminalInfo, GrammarError> {
             matches_empty: false,
             matches_nonempty: !c.is_empty(),
         },
+        Terminal::And(..) => {
+            let d = crate::TerminalDfa::compile(t)?;
+            TerminalInfo {
+                matches_empty: d.start() != crate::TerminalDfa::DEAD && d.is_accepting(d.start()),
+                matches_nonempty: d.start() != crate::TerminalDfa::DEAD
+                    && d.can_continue(d.start()),
+            }
+        }
         Terminal::Regex(re) => {
             // Fast path: the two questions are answered on the regex's
             // syntax tree (`LangShape`: text anchors exactly), once with

@@ -15,6 +15,8 @@
 //!   determinised by `regex-automata` into a dense DFA that is anchored at
 //!   the start; acceptance is read off the DFA's end-of-input transition so
 //!   that `$`-style look-arounds at the end are honoured.
+//! * [`Terminal::And`] is the product of its two regexes' automata, explored
+//!   eagerly ([`TerminalDfa::intersection`]; bounded by `dfa_states`).
 //!
 //! The result is then *re-tabled* into our own compact layout: states are
 //! renumbered densely with `0` = [`TerminalDfa::DEAD`], every state that
@@ -100,7 +102,85 @@ impl TerminalDfa {
             Terminal::Literal(bytes) => Ok(Self::literal(bytes)),
             Terminal::Class(c) => Self::from_hir(&class_hir(c), &t.to_string(), limits),
             Terminal::Regex(re) => Self::regex_with(re, limits),
+            Terminal::And(a, b) => Self::intersection(
+                &Self::regex_with(a, limits)?,
+                &Self::regex_with(b, limits)?,
+                &t.to_string(),
+                limits,
+            ),
         }
+    }
+
+    /// The product automaton of `a` and `b`: the byte strings both match
+    /// ([`Terminal::And`]), built eagerly (the reachable pairs of states,
+    /// breadth first; pairs that cannot reach a pair accepting in both are
+    /// merged into `DEAD`). At most `limits.dfa_states` pairs, else
+    /// [`GrammarError::LimitExceeded`] naming `place`.
+    pub fn intersection(
+        a: &TerminalDfa,
+        b: &TerminalDfa,
+        place: &str,
+        limits: &RegexLimits,
+    ) -> Result<TerminalDfa, GrammarError> {
+        let mut raw = RawDfa::with_dead();
+        let (sa, sb) = (a.start(), b.start());
+        if sa == Self::DEAD || sb == Self::DEAD {
+            return Ok(raw.finish(0));
+        }
+        // one representative byte per pair of classes
+        let mut members: Vec<Vec<u8>> = Vec::new();
+        let mut seen = HashMap::new();
+        for x in 0..=255u8 {
+            let next = members.len();
+            let k = *seen
+                .entry((a.byte_class(x), b.byte_class(x)))
+                .or_insert(next);
+            if k == next {
+                members.push(Vec::new());
+            }
+            members[k].push(x);
+        }
+        let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut queue = vec![(sa, sb)];
+        let start = raw.add_state(a.is_accepting(sa) && b.is_accepting(sb));
+        ids.insert((sa, sb), start);
+        let mut i = 0;
+        while i < queue.len() {
+            let (p, q) = queue[i];
+            let from = ids[&(p, q)];
+            i += 1;
+            for bytes in &members {
+                let x = bytes[0];
+                let (p2, q2) = (a.next(p, x), b.next(q, x));
+                if p2 == Self::DEAD || q2 == Self::DEAD {
+                    continue;
+                }
+                let to = match ids.get(&(p2, q2)) {
+                    Some(&id) => id,
+                    None => {
+                        if ids.len() >= limits.dfa_states {
+                            return Err(GrammarError::LimitExceeded {
+                                limit: Limit::DfaStates,
+                                max: limits.dfa_states,
+                                place: format!("terminal {}", short_regex(place)),
+                                detail: format!(
+                                    "the product of the two regexes has more than {} states",
+                                    limits.dfa_states
+                                ),
+                            });
+                        }
+                        let id = raw.add_state(a.is_accepting(p2) && b.is_accepting(q2));
+                        ids.insert((p2, q2), id);
+                        queue.push((p2, q2));
+                        id
+                    }
+                };
+                for &y in bytes {
+                    raw.trans[from as usize][y as usize] = to;
+                }
+            }
+        }
+        Ok(raw.finish(start))
     }
 
     /// The chain automaton of a byte string, built directly in the final

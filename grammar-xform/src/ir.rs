@@ -137,6 +137,16 @@ pub enum Terminal {
     /// A byte string fully matched by this regex (`regex-syntax` dialect,
     /// Unicode mode, implicitly anchored at both ends).
     Regex(String),
+    /// A byte string fully matched by *both* regexes (the intersection of
+    /// two [`Terminal::Regex`] languages). What a regex cannot say
+    /// compactly: a JSON string that matches a `pattern` *and* has at most
+    /// `maxLength` characters is `And(pattern, "X{0,n}")`, where the
+    /// product written out as one regex or as rules has `|pattern| · n`
+    /// states. Engines build the product: the Earley engine lazily by
+    /// arithmetic when the second regex is a counted repetition
+    /// (`zapspec_earley`'s `bounded` module), [`crate::TerminalDfa`]
+    /// eagerly.
+    And(String, String),
 }
 
 /// A symbol on the right-hand side of a rule.
@@ -352,6 +362,10 @@ impl fmt::Display for Terminal {
                     }
                 }
                 f.write_str("/")
+            }
+            Terminal::And(a, b) => {
+                let (a, b) = (Terminal::Regex(a.clone()), Terminal::Regex(b.clone()));
+                write!(f, "({a} & {b})")
             }
         }
     }

@@ -51,6 +51,13 @@ fn terminal_words(t: &Terminal, max_len: usize) -> BTreeSet<Vec<u8>> {
                 .filter(|w| re.is_match(w))
                 .collect()
         }
+        Terminal::And(a, b) => {
+            let (a, b) = (
+                terminal_words(&Terminal::Regex(a.clone()), max_len),
+                terminal_words(&Terminal::Regex(b.clone()), max_len),
+            );
+            a.intersection(&b).cloned().collect()
+        }
     }
 }
 

@@ -17,10 +17,10 @@ use super::normalize::Normalizer;
 use super::numbers::{integer_regex, number_regex_multiple, Bounds, Multiple, Num};
 use super::schema::{NumberKw, Simple, StringKw, Sub, TypeSet};
 use super::strings::{
-    constrained_string_hir, free_string_regex, key_regex_excluding, translate_pattern, with_length,
-    FREE_UNIT,
+    char_len_range, constrained_string_hir, free_string_regex, key_regex_excluding,
+    translate_pattern, with_length, FREE_UNIT,
 };
-use super::{CompileReport, JsonSchemaOptions, Whitespace};
+use super::{CompileReport, JsonSchemaOptions, Whitespace, MIN_INTERSECTED_LENGTH};
 use zapspec_grammar::ir::{CharClass, Grammar, NtId, Symbol, Terminal};
 use zapspec_grammar::Limit;
 
@@ -611,9 +611,32 @@ impl<'a> Emitter<'a> {
                         .note_unsat(&s.ptr, format!("{kw} contradicts minLength/maxLength")),
                 }
             }
+            [(h, kw)] if self.intersectable(h, min, max) => {
+                let a = constrained_string_hir(h)
+                    .map_err(|r| SchemaError::unsupported(kw, &s.ptr, r.to_string()))?;
+                let Terminal::Regex(a) = self.g.regex_terminal(a) else {
+                    unreachable!("regex_terminal makes a regex terminal")
+                };
+                // the least length only where the pattern does not imply it
+                let lo = if char_len_range(h).0 >= min { 0 } else { min };
+                let b = free_string_regex(lo, max);
+                self.g.add_rule(nt, vec![Symbol::T(Terminal::And(a, b))]);
+            }
             hirs => self.string_automaton(nt, hirs, &[], &[], min, max, &s.ptr)?,
         }
         Ok(())
+    }
+
+    /// Whether a string of one pattern `h` between `min` and `max`
+    /// characters is written as [`Terminal::And`]
+    /// ([`JsonSchemaOptions::length_intersections`]).
+    fn intersectable(&self, h: &regex_syntax::hir::Hir, min: u64, max: Option<u64>) -> bool {
+        let Some(n) = max else { return false };
+        let lo = if char_len_range(h).0 >= min { 0 } else { min };
+        self.opts.length_intersections
+            && (MIN_INTERSECTED_LENGTH..=self.opts.max_regex_repeat).contains(&n)
+            && lo <= 63
+            && h.properties().look_set().is_empty()
     }
 
     /// A free string of `min..=max` characters, longer than one counted

@@ -172,11 +172,15 @@
 //!   `k: d` is the exact union "`k` absent, or `k` present and `d` holds"
 //!   (`normalize`), so `n` entries multiply the branches by up to `2^n`
 //!   (bounded by [`JsonSchemaOptions::max_branches`]).
-//! * **`pattern`/`format` with length bounds they do not imply**, and
-//!   `pattern` together with `format`: the product automaton of the
-//!   patterns and a character counter, written like a region above
-//!   (refused above 20,000 states: `format: email` with `maxLength: 1024`
-//!   is).
+//! * **`pattern`/`format` with length bounds they do not imply**: one
+//!   pattern under a `maxLength` of 16 to `max_regex_repeat` (and a
+//!   `minLength` the pattern implies, or of at most 63) is one
+//!   intersection terminal, `Terminal::And` of the pattern and a counted
+//!   repetition of characters ([`JsonSchemaOptions::length_intersections`]),
+//!   whose product the Earley engine keeps without multiplying out the
+//!   count. Otherwise, and for `pattern` together with `format`: the
+//!   product automaton of the patterns and a character counter, written
+//!   like a region above (refused above 20,000 states).
 //! * **`format`** (module `formats`): `date`, `duration`, `uuid`, `ipv4`,
 //!   `ipv6`, `uri`, `uri-reference`, `json-pointer` and
 //!   `relative-json-pointer` are exact; `time`, `date-time`, `hostname`
@@ -433,6 +437,12 @@ pub enum PropertyOrder {
 /// compiles (it builds any count in constant space): 2^20 characters.
 pub const EARLEY_MAX_REGEX_REPEAT: u64 = 1 << 20;
 
+/// The least `maxLength` written as an intersection
+/// ([`JsonSchemaOptions::length_intersections`]): below it the product of
+/// the pattern and the counter is small, and the Earley engine's counted
+/// layout (`zapspec_earley::counted::MIN_COUNTED`) does not apply.
+pub const MIN_INTERSECTED_LENGTH: u64 = 16;
+
 /// Options of [`compile_json_schema`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonSchemaOptions {
@@ -465,6 +475,18 @@ pub struct JsonSchemaOptions {
     /// terminals of `max_regex_repeat` characters (default `true`); `false`:
     /// the logarithmic character-level decomposition (the ablation).
     pub string_blocks: bool,
+    /// A string with one `pattern` (or `format`) and a `maxLength` of
+    /// [`MIN_INTERSECTED_LENGTH`] to `max_regex_repeat` characters that
+    /// the pattern does not imply (and a `minLength` it implies, or of at
+    /// most 63) as one [`Terminal::And`] of the pattern and a counted
+    /// repetition of characters (default `true`): the Earley engine keeps
+    /// the count out of its states (`zapspec_earley`'s `bounded` module).
+    /// `false`: the product of the pattern's automaton and a character
+    /// counter written out as a regex or as rules (the ablation; `|pattern|
+    /// · maxLength` states).
+    ///
+    /// [`Terminal::And`]: zapspec_grammar::Terminal::And
+    pub length_intersections: bool,
     /// `oneOf` as `anyOf`, or only where that is exact.
     pub one_of: OneOfMode,
     /// Most nesting levels of subschemas reached through `properties`,
@@ -553,6 +575,7 @@ impl Default for JsonSchemaOptions {
             max_counted_items: 2048,
             max_regex_repeat: 1024,
             string_blocks: true,
+            length_intersections: true,
             one_of: OneOfMode::RequireDisjoint,
             max_depth: 512,
             max_json_depth: 2048,

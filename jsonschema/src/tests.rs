@@ -297,6 +297,56 @@ fn unevaluated_reduces_where_no_applicator_evaluates() {
     );
 }
 
+/// A `pattern` under a `maxLength` it does not imply is one intersection
+/// terminal (`Terminal::And`); a `minLength` the pattern implies is left
+/// out of it, one it does not is kept. Accepted strings, at and past the
+/// bounds, checked by the reference recognizer (the eager product), and
+/// the same with the option off (the product written out).
+#[test]
+fn pattern_under_max_length_is_an_intersection() {
+    let ands = |g: &Grammar| -> Vec<(String, String)> {
+        g.rules
+            .iter()
+            .flat_map(|r| &r.rhs)
+            .filter_map(|s| match s {
+                Symbol::T(Terminal::And(a, b)) => Some((a.clone(), b.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    for on in [true, false] {
+        let opts = JsonSchemaOptions {
+            length_intersections: on,
+            ..JsonSchemaOptions::default()
+        };
+        let c = |v: &Value| compile_json_schema(v, &opts).unwrap();
+        let g = c(
+            &json!({"type": "string", "pattern": "^[a-z]+@[a-z]+$", "minLength": 3, "maxLength": 20}),
+        );
+        let a = ands(&g);
+        assert_eq!(a.len(), usize::from(on), "{g}");
+        if on {
+            // `minLength: 3` is implied by the pattern (`x@y`)
+            assert!(a[0].1.ends_with("{0,20}\""), "{}", a[0].1);
+        }
+        assert!(accepts(&g, &json!("a@b")) && accepts(&g, &json!(format!("{}@b", "a".repeat(18)))));
+        assert!(!accepts(&g, &json!(format!("{}@b", "a".repeat(19)))));
+        assert!(!accepts(&g, &json!("ab")));
+        let g =
+            c(&json!({"type": "string", "pattern": "^(ab)*$", "minLength": 5, "maxLength": 17}));
+        if on {
+            assert!(ands(&g)[0].1.ends_with("{5,17}\""), "{g}");
+        }
+        assert!(accepts(&g, &json!("ababab")) && accepts(&g, &json!("ab".repeat(8))));
+        assert!(!accepts(&g, &json!("abab")) && !accepts(&g, &json!("ab".repeat(9))));
+        assert!(!accepts(&g, &json!("ababa")));
+        // an escape is one character
+        let g = c(&json!({"type": "string", "pattern": "^[^x]*$", "maxLength": 16}));
+        assert!(accepts(&g, &json!("\n".repeat(16))), "on {on}: {g}");
+        assert!(!accepts(&g, &json!("\n".repeat(17))), "on {on}: {g}");
+    }
+}
+
 #[test]
 fn strings_numbers_enums() {
     let g = compile(&json!({"type": "string", "pattern": "^[A-Z]{2}\\d$", "maxLength": 10}));

@@ -193,6 +193,16 @@ impl<'g> Sampler<'g> {
                     let mut buf = [0u8; 4];
                     out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
                 }
+                Symbol::T(t @ Terminal::And(..)) => {
+                    let key = t.to_string();
+                    if !self.walks.contains_key(&key) {
+                        let dfa = TerminalDfa::compile(&t).ok()?;
+                        self.walks.insert(key.clone(), Walk::new(dfa));
+                    }
+                    let budget = self.max_len.saturating_sub(out.len()).max(8);
+                    let (stop, walk) = (self.stop, &self.walks[&key]);
+                    walk.sample(rng, &mut out, stop, budget);
+                }
                 Symbol::T(Terminal::Regex(re)) => {
                     if !self.walks.contains_key(&re) {
                         let dfa = TerminalDfa::regex(&re).ok()?;

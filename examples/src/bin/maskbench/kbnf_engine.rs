@@ -13,7 +13,7 @@ use zapspec_core::{TokenId, Vocabulary};
 use zapspec_vocab::TokenVocab;
 
 use crate::adapter::{Adapter, CompileFailure, Compiled};
-use crate::zapspec::schema_grammar;
+use crate::zapspec::schema_grammar_with;
 use examples::kbnf_ir::{generic_json_grammar, to_kbnf, END_SENTINEL};
 
 pub struct KbnfAdapter {
@@ -74,7 +74,8 @@ impl Adapter for KbnfAdapter {
         let text = match &self.generic {
             Some(t) => t.clone(),
             None => {
-                let g = schema_grammar(schema)?;
+                // KBNF has no intersections
+                let g = schema_grammar_with(schema, false)?;
                 to_kbnf(&g, true)
                     .map_err(|e| CompileFailure::new("kbnf conversion", e.to_string()))?
             }

@@ -474,9 +474,11 @@ fn main() -> Result<()> {
             match zapspec::schema_grammar(&v["schema"]) {
                 Ok(g) => {
                     println!("### GBNF\n{g}");
-                    match examples::kbnf_ir::to_kbnf(&g, true) {
-                        Ok(k) => println!("### KBNF\n{k}"),
-                        Err(e) => println!("### KBNF conversion failed: {e}"),
+                    let k = zapspec::schema_grammar_with(&v["schema"], false);
+                    match k.map(|k| examples::kbnf_ir::to_kbnf(&k, true)) {
+                        Ok(Ok(k)) => println!("### KBNF\n{k}"),
+                        Ok(Err(e)) => println!("### KBNF conversion failed: {e}"),
+                        Err(e) => println!("### KBNF grammar failed: {}", e.message),
                     }
                 }
                 Err(e) => println!("compile error: {}", e.message),

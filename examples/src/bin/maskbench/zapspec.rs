@@ -28,6 +28,13 @@ use crate::adapter::{Adapter, CompileFailure, Compiled};
 /// specification and the validators that wrote MaskBench's labels treat it
 /// (`MASKBENCH_REFUSE_UNKNOWN_FORMATS=1` refuses it, llguidance's policy).
 pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
+    schema_grammar_with(schema, true)
+}
+
+/// [`schema_grammar`], with or without intersection terminals
+/// (`JsonSchemaOptions::length_intersections`; `MASKBENCH_LENGTH_INTERSECTIONS=0`
+/// turns them off everywhere, the ablation; KBNF has none).
+pub fn schema_grammar_with(schema: &Value, intersections: bool) -> Result<Grammar, CompileFailure> {
     let mut opts = JsonSchemaOptions {
         one_of: OneOfMode::RequireDisjoint,
         max_regex_repeat: EARLEY_MAX_REGEX_REPEAT,
@@ -39,6 +46,8 @@ pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
     if let Some(b) = env_u64("MASKBENCH_STRING_BLOCKS") {
         opts.string_blocks = b != 0;
     }
+    opts.length_intersections =
+        intersections && env_u64("MASKBENCH_LENGTH_INTERSECTIONS").is_none_or(|b| b != 0);
     if env_u64("MASKBENCH_REFUSE_UNKNOWN_FORMATS").is_some_and(|b| b != 0) {
         opts.unknown_formats = UnknownFormats::Refuse;
     }
