@@ -29,6 +29,10 @@ pub(crate) struct Emitter<'a> {
     pub norm: Normalizer<'a>,
     pub opts: &'a JsonSchemaOptions,
     memo: HashMap<String, NtId>,
+    /// The rules a string part was written as, by its keywords: a schema's
+    /// many `format: uri` or equal `pattern` fields are translated,
+    /// encoded and printed once ([`Emitter::string`]).
+    string_memo: HashMap<StringKw, Vec<Vec<Symbol>>>,
     /// Work items: nonterminal, subschema, pointer, nesting depth.
     queue: VecDeque<(NtId, Sub<'a>, String, usize)>,
     /// Nesting depth of the work item being emitted.
@@ -345,6 +349,7 @@ impl<'a> Emitter<'a> {
             norm: Normalizer::new(root, opts),
             opts,
             memo: HashMap::default(),
+            string_memo: HashMap::default(),
             queue: VecDeque::new(),
             depth: 0,
             ws: None,
@@ -555,7 +560,39 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// The string alternatives of `nt`: memoised by the keywords
+    /// ([`Emitter::string_memo`]) when they add rules and no note (a
+    /// format not enforced, a contradiction) is due at this place.
     fn string(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
+        let sk = &s.string;
+        let memoable = sk
+            .format
+            .as_deref()
+            .is_none_or(|f| matches!(formats::lookup(f), FormatKind::Regex(_)));
+        if memoable {
+            if let Some(rhss) = self.string_memo.get(sk) {
+                for rhs in rhss.clone() {
+                    self.g.add_rule(nt, rhs);
+                }
+                return Ok(());
+            }
+        }
+        let before = self.g.rules.len();
+        self.string_rules(nt, s)?;
+        if memoable {
+            let rhss: Vec<Vec<Symbol>> = self.g.rules[before..]
+                .iter()
+                .filter(|r| r.lhs == nt)
+                .map(|r| r.rhs.clone())
+                .collect();
+            if !rhss.is_empty() {
+                self.string_memo.insert(sk.clone(), rhss);
+            }
+        }
+        Ok(())
+    }
+
+    fn string_rules(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let sk = &s.string;
         let min = sk.min_length.unwrap_or(0);
         let max = sk.max_length;

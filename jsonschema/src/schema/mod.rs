@@ -292,7 +292,7 @@ pub(crate) struct NumberKw {
 }
 
 /// The string keywords.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct StringKw {
     /// `minLength`
     pub min_length: Option<u64>,
