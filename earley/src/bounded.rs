@@ -101,6 +101,9 @@ pub(crate) struct BoundedTables {
     low: Vec<u64>,
     /// Per pair: the least length `ℓ ≥ 64` to acceptance ([`INF`]: none).
     far: Vec<u32>,
+    /// Per pair: the least length to acceptance ([`INF`]: none): at or
+    /// past `m`, a state is live exactly when this fits below `n`.
+    least: Vec<u32>,
     /// The largest finite `far`, at least 64: past it a distance to `n`
     /// no longer matters.
     far_cap: u32,
@@ -121,6 +124,11 @@ impl BoundedTables {
         }
         let (low, far) = lengths(&rows, &acc, ncls);
         let far_cap = far.iter().copied().filter(|&f| f != INF).max().unwrap_or(0);
+        let least = low
+            .iter()
+            .zip(&far)
+            .map(|(&l, &f)| if l != 0 { l.trailing_zeros() } else { f })
+            .collect();
         Some(BoundedTables {
             ncls,
             bits,
@@ -130,6 +138,7 @@ impl BoundedTables {
             acc,
             low,
             far,
+            least,
             far_cap: far_cap.max(64),
         })
     }
@@ -162,7 +171,11 @@ impl BoundedTables {
             return false;
         }
         let p = pair as usize;
-        let (lo, hi) = (self.m.saturating_sub(k), self.n - k);
+        if k >= self.m {
+            // the lengths that fit are `0..=n − k`: the least one decides
+            return self.least[p] <= self.n - k;
+        }
+        let (lo, hi) = (self.m - k, self.n - k);
         let top = hi.min(63);
         if lo <= top {
             let width = top - lo + 1;
@@ -249,7 +262,7 @@ impl BoundedTables {
             return DEAD;
         }
         let q = (e >> 1) - 1;
-        if self.low[q as usize] != 0 || self.far[q as usize] != INF {
+        if self.least[q as usize] != INF {
             self.state(q, k)
         } else {
             DEAD
@@ -313,5 +326,6 @@ impl BoundedTables {
             + self.acc.capacity()
             + self.low.capacity() * 8
             + self.far.capacity() * 4
+            + self.least.capacity() * 4
     }
 }

@@ -46,7 +46,7 @@ pub enum KbnfConvertError {
         bytes: Vec<u8>,
     },
     /// An intersection terminal (`Terminal::And`): KBNF has none (compile
-    /// the schema with `JsonSchemaOptions::length_intersections` off).
+    /// the schema with `JsonSchemaOptions::intersections` off).
     #[error("nonterminal `{nonterminal}` has an intersection terminal, which KBNF cannot express")]
     Intersection {
         /// The nonterminal whose rule holds it.

@@ -666,11 +666,11 @@ impl<'a> Emitter<'a> {
 
     /// Whether a string of one pattern `h` between `min` and `max`
     /// characters is written as [`Terminal::And`]
-    /// ([`JsonSchemaOptions::length_intersections`]).
+    /// ([`JsonSchemaOptions::intersections`]).
     fn intersectable(&self, h: &regex_syntax::hir::Hir, min: u64, max: Option<u64>) -> bool {
         let Some(n) = max else { return false };
         let lo = if char_len_range(h).0 >= min { 0 } else { min };
-        self.opts.length_intersections
+        self.opts.intersections
             && (MIN_INTERSECTED_LENGTH..=self.opts.max_regex_repeat).contains(&n)
             && lo <= 63
             && h.properties().look_set().is_empty()

@@ -176,7 +176,7 @@
 //!   pattern under a `maxLength` of 16 to `max_regex_repeat` (and a
 //!   `minLength` the pattern implies, or of at most 63) is one
 //!   intersection terminal, `Terminal::And` of the pattern and a counted
-//!   repetition of characters ([`JsonSchemaOptions::length_intersections`]),
+//!   repetition of characters ([`JsonSchemaOptions::intersections`]),
 //!   whose product the Earley engine keeps without multiplying out the
 //!   count. Otherwise, and for `pattern` together with `format`: the
 //!   product automaton of the patterns and a character counter, written
@@ -438,7 +438,7 @@ pub enum PropertyOrder {
 pub const EARLEY_MAX_REGEX_REPEAT: u64 = 1 << 20;
 
 /// The least `maxLength` written as an intersection
-/// ([`JsonSchemaOptions::length_intersections`]): below it the product of
+/// ([`JsonSchemaOptions::intersections`]): below it the product of
 /// the pattern and the counter is small, and the Earley engine's counted
 /// layout (`zapspec_earley::counted::MIN_COUNTED`) does not apply.
 pub const MIN_INTERSECTED_LENGTH: u64 = 16;
@@ -481,12 +481,15 @@ pub struct JsonSchemaOptions {
     /// most 63) as one [`Terminal::And`] of the pattern and a counted
     /// repetition of characters (default `true`): the Earley engine keeps
     /// the count out of its states (`zapspec_earley`'s `bounded` module).
-    /// `false`: the product of the pattern's automaton and a character
-    /// counter written out as a regex or as rules (the ablation; `|pattern|
-    /// · maxLength` states).
+    /// Likewise the keys of the one `patternProperties` pattern that some
+    /// declared property names match: one `Terminal::And` of "no declared
+    /// name" and the pattern. `false`: the product of the pattern's
+    /// automaton and a character counter (or the trie of the names)
+    /// written out as a regex or as rules (the ablation; `|pattern| ·
+    /// maxLength` states).
     ///
     /// [`Terminal::And`]: zapspec_grammar::Terminal::And
-    pub length_intersections: bool,
+    pub intersections: bool,
     /// `oneOf` as `anyOf`, or only where that is exact.
     pub one_of: OneOfMode,
     /// Most nesting levels of subschemas reached through `properties`,
@@ -575,7 +578,7 @@ impl Default for JsonSchemaOptions {
             max_counted_items: 2048,
             max_regex_repeat: 1024,
             string_blocks: true,
-            length_intersections: true,
+            intersections: true,
             one_of: OneOfMode::RequireDisjoint,
             max_depth: 512,
             max_json_depth: 2048,

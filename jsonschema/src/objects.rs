@@ -273,6 +273,9 @@ enum KeyPlan {
     Hir(regex_syntax::hir::Hir),
     /// A right-linear grammar of the region's automaton.
     Region(RegionGrammar),
+    /// The keys both HIRs match ([`Terminal::And`]): no declared name, and
+    /// the pattern (second, a counted repetition where the pattern is one).
+    And(regex_syntax::hir::Hir, regex_syntax::hir::Hir),
 }
 
 /// The regions of undeclared keys (keys other than `names`, and allowed
@@ -290,6 +293,7 @@ fn extra_regions<'a>(
     additional: &Sub<'a>,
     patterns: &[(KeyPattern, Sub<'a>)],
     filter: Option<&KeyFilter>,
+    intersections: bool,
 ) -> Result<Vec<(KeyPlan, Sub<'a>, String)>, SchemaError> {
     if filter.is_some_and(|f| f.branches.is_empty()) {
         return Ok(vec![]); // `propertyNames` allows no key
@@ -331,6 +335,10 @@ fn extra_regions<'a>(
         }
         let key = match bits.as_slice() {
             [i] if ka.region_is_pattern(set, *i) => KeyPlan::Hir(pats[*i].key_hir.clone()),
+            // one pattern, some names in it: the pattern without the names
+            [i] if intersections && pats.len() == 1 && filter.is_none() => {
+                KeyPlan::And(key_regex_excluding(names), pats[*i].key_hir.clone())
+            }
             _ => {
                 let r = ka.region(set);
                 if r.states.is_empty() {
@@ -380,7 +388,14 @@ impl<'a> Emitter<'a> {
         let min_p = s.object.min_properties.unwrap_or(0);
         let max_p = s.object.max_properties;
         let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let extra_plan = extra_regions(&ptr, &name_refs, &additional, &patterns, filter.as_ref())?;
+        let extra_plan = extra_regions(
+            &ptr,
+            &name_refs,
+            &additional,
+            &patterns,
+            filter.as_ref(),
+            self.opts.intersections,
+        )?;
         let allow_extra = !extra_plan.is_empty();
         if max_p.is_some_and(|m| m < n_req || m < min_p) {
             self.norm.note_unsat(
@@ -421,6 +436,14 @@ impl<'a> Emitter<'a> {
                 KeyPlan::Regex(r) => re(r),
                 KeyPlan::Hir(h) => Symbol::T(self.g.regex_terminal(h)),
                 KeyPlan::Region(r) => self.region_key(&r, &ptr)?,
+                KeyPlan::And(a, b) => {
+                    let (Terminal::Regex(a), Terminal::Regex(b)) =
+                        (self.g.regex_terminal(a), self.g.regex_terminal(b))
+                    else {
+                        unreachable!("regex_terminal makes regex terminals")
+                    };
+                    Symbol::T(Terminal::And(a, b))
+                }
             };
             let child = self.node(&schema, &sptr)?;
             extra_alts.push(self.member(key, child));

@@ -316,7 +316,7 @@ fn pattern_under_max_length_is_an_intersection() {
     };
     for on in [true, false] {
         let opts = JsonSchemaOptions {
-            length_intersections: on,
+            intersections: on,
             ..JsonSchemaOptions::default()
         };
         let c = |v: &Value| compile_json_schema(v, &opts).unwrap();
@@ -340,6 +340,18 @@ fn pattern_under_max_length_is_an_intersection() {
         assert!(accepts(&g, &json!("ababab")) && accepts(&g, &json!("ab".repeat(8))));
         assert!(!accepts(&g, &json!("abab")) && !accepts(&g, &json!("ab".repeat(9))));
         assert!(!accepts(&g, &json!("ababa")));
+        // keys of a pattern that a declared name matches
+        let g = c(&json!({
+            "type": "object",
+            "properties": {"id": {"type": "string", "maxLength": 3}},
+            "patternProperties": {"^[a-z]{1,20}$": {"type": "string"}},
+            "additionalProperties": false
+        }));
+        assert_eq!(!ands(&g).is_empty(), on, "{g}");
+        assert!(accepts(&g, &json!({"id": "x", "ab": "xyzw"})));
+        assert!(accepts(&g, &json!({"abcdefghijabcdefghij": "x"})));
+        assert!(!accepts(&g, &json!({"abcdefghijabcdefghijk": "x"})));
+        assert!(!accepts(&g, &json!({"id": "xyzw"})) && !accepts(&g, &json!({"A": "x"})));
         // an escape is one character
         let g = c(&json!({"type": "string", "pattern": "^[^x]*$", "maxLength": 16}));
         assert!(accepts(&g, &json!("\n".repeat(16))), "on {on}: {g}");

@@ -32,7 +32,7 @@ pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
 }
 
 /// [`schema_grammar`], with or without intersection terminals
-/// (`JsonSchemaOptions::length_intersections`; `MASKBENCH_LENGTH_INTERSECTIONS=0`
+/// (`JsonSchemaOptions::intersections`; `MASKBENCH_INTERSECTIONS=0`
 /// turns them off everywhere, the ablation; KBNF has none).
 pub fn schema_grammar_with(schema: &Value, intersections: bool) -> Result<Grammar, CompileFailure> {
     let mut opts = JsonSchemaOptions {
@@ -46,8 +46,7 @@ pub fn schema_grammar_with(schema: &Value, intersections: bool) -> Result<Gramma
     if let Some(b) = env_u64("MASKBENCH_STRING_BLOCKS") {
         opts.string_blocks = b != 0;
     }
-    opts.length_intersections =
-        intersections && env_u64("MASKBENCH_LENGTH_INTERSECTIONS").is_none_or(|b| b != 0);
+    opts.intersections = intersections && env_u64("MASKBENCH_INTERSECTIONS").is_none_or(|b| b != 0);
     if env_u64("MASKBENCH_REFUSE_UNKNOWN_FORMATS").is_some_and(|b| b != 0) {
         opts.unknown_formats = UnknownFormats::Refuse;
     }
