@@ -40,8 +40,8 @@ impl ByteDfa {
     /// The automaton of [`Terminal::And`]: the byte strings matched by
     /// both `a` and `b` (`key` names it in errors). When `b` is a counted
     /// repetition ([`crate::counted`]) with a lower bound of at most
-    /// [`crate::bounded::MAX_MIN`], the product of `a`'s automaton with
-    /// `b`'s skeleton times a counter ([`crate::bounded`]: `dfa_states`
+    /// 63, the product of `a`'s automaton with
+    /// `b`'s skeleton times a counter (module `bounded`: `dfa_states`
     /// bounds the pairs, not the count); otherwise both are built and
     /// their product explored eagerly (at most `dfa_states` states).
     pub fn from_and(

@@ -55,7 +55,7 @@ enum Tables {
     /// ([`crate::counted`]).
     Counted(Arc<CountedTables>),
     /// A regex intersected with a counted repetition, computed from its
-    /// pair table and the count ([`crate::bounded`]).
+    /// pair table and the count (module `bounded`).
     Bounded(Arc<BoundedTables>),
 }
 
@@ -490,7 +490,7 @@ impl ByteDfa {
 
     /// True when, for the next `reach` bytes from `s`, whether a state is
     /// dead does not depend on a count: in a bounded product
-    /// ([`crate::bounded`]) far enough from its bounds. [`Self::next_count_free`]
+    /// (module `bounded`) far enough from its bounds. [`Self::next_count_free`]
     /// then walks the same dead ends as [`Self::next`] over at most `reach`
     /// bytes, through one state per pair instead of one per pair and
     /// count. False for every other automaton.
