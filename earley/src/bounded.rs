@@ -191,17 +191,25 @@ impl BoundedTables {
         hi >= 64 && self.far[p] <= hi
     }
 
+    /// The pair table's step from `s` on class `c`: the next pair and
+    /// count, liveness not checked (`None`: no pair).
     #[inline]
-    pub(crate) fn next(&self, s: u32, c: usize) -> u32 {
+    fn step(&self, s: u32, c: usize) -> Option<(u32, u32)> {
         if s == DEAD {
-            return DEAD;
+            return None;
         }
         let (p, k) = self.split(s);
-        let e = self.rows[p as usize * self.ncls + c];
-        if e == 0 {
-            return DEAD;
+        match self.rows[p as usize * self.ncls + c] {
+            0 => None,
+            e => Some(((e >> 1) - 1, k + (e & 1))),
         }
-        let (q, k2) = ((e >> 1) - 1, k + (e & 1));
+    }
+
+    #[inline]
+    pub(crate) fn next(&self, s: u32, c: usize) -> u32 {
+        let Some((q, k2)) = self.step(s, c) else {
+            return DEAD;
+        };
         if self.live(q, k2) {
             self.state(q, k2)
         } else {
@@ -253,15 +261,10 @@ impl BoundedTables {
     /// pair and count).
     #[inline]
     pub(crate) fn next_count_free(&self, s: u32, c: usize) -> u32 {
-        if s == DEAD {
+        let Some((q, _)) = self.step(s, c) else {
             return DEAD;
-        }
-        let (p, k) = self.split(s);
-        let e = self.rows[p as usize * self.ncls + c];
-        if e == 0 {
-            return DEAD;
-        }
-        let q = (e >> 1) - 1;
+        };
+        let k = self.split(s).1;
         if self.least[q as usize] != INF {
             self.state(q, k)
         } else {

@@ -120,51 +120,11 @@ impl ByteDfa {
                 raw.push(id);
             }
         }
-        // keep the states from which a state accepting in both is reachable
-        let n = pairs.len() + 1;
-        let mut live = vec![false; n];
-        for (j, &(p, q)) in pairs.iter().enumerate() {
-            live[j + 1] = a.is_accepting(p) && b.is_accepting(q);
-        }
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for s in 1..n {
-                if !live[s]
-                    && raw[(s - 1) * ncls..s * ncls]
-                        .iter()
-                        .any(|&t| live[t as usize])
-                {
-                    live[s] = true;
-                    changed = true;
-                }
-            }
-        }
-        let mut map = vec![DEAD; n];
-        let mut next = 1u32;
-        for s in 1..n {
-            if live[s] {
-                map[s] = next;
-                next += 1;
-            }
-        }
-        let m = next as usize;
-        let mut trans = vec![DEAD; m * ncls];
-        let mut accepting = vec![false; m];
-        for s in 1..n {
-            if live[s] {
-                let ns = map[s] as usize;
-                let (p, q) = pairs[s - 1];
-                accepting[ns] = a.is_accepting(p) && b.is_accepting(q);
-                for c in 0..ncls {
-                    trans[ns * ncls + c] = map[raw[(s - 1) * ncls + c] as usize];
-                }
-            }
-        }
-        let start = if n > 1 { map[1] } else { DEAD };
-        Ok(Self::from_parts(
-            classes, ncls, trans, accepting, start, None,
-        ))
+        let acc: Vec<bool> = pairs
+            .iter()
+            .map(|&(p, q)| a.is_accepting(p) && b.is_accepting(q))
+            .collect();
+        Ok(Self::trimmed(classes, ncls, &raw, &acc))
     }
 
     /// [`ByteDfa::from_regex_with`], choosing whether a regex without

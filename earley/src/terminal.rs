@@ -226,8 +226,15 @@ impl ByteDfa {
                 raw_trans.push(id);
             }
         }
-        let n = order.len() + 1; // + DEAD
-                                 // Liveness: states that reach an accepting state.
+        Ok(Self::trimmed(classes, ncls, &raw_trans, &acc))
+    }
+
+    /// The automaton of states `1..=acc.len()` (`raw[(s − 1) · ncls + c]`
+    /// the target of state `s` on class `c`, [`DEAD`] = 0; state 1 the
+    /// start; `acc[s − 1]` whether `s` accepts) with only the states that
+    /// reach an accepting one, renumbered densely in order.
+    pub(crate) fn trimmed(classes: [u8; 256], ncls: usize, raw: &[u32], acc: &[bool]) -> Self {
+        let n = acc.len() + 1; // + DEAD
         let mut live = vec![false; n];
         for (i, &a) in acc.iter().enumerate() {
             live[i + 1] = a;
@@ -237,7 +244,7 @@ impl ByteDfa {
             changed = false;
             for s in 1..n {
                 if !live[s] {
-                    let row = &raw_trans[(s - 1) * ncls..s * ncls];
+                    let row = &raw[(s - 1) * ncls..s * ncls];
                     if row.iter().any(|&t| t != DEAD && live[t as usize]) {
                         live[s] = true;
                         changed = true;
@@ -245,7 +252,6 @@ impl ByteDfa {
                 }
             }
         }
-        // Renumber live states densely.
         let mut map = vec![DEAD; n];
         let mut next = 1u32;
         for s in 1..n {
@@ -262,14 +268,12 @@ impl ByteDfa {
                 let ns = map[s] as usize;
                 accepting[ns] = acc[s - 1];
                 for c in 0..ncls {
-                    trans[ns * ncls + c] = map[raw_trans[(s - 1) * ncls + c] as usize];
+                    trans[ns * ncls + c] = map[raw[(s - 1) * ncls + c] as usize];
                 }
             }
         }
         let start = if n > 1 { map[1] } else { DEAD };
-        Ok(Self::from_parts(
-            classes, ncls, trans, accepting, start, None,
-        ))
+        Self::from_parts(classes, ncls, trans, accepting, start, None)
     }
 
     /// A DFA from its tables (every state but [`ByteDfa::DEAD`] live).
