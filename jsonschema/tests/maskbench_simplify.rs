@@ -41,12 +41,26 @@ fn simplify_keeps_membership_on_maskbench_sample() {
         let s = match simplify(&g, &SimplifyConfig::default()) {
             Ok(s) => s,
             Err(GrammarError::EmptyLanguage { .. }) => continue,
+            // the eager product of an intersection terminal past
+            // `dfa_states` (below)
+            Err(GrammarError::LimitExceeded { .. }) => continue,
             Err(e) => panic!("{}: {e}", path.display()),
         };
-        let (r0, r1) = (
-            Recognizer::new(&g).unwrap(),
-            Recognizer::new(&s.grammar).unwrap(),
-        );
+        let (r0, r1) = match (Recognizer::new(&g), Recognizer::new(&s.grammar)) {
+            (Ok(a), Ok(b)) => (a, b),
+            // an intersection terminal whose eager product exceeds the
+            // recognizer's `dfa_states` (a long `format` under
+            // `maxLength`): both grammars hold it, neither loads
+            (Err(GrammarError::LimitExceeded { .. }), Err(GrammarError::LimitExceeded { .. })) => {
+                continue
+            }
+            (a, b) => panic!(
+                "{}: the grammars do not load: {:?} / {:?}",
+                path.display(),
+                a.err(),
+                b.err()
+            ),
+        };
         schemas += 1;
         before += g.stats().rules;
         after += s.grammar.stats().rules;
