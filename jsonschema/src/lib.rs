@@ -482,8 +482,9 @@ pub struct JsonSchemaOptions {
     /// repetition of characters (default `true`): the Earley engine keeps
     /// the count out of its states (`zapspec_earley`'s `bounded` module).
     /// Likewise the keys of the one `patternProperties` pattern that some
-    /// declared property names match: one `Terminal::And` of "no declared
-    /// name" and the pattern. `false`: the product of the pattern's
+    /// declared property names match, when the pattern holds a repetition
+    /// bounded by at least [`MIN_INTERSECTED_LENGTH`]: one `Terminal::And`
+    /// of "no declared name" and the pattern. `false`: the product of the pattern's
     /// automaton and a character counter (or the trie of the names)
     /// written out as a regex or as rules (the ablation; `|pattern| ·
     /// maxLength` states).

@@ -335,8 +335,14 @@ fn extra_regions<'a>(
         }
         let key = match bits.as_slice() {
             [i] if ka.region_is_pattern(set, *i) => KeyPlan::Hir(pats[*i].key_hir.clone()),
-            // one pattern, some names in it: the pattern without the names
-            [i] if intersections && pats.len() == 1 && filter.is_none() => {
+            // one pattern with a long bounded repetition, some names in
+            // it: the pattern without the names (written out, the region
+            // multiplies the count by the names' trie)
+            [i] if intersections
+                && pats.len() == 1
+                && filter.is_none()
+                && long_bounded(&pats[*i].key_hir) =>
+            {
                 KeyPlan::And(key_regex_excluding(names), pats[*i].key_hir.clone())
             }
             _ => {
@@ -353,6 +359,22 @@ fn extra_regions<'a>(
         out.push((key, schema, sptr));
     }
     Ok(out)
+}
+
+/// True when `h` holds a repetition bounded by at least
+/// [`MIN_INTERSECTED_LENGTH`](crate::MIN_INTERSECTED_LENGTH).
+fn long_bounded(h: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::HirKind;
+    match h.kind() {
+        HirKind::Repetition(r) => {
+            r.max
+                .is_some_and(|n| u64::from(n) >= crate::MIN_INTERSECTED_LENGTH)
+                || long_bounded(&r.sub)
+        }
+        HirKind::Capture(c) => long_bounded(&c.sub),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(long_bounded),
+        _ => false,
+    }
 }
 
 impl<'a> Emitter<'a> {
