@@ -50,10 +50,7 @@ impl ByteDfa {
         key: &str,
         limits: &RegexLimits,
     ) -> Result<Self, EarleyError> {
-        let small = |h: &regex_syntax::hir::Hir| {
-            Self::check_nfa_bound(h, key, limits)?;
-            Self::from_hir(h, key, limits)
-        };
+        let small = |h: &regex_syntax::hir::Hir| Self::small(h, key, limits);
         let too_many = |n: usize| {
             limit_error(
                 key,
@@ -73,6 +70,17 @@ impl ByteDfa {
         }
         let db = Self::from_parsed(b, key, limits, false)?;
         Self::product(&da, &db, limits.dfa_states).map_err(too_many)
+    }
+
+    /// A part of a counted repetition or intersection, determinised at
+    /// once (after the NFA bound): a unit, a prefix, a tail, a side.
+    fn small(
+        h: &regex_syntax::hir::Hir,
+        key: &str,
+        limits: &RegexLimits,
+    ) -> Result<Self, EarleyError> {
+        Self::check_nfa_bound(h, key, limits)?;
+        Self::from_hir(h, key, limits)
     }
 
     /// The product of two automata, explored eagerly from the pair of
@@ -160,10 +168,7 @@ impl ByteDfa {
         // `dfa_states` bounds the states it stores (the prefix, one count,
         // the tail), not the count, and the expansion's NFA bound does not
         // apply.
-        let small = |h: &regex_syntax::hir::Hir| {
-            Self::check_nfa_bound(h, pattern, limits)?;
-            Self::from_hir(h, pattern, limits)
-        };
+        let small = |h: &regex_syntax::hir::Hir| Self::small(h, pattern, limits);
         let too_many = |n: u64| {
             limit_error(
                 pattern,

@@ -36,12 +36,17 @@ use crate::terminal::{ByteDfa, DEAD};
 use crate::toktrie::TokTrie;
 use crate::walk::live_tokens;
 
-/// The slices a [`crate::VocabIndex`] builds by default: the body of a JSON
-/// string (any character but `"`, `\` and controls), unbounded and with at
-/// most 32, 16 and 8 characters (for states of length-bounded strings).
-/// They are tried in this order; the first contained in a state is used.
+/// The slices a [`crate::VocabIndex`] builds by default, tried in this
+/// order (the first contained in a state is used): the body of a JSON
+/// string (any character but `"`, `\` and controls); the same without
+/// U+2028 and U+2029 (what a JSON Schema pattern's `.` reads: ECMA-262
+/// excludes the line terminators, and the few tokens that hold one would
+/// otherwise send every state inside a `.` to a walk of the whole trie);
+/// and the body with at most 32, 16 and 8 characters (for states of
+/// length-bounded strings).
 pub const DEFAULT_SLICES: &[&str] = &[
     r#"[^"\\\x00-\x1F]*"#,
+    r#"[^"\\\x00-\x1F\x{2028}\x{2029}]*"#,
     r#"[^"\\\x00-\x1F]{0,32}"#,
     r#"[^"\\\x00-\x1F]{0,16}"#,
     r#"[^"\\\x00-\x1F]{0,8}"#,

@@ -125,6 +125,27 @@ fn configs() -> Vec<EngineConfig> {
 
 /// The bytes the reference recognizer forces after `prefix`: while exactly
 /// one byte keeps a viable prefix and the prefix is not a sentence.
+/// Advances every matcher of `ms` by the `pick`-th of `allowed` (each
+/// must accept it) and appends its bytes to `prefix`; false when nothing
+/// is allowed.
+fn step_all(
+    ms: &mut [zapspec_earley::EarleyMatcher],
+    allowed: &[TokenId],
+    pick: usize,
+    vocab: &TokenVocab,
+    prefix: &mut Vec<u8>,
+) -> Result<bool, TestCaseError> {
+    if allowed.is_empty() {
+        return Ok(false);
+    }
+    let t = allowed[pick % allowed.len()];
+    for m in ms.iter_mut() {
+        prop_assert!(m.advance(t).is_ok());
+    }
+    prefix.extend_from_slice(vocab.token_bytes(t));
+    Ok(true)
+}
+
 fn brute_forced(rec: &Recognizer, prefix: &[u8], limit: usize) -> Vec<u8> {
     let mut p = prefix.to_vec();
     let mut out = Vec::new();
@@ -200,14 +221,9 @@ proptest! {
                     prop_assert_eq!(m.num_tokens(), n);
                 }
             }
-            if allowed.is_empty() {
+            if !step_all(&mut ms, &allowed, pick, &vocab, &mut prefix)? {
                 break;
             }
-            let t = allowed[pick % allowed.len()];
-            for m in ms.iter_mut() {
-                prop_assert!(m.advance(t).is_ok());
-            }
-            prefix.extend_from_slice(vocab.token_bytes(t));
         }
         // Rollback everything and compare with a fresh matcher.
         let fresh = engine.compile(&g, EngineConfig::default()).unwrap().matcher().mask();
@@ -560,14 +576,9 @@ proptest! {
                 .iter()
                 .filter(|&t| t != vocab.eos() && (pick % 11 == 0 || !vocab.token_bytes(t).contains(&b'x')))
                 .collect();
-            if allowed.is_empty() {
+            if !step_all(&mut ms, &allowed, pick, &vocab, &mut prefix)? {
                 break;
             }
-            let t = allowed[pick % allowed.len()];
-            for m in ms.iter_mut() {
-                prop_assert!(m.advance(t).is_ok());
-            }
-            prefix.extend_from_slice(vocab.token_bytes(t));
         }
     }
 }

@@ -162,7 +162,10 @@
 //!   undeclared keys split into regions by the set of patterns they match
 //!   (computed on a product automaton of the patterns and the trie of
 //!   declared names), each with the conjunction of those schemas, or
-//!   `additionalProperties` for keys no pattern matches. A region is one
+//!   `additionalProperties` for keys no pattern matches (that region is
+//!   built without the declared names some pattern matches: they are
+//!   outside it anyway, and each name in the trie would copy a pattern's
+//!   counter at its node). A region is one
 //!   regex terminal: the pattern's own when the region is exactly its
 //!   language, else one written from the region's automaton when that is
 //!   acyclic up to self-loops (chains of equal states, what counted

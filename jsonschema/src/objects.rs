@@ -319,6 +319,15 @@ fn extra_regions<'a>(
     let ka =
         KeyAutomaton::with_filter(&pats, names, filter).map_err(|r| r.into_schema(kw, ptr, ""))?;
     let pp_ptr = push_ptr(ptr, "patternProperties");
+    // The keys no pattern matches need not exclude the declared names that
+    // some pattern matches: their automaton (built only when that leaves
+    // names out) has the trie of the other names alone, where the full
+    // product copies a pattern's counter at every node of the names' trie.
+    let unmatched: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !pats.iter().any(|p| p.matches(n)))
+        .collect();
     let mut out = Vec::new();
     for set in ka.regions() {
         let bits: Vec<usize> = (0..pats.len()).filter(|i| set >> i & 1 == 1).collect();
@@ -346,7 +355,13 @@ fn extra_regions<'a>(
                 KeyPlan::And(key_regex_excluding(names), pats[*i].key_hir.clone())
             }
             _ => {
-                let r = ka.region(set);
+                let r = if set == 0 && unmatched.len() < names.len() {
+                    KeyAutomaton::with_filter(&pats, &unmatched, filter)
+                        .map_err(|r| r.into_schema(kw, ptr, ""))?
+                        .region(0)
+                } else {
+                    ka.region(set)
+                };
                 if r.states.is_empty() {
                     continue;
                 }
