@@ -29,13 +29,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sliced.slices().len()
     );
     for s in sliced.slices() {
-        println!(
-            "slice `{}`: {} tokens inside, {} outside ({} trie nodes)",
-            s.regex(),
-            s.num_tokens(),
-            s.rest_tokens(),
-            s.rest_nodes()
-        );
+        for t in s.tiers() {
+            println!(
+                "slice `{}`, tokens of at most {} characters: {} inside, {} outside ({} trie nodes)",
+                s.regex(),
+                t.max_chars(),
+                t.num_tokens(),
+                t.rest_tokens(),
+                t.rest_nodes()
+            );
+        }
     }
     println!();
     println!("| terminal | state after | full walk µs | sliced µs | speed-up | allowed | dependent | identical |");

@@ -107,6 +107,10 @@ pub(crate) struct BoundedTables {
     /// The largest finite `far`, at least 64: past it a distance to `n`
     /// no longer matters.
     far_cap: u32,
+    /// Every unit of the repetition reads a byte that is not a UTF-8
+    /// continuation byte: units completed are at most the characters read
+    /// ([`Self::free_reach`]).
+    unit_reads_lead: bool,
 }
 
 impl BoundedTables {
@@ -114,7 +118,14 @@ impl BoundedTables {
     /// `(target pair + 1) << 1 | δ` (0: dead), `acc` per pair whether it
     /// accepts in both automata, count aside; pair 0 is the start. `None`
     /// when `m` is over [`MAX_MIN`] or the ids do not fit `u32`.
-    pub(crate) fn new(ncls: usize, m: u32, n: u32, rows: Vec<u32>, acc: Vec<bool>) -> Option<Self> {
+    pub(crate) fn new(
+        ncls: usize,
+        m: u32,
+        n: u32,
+        rows: Vec<u32>,
+        acc: Vec<bool>,
+        unit_reads_lead: bool,
+    ) -> Option<Self> {
         if m > MAX_MIN || m > n {
             return None;
         }
@@ -140,6 +151,7 @@ impl BoundedTables {
             far,
             least,
             far_cap: far_cap.max(64),
+            unit_reads_lead,
         })
     }
 
@@ -240,22 +252,32 @@ impl BoundedTables {
         (self.acc.len() + 1) << self.bits
     }
 
-    /// True when from `s`, for the next `reach` bytes, a state is live
-    /// exactly when its pair can reach acceptance at all: the count is at
-    /// least `m` and at least `reach` plus the longest finite least length
-    /// below `n` ([`Self::next_count_free`] may then stand for
-    /// [`Self::next`]).
-    pub(crate) fn count_free(&self, s: u32, reach: usize) -> bool {
+    /// The characters (bytes other than UTF-8 continuation bytes) over
+    /// which, from `s`, a state is live exactly when its pair can reach
+    /// acceptance at all: 0 below `m`; else the distance to `n` less the
+    /// longest finite least length below it (the cap of [`Self::cap`]),
+    /// as units — at most the characters read when every unit reads one,
+    /// else at most the bytes, four to a character of valid UTF-8 — over
+    /// which [`Self::next_count_free`] may stand for [`Self::next`].
+    pub(crate) fn free_reach(&self, s: u32) -> usize {
         if s == DEAD {
-            return false;
+            return 0;
         }
         let (_, k) = self.split(s);
-        k >= self.m && self.n - k >= self.cap(reach)
+        if k < self.m {
+            return 0;
+        }
+        let units = (self.n - k).saturating_sub(self.far_cap) as usize;
+        if self.unit_reads_lead {
+            units
+        } else {
+            units / 4
+        }
     }
 
     /// The step of [`Self::next`] with the count left as it is: the next
     /// pair with `s`'s count, [`DEAD`] when the pair cannot reach
-    /// acceptance. From a state [`Self::count_free`] for `reach` bytes, a
+    /// acceptance. Within [`Self::free_reach`] bytes of a state, a
     /// walk of at most `reach` bytes meets a dead state exactly when
     /// [`Self::next`] does, and visits one state per pair (not one per
     /// pair and count).

@@ -38,7 +38,7 @@ use zapspec_core::{TokenId, TokenSet};
 
 use crate::compile::Facts;
 use crate::error::EarleyError;
-use crate::slicer::Slice;
+use crate::slicer::{Slice, Tier};
 use crate::terminal::ByteDfa;
 use crate::toktrie::TokTrie;
 use crate::walk::live_tokens;
@@ -490,10 +490,25 @@ pub(crate) fn compute(
     slices: &[Slice],
     vocab_len: usize,
 ) -> CiEntry {
-    if let Some(sl) = slices.iter().find(|sl| sl.contained_in(dfa, s)) {
-        let (extra, suffixes) = classify(dfa, s, sl.rest(), vocab_len);
+    // The first slice wholly allowed, else the largest tier allowed.
+    let mut best: Option<&Tier> = None;
+    for sl in slices {
+        if best.is_some_and(|b| b.num_tokens() >= sl.num_tokens()) {
+            continue;
+        }
+        if let Some(t) = sl.tier_for(dfa, s) {
+            if best.is_none_or(|b| t.num_tokens() > b.num_tokens()) {
+                best = Some(t);
+            }
+            if std::ptr::eq(t, &sl.tiers()[0]) {
+                break;
+            }
+        }
+    }
+    if let Some(t) = best {
+        let (extra, suffixes) = classify(dfa, s, t.rest(), vocab_len);
         return CiEntry {
-            allowed: Bits::Sliced(sl.tokens().clone(), sparse_words(&extra)),
+            allowed: Bits::Sliced(t.tokens().clone(), sparse_words(&extra)),
             suffixes,
             account: None,
             residual: None,

@@ -132,9 +132,9 @@ struct Ring {
 /// residual sharing on; each can be switched off for the ablation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexConfig {
-    /// Regexes of the vocabulary slices ([`crate::slicer`]); empty: every
-    /// cold entry walks the whole token trie.
-    pub slices: Vec<String>,
+    /// The vocabulary slices and their tiers ([`crate::slicer`]); empty:
+    /// every cold entry walks the whole token trie.
+    pub slices: Vec<crate::slicer::SliceSpec>,
     /// Share entries between terminal states with the same residual
     /// automaton ([`ByteDfa::residual_key`]).
     pub share_residuals: bool,
@@ -181,10 +181,7 @@ pub struct IndexConfig {
 impl Default for IndexConfig {
     fn default() -> Self {
         IndexConfig {
-            slices: crate::slicer::DEFAULT_SLICES
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            slices: crate::slicer::SliceSpec::defaults(),
             share_residuals: true,
             residual_max_states: 64,
             max_cache_bytes: 32 << 20,
@@ -259,7 +256,7 @@ impl VocabIndex {
         let slices = config
             .slices
             .iter()
-            .map(|re| Slice::new(re, &trie, v))
+            .map(|sp| Slice::new(&sp.regex, &sp.tiers, &trie, v))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Arc::new(VocabIndex {
             vocab,

@@ -33,7 +33,7 @@ pub(crate) fn build(a: &ByteDfa, b: &Parts, max_pairs: usize) -> Option<Result<B
     // The pair graph, breadth first from the start pair.
     let start = (a.start(), sk.start());
     if start.0 == DEAD {
-        let t = BoundedTables::new(ncls, b.m, b.n, Vec::new(), Vec::new())?;
+        let t = BoundedTables::new(ncls, b.m, b.n, Vec::new(), Vec::new(), true)?;
         return Some(Ok(ByteDfa::from_bounded(classes, ncls, t, DEAD)));
     }
     let mut ids = rustc_hash::FxHashMap::default();
@@ -67,9 +67,32 @@ pub(crate) fn build(a: &ByteDfa, b: &Parts, max_pairs: usize) -> Option<Result<B
         .iter()
         .map(|&(p, c)| a.is_accepting(p) && sk.is_accepting(b, c))
         .collect();
-    let t = BoundedTables::new(ncls, b.m, b.n, rows, acc)?;
+    let t = BoundedTables::new(ncls, b.m, b.n, rows, acc, reads_lead(&b.dx))?;
     let s0 = t.start();
     Some(Ok(ByteDfa::from_bounded(classes, ncls, t, s0)))
+}
+
+/// True when every string of `dx` reads a byte that is not a UTF-8
+/// continuation byte (a search of `dx` over continuation bytes alone
+/// for an accepting state).
+fn reads_lead(dx: &ByteDfa) -> bool {
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut stack = vec![dx.start()];
+    while let Some(q) = stack.pop() {
+        for b in 0x80..=0xBFu8 {
+            let q2 = dx.next(q, b);
+            if q2 == DEAD {
+                continue;
+            }
+            if dx.is_accepting(q2) {
+                return false;
+            }
+            if seen.insert(q2) {
+                stack.push(q2);
+            }
+        }
+    }
+    true
 }
 
 /// `P X* S` without the count: state 0 dead, `1..=|P|` the prefix (state

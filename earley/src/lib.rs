@@ -13,7 +13,7 @@
 //! | `chart` | §3.2, §4.2.1 | extended Earley items `(A → α • β, i, j)` with the DFA state of a terminal in progress; SCAN / COMPLETE / PREDICT with the Aycock–Horspool nullable fix |
 //! | `prune` | §4.2.2–4.2.3 | the *compact* step: keep only items from which an item of the last set is reachable in the dependency graph, drop completed items once their set is processed, drop unreferenced sets |
 //! | `ci_cache` | §4.3 | context-independent token mask cache per (terminal, DFA state), shared across matchers and grammars, and between terminal states with the same residual automaton |
-//! | [`slicer`] | — (llguidance's slicer) | vocabulary slices: precomputed token sets that make a cold cache entry for a JSON-string state a walk of ~5k tokens instead of 200k |
+//! | [`slicer`] | — (llguidance's slicer) | vocabulary slices: precomputed token sets (and tiers of their shorter tokens) that make a cold cache entry for a JSON-string state a walk of ~5k tokens instead of 200k |
 //! | `matcher` | §4.4, §5.2 | the [`EarleyMatcher`]; rejected-prefix set; pruned-state mask cache |
 //! | [`batch`] | — (XGrammar's batch matcher) | [`fill_masks`]: the masks of a batch of sequences in parallel (rayon), the grammar shared by `Arc` |
 //! | [`draft_tree`] | — (XGrammar's draft-tree traversal) | [`draft_tree_masks`]: the mask at every node of a speculative draft tree in one call |
@@ -269,5 +269,5 @@ pub use engine::{
 };
 pub use error::EarleyError;
 pub use matcher::{EarleyMatcher, MemStats};
-pub use slicer::Slice;
+pub use slicer::{Slice, SliceSpec, Tier};
 pub use terminal::ByteDfa;

@@ -24,6 +24,17 @@
 //! walk's (tested in `tests/slices.rs` and below); only its cost changes.
 //! The allowed set keeps `T_S` by reference, so the many string states of
 //! many grammars share one bitset.
+//!
+//! **Tiers.** A state in which only the slice's strings up to some length
+//! stay live — near a string's `maxLength`, or inside a pattern that
+//! bounds the words a string holds — does not contain the slice. The
+//! search finds the least length at which a string of the slice dies
+//! ([`Slice::live_depth`]); every shorter token is allowed. Each slice
+//! keeps *tiers*, its tokens of at most 64, 32, 16, 8 characters (per
+//! [`SliceSpec`]) with the trie of the others, and such a state takes the
+//! largest tier within that length. One search of the slice's own small
+//! automaton serves every tier (bounded slices given as regexes, such as
+//! `[^"]{0,32}`, multiply the searched pairs by their counter).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -36,62 +47,165 @@ use crate::terminal::{ByteDfa, DEAD};
 use crate::toktrie::TokTrie;
 use crate::walk::live_tokens;
 
-/// The slices a [`crate::VocabIndex`] builds by default, tried in this
-/// order (the first contained in a state is used): the body of a JSON
-/// string (any character but `"`, `\` and controls); the same without
-/// U+2028 and U+2029 (what a JSON Schema pattern's `.` reads: ECMA-262
-/// excludes the line terminators, and the few tokens that hold one would
-/// otherwise send every state inside a `.` to a walk of the whole trie);
-/// and the body with at most 32, 16 and 8 characters (for states of
-/// length-bounded strings).
-pub const DEFAULT_SLICES: &[&str] = &[
-    r#"[^"\\\x00-\x1F]*"#,
-    r#"[^"\\\x00-\x1F\x{2028}\x{2029}]*"#,
-    r#"[^"\\\x00-\x1F]{0,32}"#,
-    r#"[^"\\\x00-\x1F]{0,16}"#,
-    r#"[^"\\\x00-\x1F]{0,8}"#,
-];
+/// The slices a [`crate::VocabIndex`] builds by default, as (regex, tiers)
+/// pairs ([`SliceSpec`]): one, the body of a JSON string (any character
+/// but `"`, `\` and controls) without U+2028 and U+2029, with tiers of
+/// its tokens of at most 64, 32, 16 and 8 characters (for states of
+/// length-bounded strings, or of patterns that bound the words a string
+/// holds). Leaving out the two line terminators makes the slice what a
+/// JSON Schema pattern's `.` reads (ECMA-262 excludes them; with them, one
+/// token holding either would send every state inside a `.` to a walk of
+/// the whole trie), and costs a plain string's states a walk of the few
+/// tokens that hold them.
+pub const DEFAULT_SLICES: &[(&str, &[usize])] =
+    &[(r#"[^"\\\x00-\x1F\x{2028}\x{2029}]*"#, &[64, 32, 16, 8])];
+
+/// The characters of a byte string as the slices count them: its bytes
+/// that are not UTF-8 continuation bytes (a character cut short at the
+/// end of a token counts).
+pub fn chars(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| !is_continuation(b)).count()
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
+}
+
+/// What a [`crate::VocabIndex`] builds one slice from: the slice's regex,
+/// and the lengths of its *tiers* — the slice's tokens of at most that
+/// many characters ([`chars`]), each with the trie of every other token. A
+/// state in which only the strings of the slice up to some length are
+/// sure to stay live uses the largest tier within that length.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SliceSpec {
+    /// The slice's byte language (module docs).
+    pub regex: String,
+    /// Lengths in characters of the tiers below the whole slice (any
+    /// order; a length at or past the slice's longest token adds nothing).
+    pub tiers: Vec<usize>,
+}
+
+impl SliceSpec {
+    /// The [`DEFAULT_SLICES`].
+    pub fn defaults() -> Vec<SliceSpec> {
+        DEFAULT_SLICES
+            .iter()
+            .map(|(re, tiers)| SliceSpec {
+                regex: re.to_string(),
+                tiers: tiers.to_vec(),
+            })
+            .collect()
+    }
+}
+
+/// The tokens of a slice of at most a number of characters
+/// ([`SliceSpec::tiers`]; [`chars`]), and the trie of all others.
+#[derive(Debug)]
+pub struct Tier {
+    /// Characters of the longest token of the tier.
+    max_chars: usize,
+    tokens: Arc<TokenSet>,
+    n_tokens: usize,
+    rest: TokTrie,
+}
+
+impl Tier {
+    /// The tier's tokens (shared).
+    pub fn tokens(&self) -> &Arc<TokenSet> {
+        &self.tokens
+    }
+
+    /// Number of the tier's tokens.
+    pub fn num_tokens(&self) -> usize {
+        self.n_tokens
+    }
+
+    /// Characters ([`chars`]) of the tier's longest token.
+    pub fn max_chars(&self) -> usize {
+        self.max_chars
+    }
+
+    /// The trie of every other token.
+    pub(crate) fn rest(&self) -> &TokTrie {
+        &self.rest
+    }
+
+    /// Number of tokens outside the tier (what a cold entry through it
+    /// walks).
+    pub fn rest_tokens(&self) -> usize {
+        self.rest.num_tokens()
+    }
+
+    /// Number of nodes of the trie of the tokens outside the tier.
+    pub fn rest_nodes(&self) -> usize {
+        self.rest.num_nodes()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.tokens.heap_bytes() + self.rest.heap_bytes()
+    }
+}
 
 /// A slice of the vocabulary (module docs).
 #[derive(Debug)]
 pub struct Slice {
     regex: String,
     dfa: ByteDfa,
-    /// `T_S`: tokens on which the slice's DFA stays live.
-    tokens: Arc<TokenSet>,
-    n_tokens: usize,
-    /// Trie of every other (non-special, non-empty) token.
-    rest: TokTrie,
+    /// `T_S` (tokens on which the slice's DFA stays live) first, then its
+    /// tiers by decreasing length, each with the trie of every other
+    /// (non-special, non-empty) token.
+    tiers: Vec<Tier>,
     /// A few strings of the slice, run through a candidate DFA before the
     /// full inclusion check (a cheap filter).
     probes: Vec<Vec<u8>>,
-    /// Bytes of the longest token of `T_S`: the inclusion check looks no
-    /// deeper.
+    /// Characters of the longest token of `T_S`: the inclusion check
+    /// looks no deeper.
     max_len: usize,
 }
 
 impl Slice {
-    /// Builds the slice of `regex` over the tokens of `trie`.
+    /// Builds the slice of `regex`, with tiers of its tokens of at most
+    /// `tiers` characters, over the tokens of `trie`.
     pub(crate) fn new(
         regex: &str,
+        tiers: &[usize],
         trie: &TokTrie,
         vocab: &(impl Vocabulary + ?Sized),
     ) -> Result<Self, EarleyError> {
         let dfa = ByteDfa::from_regex(regex)?;
         let tokens = live_tokens(&dfa, dfa.start(), trie, vocab.len(), |_| {});
-        let mut rest: Vec<(&[u8], TokenId)> = trie
-            .tokens
-            .iter()
-            .filter(|&&t| !tokens.contains(t))
-            .map(|&t| (vocab.token_bytes(t), t))
-            .collect();
-        rest.sort_unstable();
-        let rest = TokTrie::from_sorted(&rest);
         let max_len = tokens
             .iter()
-            .map(|t| vocab.token_bytes(t).len())
+            .map(|t| chars(vocab.token_bytes(t)))
             .max()
             .unwrap_or(0);
+        let mut bounds: Vec<usize> = tiers.iter().copied().filter(|&b| b < max_len).collect();
+        bounds.sort_unstable_by(|a, b| b.cmp(a));
+        bounds.dedup();
+        let tier = |inside: TokenSet, max_chars: usize| {
+            let mut rest: Vec<(&[u8], TokenId)> = trie
+                .tokens
+                .iter()
+                .filter(|&&t| !inside.contains(t))
+                .map(|&t| (vocab.token_bytes(t), t))
+                .collect();
+            rest.sort_unstable();
+            Tier {
+                max_chars,
+                n_tokens: inside.count(),
+                tokens: Arc::new(inside),
+                rest: TokTrie::from_sorted(&rest),
+            }
+        };
+        let mut built = Vec::with_capacity(bounds.len() + 1);
+        for &b in &bounds {
+            let mut inside = TokenSet::new(vocab.len());
+            for t in tokens.iter().filter(|&t| chars(vocab.token_bytes(t)) <= b) {
+                inside.insert(t);
+            }
+            built.push(tier(inside, b));
+        }
+        built.insert(0, tier(tokens, max_len));
         // Probes: tokens of the slice, short and long, ASCII and not.
         let mut probes: Vec<Vec<u8>> = Vec::new();
         for want in [
@@ -108,9 +222,7 @@ impl Slice {
         Ok(Slice {
             regex: regex.to_string(),
             dfa,
-            n_tokens: tokens.count(),
-            tokens: Arc::new(tokens),
-            rest,
+            tiers: built,
             probes,
             max_len,
         })
@@ -123,63 +235,118 @@ impl Slice {
 
     /// `T_S` (shared).
     pub fn tokens(&self) -> &Arc<TokenSet> {
-        &self.tokens
+        &self.tiers[0].tokens
     }
 
     /// `|T_S|`.
     pub fn num_tokens(&self) -> usize {
-        self.n_tokens
+        self.tiers[0].n_tokens
+    }
+
+    /// The whole slice (`T_S`, first) and its tiers, by decreasing length.
+    pub fn tiers(&self) -> &[Tier] {
+        &self.tiers
     }
 
     /// The trie of the tokens outside `T_S`.
+    #[cfg(test)]
     pub(crate) fn rest(&self) -> &TokTrie {
-        &self.rest
+        &self.tiers[0].rest
     }
 
     /// Number of tokens outside `T_S` (what a cold entry through this
     /// slice walks).
     pub fn rest_tokens(&self) -> usize {
-        self.rest.num_tokens()
+        self.tiers[0].rest_tokens()
     }
 
     /// Number of nodes of the trie of the tokens outside `T_S`.
     pub fn rest_nodes(&self) -> usize {
-        self.rest.num_nodes()
+        self.tiers[0].rest_nodes()
     }
 
-    /// Own heap bytes: the token set, the trie of the other tokens, the DFA.
+    /// Own heap bytes: the tiers' token sets and tries, the DFA.
     pub fn heap_bytes(&self) -> usize {
-        self.tokens.heap_bytes() + self.rest.heap_bytes() + self.dfa.heap_bytes()
+        self.tiers.iter().map(Tier::heap_bytes).sum::<usize>() + self.dfa.heap_bytes()
     }
 
     /// True when every byte string of at most the longest slice token's
     /// length that keeps this slice's DFA live keeps `d` live from state
-    /// `s` (so every token of `T_S` is allowed from `s`): a breadth-first
-    /// search of the product automaton, to that depth, for a pair (slice
-    /// live, `d` dead). The bytes are explored one representative per
-    /// joint byte class. The depth bound matters for counted repetitions
-    /// ([`crate::counted`]), whose product with an unbounded slice would
-    /// otherwise be explored through every count.
+    /// `s` (so every token of `T_S` is allowed from `s`).
     pub fn contained_in(&self, d: &ByteDfa, s: u32) -> bool {
-        if s == DEAD || self.dfa.start() == DEAD {
-            return s != DEAD;
+        self.live_depth(d, s) >= self.max_len
+    }
+
+    /// The largest tier whose tokens all keep `d` live from `s` (the whole
+    /// slice first), if any: the tier within [`Self::live_depth`].
+    pub(crate) fn tier_for(&self, d: &ByteDfa, s: u32) -> Option<&Tier> {
+        let depth = self.live_depth(d, s);
+        self.tiers.iter().find(|t| t.max_chars <= depth)
+    }
+
+    /// The greatest `n` (at most the longest slice token's length) such
+    /// that every byte string of at most `n` characters ([`chars`]) that
+    /// keeps this slice's DFA live keeps `d` live from state `s`: a
+    /// breadth-first search of the product automaton, one level per
+    /// character (a continuation byte stays on its level), for a pair
+    /// (slice live, `d` dead), whose first hit bounds `n`. The bytes are
+    /// explored one representative per joint byte class. The depth bound
+    /// matters for counted repetitions ([`crate::counted`]), whose product
+    /// with an unbounded slice would otherwise be explored through every
+    /// count.
+    pub fn live_depth(&self, d: &ByteDfa, s: u32) -> usize {
+        if s == DEAD {
+            return 0;
         }
-        if self.probes.iter().any(|p| d.run(s, p) == DEAD) {
-            return false;
+        if self.dfa.start() == DEAD {
+            return self.max_len;
         }
-        // Joint byte classes: one representative per distinct pair.
-        let mut reps: Vec<u8> = Vec::new();
-        let mut seen = [false; 256 * 256];
+        // The probes, byte by byte: a cheap bound before the search (a
+        // string of `k` characters, the last maybe cut short, died).
+        let mut limit = self.max_len;
+        for p in &self.probes {
+            let mut q = s;
+            for (i, &b) in p.iter().enumerate() {
+                q = d.next(q, b);
+                if q == DEAD {
+                    limit = limit.min(chars(&p[..=i]).saturating_sub(1));
+                    break;
+                }
+            }
+        }
+        let smallest = self.tiers.last().map_or(0, |t| t.max_chars);
+        if limit < smallest {
+            return limit;
+        }
+        // Joint byte classes: one representative per distinct pair (and
+        // kind of byte: a continuation byte or not).
+        let mut conts: Vec<u8> = Vec::new();
+        let mut leads: Vec<u8> = Vec::new();
+        let mut seen = vec![false; 2 * 256 * 256];
         for b in 0..=255u8 {
-            let k = self.dfa.class(b) as usize * 256 + d.class(b) as usize;
+            let c = is_continuation(b);
+            let k = (usize::from(c) * 256 + self.dfa.class(b) as usize) * 256 + d.class(b) as usize;
             if !seen[k] {
                 seen[k] = true;
-                reps.push(b);
+                if c {
+                    conts.push(b)
+                } else {
+                    leads.push(b)
+                }
             }
         }
         // Far from a bounded product's bounds, its count cannot kill a
-        // walk of this slice's depth: step its pairs only.
-        let free = d.count_free(s, self.max_len);
+        // walk of this depth: step its pairs only. Nearer, a search of the
+        // pairs alone as deep as the count allows, when a tier fits there,
+        // costs less than one through every count.
+        let reach = d.free_reach(s);
+        let (free, limit) = if reach >= limit {
+            (true, limit)
+        } else if reach >= smallest {
+            (true, reach)
+        } else {
+            (false, limit)
+        };
         let step = |p: u32, b: u8| {
             if free {
                 d.next_count_free(p, b)
@@ -187,21 +354,46 @@ impl Slice {
                 d.next(p, b)
             }
         };
-        // Breadth-first, so a pair is first met at its least depth.
+        // Level by level, a pair first met at its least depth. On level
+        // `k` (strings of `k` characters), the continuation bytes first: a
+        // dead one is a string of `k` characters dying (`k − 1` hold);
+        // then the other bytes: a dead one is a string of `k + 1`.
         let mut visited: HashSet<(u32, u32), FxBuildHasher> = HashSet::default();
         let mut level = vec![(self.dfa.start(), s)];
         visited.insert((self.dfa.start(), s));
-        for _ in 0..self.max_len {
-            let mut next = Vec::new();
-            for (q, p) in level {
-                for &b in &reps {
+        let mut depth: usize = 0;
+        loop {
+            let mut i = 0;
+            while i < level.len() {
+                let (q, p) = level[i];
+                i += 1;
+                for &b in &conts {
                     let q2 = self.dfa.next(q, b);
                     if q2 == DEAD {
                         continue;
                     }
                     let p2 = step(p, b);
                     if p2 == DEAD {
-                        return false;
+                        return depth.saturating_sub(1);
+                    }
+                    if visited.insert((q2, p2)) {
+                        level.push((q2, p2));
+                    }
+                }
+            }
+            if depth == limit {
+                return limit;
+            }
+            let mut next = Vec::new();
+            for &(q, p) in &level {
+                for &b in &leads {
+                    let q2 = self.dfa.next(q, b);
+                    if q2 == DEAD {
+                        continue;
+                    }
+                    let p2 = step(p, b);
+                    if p2 == DEAD {
+                        return depth;
                     }
                     if visited.insert((q2, p2)) {
                         next.push((q2, p2));
@@ -209,11 +401,11 @@ impl Slice {
                 }
             }
             if next.is_empty() {
-                break;
+                return limit;
             }
             level = next;
+            depth += 1;
         }
-        true
     }
 }
 
@@ -236,7 +428,7 @@ mod tests {
     fn slice_tokens_and_rest_partition_the_vocabulary() {
         let v = vocab();
         let trie = TokTrie::from_vocab(&v);
-        let s = Slice::new(DEFAULT_SLICES[0], &trie, &v).unwrap();
+        let s = Slice::new(DEFAULT_SLICES[0].0, &[], &trie, &v).unwrap();
         let inside: Vec<TokenId> = s.tokens().iter().collect();
         // a, ab, é, " x", abcdef, the partial C3 and "a"+C3; not the quote,
         // backslash, control or the lone continuation byte A9.
@@ -256,11 +448,58 @@ mod tests {
         assert_eq!(s.num_tokens() + s.rest().num_tokens(), trie.num_tokens());
     }
 
+    /// The tier a bounded string's state takes: the largest whose tokens
+    /// all stay live (checked token by token), none below the smallest.
+    #[test]
+    fn tiers_follow_the_live_depth() {
+        let v = vocab();
+        let trie = TokTrie::from_vocab(&v);
+        let s = Slice::new(DEFAULT_SLICES[0].0, &[4, 2, 9], &trie, &v).unwrap();
+        // 9 is past the longest token (6 bytes): whole slice, 4, 2
+        let bounds: Vec<usize> = s.tiers().iter().map(Tier::max_chars).collect();
+        assert_eq!(bounds, vec![6, 4, 2]);
+        for k in 0..8usize {
+            let d = ByteDfa::from_regex(&format!(r#""[^"\\\x00-\x1F]{{0,{k}}}""#)).unwrap();
+            let st = d.run(d.start(), b"\"");
+            // strings of the slice die at k + 1 ASCII bytes
+            assert_eq!(s.live_depth(&d, st), k.min(6), "k = {k}");
+            let want = match k {
+                0 | 1 => None,
+                2 | 3 => Some(2),
+                4 | 5 => Some(4),
+                _ => Some(6),
+            };
+            let got = s.tier_for(&d, st);
+            assert_eq!(got.map(Tier::max_chars), want, "k = {k}");
+            if let Some(t) = got {
+                for tok in t.tokens().iter() {
+                    assert_ne!(d.run(st, v.token_bytes(tok)), DEAD, "k = {k}, token {tok}");
+                }
+                assert_eq!(t.num_tokens() + t.rest_tokens(), trie.num_tokens());
+            }
+        }
+        // Tiers count characters: a string of one character takes `é`
+        // (two bytes) and the lone lead byte C3, not `ab`.
+        let s = Slice::new(DEFAULT_SLICES[0].0, &[1], &trie, &v).unwrap();
+        let d = ByteDfa::from_regex(r#""[^"\\\x00-\x1F]?""#).unwrap();
+        let st = d.run(d.start(), b"\"");
+        assert_eq!(s.live_depth(&d, st), 1);
+        let t = s.tier_for(&d, st).expect("the one-character tier");
+        let names: Vec<&[u8]> = t.tokens().iter().map(|t| v.token_bytes(t)).collect();
+        assert_eq!(names, vec![b"a".as_slice(), "é".as_bytes(), &[0xC3]]);
+        // a continuation byte that kills: `é` but not `è` after the quote
+        let d = ByteDfa::from_regex(r#""(?:[ -~]|\x{E9})*""#).unwrap();
+        let st = d.run(d.start(), b"\"");
+        assert_eq!(chars("è".as_bytes()), 1);
+        assert!(d.run(st, "è".as_bytes()) == DEAD && d.run(st, "é".as_bytes()) != DEAD);
+        assert_eq!(s.live_depth(&d, st), 0);
+    }
+
     #[test]
     fn inclusion_matches_brute_force_on_short_strings() {
         let v = vocab();
         let trie = TokTrie::from_vocab(&v);
-        let s = Slice::new(r#"[^"\\\x00-\x1F]{0,3}"#, &trie, &v).unwrap();
+        let s = Slice::new(r#"[^"\\\x00-\x1F]{0,3}"#, &[], &trie, &v).unwrap();
         for re in [
             r#""[^"\\\x00-\x1F]*""#,
             r#""[^"\\\x00-\x1F]{0,2}""#,

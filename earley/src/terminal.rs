@@ -492,21 +492,23 @@ impl ByteDfa {
         }
     }
 
-    /// True when, for the next `reach` bytes from `s`, whether a state is
-    /// dead does not depend on a count: in a bounded product
-    /// (module `bounded`) far enough from its bounds. [`Self::next_count_free`]
-    /// then walks the same dead ends as [`Self::next`] over at most `reach`
-    /// bytes, through one state per pair instead of one per pair and
-    /// count. False for every other automaton.
-    pub fn count_free(&self, s: u32, reach: usize) -> bool {
+    /// Over how many characters (bytes other than UTF-8 continuation
+    /// bytes) from `s` whether a state is dead does not depend on a count:
+    /// in a bounded product (module `bounded`), about the distance to its
+    /// bounds less the longest least length; `usize::MAX` for every other
+    /// automaton (none counts). Over at most that many characters of
+    /// valid UTF-8, [`Self::next_count_free`] walks the same dead ends as
+    /// [`Self::next`], through one state per pair instead of one per pair
+    /// and count.
+    pub fn free_reach(&self, s: u32) -> usize {
         match &self.tables {
-            Tables::Bounded(t) => t.count_free(s, reach),
-            _ => false,
+            Tables::Bounded(t) => t.free_reach(s),
+            _ => usize::MAX,
         }
     }
 
     /// [`Self::next`] with a bounded product's count left unchanged (see
-    /// [`Self::count_free`]); [`Self::next`] for every other automaton.
+    /// [`Self::free_reach`]); [`Self::next`] for every other automaton.
     #[inline]
     pub fn next_count_free(&self, s: u32, b: u8) -> u32 {
         match &self.tables {

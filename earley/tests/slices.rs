@@ -119,6 +119,11 @@ fn o200k_json_terminals_match_the_naive_reference() {
         &[
             r#""(?:[^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*""#,
             r#""(?:[^"\\\x00-\x1F]){2,12}""#,
+            // near a bound only the shorter tokens stay live: the tiers
+            r#""(?:[^"\\\x00-\x1F]){0,40}""#,
+            r#""(?:[^"\\\x00-\x20]+ ){0,7}[^"\\\x00-\x20]+""#,
+            // a pattern's `.`: the slice without U+2028 and U+2029
+            r#""(?:[^"\\\x00-\x1F\x{2028}\x{2029}]|\\n)*""#,
             // A key that is not one of the listed property names.
             r#""(?:[^"\\\x00-\x1Fnb]|n(?:[^"\\\x00-\x1Fa]|a[^"\\\x00-\x1Fm])|b[^"\\\x00-\x1F])[^"\\\x00-\x1F]*""#,
             r#""[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}""#,
