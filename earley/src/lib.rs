@@ -220,11 +220,12 @@
 //! - Rollback and fork keep one chart snapshot per token (sharing sets by
 //!   `Arc`), not an undo log.
 //! - The context-independent walk is not SIMD/bit-parallel. Cold entries
-//!   that no slice covers (restricted character classes such as formats and
-//!   patterns, single-character terminals followed by anything) still walk
-//!   the whole trie, and a single-character terminal whose every
-//!   continuation is context-dependent builds a remainder trie of most of
-//!   the vocabulary (once per process).
+//!   that no slice tier covers (restricted character classes such as
+//!   formats and patterns, the first character of a pattern that cannot
+//!   start with a space, single-character terminals followed by anything)
+//!   still walk the whole trie, and a single-character terminal whose
+//!   every continuation is context-dependent builds a remainder trie of
+//!   most of the vocabulary (once per process).
 //! - TTFM's tail: a bounded repetition that neither the counted
 //!   construction nor an intersection terminal takes (under an
 //!   alternation, or after a non-literal prefix, such as the region "keys
@@ -234,9 +235,13 @@
 //!   determinised at compile time. An intersection whose second regex is
 //!   not a counted repetition of a prefix-free unit, or whose lower bound
 //!   is over 63, is built as an eager product (bounded by `dfa_states`).
-//! - The masks over ~5 ms on MaskBench are first masks into such key
-//!   regions: the cold entries of a key terminal's first states walk every
-//!   token that can start a key, and the region's lazy DFA is built then.
+//! - The masks over ~5 ms on MaskBench are first masks of a state whose
+//!   slice search builds many lazy states: an unanchored pattern (a string
+//!   that must *contain* one of several alternatives) keeps, after a match,
+//!   the progress of every other alternative in its state sets, which the
+//!   subset construction does not minimise away; the first mask inside a
+//!   key region or a string with a word-count pattern is the next tier
+//!   (2–5 ms: the search and the walk of the tokens outside the tier).
 
 pub mod batch;
 mod bounded;
