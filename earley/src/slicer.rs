@@ -322,12 +322,12 @@ impl Slice {
         // kind of byte: a continuation byte or not).
         let mut conts: Vec<u8> = Vec::new();
         let mut leads: Vec<u8> = Vec::new();
-        let mut seen = vec![false; 2 * 256 * 256];
+        let mut seen = [0u64; 2 * 256 * 256 / 64];
         for b in 0..=255u8 {
             let c = is_continuation(b);
             let k = (usize::from(c) * 256 + self.dfa.class(b) as usize) * 256 + d.class(b) as usize;
-            if !seen[k] {
-                seen[k] = true;
+            if seen[k / 64] >> (k % 64) & 1 == 0 {
+                seen[k / 64] |= 1 << (k % 64);
                 if c {
                     conts.push(b)
                 } else {
