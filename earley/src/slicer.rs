@@ -78,7 +78,8 @@ fn is_continuation(b: u8) -> bool {
 /// sure to stay live uses the largest tier within that length.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SliceSpec {
-    /// The slice's byte language (module docs).
+    /// The slice's language (module docs): UTF-8 text, since the tiers
+    /// and the search count characters as lead bytes.
     pub regex: String,
     /// Lengths in characters of the tiers below the whole slice (any
     /// order; a length at or past the slice's longest token adds nothing).
