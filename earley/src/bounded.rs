@@ -278,7 +278,7 @@ impl BoundedTables {
     /// The step of [`Self::next`] with the count left as it is: the next
     /// pair with `s`'s count, [`DEAD`] when the pair cannot reach
     /// acceptance. Within [`Self::free_reach`] characters of a state, a
-    /// walk of at most `reach` bytes meets a dead state exactly when
+    /// walk meets a dead state exactly when
     /// [`Self::next`] does, and visits one state per pair (not one per
     /// pair and count).
     #[inline]
