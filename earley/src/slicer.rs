@@ -175,11 +175,12 @@ impl Slice {
     ) -> Result<Self, EarleyError> {
         let dfa = ByteDfa::from_regex(regex)?;
         let tokens = live_tokens(&dfa, dfa.start(), trie, vocab.len(), |_| {});
-        let max_len = tokens
+        // each token's length in characters, counted once for every tier
+        let lens: Vec<(TokenId, usize)> = tokens
             .iter()
-            .map(|t| chars(vocab.token_bytes(t)))
-            .max()
-            .unwrap_or(0);
+            .map(|t| (t, chars(vocab.token_bytes(t))))
+            .collect();
+        let max_len = lens.iter().map(|&(_, n)| n).max().unwrap_or(0);
         let mut bounds: Vec<usize> = tiers.iter().copied().filter(|&b| b < max_len).collect();
         bounds.sort_unstable_by(|a, b| b.cmp(a));
         bounds.dedup();
@@ -201,7 +202,7 @@ impl Slice {
         let mut built = Vec::with_capacity(bounds.len() + 1);
         for &b in &bounds {
             let mut inside = TokenSet::new(vocab.len());
-            for t in tokens.iter().filter(|&t| chars(vocab.token_bytes(t)) <= b) {
+            for &(t, _) in lens.iter().filter(|&&(_, n)| n <= b) {
                 inside.insert(t);
             }
             built.push(tier(inside, b));
@@ -359,46 +360,45 @@ impl Slice {
         // `k` (strings of `k` characters), the continuation bytes first: a
         // dead one is a string of `k` characters dying (`k − 1` hold);
         // then the other bytes: a dead one is a string of `k + 1`.
+        let start = (self.dfa.start(), s);
         let mut visited: HashSet<(u32, u32), FxBuildHasher> = HashSet::default();
-        let mut level = vec![(self.dfa.start(), s)];
-        visited.insert((self.dfa.start(), s));
+        visited.insert(start);
+        // The pairs `bytes` lead to from `(q, p)` not met before, into
+        // `out`; false when one of them kills `d`.
+        let mut expand = |(q, p): (u32, u32), bytes: &[u8], out: &mut Vec<(u32, u32)>| {
+            for &b in bytes {
+                let q2 = self.dfa.next(q, b);
+                if q2 == DEAD {
+                    continue;
+                }
+                let p2 = step(p, b);
+                if p2 == DEAD {
+                    return false;
+                }
+                if visited.insert((q2, p2)) {
+                    out.push((q2, p2));
+                }
+            }
+            true
+        };
+        let mut level = vec![start];
         let mut depth: usize = 0;
         loop {
             let mut i = 0;
             while i < level.len() {
-                let (q, p) = level[i];
+                let pair = level[i];
                 i += 1;
-                for &b in &conts {
-                    let q2 = self.dfa.next(q, b);
-                    if q2 == DEAD {
-                        continue;
-                    }
-                    let p2 = step(p, b);
-                    if p2 == DEAD {
-                        return depth.saturating_sub(1);
-                    }
-                    if visited.insert((q2, p2)) {
-                        level.push((q2, p2));
-                    }
+                if !expand(pair, &conts, &mut level) {
+                    return depth.saturating_sub(1);
                 }
             }
             if depth == limit {
                 return limit;
             }
             let mut next = Vec::new();
-            for &(q, p) in &level {
-                for &b in &leads {
-                    let q2 = self.dfa.next(q, b);
-                    if q2 == DEAD {
-                        continue;
-                    }
-                    let p2 = step(p, b);
-                    if p2 == DEAD {
-                        return depth;
-                    }
-                    if visited.insert((q2, p2)) {
-                        next.push((q2, p2));
-                    }
+            for &pair in &level {
+                if !expand(pair, &leads, &mut next) {
+                    return depth;
                 }
             }
             if next.is_empty() {
