@@ -389,6 +389,57 @@ impl EarleyMatcher {
         w.overflow.map(|n| (n, chart.last_pos() + 1))
     }
 
+    /// The mask of a state the state cache does not hold: computed into
+    /// `mask` (EOS bit when the chart accepts) and stored in the cache
+    /// when complete.
+    fn fill_uncached(&mut self, mask: &mut TokenSet) {
+        if let Some((n, at)) = self.compute_mask(mask) {
+            // Incomplete: not cached.
+            self.limit = Some((n, at, true));
+            return;
+        }
+        if let Some(t) = self.g.terminal_trouble() {
+            // Possibly incomplete (a lazy DFA refused a state, or a
+            // terminal could not be built): not cached.
+            self.dfa_limit = Some((true, t));
+            return;
+        }
+        if self.g.config().state_cache {
+            self.g.cache_mask(&self.key, mask);
+        }
+    }
+
+    /// [`Constraint::fill_mask`] lent to `f` instead of copied out: a
+    /// state-cache hit hands `f` the cached set itself, so a caller that
+    /// converts the mask into its own layout (a 32-bit bitmask row, as
+    /// serving engines take it) reads it once instead of copying it and
+    /// then reading the copy. A miss computes into `scratch` (which must
+    /// have the vocabulary's size). The set `f` sees is exactly what
+    /// `fill_mask` writes: empty once EOS was consumed, with the EOS bit
+    /// exactly when the grammar accepts.
+    pub fn with_mask<R>(&mut self, scratch: &mut TokenSet, f: impl FnOnce(&TokenSet) -> R) -> R {
+        if zapspec_core::Matcher::finished(self) {
+            scratch.clear();
+            return f(scratch);
+        }
+        self.g.count_mask();
+        self.limit = None;
+        self.dfa_limit = None;
+        if let Some(m) = self.cached_mask() {
+            // The state cache holds masks with the EOS bit exactly when
+            // the chart accepts, which is what `fill_mask` adds.
+            return f(&m);
+        }
+        self.fill_uncached(scratch);
+        let eos = self.g.vocab().eos();
+        if self.chart().accepting {
+            scratch.insert(eos);
+        } else {
+            scratch.remove(eos);
+        }
+        f(scratch)
+    }
+
     fn cached_mask(&mut self) -> Option<Arc<TokenSet>> {
         if !self.g.config().state_cache {
             return None;
@@ -424,20 +475,7 @@ impl zapspec_core::Matcher for EarleyMatcher {
             mask.words_mut().copy_from_slice(m.words());
             return;
         }
-        if let Some((n, at)) = self.compute_mask(mask) {
-            // Incomplete: not cached.
-            self.limit = Some((n, at, true));
-            return;
-        }
-        if let Some(t) = self.g.terminal_trouble() {
-            // Possibly incomplete (a lazy DFA refused a state, or a
-            // terminal could not be built): not cached.
-            self.dfa_limit = Some((true, t));
-            return;
-        }
-        if self.g.config().state_cache {
-            self.g.cache_mask(&self.key, mask);
-        }
+        self.fill_uncached(mask);
     }
 
     fn step(&mut self, t: TokenId) -> Result<(), RejectReason> {

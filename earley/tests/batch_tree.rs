@@ -313,3 +313,48 @@ fn eos_inside_a_draft_chain() {
     assert_eq!(m.num_tokens(), 0);
     assert!(!m.is_finished());
 }
+
+/// `EarleyMatcher::with_mask` lends the set `fill_mask` writes — on a
+/// state-cache miss, on a hit (the second visit of every state), with the
+/// cache off, and after EOS — along random walks of both grammars.
+#[test]
+fn lent_mask_equals_filled_mask() {
+    let vocab = vocab();
+    for (gi, gbnf) in [JSON, EXPR].into_iter().enumerate() {
+        for cfg in [
+            EngineConfig::default(),
+            EngineConfig {
+                state_cache: false,
+                ..EngineConfig::default()
+            },
+        ] {
+            let g = compile(&Engine::new(vocab.clone()), gbnf, cfg);
+            let reference = compile(&Engine::new(vocab.clone()), gbnf, cfg);
+            let mut scratch = TokenSet::new(vocab.len());
+            let mut lent_eos = 0;
+            for seed in 0..20u64 {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed * 7 + gi as u64);
+                let mut walker = reference.matcher();
+                let path = random_walk(&mut walker, 30, &mut rng);
+                for pass in 0..2 {
+                    let mut m = g.matcher();
+                    let mut r = reference.matcher();
+                    for k in 0..=path.len() {
+                        let want = r.mask();
+                        let got = m.with_mask(&mut scratch, |s| s.clone());
+                        assert_eq!(
+                            got, want,
+                            "grammar {gi}, seed {seed}, pass {pass}, step {k}"
+                        );
+                        lent_eos += usize::from(got.contains(vocab.eos()));
+                        if k < path.len() {
+                            m.advance(path[k]).unwrap();
+                            r.advance(path[k]).unwrap();
+                        }
+                    }
+                }
+            }
+            assert!(lent_eos > 0, "no walk reached an accepting state");
+        }
+    }
+}

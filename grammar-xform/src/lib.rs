@@ -89,6 +89,11 @@ pub(crate) mod testutil;
 pub mod useless;
 
 pub use dfa::TerminalDfa;
+
+/// The generic JSON grammar (RFC 8259, any whitespace around every token)
+/// in GBNF: `grammars/json.gbnf`, what XGrammar calls the builtin JSON
+/// grammar.
+pub const JSON_GBNF: &str = include_str!("../grammars/json.gbnf");
 pub use error::GrammarError;
 pub use gbnf::{parse_gbnf, ParsedGrammar, Warning, WarningKind};
 pub use inline::{dedupe, eliminate_units, inline_nonterminals, InlineConfig};

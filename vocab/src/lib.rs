@@ -299,6 +299,24 @@ impl TokenVocab {
             path: p.clone(),
             source,
         })?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "hf".into());
+        Self::from_hf_tokenizer_str(&text, &p, &name, eos)
+    }
+
+    /// [`from_hf_tokenizer_json`](Self::from_hf_tokenizer_json) on the
+    /// file's text, as a tokenizer object serialises it
+    /// (`tokenizers.Tokenizer.to_str()`); `source` names it in errors,
+    /// `name` is the vocabulary's [`name`](Self::name).
+    pub fn from_hf_tokenizer_str(
+        text: &str,
+        source: &str,
+        name: &str,
+        eos: Option<&str>,
+    ) -> Result<Self, VocabError> {
+        let p = source.to_string();
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| VocabError::Format {
                 path: p.clone(),
@@ -379,12 +397,8 @@ impl TokenVocab {
             .ok_or(VocabError::NoEos { tried: candidates })?;
         tokens[eos_id as usize] = Vec::new();
         special[eos_id as usize] = true;
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "hf".into());
         Ok(Self::assemble(
-            name,
+            name.to_string(),
             tokens,
             special,
             eos_id,
@@ -471,6 +485,37 @@ impl Vocabulary for TokenVocab {
     }
 }
 
+/// How a tokenizer writes a token's bytes as text in its vocabulary (the
+/// `vocab_type` of XGrammar's `TokenizerInfo`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TokenText {
+    /// The text is the token's bytes (UTF-8).
+    Raw,
+    /// SentencePiece: `▁` is a space and `<0xHH>` the single byte `HH`.
+    ByteFallback,
+    /// GPT-2's byte-level alphabet (`Ġ` for a space, …), every character
+    /// one byte.
+    ByteLevel,
+}
+
+/// The bytes a vocabulary entry written as `kind` stands for; `None` when
+/// a [`TokenText::ByteLevel`] entry has a character outside GPT-2's byte
+/// alphabet. O(|s|) (the byte-level table is built once per process).
+pub fn decode_token_text(s: &str, kind: TokenText) -> Option<Vec<u8>> {
+    match kind {
+        TokenText::Raw => Some(s.as_bytes().to_vec()),
+        TokenText::ByteFallback => Some(match byte_fallback(s) {
+            Some(b) => vec![b],
+            None => s.replace('\u{2581}', " ").into_bytes(),
+        }),
+        TokenText::ByteLevel => {
+            static TABLE: std::sync::OnceLock<HashMap<char, u8>> = std::sync::OnceLock::new();
+            let table = TABLE.get_or_init(gpt2_unicode_to_byte);
+            s.chars().map(|c| table.get(&c).copied()).collect()
+        }
+    }
+}
+
 fn mentions_type(v: &serde_json::Value, ty: &str) -> bool {
     match v {
         serde_json::Value::Object(m) => {
@@ -515,6 +560,32 @@ fn gpt2_unicode_to_byte() -> HashMap<char, u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_text_decodes_each_vocab_type() {
+        assert_eq!(
+            decode_token_text("Ġhello", TokenText::ByteLevel).unwrap(),
+            b" hello"
+        );
+        assert_eq!(decode_token_text("Ċ", TokenText::ByteLevel).unwrap(), b"\n");
+        assert_eq!(
+            decode_token_text("é", TokenText::ByteLevel).unwrap(),
+            [0xE9]
+        );
+        assert_eq!(decode_token_text("\u{4e00}", TokenText::ByteLevel), None);
+        assert_eq!(
+            decode_token_text("<0x0A>", TokenText::ByteFallback).unwrap(),
+            b"\n"
+        );
+        assert_eq!(
+            decode_token_text("▁the", TokenText::ByteFallback).unwrap(),
+            b" the"
+        );
+        assert_eq!(
+            decode_token_text("▁the", TokenText::Raw).unwrap(),
+            "▁the".as_bytes()
+        );
+    }
 
     fn check_round_trip(v: &TokenVocab, text: &str) {
         let ids = v.encode(text).unwrap();
