@@ -463,6 +463,8 @@ impl<'a> Emitter<'a> {
                 self.g.add_rule(nt, vec![]);
                 let q = if max_ws == 1 {
                     String::new()
+                } else if max_ws == usize::MAX {
+                    "+".to_string()
                 } else {
                     format!("{{1,{max_ws}}}")
                 };

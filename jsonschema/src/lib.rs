@@ -288,7 +288,8 @@ pub use zapspec_grammar::ir::Grammar;
 pub enum Whitespace {
     /// No whitespace: serde_json's compact output. The default.
     Compact,
-    /// Up to `max_ws` bytes of `[ \t\n\r]` between any two tokens.
+    /// Up to `max_ws` bytes of `[ \t\n\r]` between any two tokens
+    /// (`usize::MAX`: any number).
     Flexible {
         /// Most whitespace bytes in one run.
         max_ws: usize,

@@ -1,0 +1,92 @@
+"""zapspec: structured decoding from Python.
+
+zapspec's Earley engine (ZapFormat: dependency-pruned Earley parsing with
+token-mask caches) behind XGrammar's interface, so that a serving engine
+swaps backends by changing an import::
+
+    import zapspec as xgr   # instead of: import xgrammar as xgr
+
+    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=model_vocab_size)
+    compiler = xgr.GrammarCompiler(info)
+    compiled = compiler.compile_json_schema(schema, any_whitespace=False)
+    matcher = xgr.GrammarMatcher(compiled)
+    bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
+    matcher.fill_next_token_bitmask(bitmask)
+    xgr.apply_token_bitmask_inplace(logits, bitmask)
+    matcher.accept_token(next_token)
+
+What is llguidance's rather than XGrammar's: ``GrammarMatcher.validate_tokens``
+(how many tokens of a draft the grammar accepts) and
+``GrammarMatcher.compute_forced_tokens``. Integrations:
+``zapspec.contrib.hf`` (transformers' ``generate``) and
+``zapspec.contrib.llama_cpp`` (llama-cpp-python).
+"""
+
+from enum import IntEnum
+
+from ._zapspec import (
+    CompiledGrammar,
+    Grammar,
+    GrammarCompiler,
+    GrammarMatcher,
+    TokenizerInfo,
+    __version__,
+    batch_fill_next_token_bitmask,
+)
+from .bitmask import (
+    allocate_token_bitmask,
+    apply_token_bitmask_inplace,
+    bitmask_dtype,
+    get_bitmask_shape,
+    reset_token_bitmask,
+)
+from .errors import (
+    BitmaskError,
+    GrammarError,
+    InternalError,
+    InvalidTokenError,
+    LimitExceeded,
+    MatcherTerminatedError,
+    RollbackError,
+    SchemaError,
+    TokenizerError,
+    ZapspecError,
+)
+
+
+class VocabType(IntEnum):
+    """How a vocabulary list writes token bytes (``TokenizerInfo(encoded_vocab, vocab_type)``)."""
+
+    RAW = 0
+    """The text is the token's bytes."""
+    BYTE_FALLBACK = 1
+    """SentencePiece: ``▁`` is a space, ``<0xHH>`` the byte ``HH``."""
+    BYTE_LEVEL = 2
+    """GPT-2's byte-level alphabet (``Ġ`` for a space, ...)."""
+
+
+__all__ = [
+    "TokenizerInfo",
+    "VocabType",
+    "Grammar",
+    "GrammarCompiler",
+    "CompiledGrammar",
+    "GrammarMatcher",
+    "batch_fill_next_token_bitmask",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "reset_token_bitmask",
+    "get_bitmask_shape",
+    "bitmask_dtype",
+    "ZapspecError",
+    "SchemaError",
+    "GrammarError",
+    "TokenizerError",
+    "LimitExceeded",
+    "InvalidTokenError",
+    "RollbackError",
+    "BitmaskError",
+    "MatcherTerminatedError",
+    "InternalError",
+    "__version__",
+]

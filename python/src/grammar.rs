@@ -1,0 +1,331 @@
+//! `Grammar`: a grammar before it meets a tokenizer (XGrammar's
+//! `Grammar`): from a JSON Schema, GBNF text, a regex, or the builtin JSON
+//! grammar. Holds zapspec's grammar IR and a key (the source text and
+//! options) that the compiler caches by.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use zapspec_grammar::{Grammar as Ir, Symbol, Terminal, JSON_GBNF};
+use zapspec_jsonschema::{
+    compile_json_schema, JsonSchemaOptions, OneOfMode, PropertyOrder, UnknownFormats,
+    UnknownKeywords, Whitespace, EARLEY_MAX_REGEX_REPEAT,
+};
+
+use crate::errors::{grammar_error, guard, kind, raise, schema_error, Fields};
+
+/// A grammar and the text it was made from.
+#[derive(Debug)]
+pub(crate) struct GrammarInner {
+    /// The grammar IR the engine compiles.
+    pub ir: Ir,
+    /// What the compiler's cache is keyed by: the kind, the source text
+    /// (a schema canonicalised by `serde_json`) and the options.
+    pub key: String,
+}
+
+/// A grammar: build it with one of the static constructors, compile it for
+/// a tokenizer with `GrammarCompiler.compile_grammar`. `str(grammar)` is
+/// its GBNF.
+#[pyclass(frozen, module = "zapspec")]
+pub struct Grammar {
+    pub(crate) inner: Arc<GrammarInner>,
+}
+
+/// The options of [`JsonSchemaOptions`] and XGrammar's
+/// `compile_json_schema` keywords, read from a keyword dict: every field
+/// of the Rust compiler is reachable. Unknown keywords are a `TypeError`.
+pub(crate) fn schema_options(
+    py: Python<'_>,
+    kw: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(JsonSchemaOptions, String)> {
+    let mut o = JsonSchemaOptions {
+        // the engine builds any count in constant space (see the crate docs
+        // of zapspec-jsonschema): no block boundaries inside strings
+        max_regex_repeat: EARLEY_MAX_REGEX_REPEAT,
+        // XGrammar's strict_mode=True default
+        closed_objects: true,
+        ..JsonSchemaOptions::default()
+    };
+    let mut any_whitespace = false;
+    let mut indent: Option<i64> = None;
+    let mut separators: Option<(String, String)> = None;
+    let mut max_ws: Option<usize> = None;
+    let bad = |k: &str, why: &str| raise(py, "SchemaError", format!("option {k}: {why}"), kind("option"));
+    if let Some(kw) = kw {
+        for (k, v) in kw.iter() {
+            let k: String = k.extract()?;
+            match k.as_str() {
+                "any_whitespace" => any_whitespace = v.extract()?,
+                "indent" => indent = v.extract()?,
+                "separators" => separators = v.extract()?,
+                "max_whitespace_cnt" => max_ws = v.extract()?,
+                "strict_mode" => o.closed_objects = v.extract()?,
+                "any_order" => {
+                    o.property_order = if v.extract()? {
+                        PropertyOrder::Any
+                    } else {
+                        PropertyOrder::Schema
+                    }
+                }
+                "one_of" => {
+                    o.one_of = match v.extract::<String>()?.as_str() {
+                        "require_disjoint" => OneOfMode::RequireDisjoint,
+                        "as_any_of" => OneOfMode::AsAnyOf,
+                        _ => return Err(bad(&k, "expected 'require_disjoint' or 'as_any_of'")),
+                    }
+                }
+                "unknown_keywords" => {
+                    o.unknown_keywords = match v.extract::<String>()?.as_str() {
+                        "ignore" => UnknownKeywords::Ignore,
+                        "reject" | "refuse" => UnknownKeywords::Reject,
+                        _ => return Err(bad(&k, "expected 'ignore' or 'reject'")),
+                    }
+                }
+                "unknown_formats" => {
+                    o.unknown_formats = match v.extract::<String>()?.as_str() {
+                        "annotation" => UnknownFormats::Annotation,
+                        "refuse" => UnknownFormats::Refuse,
+                        _ => return Err(bad(&k, "expected 'annotation' or 'refuse'")),
+                    }
+                }
+                "lenient_formats" => o.lenient_formats = v.extract()?,
+                "openapi_nullable" => o.openapi_nullable = v.extract()?,
+                "intersections" => o.intersections = v.extract()?,
+                "string_blocks" => o.string_blocks = v.extract()?,
+                "max_branches" => o.max_branches = v.extract()?,
+                "max_nonterminals" => o.max_nonterminals = v.extract()?,
+                "max_counted_items" => o.max_counted_items = v.extract()?,
+                "max_regex_repeat" => o.max_regex_repeat = v.extract()?,
+                "max_depth" => o.max_depth = v.extract()?,
+                "max_json_depth" => o.max_json_depth = v.extract()?,
+                "max_unique_values" => o.max_unique_values = v.extract()?,
+                "max_unique_states" => o.max_unique_states = v.extract()?,
+                "max_any_order_properties" => o.max_any_order_properties = v.extract()?,
+                "time_budget_s" => {
+                    let s: f64 = v.extract()?;
+                    if !(s.is_finite() && s > 0.0) {
+                        return Err(bad(&k, "must be a positive number of seconds"));
+                    }
+                    o.time_budget = std::time::Duration::from_secs_f64(s);
+                }
+                _ => {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "unexpected keyword argument '{k}' for a JSON Schema grammar"
+                    )))
+                }
+            }
+        }
+    }
+    if indent.is_some() {
+        return Err(raise(
+            py,
+            "SchemaError",
+            "indent is not supported: zapspec writes JSON on one line (use separators, or any_whitespace=True)",
+            kind("option"),
+        ));
+    }
+    o.whitespace = if any_whitespace {
+        // XGrammar: no bound unless max_whitespace_cnt is given
+        Whitespace::Flexible {
+            max_ws: max_ws.unwrap_or(usize::MAX),
+        }
+    } else {
+        // XGrammar's convention (Python's json.dumps): ", " and ": " when
+        // no separators are given
+        let (item, key) = separators.unwrap_or_else(|| (", ".into(), ": ".into()));
+        if item == "," && key == ":" {
+            Whitespace::Compact
+        } else {
+            Whitespace::Separators {
+                item_separator: item,
+                key_separator: key,
+            }
+        }
+    };
+    let key = format!("{o:?}");
+    Ok((o, key))
+}
+
+/// A JSON Schema argument as `serde_json`: a `str` is parsed, a Pydantic
+/// model class gives its `model_json_schema()`, anything else (a `dict`,
+/// `bool`) goes through `json.dumps`.
+pub(crate) fn schema_value(py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    let text: String = if let Ok(s) = schema.cast::<PyString>() {
+        s.extract::<String>()?
+    } else {
+        let obj = if schema.hasattr("model_json_schema")? {
+            schema.call_method0("model_json_schema")?
+        } else {
+            schema.clone()
+        };
+        py.import("json")?
+            .call_method1("dumps", (obj,))
+            .map_err(|e| {
+                raise(
+                    py,
+                    "SchemaError",
+                    format!("the schema is not JSON-serialisable: {e}"),
+                    kind("invalid json"),
+                )
+            })?
+            .extract()?
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        raise(
+            py,
+            "SchemaError",
+            format!("the schema is not valid JSON: {e}"),
+            Fields {
+                kind: Some("invalid json".into()),
+                position: Some((e.line(), e.column())),
+                ..Fields::default()
+            },
+        )
+    })
+}
+
+impl Grammar {
+    pub(crate) fn json_schema(
+        py: Python<'_>,
+        schema: &Bound<'_, PyAny>,
+        kw: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Arc<GrammarInner>> {
+        let value = schema_value(py, schema)?;
+        let (opts, okey) = schema_options(py, kw)?;
+        let ir = py
+            .detach(|| compile_json_schema(&value, &opts))
+            .map_err(|e| schema_error(py, &e))?;
+        Ok(Arc::new(GrammarInner {
+            ir,
+            key: format!("json\u{0}{value}\u{0}{okey}"),
+        }))
+    }
+
+    pub(crate) fn ebnf(py: Python<'_>, text: &str, root: &str) -> PyResult<Arc<GrammarInner>> {
+        let mut ir = Ir::from_gbnf(text).map_err(|e| grammar_error(py, &e))?;
+        match ir.nonterminal(root) {
+            Some(nt) => ir.start = nt,
+            None if root == "root" => {} // the parser's default: the first rule
+            None => {
+                return Err(raise(
+                    py,
+                    "GrammarError",
+                    format!("the grammar has no rule named {root:?} (root_rule_name)"),
+                    kind("undefined nonterminal"),
+                ))
+            }
+        }
+        Ok(Arc::new(GrammarInner {
+            ir,
+            key: format!("ebnf\u{0}{root}\u{0}{text}"),
+        }))
+    }
+
+    pub(crate) fn regex(py: Python<'_>, pattern: &str) -> PyResult<Arc<GrammarInner>> {
+        if let Err(e) = regex_syntax::Parser::new().parse(pattern) {
+            let (offset, msg) = match &e {
+                regex_syntax::Error::Parse(p) => (p.span().start.offset, p.kind().to_string()),
+                regex_syntax::Error::Translate(t) => (t.span().start.offset, t.kind().to_string()),
+                _ => (0, e.to_string()),
+            };
+            return Err(raise(
+                py,
+                "GrammarError",
+                format!("bad regex at offset {offset}: {msg}"),
+                Fields {
+                    kind: Some("regex".into()),
+                    position: Some((1, pattern[..offset.min(pattern.len())].chars().count() + 1)),
+                    ..Fields::default()
+                },
+            ));
+        }
+        let mut ir = Ir::new();
+        let root = ir.add_nonterminal("root");
+        ir.add_rule(root, vec![Symbol::T(Terminal::Regex(pattern.to_string()))]);
+        ir.start = root;
+        Ok(Arc::new(GrammarInner {
+            ir,
+            key: format!("regex\u{0}{pattern}"),
+        }))
+    }
+}
+
+#[pymethods]
+impl Grammar {
+    /// The grammar of JSON documents valid under `schema` (a `str`, a
+    /// `dict`, or a Pydantic model class). XGrammar's keywords
+    /// (`any_whitespace=False`, `indent=None` — only `None` —,
+    /// `separators=None` → `(", ", ": ")`, `strict_mode=True`: objects
+    /// without `additionalProperties` are closed, `max_whitespace_cnt`,
+    /// `any_order`) and every option of zapspec's compiler (`one_of`,
+    /// `lenient_formats`, `unknown_formats`, `unknown_keywords`,
+    /// `openapi_nullable`, `intersections`, `string_blocks`,
+    /// `max_branches`, `max_nonterminals`, `max_counted_items`,
+    /// `max_regex_repeat`, `max_depth`, `max_json_depth`,
+    /// `max_unique_values`, `max_unique_states`,
+    /// `max_any_order_properties`, `time_budget_s`). A schema the compiler
+    /// cannot enforce exactly is refused with `zapspec.SchemaError`
+    /// (`kind`, `pointer`), never loosened silently.
+    #[staticmethod]
+    #[pyo3(signature = (schema, **kwargs))]
+    fn from_json_schema(
+        py: Python<'_>,
+        schema: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            Ok(Grammar {
+                inner: Self::json_schema(py, schema, kwargs)?,
+            })
+        })
+    }
+
+    /// A grammar in GBNF (llama.cpp's format, as XGrammar reads it), with
+    /// `/regex/` terminals as an extension. The start rule is
+    /// `root_rule_name`.
+    #[staticmethod]
+    #[pyo3(signature = (ebnf_string, *, root_rule_name = "root"))]
+    fn from_ebnf(py: Python<'_>, ebnf_string: &str, root_rule_name: &str) -> PyResult<Self> {
+        guard(|| {
+            Ok(Grammar {
+                inner: Self::ebnf(py, ebnf_string, root_rule_name)?,
+            })
+        })
+    }
+
+    /// The strings fully matched by `regex` (Rust `regex` syntax, Unicode).
+    #[staticmethod]
+    fn from_regex(py: Python<'_>, regex_string: &str) -> PyResult<Self> {
+        guard(|| {
+            Ok(Grammar {
+                inner: Self::regex(py, regex_string)?,
+            })
+        })
+    }
+
+    /// Any JSON document (RFC 8259), with any whitespace between tokens.
+    #[staticmethod]
+    fn builtin_json_grammar(py: Python<'_>) -> PyResult<Self> {
+        guard(|| {
+            Ok(Grammar {
+                inner: Self::ebnf(py, JSON_GBNF, "root")?,
+            })
+        })
+    }
+
+    /// The grammar in GBNF.
+    fn __str__(&self) -> String {
+        self.inner.ir.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.inner.ir.stats();
+        format!(
+            "Grammar(nonterminals={}, rules={}, terminals={})",
+            s.nonterminals, s.rules, s.terminals
+        )
+    }
+}

@@ -1,0 +1,604 @@
+//! `GrammarMatcher`: the parser state of one sequence (XGrammar's
+//! semantics), and the batch bitmask fill.
+//!
+//! Stop tokens: the engine knows one end-of-sequence token (its
+//! vocabulary's EOS) and sets its bit when the grammar accepts. Here that
+//! bit becomes the bits of every stop token of the matcher, and accepting
+//! any stop token while the grammar accepts ends the sequence (the engine
+//! consumes its EOS; `rollback(1)` undoes it).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use numpy::PyUntypedArrayMethods;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+use rayon::prelude::*;
+
+use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
+use zapspec_earley::{EarleyError, EarleyMatcher};
+
+use crate::bitmask::{as_int32_array, borrow_rows, check_cols, rows_cols, write_row};
+use crate::compiler::{CompiledGrammar, CompiledInner};
+use crate::errors::{earley_error, guard, kind, raise};
+
+/// Most bytes `find_jump_forward_string` looks ahead.
+const MAX_JUMP_FORWARD: usize = 4096;
+
+/// The mutable part of a matcher.
+pub(crate) struct State {
+    m: EarleyMatcher,
+    scratch: TokenSet,
+}
+
+/// Matches one sequence against a compiled grammar: fills the next
+/// token's bitmask, accepts tokens, rolls back, forks. Thread-safe: its
+/// state is behind a lock, and filling a bitmask releases the GIL.
+#[pyclass(frozen, module = "zapspec")]
+pub struct GrammarMatcher {
+    c: Arc<CompiledInner>,
+    stop: Arc<[TokenId]>,
+    max_rollback: Option<usize>,
+    st: Mutex<State>,
+}
+
+impl GrammarMatcher {
+    /// The state, locked. Never blocks while holding the GIL: a thread
+    /// that holds the lock may be waiting for the GIL (a fill releases it
+    /// while it computes), so a contended lock is awaited detached.
+    fn lock(&self, py: Python<'_>) -> MutexGuard<'_, State> {
+        loop {
+            match self.st.try_lock() {
+                Ok(g) => return g,
+                Err(std::sync::TryLockError::Poisoned(e)) => return e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => py.detach(|| {
+                    drop(self.st.lock().unwrap_or_else(|e| e.into_inner()));
+                }),
+            }
+        }
+    }
+
+    fn vs(&self) -> usize {
+        self.c.tok.vocab_size
+    }
+
+    fn eos(&self) -> TokenId {
+        self.c.tok.vocab.eos()
+    }
+
+    fn fresh(&self, m: EarleyMatcher) -> Self {
+        let n = self.c.tok.vocab.len();
+        GrammarMatcher {
+            c: self.c.clone(),
+            stop: self.stop.clone(),
+            max_rollback: self.max_rollback,
+            st: Mutex::new(State {
+                m,
+                scratch: TokenSet::new(n),
+            }),
+        }
+    }
+
+    /// A token id as the vocabulary's, or `InvalidTokenError`.
+    fn token(&self, py: Python<'_>, id: i64) -> PyResult<TokenId> {
+        if id < 0 || id as u64 >= self.vs() as u64 {
+            return Err(raise(
+                py,
+                "InvalidTokenError",
+                format!("token id {id} is outside the vocabulary (0..{})", self.vs()),
+                kind("token id"),
+            ));
+        }
+        Ok(id as TokenId)
+    }
+
+    /// [`Self::accept_token`] on a locked state; `Err` only for a limit.
+    fn accept(&self, st: &mut State, t: TokenId) -> Result<bool, EarleyError> {
+        let m = &mut st.m;
+        if m.is_finished() {
+            return Ok(false);
+        }
+        if self.stop.contains(&t) && m.is_accepting() {
+            let eos = self.eos();
+            return Ok(m.advance(eos).is_ok());
+        }
+        let v = self.c.tok.vocab.clone();
+        if t as usize >= v.len() || v.is_special(t) {
+            return Ok(false);
+        }
+        match m.try_advance(t) {
+            Ok(()) => Ok(true),
+            Err(EarleyError::Rejected(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Fills `row` for the locked state (GIL released by the caller).
+    fn fill(&self, st: &mut State, row: &mut [i32]) -> bool {
+        let (vs, eos) = (self.vs(), self.eos());
+        let State { m, scratch } = st;
+        m.with_mask(scratch, |set| write_row(set, row, vs, eos, &self.stop))
+    }
+}
+
+fn terminated(py: Python<'_>) -> PyErr {
+    raise(
+        py,
+        "MatcherTerminatedError",
+        "the matcher has accepted a stop token: no next token to mask (rollback or reset it)",
+        kind("terminated"),
+    )
+}
+
+#[pymethods]
+impl GrammarMatcher {
+    /// A matcher at the start of `compiled_grammar`'s language.
+    /// `override_stop_tokens`: the tokens that end the sequence (default:
+    /// the tokenizer's); `max_rollback_tokens`: -1 for no bound (the
+    /// default), else the most tokens one `rollback` may undo.
+    #[new]
+    #[pyo3(signature = (compiled_grammar, *, override_stop_tokens = None, max_rollback_tokens = -1))]
+    fn new(
+        py: Python<'_>,
+        compiled_grammar: &CompiledGrammar,
+        override_stop_tokens: Option<&Bound<'_, PyAny>>,
+        max_rollback_tokens: i64,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let c = compiled_grammar.inner.clone();
+            let stop: Vec<TokenId> = match override_stop_tokens {
+                None => c.tok.stop.clone(),
+                Some(o) => {
+                    let ids: Vec<i64> = match o.extract::<i64>() {
+                        Ok(i) => vec![i],
+                        Err(_) => o.extract()?,
+                    };
+                    if ids.is_empty() {
+                        return Err(raise(py, "InvalidTokenError", "override_stop_tokens is empty", kind("stop token")));
+                    }
+                    let mut out = Vec::new();
+                    for id in ids {
+                        if id < 0 || id as u64 >= c.tok.vocab_size as u64 {
+                            return Err(raise(
+                                py,
+                                "InvalidTokenError",
+                                format!("stop token {id} is outside the vocabulary (0..{})", c.tok.vocab_size),
+                                kind("token id"),
+                            ));
+                        }
+                        out.push(id as TokenId);
+                    }
+                    out
+                }
+            };
+            let n = c.tok.vocab.len();
+            let m = c.g.matcher();
+            Ok(GrammarMatcher {
+                c,
+                stop: stop.into(),
+                max_rollback: usize::try_from(max_rollback_tokens).ok(),
+                st: Mutex::new(State {
+                    m,
+                    scratch: TokenSet::new(n),
+                }),
+            })
+        })
+    }
+
+    /// Writes the next token's mask into row `index` of `bitmask` (an
+    /// int32 numpy array or CPU torch tensor of `ceil(vocab_size / 32)`
+    /// words per row; 1-D means one row). Returns whether the mask bans
+    /// some token (XGrammar's `need_apply`). Does not change the state;
+    /// releases the GIL. On a terminated matcher:
+    /// `zapspec.MatcherTerminatedError`.
+    #[pyo3(signature = (bitmask, index = 0))]
+    fn fill_next_token_bitmask(&self, py: Python<'_>, bitmask: &Bound<'_, PyAny>, index: i64) -> PyResult<bool> {
+        guard(|| {
+            let arr = as_int32_array(py, bitmask)?;
+            let (rows, cols) = rows_cols(&arr);
+            check_cols(py, cols, self.vs())?;
+            if index < 0 || index as usize >= rows {
+                return Err(raise(
+                    py,
+                    "BitmaskError",
+                    format!("index {index} is outside the bitmask's {rows} rows"),
+                    kind("bitmask"),
+                ));
+            }
+            let mut rw = borrow_rows(py, &arr)?;
+            let data = rw.as_slice_mut().map_err(|e| raise(py, "BitmaskError", e.to_string(), kind("bitmask")))?;
+            let row = &mut data[index as usize * cols..(index as usize + 1) * cols];
+            let mut st = self.lock(py);
+            if st.m.is_finished() {
+                return Err(terminated(py));
+            }
+            let st = &mut *st;
+            Ok(py.detach(|| self.fill(st, row)))
+        })
+    }
+
+    /// Accepts one token: `True` and the state advanced, or `False` and
+    /// the state unchanged (the token does not continue the grammar, is a
+    /// special or padding id, is a stop token before the grammar accepts,
+    /// or the matcher has terminated). A stop token while the grammar
+    /// accepts terminates the matcher. An id outside the vocabulary is
+    /// `zapspec.InvalidTokenError`; an engine limit `zapspec.LimitExceeded`.
+    fn accept_token(&self, py: Python<'_>, token_id: i64) -> PyResult<bool> {
+        guard(|| {
+            let t = self.token(py, token_id)?;
+            let mut st = self.lock(py);
+            self.accept(&mut st, t).map_err(|e| earley_error(py, &e))
+        })
+    }
+
+    /// Accepts a string (or bytes) as one step (one `rollback` undoes
+    /// it), not necessarily token-aligned. `False` and the state
+    /// unchanged when it does not continue the grammar.
+    fn accept_string(&self, py: Python<'_>, input_str: &Bound<'_, PyAny>) -> PyResult<bool> {
+        guard(|| {
+            let bytes: Vec<u8> = if let Ok(s) = input_str.cast::<PyString>() {
+                s.extract::<String>()?.into_bytes()
+            } else if let Ok(b) = input_str.cast::<PyBytes>() {
+                b.as_bytes().to_vec()
+            } else {
+                return Err(pyo3::exceptions::PyTypeError::new_err("accept_string takes str or bytes"));
+            };
+            let mut st = self.lock(py);
+            if st.m.is_finished() {
+                return Ok(false);
+            }
+            Ok(st.m.advance_bytes(&bytes))
+        })
+    }
+
+    /// Undoes the last `num_tokens` accepted tokens (a stop token and an
+    /// accepted string count as one each). More than were accepted, or
+    /// more than `max_rollback_tokens`, is `zapspec.RollbackError`.
+    #[pyo3(signature = (num_tokens = 1))]
+    fn rollback(&self, py: Python<'_>, num_tokens: i64) -> PyResult<()> {
+        guard(|| {
+            let mut st = self.lock(py);
+            let available = st.m.num_tokens();
+            let n = usize::try_from(num_tokens).map_err(|_| {
+                raise(py, "RollbackError", format!("cannot roll back {num_tokens} tokens"), kind("rollback"))
+            })?;
+            if let Some(max) = self.max_rollback.filter(|&m| n > m) {
+                return Err(raise(
+                    py,
+                    "RollbackError",
+                    format!("cannot roll back {n} tokens: max_rollback_tokens is {max}"),
+                    kind("rollback"),
+                ));
+            }
+            st.m.rollback(n).map_err(|_| {
+                raise(
+                    py,
+                    "RollbackError",
+                    format!("cannot roll back {n} tokens: only {available} were accepted"),
+                    kind("rollback"),
+                )
+            })
+        })
+    }
+
+    /// Whether a stop token was accepted (the sequence is over).
+    fn is_terminated(&self, py: Python<'_>) -> bool {
+        self.lock(py).m.is_finished()
+    }
+
+    /// Whether the text so far is a complete member of the language
+    /// (XGrammar's `is_completed`; true after termination too).
+    fn is_completed(&self, py: Python<'_>) -> bool {
+        let st = self.lock(py);
+        st.m.is_finished() || st.m.is_accepting()
+    }
+
+    /// Whether a stop token would be accepted now (complete, not
+    /// terminated).
+    fn is_accepting(&self, py: Python<'_>) -> bool {
+        self.lock(py).m.is_accepting()
+    }
+
+    /// Back to the start of the language (the compiled grammar's caches
+    /// are kept).
+    fn reset(&self, py: Python<'_>) {
+        let m = self.c.g.matcher();
+        self.lock(py).m = m;
+    }
+
+    /// An independent copy of this matcher (same grammar, copied state).
+    fn fork(&self, py: Python<'_>) -> Self {
+        let m = self.lock(py).m.clone();
+        self.fresh(m)
+    }
+
+    /// The longest string every continuation starts with (bytes the
+    /// grammar forces one by one), as text: jump-forward decoding can
+    /// append it without sampling. Cut before an incomplete UTF-8
+    /// character. Does not change the state.
+    fn find_jump_forward_string(&self, py: Python<'_>) -> String {
+        let b = self.lock(py).m.forced_bytes(MAX_JUMP_FORWARD);
+        match std::str::from_utf8(&b) {
+            Ok(s) => s.to_string(),
+            Err(e) => String::from_utf8_lossy(&b[..e.valid_up_to()]).into_owned(),
+        }
+    }
+
+    /// The forced continuation as tokens: the jump-forward string encoded
+    /// by the tokenizer, minus its last token (which could merge with the
+    /// text after it), kept as far as the grammar accepts the tokens.
+    /// Appending them changes nothing the grammar allows; whether the
+    /// model would have tokenized the text the same way is the caller's
+    /// concern (the first token may merge with the text before it —
+    /// llguidance's token-healing problem). Does not change the state.
+    fn compute_forced_tokens(&self, py: Python<'_>) -> PyResult<Vec<TokenId>> {
+        guard(|| {
+            let text = self.find_jump_forward_string(py);
+            if text.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut ids = self.c.tok.vocab.encode(&text).map_err(|e| crate::errors::vocab_error(py, &e))?;
+            ids.pop();
+            let mut fork = self.lock(py).m.clone();
+            let mut out = Vec::new();
+            for t in ids {
+                if fork.advance(t).is_err() {
+                    break;
+                }
+                out.push(t);
+            }
+            Ok(out)
+        })
+    }
+
+    /// How many of `token_ids` (a draft), from the start, the grammar
+    /// accepts in turn: what a speculative decoder may keep. Stop tokens
+    /// count as `accept_token` treats them. Does not change the state.
+    fn validate_tokens(&self, py: Python<'_>, token_ids: Vec<i64>) -> PyResult<usize> {
+        guard(|| {
+            let ids = token_ids.iter().map(|&i| self.token(py, i)).collect::<PyResult<Vec<_>>>()?;
+            let mut st = State {
+                m: self.lock(py).m.clone(),
+                scratch: TokenSet::new(0),
+            };
+            let n = py.detach(|| {
+                let mut n = 0;
+                for &t in &ids {
+                    if !matches!(self.accept(&mut st, t), Ok(true)) {
+                        break;
+                    }
+                    n += 1;
+                }
+                n
+            });
+            Ok(n)
+        })
+    }
+
+    /// Tokens accepted so far (a stop token counts).
+    #[getter]
+    fn num_tokens(&self, py: Python<'_>) -> usize {
+        self.lock(py).m.num_tokens()
+    }
+
+    /// The tokens that end the sequence.
+    #[getter]
+    fn stop_token_ids(&self) -> Vec<TokenId> {
+        self.stop.to_vec()
+    }
+
+    /// The bound on one rollback (-1: none).
+    #[getter]
+    fn max_rollback_tokens(&self) -> i64 {
+        self.max_rollback.map_or(-1, |m| m as i64)
+    }
+
+    /// The model's vocabulary size (bitmask columns: its `ceil(/32)`).
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.c.tok.vocab_size
+    }
+
+    /// For tests: the engine's own mask (`Constraint::fill_mask`, 64-bit
+    /// words over the tokenizer's ids, EOS bit = accepts), bypassing the
+    /// bitmask conversion.
+    fn _engine_mask_words(&self, py: Python<'_>) -> Vec<u64> {
+        let mut st = self.lock(py);
+        let n = self.c.tok.vocab.len();
+        let mut set = TokenSet::new(n);
+        st.m.fill_mask(&mut set);
+        set.words().to_vec()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let st = self.lock(py);
+        format!(
+            "GrammarMatcher(num_tokens={}, accepting={}, terminated={})",
+            st.m.num_tokens(),
+            st.m.is_accepting(),
+            st.m.is_finished()
+        )
+    }
+}
+
+/// Rayon pools by thread count, built once each.
+fn pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = pools.get(&threads) {
+        return Ok(p.clone());
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("zapspec-mask-{i}"))
+            .build()
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?,
+    );
+    pools.insert(threads, p.clone());
+    Ok(p)
+}
+
+/// Fills row `indices[i]` (default `i`) of `bitmask` with the next-token
+/// mask of `matchers[i]`, in parallel on up to `max_threads` threads
+/// (default: the machine's cores) with the GIL released. Equal to a loop
+/// of `fill_next_token_bitmask`. Rows must be distinct; a terminated
+/// matcher is `zapspec.MatcherTerminatedError` (no row is written then).
+#[pyfunction]
+#[pyo3(signature = (matchers, bitmask, indices = None, max_threads = None))]
+pub(crate) fn batch_fill_next_token_bitmask(
+    py: Python<'_>,
+    matchers: Vec<Bound<'_, GrammarMatcher>>,
+    bitmask: &Bound<'_, PyAny>,
+    indices: Option<Vec<i64>>,
+    max_threads: Option<usize>,
+) -> PyResult<Vec<bool>> {
+    guard(|| {
+        let arr = as_int32_array(py, bitmask)?;
+        let (rows, cols) = rows_cols(&arr);
+        let err = |m: String| raise(py, "BitmaskError", m, kind("bitmask"));
+        let idx: Vec<usize> = match indices {
+            None => (0..matchers.len()).collect(),
+            Some(v) => {
+                if v.len() != matchers.len() {
+                    return Err(err(format!(
+                        "{} indices for {} matchers",
+                        v.len(),
+                        matchers.len()
+                    )));
+                }
+                v.iter()
+                    .map(|&i| usize::try_from(i).map_err(|_| err(format!("row index {i} is negative"))))
+                    .collect::<PyResult<_>>()?
+            }
+        };
+        let mut seen = vec![false; rows];
+        for &i in &idx {
+            if i >= rows {
+                return Err(err(format!("row index {i} is outside the bitmask's {rows} rows")));
+            }
+            if std::mem::replace(&mut seen[i], true) {
+                return Err(err(format!("row index {i} appears twice")));
+            }
+        }
+        let ms: Vec<&GrammarMatcher> = matchers.iter().map(|m| m.get()).collect();
+        let mut ptrs: Vec<*const GrammarMatcher> = ms.iter().map(|&m| m as *const _).collect();
+        ptrs.sort_unstable();
+        if ptrs.windows(2).any(|w| w[0] == w[1]) {
+            return Err(err("a matcher appears twice in the batch".into()));
+        }
+        for m in &ms {
+            check_cols(py, cols, m.vs())?;
+        }
+        let mut rw = borrow_rows(py, &arr)?;
+        let data = rw.as_slice_mut().map_err(|e| err(e.to_string()))?;
+        let mut slots: Vec<Option<&mut [i32]>> = data.chunks_mut(cols.max(1)).map(Some).collect();
+        let mut jobs: Vec<(&GrammarMatcher, &mut [i32], bool)> = Vec::with_capacity(ms.len());
+        for (m, &i) in ms.iter().zip(&idx) {
+            let row = slots[i].take().ok_or_else(|| err(format!("row index {i} appears twice")))?;
+            jobs.push((m, row, false));
+        }
+        let threads = max_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .clamp(1, jobs.len().max(1));
+        // all locks first (in address order, so that two batches sharing
+        // matchers cannot wait on each other): a terminated matcher writes
+        // no row
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
+        order.sort_unstable_by_key(|&i| jobs[i].0 as *const GrammarMatcher);
+        let mut locked: Vec<Option<MutexGuard<'_, State>>> = (0..jobs.len()).map(|_| None).collect();
+        for i in order {
+            let g = jobs[i].0.lock(py);
+            if g.m.is_finished() {
+                return Err(terminated(py));
+            }
+            locked[i] = Some(g);
+        }
+        let mut guards: Vec<MutexGuard<'_, State>> = locked.into_iter().flatten().collect();
+        let mut work: Vec<(&GrammarMatcher, &mut [i32], &mut State, bool)> = jobs
+            .into_iter()
+            .zip(guards.iter_mut())
+            .map(|((m, row, _), g)| (m, row, &mut **g, false))
+            .collect();
+        let pool = if threads > 1 { Some(pool(threads)?) } else { None };
+        py.detach(|| match pool {
+            Some(p) => p.install(|| {
+                work.par_iter_mut()
+                    .for_each(|(m, row, st, need)| *need = m.fill(st, row))
+            }),
+            None => work.iter_mut().for_each(|(m, row, st, need)| *need = m.fill(st, row)),
+        });
+        Ok(work.iter().map(|w| w.3).collect())
+    })
+}
+
+/// `logits[r, j] = -inf` where bit `j` of bitmask row `r` is 0, for the
+/// rows `indices` (default all), `j < min(logits columns, 32 · bitmask
+/// columns)`: the float32 numpy path of `apply_token_bitmask_inplace`.
+#[pyfunction]
+#[pyo3(signature = (logits, bitmask, indices = None))]
+pub(crate) fn _apply_token_bitmask_f32(
+    py: Python<'_>,
+    logits: &Bound<'_, numpy::PyArrayDyn<f32>>,
+    bitmask: &Bound<'_, PyAny>,
+    indices: Option<Vec<i64>>,
+) -> PyResult<()> {
+    guard(|| {
+        use numpy::PyArrayMethods;
+        let err = |m: String| raise(py, "BitmaskError", m, kind("bitmask"));
+        let arr = as_int32_array(py, bitmask)?;
+        let (brows, bcols) = rows_cols(&arr);
+        let shape = logits.shape().to_vec();
+        let (lrows, lcols) = match shape.len() {
+            1 => (1, shape[0]),
+            2 => (shape[0], shape[1]),
+            n => return Err(err(format!("logits must have 1 or 2 dimensions, not {n}"))),
+        };
+        if !logits.is_c_contiguous() {
+            return Err(err("logits must be C-contiguous".into()));
+        }
+        let rows: Vec<usize> = match indices {
+            None => {
+                if lrows != brows {
+                    return Err(err(format!("{lrows} logit rows but {brows} bitmask rows")));
+                }
+                (0..lrows).collect()
+            }
+            Some(v) => v
+                .iter()
+                .map(|&i| {
+                    usize::try_from(i)
+                        .ok()
+                        .filter(|&i| i < lrows && i < brows)
+                        .ok_or_else(|| err(format!("row index {i} is outside the logits or the bitmask")))
+                })
+                .collect::<PyResult<_>>()?,
+        };
+        let n = lcols.min(32 * bcols);
+        let b = arr.try_readonly().map_err(|e| err(e.to_string()))?;
+        let bits = b.as_slice().map_err(|e| err(e.to_string()))?;
+        let mut l = logits.try_readwrite().map_err(|e| err(e.to_string()))?;
+        let vals = l.as_slice_mut().map_err(|e| err(e.to_string()))?;
+        py.detach(|| {
+            for r in rows {
+                let brow = &bits[r * bcols..(r + 1) * bcols];
+                let lrow = &mut vals[r * lcols..r * lcols + n];
+                for (chunk, &w) in lrow.chunks_mut(32).zip(brow) {
+                    let w = w as u32;
+                    if w == u32::MAX {
+                        continue;
+                    }
+                    for (k, x) in chunk.iter_mut().enumerate() {
+                        if (w >> k) & 1 == 0 {
+                            *x = f32::NEG_INFINITY;
+                        }
+                    }
+                }
+            }
+        });
+        Ok(())
+    })
+}
