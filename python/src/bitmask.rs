@@ -8,7 +8,9 @@
 //! "the grammar accepts" with its vocabulary's EOS bit, which becomes the
 //! bits of every stop token of the tokenizer.
 
-use numpy::{PyArrayDyn, PyArrayMethods, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{
+    PyArrayDyn, PyArrayMethods, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 
 use zapspec_core::{TokenId, TokenSet};
@@ -46,7 +48,7 @@ pub(crate) fn write_row(
         };
     }
     // ids past the model's vocabulary (a tokenizer larger than the model)
-    if vocab_size % 32 != 0 && n > 0 {
+    if !vocab_size.is_multiple_of(32) && n > 0 {
         row[n - 1] &= ((1u64 << (vocab_size % 32)) - 1) as u32 as i32;
     }
     let accepts = set.contains(eos);
@@ -113,7 +115,9 @@ pub(crate) fn as_int32_array<'py>(
     };
     let nd = typed.ndim();
     if nd != 1 && nd != 2 {
-        return Err(err(format!("the bitmask must have 1 or 2 dimensions, not {nd}")));
+        return Err(err(format!(
+            "the bitmask must have 1 or 2 dimensions, not {nd}"
+        )));
     }
     if !typed.is_c_contiguous() {
         return Err(err("the bitmask must be C-contiguous".into()));

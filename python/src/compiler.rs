@@ -8,7 +8,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use zapspec_earley::{CompiledGrammar as EarleyGrammar, Engine, EngineConfig, IndexConfig, VocabIndex};
+use zapspec_earley::{
+    CompiledGrammar as EarleyGrammar, Engine, EngineConfig, IndexConfig, VocabIndex,
+};
 use zapspec_jsonschema::compile_json_schema;
 
 use crate::errors::{earley_error, guard, kind, raise, schema_error};
@@ -94,7 +96,12 @@ impl Cache {
         if let Some(limit) = limit {
             while self.bytes > limit && self.map.len() > 1 {
                 // O(entries) per eviction: caches hold hundreds of grammars
-                let Some(oldest) = self.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone()) else {
+                let Some(oldest) = self
+                    .map
+                    .iter()
+                    .min_by_key(|(_, (_, t))| *t)
+                    .map(|(k, _)| k.clone())
+                else {
                     break;
                 };
                 if let Some((c, _)) = self.map.remove(&oldest) {
@@ -194,7 +201,12 @@ impl GrammarCompiler {
     ) -> PyResult<Self> {
         guard(|| {
             if max_threads == 0 {
-                return Err(raise(py, "GrammarError", "max_threads must be at least 1", kind("option")));
+                return Err(raise(
+                    py,
+                    "GrammarError",
+                    "max_threads must be at least 1",
+                    kind("option"),
+                ));
             }
             let tok = tokenizer_info.inner.clone();
             let mut ic = IndexConfig::default();

@@ -40,9 +40,8 @@ static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 pub(crate) fn raise(py: Python<'_>, class: &str, message: impl Into<String>, f: Fields) -> PyErr {
     let message = message.into();
     let build = || -> PyResult<PyErr> {
-        let module = ERRORS.get_or_try_init(py, || {
-            py.import("zapspec.errors").map(|m| m.unbind())
-        })?;
+        let module =
+            ERRORS.get_or_try_init(py, || py.import("zapspec.errors").map(|m| m.unbind()))?;
         let cls = module.bind(py).getattr(class)?;
         let kw = PyDict::new(py);
         kw.set_item("kind", f.kind.clone())?;

@@ -53,7 +53,14 @@ pub(crate) fn schema_options(
     let mut indent: Option<i64> = None;
     let mut separators: Option<(String, String)> = None;
     let mut max_ws: Option<usize> = None;
-    let bad = |k: &str, why: &str| raise(py, "SchemaError", format!("option {k}: {why}"), kind("option"));
+    let bad = |k: &str, why: &str| {
+        raise(
+            py,
+            "SchemaError",
+            format!("option {k}: {why}"),
+            kind("option"),
+        )
+    };
     if let Some(kw) = kw {
         for (k, v) in kw.iter() {
             let k: String = k.extract()?;
@@ -152,7 +159,10 @@ pub(crate) fn schema_options(
 /// A JSON Schema argument as `serde_json`: a `str` is parsed, a Pydantic
 /// model class gives its `model_json_schema()`, anything else (a `dict`,
 /// `bool`) goes through `json.dumps`.
-pub(crate) fn schema_value(py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+pub(crate) fn schema_value(
+    py: Python<'_>,
+    schema: &Bound<'_, PyAny>,
+) -> PyResult<serde_json::Value> {
     let text: String = if let Ok(s) = schema.cast::<PyString>() {
         s.extract::<String>()?
     } else {

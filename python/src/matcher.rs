@@ -154,7 +154,12 @@ impl GrammarMatcher {
                         Err(_) => o.extract()?,
                     };
                     if ids.is_empty() {
-                        return Err(raise(py, "InvalidTokenError", "override_stop_tokens is empty", kind("stop token")));
+                        return Err(raise(
+                            py,
+                            "InvalidTokenError",
+                            "override_stop_tokens is empty",
+                            kind("stop token"),
+                        ));
                     }
                     let mut out = Vec::new();
                     for id in ids {
@@ -162,7 +167,10 @@ impl GrammarMatcher {
                             return Err(raise(
                                 py,
                                 "InvalidTokenError",
-                                format!("stop token {id} is outside the vocabulary (0..{})", c.tok.vocab_size),
+                                format!(
+                                    "stop token {id} is outside the vocabulary (0..{})",
+                                    c.tok.vocab_size
+                                ),
                                 kind("token id"),
                             ));
                         }
@@ -192,7 +200,12 @@ impl GrammarMatcher {
     /// releases the GIL. On a terminated matcher:
     /// `zapspec.MatcherTerminatedError`.
     #[pyo3(signature = (bitmask, index = 0))]
-    fn fill_next_token_bitmask(&self, py: Python<'_>, bitmask: &Bound<'_, PyAny>, index: i64) -> PyResult<bool> {
+    fn fill_next_token_bitmask(
+        &self,
+        py: Python<'_>,
+        bitmask: &Bound<'_, PyAny>,
+        index: i64,
+    ) -> PyResult<bool> {
         guard(|| {
             let arr = as_int32_array(py, bitmask)?;
             let (rows, cols) = rows_cols(&arr);
@@ -206,7 +219,9 @@ impl GrammarMatcher {
                 ));
             }
             let mut rw = borrow_rows(py, &arr)?;
-            let data = rw.as_slice_mut().map_err(|e| raise(py, "BitmaskError", e.to_string(), kind("bitmask")))?;
+            let data = rw
+                .as_slice_mut()
+                .map_err(|e| raise(py, "BitmaskError", e.to_string(), kind("bitmask")))?;
             let row = &mut data[index as usize * cols..(index as usize + 1) * cols];
             let mut st = self.lock(py);
             if st.m.is_finished() {
@@ -241,7 +256,9 @@ impl GrammarMatcher {
             } else if let Ok(b) = input_str.cast::<PyBytes>() {
                 b.as_bytes().to_vec()
             } else {
-                return Err(pyo3::exceptions::PyTypeError::new_err("accept_string takes str or bytes"));
+                return Err(pyo3::exceptions::PyTypeError::new_err(
+                    "accept_string takes str or bytes",
+                ));
             };
             let mut st = self.lock(py);
             if st.m.is_finished() {
@@ -260,7 +277,12 @@ impl GrammarMatcher {
             let mut st = self.lock(py);
             let available = st.m.num_tokens();
             let n = usize::try_from(num_tokens).map_err(|_| {
-                raise(py, "RollbackError", format!("cannot roll back {num_tokens} tokens"), kind("rollback"))
+                raise(
+                    py,
+                    "RollbackError",
+                    format!("cannot roll back {num_tokens} tokens"),
+                    kind("rollback"),
+                )
             })?;
             if let Some(max) = self.max_rollback.filter(|&m| n > m) {
                 return Err(raise(
@@ -337,7 +359,12 @@ impl GrammarMatcher {
             if text.is_empty() {
                 return Ok(Vec::new());
             }
-            let mut ids = self.c.tok.vocab.encode(&text).map_err(|e| crate::errors::vocab_error(py, &e))?;
+            let mut ids = self
+                .c
+                .tok
+                .vocab
+                .encode(&text)
+                .map_err(|e| crate::errors::vocab_error(py, &e))?;
             ids.pop();
             let mut fork = self.lock(py).m.clone();
             let mut out = Vec::new();
@@ -356,7 +383,10 @@ impl GrammarMatcher {
     /// count as `accept_token` treats them. Does not change the state.
     fn validate_tokens(&self, py: Python<'_>, token_ids: Vec<i64>) -> PyResult<usize> {
         guard(|| {
-            let ids = token_ids.iter().map(|&i| self.token(py, i)).collect::<PyResult<Vec<_>>>()?;
+            let ids = token_ids
+                .iter()
+                .map(|&i| self.token(py, i))
+                .collect::<PyResult<Vec<_>>>()?;
             let mut st = State {
                 m: self.lock(py).m.clone(),
                 scratch: TokenSet::new(0),
@@ -471,14 +501,18 @@ pub(crate) fn batch_fill_next_token_bitmask(
                     )));
                 }
                 v.iter()
-                    .map(|&i| usize::try_from(i).map_err(|_| err(format!("row index {i} is negative"))))
+                    .map(|&i| {
+                        usize::try_from(i).map_err(|_| err(format!("row index {i} is negative")))
+                    })
                     .collect::<PyResult<_>>()?
             }
         };
         let mut seen = vec![false; rows];
         for &i in &idx {
             if i >= rows {
-                return Err(err(format!("row index {i} is outside the bitmask's {rows} rows")));
+                return Err(err(format!(
+                    "row index {i} is outside the bitmask's {rows} rows"
+                )));
             }
             if std::mem::replace(&mut seen[i], true) {
                 return Err(err(format!("row index {i} appears twice")));
@@ -498,7 +532,9 @@ pub(crate) fn batch_fill_next_token_bitmask(
         let mut slots: Vec<Option<&mut [i32]>> = data.chunks_mut(cols.max(1)).map(Some).collect();
         let mut jobs: Vec<(&GrammarMatcher, &mut [i32], bool)> = Vec::with_capacity(ms.len());
         for (m, &i) in ms.iter().zip(&idx) {
-            let row = slots[i].take().ok_or_else(|| err(format!("row index {i} appears twice")))?;
+            let row = slots[i]
+                .take()
+                .ok_or_else(|| err(format!("row index {i} appears twice")))?;
             jobs.push((m, row, false));
         }
         let threads = max_threads
@@ -509,7 +545,8 @@ pub(crate) fn batch_fill_next_token_bitmask(
         // no row
         let mut order: Vec<usize> = (0..jobs.len()).collect();
         order.sort_unstable_by_key(|&i| jobs[i].0 as *const GrammarMatcher);
-        let mut locked: Vec<Option<MutexGuard<'_, State>>> = (0..jobs.len()).map(|_| None).collect();
+        let mut locked: Vec<Option<MutexGuard<'_, State>>> =
+            (0..jobs.len()).map(|_| None).collect();
         for i in order {
             let g = jobs[i].0.lock(py);
             if g.m.is_finished() {
@@ -523,13 +560,19 @@ pub(crate) fn batch_fill_next_token_bitmask(
             .zip(guards.iter_mut())
             .map(|((m, row, _), g)| (m, row, &mut **g, false))
             .collect();
-        let pool = if threads > 1 { Some(pool(threads)?) } else { None };
+        let pool = if threads > 1 {
+            Some(pool(threads)?)
+        } else {
+            None
+        };
         py.detach(|| match pool {
             Some(p) => p.install(|| {
                 work.par_iter_mut()
                     .for_each(|(m, row, st, need)| *need = m.fill(st, row))
             }),
-            None => work.iter_mut().for_each(|(m, row, st, need)| *need = m.fill(st, row)),
+            None => work
+                .iter_mut()
+                .for_each(|(m, row, st, need)| *need = m.fill(st, row)),
         });
         Ok(work.iter().map(|w| w.3).collect())
     })
@@ -573,7 +616,11 @@ pub(crate) fn _apply_token_bitmask_f32(
                     usize::try_from(i)
                         .ok()
                         .filter(|&i| i < lrows && i < brows)
-                        .ok_or_else(|| err(format!("row index {i} is outside the logits or the bitmask")))
+                        .ok_or_else(|| {
+                            err(format!(
+                                "row index {i} is outside the logits or the bitmask"
+                            ))
+                        })
                 })
                 .collect::<PyResult<_>>()?,
         };

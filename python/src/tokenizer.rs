@@ -48,7 +48,12 @@ impl TokInner {
         let n = vocab.len();
         let vocab_size = vocab_size.unwrap_or(n);
         if vocab_size == 0 {
-            return Err(raise(py, "TokenizerError", "vocab_size must be positive", kind("vocab size")));
+            return Err(raise(
+                py,
+                "TokenizerError",
+                "vocab_size must be positive",
+                kind("vocab size"),
+            ));
         }
         let stop: Vec<TokenId> = match stop {
             Some(ids) => {
@@ -58,7 +63,9 @@ impl TokInner {
                         return Err(raise(
                             py,
                             "TokenizerError",
-                            format!("stop token id {id} is outside the vocabulary (size {vocab_size})"),
+                            format!(
+                                "stop token id {id} is outside the vocabulary (size {vocab_size})"
+                            ),
                             kind("stop token"),
                         ));
                     }
@@ -76,7 +83,12 @@ impl TokInner {
         stop.sort_unstable();
         stop.dedup();
         if stop.is_empty() {
-            return Err(raise(py, "TokenizerError", "stop_token_ids must not be empty", kind("stop token")));
+            return Err(raise(
+                py,
+                "TokenizerError",
+                "stop_token_ids must not be empty",
+                kind("stop token"),
+            ));
         }
         Ok(TokInner {
             vocab: Arc::new(vocab),
@@ -167,7 +179,9 @@ impl TokenizerInfo {
                         raise(
                             py,
                             "TokenizerError",
-                            format!("token {i} ({s:?}) has a character outside the byte-level alphabet"),
+                            format!(
+                                "token {i} ({s:?}) has a character outside the byte-level alphabet"
+                            ),
                             kind("format"),
                         )
                     })?
@@ -182,7 +196,12 @@ impl TokenizerInfo {
                 tokens.push(bytes);
             }
             if tokens.is_empty() {
-                return Err(raise(py, "TokenizerError", "encoded_vocab is empty", kind("format")));
+                return Err(raise(
+                    py,
+                    "TokenizerError",
+                    "encoded_vocab is empty",
+                    kind("format"),
+                ));
             }
             let n = tokens.len();
             let mut special: Vec<TokenId> = Vec::new();
@@ -198,8 +217,15 @@ impl TokenizerInfo {
                 special.push(id as TokenId);
             }
             let stops: Vec<TokenId> = match &stop_token_ids {
-                Some(ids) => ids.iter().filter(|&&i| i >= 0 && (i as usize) < n).map(|&i| i as TokenId).collect(),
-                None => STOP_NAMES.iter().filter_map(|s| names.get(*s).copied()).collect(),
+                Some(ids) => ids
+                    .iter()
+                    .filter(|&&i| i >= 0 && (i as usize) < n)
+                    .map(|&i| i as TokenId)
+                    .collect(),
+                None => STOP_NAMES
+                    .iter()
+                    .filter_map(|s| names.get(*s).copied())
+                    .collect(),
             };
             let Some(&eos) = stops.first() else {
                 return Err(raise(
@@ -265,18 +291,26 @@ impl TokenizerInfo {
                 .and_then(|n| n.extract::<String>())
                 .unwrap_or_else(|_| "huggingface".to_string());
             let vocab = py
-                .detach(|| TokenVocab::from_hf_tokenizer_str(&json, "tokenizer object", &name, None))
+                .detach(|| {
+                    TokenVocab::from_hf_tokenizer_str(&json, "tokenizer object", &name, None)
+                })
                 .or_else(|e| {
                     // no conventional EOS name: take the tokenizer's own EOS
                     let json_v: Option<serde_json::Value> = serde_json::from_str(&json).ok();
                     let eos_name = eos_ids.first().and_then(|&id| {
                         let added = json_v.as_ref()?.get("added_tokens")?.as_array()?;
                         added.iter().find_map(|t| {
-                            (t.get("id")?.as_i64()? == id).then(|| t.get("content")?.as_str().map(str::to_string))?
+                            (t.get("id")?.as_i64()? == id)
+                                .then(|| t.get("content")?.as_str().map(str::to_string))?
                         })
                     });
                     match eos_name {
-                        Some(n) => TokenVocab::from_hf_tokenizer_str(&json, "tokenizer object", &name, Some(&n)),
+                        Some(n) => TokenVocab::from_hf_tokenizer_str(
+                            &json,
+                            "tokenizer object",
+                            &name,
+                            Some(&n),
+                        ),
                         None => Err(e),
                     }
                 })
@@ -302,7 +336,12 @@ impl TokenizerInfo {
     ) -> PyResult<Self> {
         guard(|| {
             let text = std::fs::read_to_string(&path).map_err(|e| {
-                raise(py, "TokenizerError", format!("cannot read {}: {e}", path.display()), kind("io"))
+                raise(
+                    py,
+                    "TokenizerError",
+                    format!("cannot read {}: {e}", path.display()),
+                    kind("io"),
+                )
             })?;
             let vocab = py
                 .detach(|| {
@@ -317,7 +356,13 @@ impl TokenizerInfo {
             let ids = stop_name_ids(&text);
             let extra = detect_stops(&vocab, |s| ids.get(s).copied());
             Ok(TokenizerInfo {
-                inner: Arc::new(TokInner::new(py, vocab, vocab_size, stop_token_ids, &extra)?),
+                inner: Arc::new(TokInner::new(
+                    py,
+                    vocab,
+                    vocab_size,
+                    stop_token_ids,
+                    &extra,
+                )?),
             })
         })
     }
@@ -339,7 +384,13 @@ impl TokenizerInfo {
                 .map_err(|e| vocab_error(py, &e))?;
             let extra = detect_stops(&vocab, |s| info.control.get(s).copied());
             Ok(TokenizerInfo {
-                inner: Arc::new(TokInner::new(py, vocab, vocab_size, stop_token_ids, &extra)?),
+                inner: Arc::new(TokInner::new(
+                    py,
+                    vocab,
+                    vocab_size,
+                    stop_token_ids,
+                    &extra,
+                )?),
             })
         })
     }
@@ -387,7 +438,9 @@ impl TokenizerInfo {
     #[getter]
     fn special_token_ids(&self) -> Vec<TokenId> {
         let v = &self.inner.vocab;
-        (0..v.len() as TokenId).filter(|&t| v.is_special(t)).collect()
+        (0..v.len() as TokenId)
+            .filter(|&t| v.is_special(t))
+            .collect()
     }
 
     /// The exact bytes of every token id of the tokenizer (special tokens
@@ -395,7 +448,10 @@ impl TokenizerInfo {
     #[getter]
     fn decoded_vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let v = &self.inner.vocab;
-        PyList::new(py, (0..v.len() as TokenId).map(|t| PyBytes::new(py, v.token_bytes(t))))
+        PyList::new(
+            py,
+            (0..v.len() as TokenId).map(|t| PyBytes::new(py, v.token_bytes(t))),
+        )
     }
 
     /// Name of the tokenizer (file stem, BPE name, model path).
@@ -407,7 +463,12 @@ impl TokenizerInfo {
     /// The ids of `text` (ordinary tokens; special-token text is not
     /// special), with the tokenizer's own encoder.
     fn encode(&self, py: Python<'_>, text: &str) -> PyResult<Vec<TokenId>> {
-        guard(|| self.inner.vocab.encode(text).map_err(|e| vocab_error(py, &e)))
+        guard(|| {
+            self.inner
+                .vocab
+                .encode(text)
+                .map_err(|e| vocab_error(py, &e))
+        })
     }
 
     /// The concatenated bytes of `ids` (special tokens add nothing).
@@ -441,11 +502,14 @@ fn stop_name_ids(json: &str) -> std::collections::HashMap<&'static str, TokenId>
         return out;
     };
     for &s in STOP_NAMES {
-        let added = v.get("added_tokens").and_then(|a| a.as_array()).and_then(|a| {
-            a.iter().find_map(|t| {
-                (t.get("content")?.as_str()? == s).then(|| t.get("id")?.as_u64())?
-            })
-        });
+        let added = v
+            .get("added_tokens")
+            .and_then(|a| a.as_array())
+            .and_then(|a| {
+                a.iter().find_map(|t| {
+                    (t.get("content")?.as_str()? == s).then(|| t.get("id")?.as_u64())?
+                })
+            });
         let id = added.or_else(|| v.get("model")?.get("vocab")?.get(s)?.as_u64());
         if let Some(id) = id {
             out.insert(s, id as TokenId);

@@ -318,7 +318,7 @@ impl TokenVocab {
     ) -> Result<Self, VocabError> {
         let p = source.to_string();
         let json: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| VocabError::Format {
+            serde_json::from_str(text).map_err(|e| VocabError::Format {
                 path: p.clone(),
                 reason: e.to_string(),
             })?;
