@@ -440,6 +440,29 @@ impl GrammarMatcher {
         set.words().to_vec()
     }
 
+    /// For benchmarks: `repeats` timings (ns, measured in Rust) at the
+    /// current state of (a) the engine's own `Constraint::fill_mask` into
+    /// a `TokenSet` — the call a Rust user makes — and (b) this package's
+    /// fill of a bitmask row (the lent mask converted into the row),
+    /// without Python in either.
+    fn _time_fills(&self, py: Python<'_>, repeats: usize) -> (Vec<u64>, Vec<u64>) {
+        let mut st = self.lock(py);
+        let n = self.c.tok.vocab.len();
+        let mut set = TokenSet::new(n);
+        let mut row = vec![0i32; crate::bitmask::words_per_row(self.vs())];
+        let mut engine = Vec::with_capacity(repeats);
+        let mut package = Vec::with_capacity(repeats);
+        for _ in 0..repeats {
+            let t = std::time::Instant::now();
+            st.m.fill_mask(&mut set);
+            engine.push(t.elapsed().as_nanos() as u64);
+            let t = std::time::Instant::now();
+            self.fill(&mut st, &mut row);
+            package.push(t.elapsed().as_nanos() as u64);
+        }
+        (engine, package)
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         let st = self.lock(py);
         format!(
