@@ -657,13 +657,16 @@ pub(crate) fn _apply_token_bitmask_f32(
                 let brow = &bits[r * bcols..(r + 1) * bcols];
                 let lrow = &mut vals[r * lcols..r * lcols + n];
                 for (chunk, &w) in lrow.chunks_mut(32).zip(brow) {
-                    let w = w as u32;
-                    if w == u32::MAX {
-                        continue;
-                    }
-                    for (k, x) in chunk.iter_mut().enumerate() {
-                        if (w >> k) & 1 == 0 {
-                            *x = f32::NEG_INFINITY;
+                    match w as u32 {
+                        u32::MAX => {}
+                        // most words of a constrained mask ban all 32
+                        0 => chunk.fill(f32::NEG_INFINITY),
+                        w => {
+                            for (k, x) in chunk.iter_mut().enumerate() {
+                                if (w >> k) & 1 == 0 {
+                                    *x = f32::NEG_INFINITY;
+                                }
+                            }
                         }
                     }
                 }

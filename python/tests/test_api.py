@@ -204,3 +204,26 @@ def test_bitmask_helpers_numpy():
     assert (logits[0] == 0).all() and np.isneginf(logits[1, 64:]).all()
     zapspec.reset_token_bitmask(bm)
     assert (bm == -1).all()
+
+
+def test_bitmask_helpers_torch_equal_numpy():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    rng = np.random.default_rng(3)
+    bm = rng.integers(-(2**31), 2**31, size=(3, 4), dtype=np.int64).astype(np.int32)
+    bm[1] = -1
+    bm[2, 1] = 0
+    want = rng.normal(size=(3, 100)).astype(np.float32)
+    got = torch.from_numpy(want.copy())
+    zapspec.apply_token_bitmask_inplace(want, bm)
+    zapspec.apply_token_bitmask_inplace(got, torch.from_numpy(bm))
+    assert np.array_equal(got.numpy(), want)
+    # indices, a 1-D row, and a torch bitmask from allocate_token_bitmask
+    tb = zapspec.allocate_token_bitmask(2, 100, framework="torch")
+    assert tb.dtype == torch.int32 and tuple(tb.shape) == (2, 4)
+    tb[1, 0] = 0
+    logits = torch.zeros(2, 100)
+    zapspec.apply_token_bitmask_inplace(logits, tb, indices=[1])
+    assert torch.isneginf(logits[1, :32]).all() and (logits[0] == 0).all() and (logits[1, 32:] == 0).all()
+    row = torch.zeros(100)
+    zapspec.apply_token_bitmask_inplace(row, tb[1])
+    assert torch.isneginf(row[:32]).all() and (row[32:] == 0).all()
