@@ -604,6 +604,9 @@ pub(crate) fn batch_fill_next_token_bitmask(
 /// `logits[r, j] = -inf` where bit `j` of bitmask row `r` is 0, for the
 /// rows `indices` (default all), `j < min(logits columns, 32 · bitmask
 /// columns)`: the float32 numpy path of `apply_token_bitmask_inplace`.
+/// `logits` may be strided (llama-cpp-python hands its processors a view
+/// into its candidate array with a 12-byte stride); a contiguous row is
+/// masked word by word, a whole banned word at once.
 #[pyfunction]
 #[pyo3(signature = (logits, bitmask, indices = None))]
 pub(crate) fn _apply_token_bitmask_f32(
@@ -613,19 +616,26 @@ pub(crate) fn _apply_token_bitmask_f32(
     indices: Option<Vec<i64>>,
 ) -> PyResult<()> {
     guard(|| {
+        use numpy::ndarray::{Axis, Ix2};
         use numpy::PyArrayMethods;
         let err = |m: String| raise(py, "BitmaskError", m, kind("bitmask"));
         let arr = as_int32_array(py, bitmask)?;
         let (brows, bcols) = rows_cols(&arr);
-        let shape = logits.shape().to_vec();
-        let (lrows, lcols) = match shape.len() {
-            1 => (1, shape[0]),
-            2 => (shape[0], shape[1]),
-            n => return Err(err(format!("logits must have 1 or 2 dimensions, not {n}"))),
-        };
-        if !logits.is_c_contiguous() {
-            return Err(err("logits must be C-contiguous".into()));
+        let nd = logits.ndim();
+        if nd != 1 && nd != 2 {
+            return Err(err(format!("logits must have 1 or 2 dimensions, not {nd}")));
         }
+        let b = arr.try_readonly().map_err(|e| err(e.to_string()))?;
+        let bits = b.as_slice().map_err(|e| err(e.to_string()))?;
+        let mut l = logits.try_readwrite().map_err(|e| err(e.to_string()))?;
+        let view = l.as_array_mut();
+        let mut view = if nd == 1 {
+            view.insert_axis(Axis(0)).into_dimensionality::<Ix2>()
+        } else {
+            view.into_dimensionality::<Ix2>()
+        }
+        .map_err(|e| err(e.to_string()))?;
+        let (lrows, lcols) = view.dim();
         let rows: Vec<usize> = match indices {
             None => {
                 if lrows != brows {
@@ -648,23 +658,23 @@ pub(crate) fn _apply_token_bitmask_f32(
                 .collect::<PyResult<_>>()?,
         };
         let n = lcols.min(32 * bcols);
-        let b = arr.try_readonly().map_err(|e| err(e.to_string()))?;
-        let bits = b.as_slice().map_err(|e| err(e.to_string()))?;
-        let mut l = logits.try_readwrite().map_err(|e| err(e.to_string()))?;
-        let vals = l.as_slice_mut().map_err(|e| err(e.to_string()))?;
         py.detach(|| {
             for r in rows {
                 let brow = &bits[r * bcols..(r + 1) * bcols];
-                let lrow = &mut vals[r * lcols..r * lcols + n];
-                for (chunk, &w) in lrow.chunks_mut(32).zip(brow) {
-                    match w as u32 {
-                        u32::MAX => {}
-                        // most words of a constrained mask ban all 32
-                        0 => chunk.fill(f32::NEG_INFINITY),
-                        w => {
-                            for (k, x) in chunk.iter_mut().enumerate() {
-                                if (w >> k) & 1 == 0 {
-                                    *x = f32::NEG_INFINITY;
+                let mut lrow = view.row_mut(r);
+                if let Some(vals) = lrow.as_slice_mut() {
+                    mask_row(&mut vals[..n], brow);
+                } else {
+                    let mut lrow = lrow.slice_mut(numpy::ndarray::s![..n]);
+                    for (mut chunk, &w) in lrow.axis_chunks_iter_mut(Axis(0), 32).zip(brow) {
+                        match w as u32 {
+                            u32::MAX => {}
+                            0 => chunk.fill(f32::NEG_INFINITY),
+                            w => {
+                                for (k, x) in chunk.iter_mut().enumerate() {
+                                    if (w >> k) & 1 == 0 {
+                                        *x = f32::NEG_INFINITY;
+                                    }
                                 }
                             }
                         }
@@ -674,4 +684,22 @@ pub(crate) fn _apply_token_bitmask_f32(
         });
         Ok(())
     })
+}
+
+/// `-inf` into the logits of a contiguous row whose bits are 0.
+fn mask_row(vals: &mut [f32], brow: &[i32]) {
+    for (chunk, &w) in vals.chunks_mut(32).zip(brow) {
+        match w as u32 {
+            u32::MAX => {}
+            // most words of a constrained mask ban all 32
+            0 => chunk.fill(f32::NEG_INFINITY),
+            w => {
+                for (k, x) in chunk.iter_mut().enumerate() {
+                    if (w >> k) & 1 == 0 {
+                        *x = f32::NEG_INFINITY;
+                    }
+                }
+            }
+        }
+    }
 }

@@ -227,3 +227,21 @@ def test_bitmask_helpers_torch_equal_numpy():
     row = torch.zeros(100)
     zapspec.apply_token_bitmask_inplace(row, tb[1])
     assert torch.isneginf(row[:32]).all() and (row[32:] == 0).all()
+
+
+def test_apply_on_strided_logits():
+    """llama-cpp-python hands processors a float32 view with a 12-byte
+    stride into its candidate array: masked in place like a plain array."""
+    rng = np.random.default_rng(5)
+    cand = np.zeros(70, dtype=[("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
+    cand["logit"] = rng.normal(size=70)
+    view = cand["logit"]
+    assert view.strides == (12,)
+    bm = rng.integers(-(2**31), 2**31, size=3, dtype=np.int64).astype(np.int32)
+    bm[1] = 0
+    want = view.copy()
+    zapspec.apply_token_bitmask_inplace(want, bm)
+    zapspec.apply_token_bitmask_inplace(view, bm)
+    assert np.array_equal(view, want) and np.isneginf(view[32:64]).all()
+    bits = np.unpackbits(bm.view(np.uint8), bitorder="little")[:70].astype(bool)
+    assert np.array_equal(np.isneginf(view), ~bits)

@@ -92,7 +92,7 @@ def _apply_numpy(logits: np.ndarray, bitmask: Any, vocab_size: Optional[int], in
         bitmask = bitmask.cpu().numpy() if hasattr(bitmask, "cpu") else np.asarray(bitmask)
     if (
         logits.dtype == np.float32
-        and logits.flags.c_contiguous
+        and logits.ndim in (1, 2)
         and logits.flags.writeable
         and bitmask.dtype == np.int32
         and bitmask.flags.c_contiguous
