@@ -8,9 +8,7 @@
 //! "the grammar accepts" with its vocabulary's EOS bit, which becomes the
 //! bits of every stop token of the tokenizer.
 
-use numpy::{
-    PyArrayDyn, PyArrayMethods, PyReadwriteArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
-};
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use zapspec_core::{TokenId, TokenSet};
@@ -106,9 +104,9 @@ pub(crate) fn as_int32_array<'py>(
             obj.get_type().name()?
         )));
     };
-    let untyped = arr.cast::<PyUntypedArray>()?;
-    let dtype = untyped.dtype().to_string();
     let Ok(typed) = arr.cast::<PyArrayDyn<i32>>() else {
+        // printing a dtype runs numpy's Python code: only on the error path
+        let dtype = arr.cast::<PyUntypedArray>()?.dtype().to_string();
         return Err(err(format!(
             "the bitmask must have dtype int32, not {dtype} (zapspec.allocate_token_bitmask)"
         )));
@@ -121,6 +119,11 @@ pub(crate) fn as_int32_array<'py>(
     }
     if !typed.is_c_contiguous() {
         return Err(err("the bitmask must be C-contiguous".into()));
+    }
+    // SAFETY: `as_array_ptr` points at the live array object `typed` holds.
+    let flags = unsafe { (*typed.as_array_ptr()).fields.flags };
+    if flags & numpy::npyffi::NPY_ARRAY_WRITEABLE == 0 {
+        return Err(err("the bitmask is read-only".into()));
     }
     Ok(typed.clone())
 }
@@ -136,20 +139,28 @@ pub(crate) fn rows_cols(a: &Bound<'_, PyArrayDyn<i32>>) -> (usize, usize) {
     }
 }
 
-/// The array's data, borrowed for writing (a `BitmaskError` when numpy's
-/// borrow tracking says another borrow is live).
-pub(crate) fn borrow_rows<'py>(
-    py: Python<'py>,
-    a: &Bound<'py, PyArrayDyn<i32>>,
-) -> PyResult<PyReadwriteArrayDyn<'py, i32>> {
-    a.try_readwrite().map_err(|e| {
-        raise(
-            py,
-            "BitmaskError",
-            format!("the bitmask is in use elsewhere: {e}"),
-            kind("bitmask"),
-        )
-    })
+/// The data of an array [`as_int32_array`] returned, for writing.
+///
+/// Not through numpy's borrow tracking (`try_readwrite`, a lookup in a
+/// table shared by every extension, most of a cached fill's cost from
+/// Python): like numpy's own in-place operations, and XGrammar's and
+/// llguidance's fills, a write to the same array from another thread
+/// during the fill is the caller's race. Rows are written, never read.
+///
+/// # Safety
+///
+/// `a` must come from [`as_int32_array`] (live, C-contiguous, writeable,
+/// int32), and no other Rust reference to its data may exist while the
+/// returned slice lives.
+// The array object is shared (a Python reference); its buffer is ours to
+// write for the call, as the safety contract says.
+#[allow(clippy::mut_from_ref)]
+pub(crate) unsafe fn rows_mut<'a>(a: &'a Bound<'_, PyArrayDyn<i32>>) -> &'a mut [i32] {
+    let len = a.len();
+    // SAFETY: by the contract above the buffer holds `len` writeable
+    // int32s, unaliased in Rust; it lives as long as the array object `a`
+    // borrows (numpy does not resize an array another object references).
+    unsafe { std::slice::from_raw_parts_mut(a.data(), len) }
 }
 
 /// Checks that rows of `cols` words hold `vocab_size` ids.

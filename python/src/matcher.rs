@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use zapspec_core::{Constraint, TokenId, TokenSet, Vocabulary};
 use zapspec_earley::{EarleyError, EarleyMatcher};
 
-use crate::bitmask::{as_int32_array, borrow_rows, check_cols, rows_cols, write_row};
+use crate::bitmask::{as_int32_array, check_cols, rows_cols, rows_mut, write_row};
 use crate::compiler::{CompiledGrammar, CompiledInner};
 use crate::errors::{earley_error, guard, kind, raise};
 
@@ -218,10 +218,8 @@ impl GrammarMatcher {
                     kind("bitmask"),
                 ));
             }
-            let mut rw = borrow_rows(py, &arr)?;
-            let data = rw
-                .as_slice_mut()
-                .map_err(|e| raise(py, "BitmaskError", e.to_string(), kind("bitmask")))?;
+            // SAFETY: from `as_int32_array`; the only reference to the data
+            let data = unsafe { rows_mut(&arr) };
             let row = &mut data[index as usize * cols..(index as usize + 1) * cols];
             let mut st = self.lock(py);
             if st.m.is_finished() {
@@ -550,8 +548,9 @@ pub(crate) fn batch_fill_next_token_bitmask(
         for m in &ms {
             check_cols(py, cols, m.vs())?;
         }
-        let mut rw = borrow_rows(py, &arr)?;
-        let data = rw.as_slice_mut().map_err(|e| err(e.to_string()))?;
+        // SAFETY: from `as_int32_array`; split into distinct rows below,
+        // the only references to the data
+        let data = unsafe { rows_mut(&arr) };
         let mut slots: Vec<Option<&mut [i32]>> = data.chunks_mut(cols.max(1)).map(Some).collect();
         let mut jobs: Vec<(&GrammarMatcher, &mut [i32], bool)> = Vec::with_capacity(ms.len());
         for (m, &i) in ms.iter().zip(&idx) {
