@@ -145,13 +145,7 @@ impl GrammarCompiler {
                 return Ok(CompiledGrammar { inner: c });
             }
         }
-        py.detach(|| {
-            let mut n = lock(&self.running);
-            while *n >= self.max_threads {
-                n = self.freed.wait(n).unwrap_or_else(|e| e.into_inner());
-            }
-            *n += 1;
-        });
+        let _slot = py.detach(|| Slot::take(&self.running, &self.freed, self.max_threads));
         let result: PyResult<Arc<CompiledInner>> = (|| {
             let grammar = build(py)?;
             let g = py
@@ -166,13 +160,38 @@ impl GrammarCompiler {
                 bytes,
             }))
         })();
-        *lock(&self.running) -= 1;
-        self.freed.notify_one();
         let c = result?;
         if self.cache_enabled {
             lock(&self.cache).insert(key, c.clone(), self.limit);
         }
         Ok(CompiledGrammar { inner: c })
+    }
+}
+
+/// One of a compiler's `max_threads` compile slots, given back when
+/// dropped (also when the compile fails or panics).
+struct Slot<'a> {
+    running: &'a Mutex<usize>,
+    freed: &'a Condvar,
+}
+
+impl<'a> Slot<'a> {
+    /// Waits (the GIL released by the caller) until fewer than `max`
+    /// compiles run, then counts this one.
+    fn take(running: &'a Mutex<usize>, freed: &'a Condvar, max: usize) -> Self {
+        let mut n = lock(running);
+        while *n >= max {
+            n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        Slot { running, freed }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *lock(self.running) -= 1;
+        self.freed.notify_one();
     }
 }
 

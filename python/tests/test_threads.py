@@ -88,3 +88,28 @@ def test_batch_equals_loop(info, compiler, threads):
     plain = zapspec.allocate_token_bitmask(n, info.vocab_size, framework="numpy")
     zapspec.batch_fill_next_token_bitmask(matchers, plain, max_threads=threads)
     assert np.array_equal(plain, batch[rows])
+
+
+def test_concurrent_compiles_share_one_slot(info):
+    """Threads compiling at once through a compiler with one compile slot
+    all finish (the slot is handed on, also after a refused schema)."""
+    compiler = zapspec.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+    schemas = [{"type": "object", "properties": {f"k{i}": {"type": "integer", "minimum": i}}} for i in range(6)]
+    schemas.append({"type": "array", "uniqueItems": True, "items": {"type": "string"}})  # refused
+    results = [None] * len(schemas)
+
+    def run(i):
+        try:
+            results[i] = compiler.compile_json_schema(schemas[i])
+        except zapspec.SchemaError as e:
+            results[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(schemas))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert all(isinstance(r, zapspec.CompiledGrammar) for r in results[:-1])
+    assert isinstance(results[-1], zapspec.SchemaError)
+    compiler.compile_regex("a")  # the slot is free
