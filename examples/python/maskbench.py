@@ -55,7 +55,6 @@ import collections
 import gc
 import glob
 import json
-import math
 import os
 import pickle
 import platform

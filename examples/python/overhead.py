@@ -3,8 +3,9 @@
 
 Walks the valid instances of a MaskBench sample token by token and times
 every ``GrammarMatcher.fill_next_token_bitmask(bm)`` call with
-``time.perf_counter_ns`` (the Rust call itself is not reachable from Python:
-its figures come from the Rust benchmark and are filled in separately):
+``time.perf_counter_ns``, and at the same warm states the Rust call itself
+(``Constraint::fill_mask``) and the package's row fill, timed inside Rust
+(``GrammarMatcher._time_fills``):
 
 * **cold**: the first pass, on freshly compiled grammars (masks computed by
   the engine, except where an earlier instance of the same schema already
@@ -345,14 +346,6 @@ def write_md(args, cmd: str, results: List[Dict[str, Any]], meta: Dict[str, Any]
             L.append(f"| {k} | {d['n']} | {fmt(d['p50'])} | {fmt(d['p90'])} | {fmt(d['p99'])} | {fmt(d['max'])} | "
                      f"{fmt(d['mean'])} | {fmt(d['mean'] / args.batch)} |")
         L.append("")
-    L.append("## Rust call (filled in separately)\n")
-    L.append("The same walks' masks timed inside Rust (`Constraint::fill_mask` plus the bitmask conversion), to be "
-             "subtracted from the Python rows above for the binding's own per-call cost.\n")
-    L.append("| tokenizer | pass | n | p50 | p90 | p99 | max | mean | Python − Rust (p50) |")
-    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for r in results:
-        for p in ("cold", "warm"):
-            L.append(f"| {r['tokenizer']} | {p} | TODO | TODO | TODO | TODO | TODO | TODO | TODO |")
     L.append("")
     return "\n".join(L)
 
