@@ -64,7 +64,7 @@ def test_eight_threads_share_a_compiled_grammar(info):
         assert results[k] == reference
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, None])
 def test_batch_equals_loop(info, compiler, threads):
     ws = walks(info, compiler)
     matchers = []
