@@ -478,6 +478,13 @@ impl GrammarMatcher {
 /// mask about a millisecond.
 const HANDOFF: std::time::Duration = std::time::Duration::from_micros(100);
 
+/// The machine's cores, asked once (`available_parallelism` reads the
+/// cgroup files on Linux: tens of microseconds a call).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Rayon pools by thread count, built once each.
 fn pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
     static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
@@ -569,7 +576,7 @@ pub(crate) fn batch_fill_next_token_bitmask(
             jobs.push((m, row, false));
         }
         let threads = max_threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .unwrap_or_else(cores)
             .clamp(1, jobs.len().max(1));
         // all locks first (in address order, so that two batches sharing
         // matchers cannot wait on each other): a terminated matcher writes
