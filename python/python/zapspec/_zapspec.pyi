@@ -209,7 +209,10 @@ def batch_fill_next_token_bitmask(
     indices: Optional[Sequence[int]] = None,
     max_threads: Optional[int] = None,
 ) -> List[bool]:
-    """Row ``indices[i]`` (default ``i``) ← ``matchers[i]``'s mask, in parallel
-    with the GIL released; equal to a loop of ``fill_next_token_bitmask``."""
+    """Row ``indices[i]`` (default ``i``) ← ``matchers[i]``'s mask, with the GIL
+    released; equal to a loop of ``fill_next_token_bitmask``. ``max_threads``:
+    every row on a pool of that many threads; ``None``: rows on the calling
+    thread for the first 100 µs (cached masks are cheaper to fill than to
+    hand over), the rest on a pool of the machine's cores."""
 
 def _apply_token_bitmask_f32(logits: np.ndarray, bitmask: np.ndarray, indices: Optional[List[int]] = None) -> None: ...
