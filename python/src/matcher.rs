@@ -102,7 +102,7 @@ impl GrammarMatcher {
             let eos = self.eos();
             return Ok(m.advance(eos).is_ok());
         }
-        let v = self.c.tok.vocab.clone();
+        let v = &self.c.tok.vocab;
         if t as usize >= v.len() || v.is_special(t) {
             return Ok(false);
         }
@@ -641,7 +641,7 @@ pub(crate) fn batch_fill_next_token_bitmask(
 /// columns)`: the float32 numpy path of `apply_token_bitmask_inplace`.
 /// `logits` may be strided (llama-cpp-python hands its processors a view
 /// into its candidate array with a 12-byte stride); a contiguous row is
-/// masked word by word, a whole banned word at once.
+/// masked word by word (contiguous or not), a whole banned word at once.
 #[pyfunction]
 #[pyo3(signature = (logits, bitmask, indices = None))]
 pub(crate) fn _apply_token_bitmask_f32(
@@ -696,34 +696,18 @@ pub(crate) fn _apply_token_bitmask_f32(
         py.detach(|| {
             for r in rows {
                 let brow = &bits[r * bcols..(r + 1) * bcols];
-                let mut lrow = view.row_mut(r);
-                if let Some(vals) = lrow.as_slice_mut() {
-                    mask_row(&mut vals[..n], brow);
-                } else {
-                    let mut lrow = lrow.slice_mut(numpy::ndarray::s![..n]);
-                    for (mut chunk, &w) in lrow.axis_chunks_iter_mut(Axis(0), 32).zip(brow) {
-                        match w as u32 {
-                            u32::MAX => {}
-                            0 => chunk.fill(f32::NEG_INFINITY),
-                            w => {
-                                for (k, x) in chunk.iter_mut().enumerate() {
-                                    if (w >> k) & 1 == 0 {
-                                        *x = f32::NEG_INFINITY;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
+                mask_row(view.row_mut(r).slice_mut(numpy::ndarray::s![..n]), brow);
             }
         });
         Ok(())
     })
 }
 
-/// `-inf` into the logits of a contiguous row whose bits are 0.
-fn mask_row(vals: &mut [f32], brow: &[i32]) {
-    for (chunk, &w) in vals.chunks_mut(32).zip(brow) {
+/// `-inf` into the logits of a row (contiguous or strided) whose bits
+/// are 0.
+fn mask_row(mut vals: numpy::ndarray::ArrayViewMut1<'_, f32>, brow: &[i32]) {
+    use numpy::ndarray::Axis;
+    for (mut chunk, &w) in vals.axis_chunks_iter_mut(Axis(0), 32).zip(brow) {
         match w as u32 {
             u32::MAX => {}
             // most words of a constrained mask ban all 32

@@ -143,6 +143,22 @@ fn token_text_kind(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<TokenText> 
     }
 }
 
+impl TokenizerInfo {
+    /// A loaded vocabulary with the model's size and its stop tokens
+    /// (`stop`, else EOS and `extra_stop`): what every constructor ends with.
+    fn build(
+        py: Python<'_>,
+        vocab: TokenVocab,
+        vocab_size: Option<usize>,
+        stop: Option<Vec<i64>>,
+        extra_stop: &[TokenId],
+    ) -> PyResult<Self> {
+        Ok(TokenizerInfo {
+            inner: Arc::new(TokInner::new(py, vocab, vocab_size, stop, extra_stop)?),
+        })
+    }
+}
+
 #[pymethods]
 impl TokenizerInfo {
     /// A tokenizer from its vocabulary as a list of token strings (or
@@ -242,9 +258,7 @@ impl TokenizerInfo {
             let vocab = TokenVocab::from_tokens("encoded_vocab", tokens, &special, eos)
                 .map_err(|e| vocab_error(py, &e))?;
             let stop = stop_token_ids.or_else(|| Some(stops.iter().map(|&t| t as i64).collect()));
-            Ok(TokenizerInfo {
-                inner: Arc::new(TokInner::new(py, vocab, vocab_size, stop, &[])?),
-            })
+            Self::build(py, vocab, vocab_size, stop, &[])
         })
     }
 
@@ -318,9 +332,7 @@ impl TokenizerInfo {
             let stop = stop_token_ids.or_else(|| (!eos_ids.is_empty()).then(|| eos_ids.clone()));
             let ids = stop_name_ids(&json);
             let extra = detect_stops(&vocab, |s| ids.get(s).copied());
-            Ok(TokenizerInfo {
-                inner: Arc::new(TokInner::new(py, vocab, vocab_size, stop, &extra)?),
-            })
+            Self::build(py, vocab, vocab_size, stop, &extra)
         })
     }
 
@@ -355,15 +367,7 @@ impl TokenizerInfo {
                 .map_err(|e| vocab_error(py, &e))?;
             let ids = stop_name_ids(&text);
             let extra = detect_stops(&vocab, |s| ids.get(s).copied());
-            Ok(TokenizerInfo {
-                inner: Arc::new(TokInner::new(
-                    py,
-                    vocab,
-                    vocab_size,
-                    stop_token_ids,
-                    &extra,
-                )?),
-            })
+            Self::build(py, vocab, vocab_size, stop_token_ids, &extra)
         })
     }
 
@@ -383,15 +387,7 @@ impl TokenizerInfo {
                 .detach(|| TokenVocab::from_gguf(&path))
                 .map_err(|e| vocab_error(py, &e))?;
             let extra = detect_stops(&vocab, |s| info.control.get(s).copied());
-            Ok(TokenizerInfo {
-                inner: Arc::new(TokInner::new(
-                    py,
-                    vocab,
-                    vocab_size,
-                    stop_token_ids,
-                    &extra,
-                )?),
-            })
+            Self::build(py, vocab, vocab_size, stop_token_ids, &extra)
         })
     }
 
@@ -410,9 +406,7 @@ impl TokenizerInfo {
             let vocab = py
                 .detach(|| TokenVocab::tiktoken(bpe))
                 .map_err(|e| vocab_error(py, &e))?;
-            Ok(TokenizerInfo {
-                inner: Arc::new(TokInner::new(py, vocab, vocab_size, stop_token_ids, &[])?),
-            })
+            Self::build(py, vocab, vocab_size, stop_token_ids, &[])
         })
     }
 
