@@ -59,7 +59,9 @@ pub struct SpecConfig {
     pub mode: Mode,
     /// The accept/reject rule.
     pub verifier: VerifierKind,
-    /// A sequence longer than this (EOS included) is an error.
+    /// At most this many tokens are generated (EOS excluded); a sequence
+    /// that has not ended by then stops with
+    /// [`crate::StopReason::MaxTokens`].
     pub max_tokens: usize,
     /// Nucleus (top-p) truncation of the verifier's target law at every
     /// position, in (0, 1]: after the mask (and Φ̂'s reweighting) the

@@ -115,7 +115,7 @@ impl RoundStats {
     }
 
     /// These counters less an earlier snapshot `o` of them.
-    fn since(&self, o: &RoundStats) -> RoundStats {
+    pub fn since(&self, o: &RoundStats) -> RoundStats {
         RoundStats {
             rounds: self.rounds - o.rounds,
             drafted: self.drafted - o.drafted,
@@ -186,11 +186,42 @@ pub struct RoundReport {
     pub extra: Option<TokenId>,
 }
 
+/// Why a sequence ended.
+///
+/// The loop itself ends a sequence for the first three reasons;
+/// [`StopReason::StopString`] is set by callers that watch the decoded text
+/// (the `zapspec` facade's stop strings).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StopReason {
+    /// The target chose EOS where the constraint also allowed other tokens.
+    Eos,
+    /// The constraint allowed nothing but EOS: the output is a complete
+    /// member of its language with no continuation (EOS was forced).
+    ConstraintFinished,
+    /// [`SpecConfig::max_tokens`] tokens were generated before EOS; the
+    /// output is those tokens (a prefix of a member, not a member).
+    MaxTokens,
+    /// The decoded text reached this stop string (the output is cut after
+    /// it, see the facade).
+    StopString(String),
+}
+
+impl StopReason {
+    /// The sequence ended at EOS (chosen or forced): the output is a
+    /// complete member of the constraint's language.
+    pub fn is_complete(&self) -> bool {
+        matches!(self, StopReason::Eos | StopReason::ConstraintFinished)
+    }
+}
+
 /// One finished sequence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generation {
     /// The tokens, EOS excluded.
     pub tokens: Vec<TokenId>,
+    /// Why it ended; a length limit is a stop reason, not an error, so the
+    /// tokens are never lost.
+    pub stop: StopReason,
     /// The loop's counters for this sequence.
     pub stats: RoundStats,
 }
@@ -264,6 +295,14 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         self
     }
 
+    /// Replaces the prompt of later sequences (see [`Self::with_prompt`]);
+    /// the models' cache of the common prefix of the old and new prompt is
+    /// kept by the next [`Self::start`].
+    pub fn set_prompt(&mut self, prompt: &[TokenId]) {
+        self.prompt.clear();
+        self.prompt.extend_from_slice(prompt);
+    }
+
     /// The prompt set by [`Self::with_prompt`] (empty by default).
     pub fn prompt(&self) -> &[TokenId] {
         &self.prompt
@@ -296,34 +335,80 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
     }
 
     /// Decodes one sequence from the initial matcher state `constraint` (which
-    /// is cloned, not modified) until EOS.
+    /// is cloned, not modified) until EOS or [`SpecConfig::max_tokens`]
+    /// tokens ([`Generation::stop`] says which). Equals [`Self::start`],
+    /// [`Self::round`] until [`Self::is_done`], then [`Self::finish`] — the
+    /// steps a caller runs by hand to stream a sequence.
     pub fn generate<C, R>(&mut self, constraint: &C, rng: &mut R) -> Result<Generation, VerifyError>
     where
         C: Constraint,
         F: PhiEstimator<C, NoModel>,
         R: Rng + ?Sized,
     {
-        self.check_vocab(constraint)?;
         let before = self.stats;
-        let mut state = DecodeState::new(constraint.clone());
+        let mut state = self.start(constraint)?;
+        while !self.is_done(&state) {
+            self.round(&mut state, rng)?;
+        }
+        let (tokens, stop) = self.finish(constraint, state);
+        let stats = self.stats.since(&before);
+        Ok(Generation {
+            tokens,
+            stop,
+            stats,
+        })
+    }
+
+    /// A fresh sequence from the initial matcher state `constraint`: checks
+    /// the vocabulary, keeps the target's cache of the prompt and rewinds
+    /// the drafter to it.
+    pub fn start<C: Constraint>(&mut self, constraint: &C) -> Result<DecodeState<C>, VerifyError> {
+        self.check_vocab(constraint)?;
         // keep what the models share with the prompt (its KV cache)
         let keep = common_prefix(self.target.context(), &self.prompt);
         self.target.truncate(keep);
         self.draft.rewind(&self.prompt);
-        while !state.is_finished() {
-            if state.committed.len() >= self.config.max_tokens {
-                return Err(VerifyError::TooLong {
-                    max_tokens: self.config.max_tokens,
-                });
-            }
-            self.round(&mut state, rng)?;
-        }
+        Ok(DecodeState::new(constraint.clone()))
+    }
+
+    /// The sequence has ended: EOS was committed, or
+    /// [`SpecConfig::max_tokens`] tokens were.
+    pub fn is_done<C: Constraint>(&self, state: &DecodeState<C>) -> bool {
+        state.is_finished() || state.committed.len() >= self.config.max_tokens
+    }
+
+    /// The output of a sequence decoded from `initial` (EOS removed, cut
+    /// to [`SpecConfig::max_tokens`]: a round can commit past it) and why it
+    /// ended. Telling [`StopReason::ConstraintFinished`] from
+    /// [`StopReason::Eos`] replays the output on a clone of `initial` and
+    /// fills one mask: O(output) matcher steps, no model call.
+    pub fn finish<C: Constraint>(
+        &self,
+        initial: &C,
+        state: DecodeState<C>,
+    ) -> (Vec<TokenId>, StopReason) {
+        let max = self.config.max_tokens;
+        let eos = initial.eos();
         let mut tokens = state.committed;
-        if tokens.last() == Some(&constraint.eos()) {
+        if state.constraint.is_finished() && tokens.last() == Some(&eos) && tokens.len() <= max + 1
+        {
             tokens.pop();
+            let mut c = initial.clone();
+            let replayed = tokens.iter().all(|&t| c.advance(t).is_ok());
+            let mut mask = TokenSet::new(c.vocab_size());
+            if replayed {
+                c.fill_mask(&mut mask);
+            }
+            let stop = if replayed && mask.single() == Some(eos) {
+                StopReason::ConstraintFinished
+            } else {
+                StopReason::Eos
+            };
+            (tokens, stop)
+        } else {
+            tokens.truncate(max);
+            (tokens, StopReason::MaxTokens)
         }
-        let stats = self.stats.since(&before);
-        Ok(Generation { tokens, stats })
     }
 
     /// Draws `n` sequences from `constraint` and counts them by member
@@ -348,6 +433,11 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         let mut stats = RoundStats::default();
         for i in 0..n {
             let g = self.generate(constraint, rng)?;
+            if g.stop == StopReason::MaxTokens {
+                return Err(VerifyError::TooLong {
+                    max_tokens: self.config.max_tokens,
+                });
+            }
             let slot = index
                 .get(&g.tokens)
                 .ok_or_else(|| VerifyError::OutsideLanguage {

@@ -70,7 +70,9 @@ pub enum VerifyError {
         want: usize,
     },
     #[error("no sequence finished within {max_tokens} tokens")]
-    /// The length cap of [`crate::SpecConfig`] was reached.
+    /// The length cap of [`crate::SpecConfig`] was reached where a complete
+    /// member is needed ([`crate::SpeculativeDecoder::sample_counts`]);
+    /// `generate` returns the tokens with [`crate::StopReason::MaxTokens`].
     TooLong {
         /// The cap.
         max_tokens: usize,

@@ -80,7 +80,9 @@ pub mod tree;
 pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};
-pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
+pub use decoder::{
+    DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder, StopReason,
+};
 pub use drafter::{CopyDraft, Draft, Drafter, NoDraft, PromptLookup, TreeLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};

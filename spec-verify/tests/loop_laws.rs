@@ -13,8 +13,8 @@ use zapspec_testkit::TokenTrie;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
 use zapspec_verify::verify::{equality_marginal, equality_step, leviathan_step, Decision};
 use zapspec_verify::{
-    DecodeState, MemoLm, Mode, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind,
-    VerifyError,
+    DecodeState, MemoLm, Mode, PrefixTree, SpecConfig, SpeculativeDecoder, StopReason, TreePhi,
+    VerifierKind, VerifyError,
 };
 
 fn dyck() -> DyckConstraint {
@@ -373,9 +373,24 @@ fn bad_input_is_an_error_not_a_panic() {
         },
     )
     .unwrap();
-    let r: Result<Vec<_>, _> = (0..50)
-        .map(|_| dec.generate(&trie(), &mut seeded_rng(3)))
+    // reaching it is a stop reason: the tokens so far are kept
+    let gens: Vec<_> = (0..50)
+        .map(|i| dec.generate(&trie(), &mut seeded_rng(i)).unwrap())
         .collect();
+    let cut: Vec<_> = gens
+        .iter()
+        .filter(|g| g.stop == StopReason::MaxTokens)
+        .collect();
+    assert!(!cut.is_empty());
+    assert!(cut.iter().all(|g| g.tokens.len() == 1));
+    assert!(gens
+        .iter()
+        .all(|g| g.stop == StopReason::MaxTokens || g.stop.is_complete()));
+    // where a whole member is needed, it is an error
+    let index = PrefixTree::enumerate(&trie(), &mut BigramLm::new(6, 1), 10_000)
+        .unwrap()
+        .member_index();
+    let r = dec.sample_counts(&trie(), &index, 50, &mut seeded_rng(3), |_| {});
     assert!(matches!(r, Err(VerifyError::TooLong { .. })));
 }
 

@@ -89,15 +89,27 @@ impl ChatMl {
                 .copied()
                 .ok_or_else(|| VocabError::UnknownToken { token: s.into() })
         };
-        let default_system = info.chat_template.as_deref().and_then(|t| {
-            let start = t.find("'<|im_start|>system\n")? + "'<|im_start|>system\n".len();
-            let len = t[start..].find("<|im_end|>")?;
-            Some(t[start..start + len].to_string())
-        });
         Ok(ChatMl {
             im_start: find("<|im_start|>")?,
             im_end: find("<|im_end|>")?,
-            default_system,
+            default_system: info.chat_template.as_deref().and_then(default_system),
+        })
+    }
+
+    /// Finds `<|im_start|>` and `<|im_end|>` in `vocab` (e.g. a Hugging Face
+    /// `tokenizer.json`) and reads the default system prompt from the Jinja
+    /// `template` (`tokenizer_config.json`'s `chat_template`) as
+    /// [`from_gguf_info`](Self::from_gguf_info) does.
+    pub fn from_vocab(vocab: &TokenVocab, template: Option<&str>) -> Result<Self, VocabError> {
+        let find = |s: &str| {
+            vocab
+                .find_special(s)
+                .ok_or_else(|| VocabError::UnknownToken { token: s.into() })
+        };
+        Ok(ChatMl {
+            im_start: find("<|im_start|>")?,
+            im_end: find("<|im_end|>")?,
+            default_system: template.and_then(default_system),
         })
     }
 
@@ -135,4 +147,14 @@ impl ChatMl {
         }
         Ok(out)
     }
+}
+
+/// The default system prompt of a ChatML Jinja template of SmolLM2's shape
+/// (`{{ '<|im_start|>system\n…<|im_end|>\n' }}` for conversations without
+/// one).
+fn default_system(template: &str) -> Option<String> {
+    let open = "'<|im_start|>system\n";
+    let start = template.find(open)? + open.len();
+    let len = template[start..].find("<|im_end|>")?;
+    Some(template[start..start + len].to_string())
 }

@@ -454,6 +454,12 @@ impl TokenVocab {
             .find(|&t| !self.special[t as usize] && self.token_bytes(t) == bytes)
     }
 
+    /// The id of a special (control) token by its text, e.g. `<|im_end|>`.
+    pub fn find_special(&self, text: &str) -> Option<TokenId> {
+        (0..self.len() as TokenId)
+            .find(|&t| self.special[t as usize] && self.token_bytes(t) == text.as_bytes())
+    }
+
     /// Number of non-special tokens.
     pub fn num_ordinary(&self) -> usize {
         self.special.iter().filter(|s| !**s).count()

@@ -3,16 +3,18 @@
 //! [`LanguageModel`], a [`Constraint`], a [`Drafter`] and a
 //! [`PhiEstimator`], each a type parameter swapped through its trait.
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use zapspec_core::{Constraint, LanguageModel, TokenId};
 use zapspec_phi::{NoModel, PhiEstimator, Uniform};
 use zapspec_verify::{
-    Drafter, Generation, Mode, NoDraft, RoundStats, SpecConfig, SpeculativeDecoder, TreeConfig,
+    Drafter, Mode, NoDraft, RoundStats, SpecConfig, SpeculativeDecoder, StopReason, TreeConfig,
     TreeVerify, VerifierKind,
 };
+use zapspec_vocab::Message;
 
-use crate::{Error, Tempered};
+use crate::text::TextOut;
+use crate::{Error, Prompt, Tempered, Tokenizer};
 
 /// Configures a [`Pipeline`]: start from [`Builder::new`] (plain
 /// constrained sampling at temperature 1: no drafter, Leviathan, γ = 4,
@@ -32,7 +34,8 @@ struct Settings {
     spec: SpecConfig,
     temperature: f64,
     seed: u64,
-    prompt: Vec<TokenId>,
+    tokenizer: Option<Tokenizer>,
+    stop: Vec<String>,
 }
 
 impl<M, C> Builder<M, C, NoDraft, Uniform> {
@@ -48,7 +51,8 @@ impl<M, C> Builder<M, C, NoDraft, Uniform> {
                 spec: SpecConfig::default(),
                 temperature: 1.0,
                 seed: 0,
-                prompt: Vec::new(),
+                tokenizer: None,
+                stop: Vec::new(),
             },
         }
     }
@@ -192,17 +196,26 @@ impl<M, C, D, F> Builder<M, C, D, F> {
         self
     }
 
-    /// A generation longer than this (EOS included) is an error
-    /// ([`zapspec_verify::VerifyError::TooLong`]).
+    /// At most `n` tokens per generation (EOS excluded; default 4096);
+    /// reaching it stops the generation with [`StopReason::MaxTokens`] and
+    /// keeps its tokens.
     pub fn max_tokens(mut self, n: usize) -> Self {
         self.settings.spec.max_tokens = n;
         self
     }
 
-    /// Tokens the models condition on before the output (a chat prompt);
-    /// outside the constraint.
-    pub fn prompt(mut self, prompt: &[TokenId]) -> Self {
-        self.settings.prompt = prompt.to_vec();
+    /// The tokenizer that encodes text and chat prompts and decodes the
+    /// output's text ([`crate::Model::builder`] sets the model's).
+    pub fn tokenizer(mut self, tokenizer: Tokenizer) -> Self {
+        self.settings.tokenizer = Some(tokenizer);
+        self
+    }
+
+    /// Stop strings: a generation whose text reaches one of them ends there
+    /// ([`StopReason::StopString`]); the text is cut before the string and
+    /// the tokens after the token that completed it. Needs a tokenizer.
+    pub fn stop<S: Into<String>>(mut self, stops: impl IntoIterator<Item = S>) -> Self {
+        self.settings.stop = stops.into_iter().map(Into::into).collect();
         self
     }
 
@@ -223,8 +236,17 @@ impl<M, C, D, F> Builder<M, C, D, F> {
             spec,
             temperature,
             seed,
-            prompt,
+            tokenizer,
+            stop,
         } = self.settings;
+        if !stop.is_empty() && tokenizer.is_none() {
+            return Err(Error::Config(
+                "stop strings need a tokenizer (Builder::tokenizer)".into(),
+            ));
+        }
+        if stop.iter().any(String::is_empty) {
+            return Err(Error::Config("a stop string is empty".into()));
+        }
         if !(temperature.is_finite() && temperature > 0.0) {
             return Err(Error::Config(format!(
                 "temperature must be finite and > 0, got {temperature}"
@@ -236,22 +258,51 @@ impl<M, C, D, F> Builder<M, C, D, F> {
                 constraint: self.constraint.vocab_size(),
             });
         }
+        if let Some(t) = &tokenizer {
+            let n = zapspec_core::Vocabulary::len(&**t.vocab());
+            if n != self.constraint.vocab_size() {
+                return Err(Error::Config(format!(
+                    "the tokenizer has {n} tokens, the constraint ranges over {}",
+                    self.constraint.vocab_size()
+                )));
+            }
+        }
         let target = Tempered::new(self.model, temperature);
-        let decoder =
-            SpeculativeDecoder::new(target, self.drafter, self.phi, spec)?.with_prompt(&prompt);
+        let decoder = SpeculativeDecoder::new(target, self.drafter, self.phi, spec)?;
         Ok(Pipeline {
             decoder,
             constraint: self.constraint,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            tokenizer,
+            stop,
         })
     }
 }
 
-/// An assembled loop: [`Pipeline::generate`] decodes one sequence.
+/// One generated sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generation {
+    /// The output tokens (EOS excluded; cut after a stop string).
+    pub tokens: Vec<TokenId>,
+    /// Their text (empty when the pipeline has no tokenizer; cut before a
+    /// stop string).
+    pub text: String,
+    /// Why the sequence ended: reaching the length limit is a stop reason,
+    /// never an error, so the output is never lost.
+    pub stop: StopReason,
+    /// The loop's counters for this sequence (rounds, drafted and accepted
+    /// tokens, target and draft calls).
+    pub stats: RoundStats,
+}
+
+/// An assembled loop, built once: each [`Pipeline::generate`] decodes one
+/// sequence after its own prompt, continuing the pipeline's random stream.
 pub struct Pipeline<M, C, D, F> {
     decoder: SpeculativeDecoder<Tempered<M>, D, F>,
     constraint: C,
     rng: ChaCha8Rng,
+    tokenizer: Option<Tokenizer>,
+    stop: Vec<String>,
 }
 
 impl<M, C, D, F> Pipeline<M, C, D, F>
@@ -261,25 +312,127 @@ where
     D: Drafter,
     F: PhiEstimator<C, NoModel>,
 {
-    /// Decodes one sequence (EOS not included) from the constraint's
-    /// initial state, continuing the pipeline's random stream; with its
-    /// counters for this sequence.
-    pub fn generate(&mut self) -> Result<Generation, Error> {
-        Ok(self.decoder.generate(&self.constraint, &mut self.rng)?)
+    /// Decodes one sequence after `prompt` (token ids, text, or chat
+    /// messages: anything [`Prompt`] converts from) from the constraint's
+    /// initial state. The models' cache of what this prompt shares with the
+    /// previous one is kept.
+    pub fn generate(&mut self, prompt: impl Into<Prompt>) -> Result<Generation, Error> {
+        let mut rng = std::mem::replace(&mut self.rng, ChaCha8Rng::seed_from_u64(0));
+        let out = self.run(&prompt.into(), &mut rng, None);
+        self.rng = rng;
+        out
+    }
+
+    /// [`Pipeline::generate`] of a conversation, through the tokenizer's
+    /// chat template (the assistant's generation prompt appended).
+    pub fn generate_chat(&mut self, messages: &[Message]) -> Result<Generation, Error> {
+        self.generate(messages)
+    }
+
+    /// [`Pipeline::generate`], calling `on_text` with each piece of text as
+    /// it is decided (after every round): whole characters only, never the
+    /// start of a stop string that may still complete; the pieces
+    /// concatenate to [`Generation::text`]. Needs a tokenizer.
+    pub fn generate_stream(
+        &mut self,
+        prompt: impl Into<Prompt>,
+        mut on_text: impl FnMut(&str),
+    ) -> Result<Generation, Error> {
+        if self.tokenizer.is_none() {
+            return Err(Error::Config(
+                "streaming text needs a tokenizer (Builder::tokenizer)".into(),
+            ));
+        }
+        let mut rng = std::mem::replace(&mut self.rng, ChaCha8Rng::seed_from_u64(0));
+        let out = self.run(&prompt.into(), &mut rng, Some(&mut on_text));
+        self.rng = rng;
+        out
     }
 
     /// [`Pipeline::generate`] with a caller's random stream.
-    pub fn generate_with<R: rand::Rng + ?Sized>(
+    pub fn generate_with<R: Rng + ?Sized>(
         &mut self,
+        prompt: impl Into<Prompt>,
         rng: &mut R,
     ) -> Result<Generation, Error> {
-        Ok(self.decoder.generate(&self.constraint, rng)?)
+        self.run(&prompt.into(), rng, None)
+    }
+
+    fn run<R: Rng + ?Sized>(
+        &mut self,
+        prompt: &Prompt,
+        rng: &mut R,
+        mut on_text: Option<&mut dyn FnMut(&str)>,
+    ) -> Result<Generation, Error> {
+        let ids = prompt.to_tokens(self.tokenizer.as_ref())?;
+        self.decoder.set_prompt(&ids);
+        let before = self.decoder.stats();
+        let mut state = self.decoder.start(&self.constraint)?;
+        let mut text = self
+            .tokenizer
+            .as_ref()
+            .map(|t| TextOut::new(t, &self.stop));
+        let (eos, max) = (self.constraint.eos(), self.decoder.config().max_tokens);
+        let mut hit = None;
+        while !self.decoder.is_done(&state) {
+            self.decoder.round(&mut state, rng)?;
+            let Some(text) = text.as_mut() else { continue };
+            let c = &state.committed;
+            let out = c.len().min(max) - usize::from(c.len() <= max && c.last() == Some(&eos));
+            if out > text.len() {
+                hit = text.push(&c[text.len()..out]);
+            }
+            if hit.is_some() {
+                break;
+            }
+            if let Some(f) = on_text.as_mut() {
+                let d = text.delta();
+                if !d.is_empty() {
+                    f(d);
+                }
+            }
+        }
+        let (mut tokens, mut stop) = match hit {
+            Some(_) => (state.committed, StopReason::MaxTokens),
+            None => self.decoder.finish(&self.constraint, state),
+        };
+        // the output's last bytes may end in an unfinished character, whose
+        // U+FFFD may complete a stop string
+        let hit = hit.or_else(|| text.as_mut().and_then(TextOut::flush));
+        let text_len = hit.map(|h| {
+            tokens.truncate(h.tokens);
+            stop = StopReason::StopString(h.stop);
+            h.text_len
+        });
+        let text = match text {
+            Some(out) => {
+                let (all, rest) = out.finish(text_len);
+                if let Some(f) = on_text.as_mut() {
+                    if !rest.is_empty() {
+                        f(&rest);
+                    }
+                }
+                all
+            }
+            None => String::new(),
+        };
+        Ok(Generation {
+            tokens,
+            text,
+            stop,
+            stats: self.decoder.stats().since(&before),
+        })
     }
 
     /// Counters over every sequence so far (rounds, drafted, accepted,
     /// target and draft calls).
     pub fn stats(&self) -> RoundStats {
         self.decoder.stats()
+    }
+
+    /// The tokenizer, when the pipeline has one.
+    pub fn tokenizer(&self) -> Option<&Tokenizer> {
+        self.tokenizer.as_ref()
     }
 
     /// The loop itself (its target, drafter and estimator are public

@@ -39,6 +39,15 @@ pub fn json_schema<V: Vocabulary + Send + Sync + 'static>(
     earley(vocab, compile_json_schema(schema, &opts)?)
 }
 
+/// [`json_schema`] of a schema given as JSON text (invalid JSON is
+/// [`Error::Json`] with its line and column).
+pub fn json_schema_str<V: Vocabulary + Send + Sync + 'static>(
+    vocab: Arc<V>,
+    schema: &str,
+) -> Result<EarleyMatcher, Error> {
+    json_schema(vocab, &crate::parse_json(schema)?)
+}
+
 /// The Earley matcher of a grammar of the IR over `vocab` (simplified
 /// first, default engine configuration).
 pub fn earley<V: Vocabulary + Send + Sync + 'static>(

@@ -1,0 +1,187 @@
+//! A model loaded by path with its tokenizer and chat template, ready for
+//! [`crate::Builder`] (the `models` feature, on by default).
+//!
+//! | path | loads |
+//! |---|---|
+//! | a `.gguf` file | a Llama-architecture GGUF (e.g. SmolLM2 `Q4_1`): weights ([`zapspec_backend::load_gguf`]), tokenizer and ChatML template from its metadata |
+//! | a directory with `config.json` + `model.safetensors` | a Hugging Face checkpoint ([`zapspec_backend::load_causal`]); tokenizer from `tokenizer.json` (chat template from `tokenizer_config.json`), or the byte vocabulary when the directory has no tokenizer and the model scores 257 tokens (the shipped `models/causal-bytes`) |
+//!
+//! Cost: reading the weights (SmolLM2-135M `Q4_1`: ~0.3 s, dequantised to
+//! f32 by default, 540 MB) and the vocabulary (49k tokens: tens of ms).
+//! Nothing is downloaded.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use zapspec_backend::{load_causal, load_gguf, CausalLm, GgufOptions, GgufWeights};
+use zapspec_core::{LanguageModel, Vocabulary};
+use zapspec_earley::EarleyMatcher;
+use zapspec_phi::Uniform;
+use zapspec_verify::NoDraft;
+use zapspec_vocab::{ChatMl, TokenVocab};
+
+use crate::{Builder, Error, Tokenizer};
+
+/// How [`Model::load_with`] loads a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Where it runs ([`zapspec_backend::Backend`]: `Cpu` by default).
+    pub backend: zapspec_backend::Backend,
+    /// GGUF weights held quantised or dequantised to f32 (the faster on a
+    /// default build; see [`GgufWeights`]).
+    pub gguf_weights: GgufWeights,
+    /// Caps a GGUF model's context window (and its RoPE tables); `None`:
+    /// the file's value.
+    pub max_context: Option<usize>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            backend: zapspec_backend::Backend::Cpu,
+            gguf_weights: GgufWeights::default(),
+            max_context: Some(8192),
+        }
+    }
+}
+
+/// A causal LM with its tokenizer (and chat template, when it has one).
+#[derive(Clone)]
+pub struct Model {
+    /// The model (empty context); cloning it shares the weights.
+    pub lm: CausalLm,
+    /// Its tokenizer.
+    pub tokenizer: Tokenizer,
+    /// Where it was loaded from.
+    pub path: PathBuf,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("path", &self.path)
+            .field("vocab", &self.tokenizer.vocab().name())
+            .field("vocab_size", &self.lm.vocab_size())
+            .field("chat", &self.tokenizer.chat().is_some())
+            .finish()
+    }
+}
+
+impl Model {
+    /// Loads a model by path with [`LoadOptions::default`] (see the
+    /// module docs for the layouts read).
+    pub fn load(path: impl AsRef<Path>) -> Result<Model, Error> {
+        Self::load_with(path, &LoadOptions::default())
+    }
+
+    /// Loads a model by path.
+    pub fn load_with(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Model, Error> {
+        let path = path.as_ref();
+        let device = opts.backend.device()?;
+        let (lm, tokenizer) = if path.is_file() {
+            let (vocab, info) = TokenVocab::from_gguf(path)?;
+            let lm = load_gguf(
+                path,
+                &device,
+                &GgufOptions {
+                    weights: opts.gguf_weights,
+                    max_context: opts.max_context,
+                },
+            )?;
+            let tok = Tokenizer::new(Arc::new(vocab));
+            let tok = match ChatMl::from_gguf_info(&info) {
+                Ok(chat) => tok.with_chat(chat),
+                Err(_) => tok,
+            };
+            (lm, tok)
+        } else if path.join("config.json").is_file() {
+            let lm = load_causal(path, &device)?;
+            let tok = Self::dir_tokenizer(path, lm.vocab_size())?;
+            (lm, tok)
+        } else {
+            return Err(Error::Config(format!(
+                "{}: neither a GGUF file nor a checkpoint directory with config.json",
+                path.display()
+            )));
+        };
+        if lm.vocab_size() != tokenizer.vocab().len() {
+            return Err(Error::Config(format!(
+                "{}: the model scores {} tokens, its tokenizer has {}",
+                path.display(),
+                lm.vocab_size(),
+                tokenizer.vocab().len()
+            )));
+        }
+        Ok(Model {
+            lm,
+            tokenizer,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The tokenizer of a checkpoint directory.
+    fn dir_tokenizer(dir: &Path, vocab_size: usize) -> Result<Tokenizer, Error> {
+        let tj = dir.join("tokenizer.json");
+        if !tj.is_file() {
+            let bytes = TokenVocab::bytes();
+            if bytes.len() == vocab_size {
+                return Ok(Tokenizer::new(Arc::new(bytes)));
+            }
+            return Err(Error::Config(format!(
+                "{}: no tokenizer.json, and the model scores {vocab_size} tokens, not the {} of the byte vocabulary",
+                dir.display(),
+                bytes.len()
+            )));
+        }
+        let vocab = TokenVocab::from_hf_tokenizer_json(&tj, None)?;
+        let template = std::fs::read_to_string(dir.join("tokenizer_config.json"))
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+            .and_then(|v| v.get("chat_template")?.as_str().map(str::to_string));
+        let chat = template
+            .filter(|t| t.contains("<|im_start|>"))
+            .and_then(|t| ChatMl::from_vocab(&vocab, Some(&t)).ok());
+        let tok = Tokenizer::new(Arc::new(vocab));
+        Ok(match chat {
+            Some(c) => tok.with_chat(c),
+            None => tok,
+        })
+    }
+
+    /// The vocabulary.
+    pub fn vocab(&self) -> &Arc<TokenVocab> {
+        self.tokenizer.vocab()
+    }
+
+    /// The Earley matcher of JSON documents valid under `schema`, over this
+    /// model's vocabulary ([`crate::json_schema`]).
+    pub fn json_schema(&self, schema: &serde_json::Value) -> Result<EarleyMatcher, Error> {
+        crate::json_schema(self.vocab().clone(), schema)
+    }
+
+    /// [`Model::json_schema`] of a schema given as JSON text (invalid JSON
+    /// is [`Error::Json`] with its line and column).
+    pub fn json_schema_str(&self, schema: &str) -> Result<EarleyMatcher, Error> {
+        crate::json_schema_str(self.vocab().clone(), schema)
+    }
+
+    /// The Earley matcher of a GBNF grammar over this model's vocabulary
+    /// ([`crate::gbnf`]).
+    pub fn gbnf(&self, src: &str) -> Result<EarleyMatcher, Error> {
+        crate::gbnf(self.vocab().clone(), src)
+    }
+
+    /// A [`Builder`] of this model (a clone: the weights are shared) under
+    /// `constraint`, with its tokenizer set, so the pipeline takes text and
+    /// chat prompts and returns text. Use [`crate::Unconstrained::new`]
+    /// (with [`Model::eos`]) for free generation.
+    pub fn builder<C>(&self, constraint: C) -> Builder<CausalLm, C, NoDraft, Uniform> {
+        Builder::new(self.lm.clone(), constraint).tokenizer(self.tokenizer.clone())
+    }
+
+    /// The end-of-sequence token (for a chat model, the end of the
+    /// assistant's turn).
+    pub fn eos(&self) -> zapspec_core::TokenId {
+        self.vocab().eos()
+    }
+}
