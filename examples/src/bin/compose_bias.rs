@@ -46,7 +46,7 @@ use zapspec_grammar::reference::Recognizer;
 use zapspec_grammar::Grammar;
 use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, PropertyOrder, Whitespace};
 use zapspec_phi::NoModel;
-use zapspec_verify::{MemoLm, VerifyError};
+use zapspec_verify::MemoLm;
 
 use examples::fvo::progress;
 use examples::report::{write_json, MarkdownTable};
@@ -316,6 +316,7 @@ struct Sample {
 /// `keep` says whether a checked output is kept (reference: members only).
 #[allow(clippy::too_many_arguments)]
 fn run<M, C, D, F>(
+    prompt: &[zapspec_core::TokenId],
     label: &str,
     b: Builder<M, C, D, F>,
     want: usize,
@@ -340,17 +341,14 @@ where
     let pb = progress(want, label.to_string());
     while s.n < want && s.attempts < attempts {
         s.attempts += 1;
-        let g = match p.generate() {
-            Ok(g) => g,
-            Err(zapspec::Error::Verify(VerifyError::TooLong { .. })) => {
-                s.cut += 1;
-                if probe {
-                    println!("  [cut]");
-                }
-                continue;
+        let g = p.generate(prompt)?;
+        if g.stop == zapspec::StopReason::MaxTokens {
+            s.cut += 1;
+            if probe {
+                println!("  [cut]");
             }
-            Err(e) => return Err(e.into()),
-        };
+            continue;
+        }
         s.target_calls += g.stats.target_calls;
         let text = String::from_utf8_lossy(&vocab.decode(&g.tokens)).into_owned();
         let (ok, agree) = checker.member(&text);
@@ -850,7 +848,6 @@ fn main() -> Result<()> {
         let target = || MemoLm::new(m.lm.clone());
         let base = |k: u64| {
             Builder::new(target(), c.clone())
-                .prompt(&prompt)
                 .gamma(args.gamma)
                 .temperature(1.0)
                 .max_tokens(args.max_tokens)
@@ -892,6 +889,7 @@ fn main() -> Result<()> {
         drop(ref_lm);
         let mut samples = vec![
             run(
+                &prompt,
                 "plain constrained (μ^proj)",
                 base(1),
                 args.draws,
@@ -902,6 +900,7 @@ fn main() -> Result<()> {
                 false,
             )?,
             run(
+                &prompt,
                 "Leviathan + prompt lookup (μ^proj)",
                 base(2).drafter(PromptLookup::default()),
                 args.draws,
@@ -912,6 +911,7 @@ fn main() -> Result<()> {
                 false,
             )?,
             run(
+                &prompt,
                 "FVO-Spec OneStep-Cheap",
                 base(3).drafter(NoDraft).fvo_spec(OneStepCheap::new()),
                 args.draws,
@@ -934,6 +934,7 @@ fn main() -> Result<()> {
             let phi =
                 WithModel::new(MonteCarlo::with_config(cfg), m.lm.clone()).with_prompt(&prompt);
             samples.push(run(
+                &prompt,
                 &format!(
                     "FVO-Spec MC(k={}, h={}){}",
                     args.mc_k,

@@ -75,6 +75,7 @@ struct Row {
 
 #[allow(clippy::too_many_arguments)]
 fn draw<M, C, D, F>(
+    prompt: &[zapspec_core::TokenId],
     name: &str,
     b: Builder<M, C, D, F>,
     index: &std::collections::HashMap<Vec<zapspec_core::TokenId>, usize>,
@@ -93,7 +94,7 @@ where
     let t = std::time::Instant::now();
     let pb = progress(args.draws, name.to_string());
     for _ in 0..args.draws {
-        let g = p.generate()?;
+        let g = p.generate(prompt)?;
         let slot = index
             .get(&g.tokens)
             .ok_or_else(|| anyhow!("{name}: a draw outside the language: {:?}", g.tokens))?;
@@ -143,13 +144,13 @@ fn main() -> Result<()> {
     let target = || MemoLm::new(m.lm.clone());
     let base = |seed: u64| {
         Builder::new(target(), c.clone())
-            .prompt(&prompt)
             .gamma(args.gamma)
             .seed(args.seed.wrapping_mul(1000).wrapping_add(seed))
     };
     let ss = format!("self-speculative {}/30 layers", args.draft_layers);
     let rows = vec![
         draw(
+            &prompt,
             "Leviathan, no drafter",
             base(1),
             &index,
@@ -158,6 +159,7 @@ fn main() -> Result<()> {
             &args,
         )?,
         draw(
+            &prompt,
             "Leviathan, prompt lookup",
             base(2).drafter(PromptLookup::default()),
             &index,
@@ -166,6 +168,7 @@ fn main() -> Result<()> {
             &args,
         )?,
         draw(
+            &prompt,
             &format!("Leviathan, {ss}"),
             base(3).drafter(selfspec()),
             &index,
@@ -174,6 +177,7 @@ fn main() -> Result<()> {
             &args,
         )?,
         draw(
+            &prompt,
             "FVO-Spec exact Φ, no drafter",
             base(4).drafter(NoDraft).fvo_spec(tree.exact_phi()),
             &index,
@@ -182,6 +186,7 @@ fn main() -> Result<()> {
             &args,
         )?,
         draw(
+            &prompt,
             &format!("FVO-Spec exact Φ, {ss}"),
             base(5).drafter(selfspec()).fvo_spec(tree.exact_phi()),
             &index,

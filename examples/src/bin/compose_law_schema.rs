@@ -121,6 +121,7 @@ fn merge(counts_or_law: &[f64], text_of: &[usize], n: usize) -> Vec<f64> {
 
 #[allow(clippy::too_many_arguments)]
 fn draw<M, C, D, F>(
+    prompt: &[zapspec_core::TokenId],
     name: &str,
     b: Builder<MemoLm<M>, C, D, F>,
     laws: &Laws<'_>,
@@ -141,7 +142,7 @@ where
     let t = std::time::Instant::now();
     let pb = progress(args.draws, name.to_string());
     for _ in 0..args.draws {
-        let g = p.generate()?;
+        let g = p.generate(prompt)?;
         let slot = laws
             .index
             .get(&g.tokens)
@@ -331,7 +332,6 @@ fn main() -> Result<()> {
     // 4. the pipelines
     let base = |seed: u64| {
         Builder::new(target(), c.clone())
-            .prompt(&prompt)
             .gamma(args.gamma)
             .seed(args.seed.wrapping_mul(1000).wrapping_add(seed))
     };
@@ -339,6 +339,7 @@ fn main() -> Result<()> {
     let vocab = &*m.vocab;
     let rows = vec![
         draw(
+            &prompt,
             "plain constrained sampling (Leviathan, no drafter)",
             base(1),
             &laws,
@@ -348,6 +349,7 @@ fn main() -> Result<()> {
             &args,
         )?,
         draw(
+            &prompt,
             "Leviathan, prompt lookup",
             base(2).drafter(PromptLookup::default()),
             &laws,
@@ -357,6 +359,7 @@ fn main() -> Result<()> {
             &args,
         )?,
         draw(
+            &prompt,
             "FVO-Spec exact Φ, no drafter",
             base(3).drafter(NoDraft).fvo_spec(tree.exact_phi()),
             &laws,
@@ -366,6 +369,7 @@ fn main() -> Result<()> {
             &args,
         )?,
         draw(
+            &prompt,
             "FVO-Spec exact Φ, prompt lookup",
             base(4)
                 .drafter(PromptLookup::default())
@@ -377,6 +381,7 @@ fn main() -> Result<()> {
             &args,
         )?,
         draw(
+            &prompt,
             "FVO-Spec OneStep-Cheap, no drafter",
             base(5).drafter(NoDraft).fvo_spec(OneStepCheap::new()),
             &laws,
