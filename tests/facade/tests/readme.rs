@@ -31,7 +31,7 @@ fn readme_snippet_is_this_crate() {
     // the file less its first line (a comment naming this test)
     let body: String = MAIN.lines().skip(1).map(|l| format!("{l}\n")).collect();
     assert!(
-        rust_blocks(README).iter().any(|b| *b == body),
+        rust_blocks(README).contains(&body),
         "README has no ```rust block equal to tests/facade/src/main.rs (after its first line)"
     );
 }
