@@ -8,8 +8,8 @@ use rand_chacha::ChaCha8Rng;
 use zapspec_core::{Constraint, LanguageModel, TokenId};
 use zapspec_phi::{NoModel, PhiEstimator, Uniform};
 use zapspec_verify::{
-    Drafter, Mode, NoDraft, RoundStats, SpecConfig, SpeculativeDecoder, StopReason, TreeConfig,
-    TreeVerify, VerifierKind,
+    Drafter, Mode, NoDraft, RoundReport, RoundStats, SpecConfig, SpeculativeDecoder, StopReason,
+    TreeConfig, TreeVerify, VerifierKind,
 };
 use zapspec_vocab::Message;
 
@@ -293,6 +293,10 @@ pub struct Generation {
     /// The loop's counters for this sequence (rounds, drafted and accepted
     /// tokens, target and draft calls).
     pub stats: RoundStats,
+    /// Each round in order: the drafted block (in tree mode, the accepted
+    /// path), how many of its tokens were accepted, the correction or bonus
+    /// token.
+    pub rounds: Vec<RoundReport>,
 }
 
 /// An assembled loop, built once: each [`Pipeline::generate`] decodes one
@@ -368,14 +372,12 @@ where
         self.decoder.set_prompt(&ids);
         let before = self.decoder.stats();
         let mut state = self.decoder.start(&self.constraint)?;
-        let mut text = self
-            .tokenizer
-            .as_ref()
-            .map(|t| TextOut::new(t, &self.stop));
+        let mut text = self.tokenizer.as_ref().map(|t| TextOut::new(t, &self.stop));
         let (eos, max) = (self.constraint.eos(), self.decoder.config().max_tokens);
         let mut hit = None;
+        let mut rounds = Vec::new();
         while !self.decoder.is_done(&state) {
-            self.decoder.round(&mut state, rng)?;
+            rounds.push(self.decoder.round(&mut state, rng)?);
             let Some(text) = text.as_mut() else { continue };
             let c = &state.committed;
             let out = c.len().min(max) - usize::from(c.len() <= max && c.last() == Some(&eos));
@@ -421,6 +423,7 @@ where
             text,
             stop,
             stats: self.decoder.stats().since(&before),
+            rounds,
         })
     }
 

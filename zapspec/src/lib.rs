@@ -115,8 +115,8 @@ pub use zapspec_phi::{
     WithModel,
 };
 pub use zapspec_verify::{
-    CopyDraft, Drafter, NoDraft, PromptLookup, RoundStats, SpecConfig, StopReason, TreeConfig,
-    TreeLookup, TreeVerify, VerifierKind,
+    CopyDraft, Drafter, NoDraft, PromptLookup, RoundReport, RoundStats, SpecConfig, StopReason,
+    TreeConfig, TreeLookup, TreeVerify, VerifierKind,
 };
 
 /// What building or running a pipeline can fail with.

@@ -31,7 +31,10 @@ fn eos_chosen_by_the_model() {
         .unwrap();
     let out = p.generate(Prompt::default()).unwrap();
     assert_eq!(out.text, "world");
-    assert_eq!(out.tokens, b"world".iter().map(|&b| b as u32).collect::<Vec<_>>());
+    assert_eq!(
+        out.tokens,
+        b"world".iter().map(|&b| b as u32).collect::<Vec<_>>()
+    );
     assert_eq!(out.stop, StopReason::Eos);
     assert!(out.stop.is_complete());
 }
@@ -76,6 +79,16 @@ fn max_tokens_keeps_the_output() {
         assert_eq!(out.stop, StopReason::MaxTokens, "gamma {gamma}");
         assert_eq!(out.text, "aaaaa");
         assert_eq!(out.tokens.len(), 5);
+        // per round: what was drafted and kept; the rounds add up
+        assert_eq!(out.rounds.len(), out.stats.rounds);
+        let accepted: usize = out.rounds.iter().map(|r| r.accepted).sum();
+        assert_eq!(accepted, out.stats.accepted);
+        let emitted: usize = out
+            .rounds
+            .iter()
+            .map(|r| r.accepted + usize::from(r.extra.is_some()))
+            .sum();
+        assert!(emitted >= 5);
     }
 }
 
@@ -94,7 +107,10 @@ fn stop_strings_cut_text_and_tokens() {
     assert_eq!(out.stop, StopReason::StopString("ca".into()));
     assert_eq!(out.text, "ab");
     // through the token that completed the stop string
-    assert_eq!(out.tokens, b"abca".iter().map(|&b| b as u32).collect::<Vec<_>>());
+    assert_eq!(
+        out.tokens,
+        b"abca".iter().map(|&b| b as u32).collect::<Vec<_>>()
+    );
     assert_eq!(pieces.concat(), out.text);
     assert!(pieces.iter().all(|s| !s.contains('c')), "{pieces:?}");
 }
@@ -165,7 +181,10 @@ fn text_prompts_need_a_tokenizer_and_chat_needs_a_template() {
         .unwrap();
     // no tokenizer: tokens and the empty prompt work, text is empty
     let out = p.generate(Prompt::default()).unwrap();
-    assert_eq!((out.tokens.as_slice(), out.text.as_str()), (&[97u32][..], ""));
+    assert_eq!(
+        (out.tokens.as_slice(), out.text.as_str()),
+        (&[97u32][..], "")
+    );
     assert!(matches!(p.generate("a"), Err(Error::Config(_))));
     assert!(matches!(
         p.generate_stream(Prompt::default(), |_| {}),
@@ -181,7 +200,10 @@ fn text_prompts_need_a_tokenizer_and_chat_needs_a_template() {
     ));
     // stop strings without a tokenizer, or empty, are refused at build
     let b = Builder::new(parrot("a"), Unconstrained::new(257, BYTE_EOS));
-    assert!(matches!(b.clone().stop(["x"]).build(), Err(Error::Config(_))));
+    assert!(matches!(
+        b.clone().stop(["x"]).build(),
+        Err(Error::Config(_))
+    ));
     assert!(matches!(
         b.tokenizer(tok()).stop([""]).build(),
         Err(Error::Config(_))
