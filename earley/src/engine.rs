@@ -29,7 +29,7 @@ use crate::grammar::Rules;
 use crate::prune;
 use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
-use crate::toktrie::TokTrie;
+use zapspec_toktrie::TokTrie;
 
 /// The vocabulary as the engine keeps it: any [`Vocabulary`], shared.
 ///

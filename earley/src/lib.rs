@@ -261,7 +261,6 @@ mod matcher;
 mod prune;
 pub mod slicer;
 pub mod terminal;
-mod toktrie;
 mod walk;
 
 pub use batch::{fill_masks, fill_masks_with, BatchConfig, BatchError};
