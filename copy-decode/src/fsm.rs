@@ -56,6 +56,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use zapspec_core::{LookAhead, RejectReason, TokenId, TokenSet, Vocabulary};
+use zapspec_toktrie::TokTrie;
 
 /// `<program>\n`.
 const HEADER: &[u8] = b"<program>\n";
@@ -336,25 +337,16 @@ pub fn digits_viable(v: u64, lo: u64, hi: u64) -> bool {
     false
 }
 
-/// The bytes of every ordinary token of a vocabulary as a trie, stored
-/// flat in depth-first order: a node's subtree is the index range
-/// `i..end`, so a walk skips a dead subtree in `O(1)`. Built once per
-/// vocabulary (`O(Σ|bytes| + |V| log |V|)`, `O(Σ|bytes|)` memory at
-/// worst) and shareable between [`ProgramFsm`]s of different documents.
+/// The bytes of every ordinary token of a vocabulary as a trie: the
+/// workspace's one vocabulary trie ([`zapspec_toktrie::TokTrie`], stored
+/// flat in depth-first order, so a walk skips a dead subtree in `O(1)`)
+/// and the vocabulary size its masks have. Built once per vocabulary
+/// (`O(Σ|bytes| + |V| log |V|)`, 12 bytes a node and 4 a token) and
+/// shareable between [`ProgramFsm`]s of different documents.
 #[derive(Debug, Clone)]
 pub struct VocabTrie {
-    nodes: Vec<TrieNode>,
-    tokens: Vec<TokenId>,
+    trie: TokTrie,
     vocab_size: usize,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct TrieNode {
-    byte: u8,
-    depth: u32,
-    end: u32,
-    tok_start: u32,
-    tok_end: u32,
 }
 
 impl VocabTrie {
@@ -365,60 +357,15 @@ impl VocabTrie {
         if u32::try_from(len).is_err() {
             return Err(FsmError::VocabTooLarge { len });
         }
-        let mut entries: Vec<(&[u8], TokenId)> = (0..len as TokenId)
-            .filter(|&t| !vocab.is_special(t))
-            .map(|t| (vocab.token_bytes(t), t))
-            .filter(|(b, _)| !b.is_empty())
-            .collect();
-        entries.sort_unstable();
-        let mut nodes: Vec<TrieNode> = Vec::new();
-        let mut tokens: Vec<TokenId> = Vec::with_capacity(entries.len());
-        let mut stack: Vec<usize> = Vec::new();
-        let mut prev: &[u8] = &[];
-        for (bytes, id) in entries {
-            if bytes == prev {
-                if let Some(&last) = stack.last() {
-                    tokens.push(id);
-                    nodes[last].tok_end += 1;
-                    continue;
-                }
-            }
-            let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
-            while stack.len() > lcp {
-                if let Some(x) = stack.pop() {
-                    nodes[x].end = nodes.len() as u32;
-                }
-            }
-            for (k, &b) in bytes.iter().enumerate().skip(lcp) {
-                let at = tokens.len() as u32;
-                stack.push(nodes.len());
-                nodes.push(TrieNode {
-                    byte: b,
-                    depth: k as u32 + 1,
-                    end: 0,
-                    tok_start: at,
-                    tok_end: at,
-                });
-            }
-            if let Some(&last) = stack.last() {
-                tokens.push(id);
-                nodes[last].tok_end += 1;
-            }
-            prev = bytes;
-        }
-        while let Some(x) = stack.pop() {
-            nodes[x].end = nodes.len() as u32;
-        }
         Ok(VocabTrie {
-            nodes,
-            tokens,
+            trie: TokTrie::from_vocab(vocab),
             vocab_size: len,
         })
     }
 
     /// Number of trie nodes (distinct non-empty token-byte prefixes).
     pub fn num_nodes(&self) -> usize {
-        self.nodes.len()
+        self.trie.num_nodes() - 1
     }
 
     /// The vocabulary size the trie was built for.
@@ -435,8 +382,8 @@ impl VocabTrie {
 
     /// The mask of tokens whose bytes, run through any byte automaton from
     /// `start` with `step`, never die and end in a state `accept` takes:
-    /// one pruned depth-first walk, `O(visited nodes)`. A subtree is
-    /// skipped as soon as its prefix dies.
+    /// one pruned depth-first walk ([`TokTrie::walk_states`]),
+    /// `O(visited nodes)`. A subtree is skipped as soon as its prefix dies.
     pub fn mask_walk<S: Copy>(
         &self,
         start: S,
@@ -444,24 +391,13 @@ impl VocabTrie {
         accept: impl Fn(S) -> bool,
     ) -> TokenSet {
         let mut mask = TokenSet::new(self.vocab_size);
-        let mut states: Vec<S> = vec![start];
-        let mut i = 0usize;
-        while let Some(node) = self.nodes.get(i) {
-            let d = node.depth as usize;
-            states.truncate(d);
-            match states.last().and_then(|&s| step(s, node.byte)) {
-                None => i = node.end as usize,
-                Some(s) => {
-                    states.push(s);
-                    if accept(s) {
-                        for &t in &self.tokens[node.tok_start as usize..node.tok_end as usize] {
-                            mask.insert(t);
-                        }
-                    }
-                    i += 1;
+        self.trie.walk_states(start, step, |_, s, toks| {
+            if !toks.is_empty() && accept(s) {
+                for &t in toks {
+                    mask.insert(t);
                 }
             }
-        }
+        });
         mask
     }
 }

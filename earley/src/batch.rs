@@ -133,6 +133,10 @@ pub struct BatchConfig {
     /// goes to the pool after its first mask or first 50 µs.
     /// `Duration::ZERO`: every mask goes to the pool (the caller only
     /// waits).
+    ///
+    /// This is a wall-clock policy: the batch reads `std::time::Instant`
+    /// after each mask the calling thread fills (the only clock reads of
+    /// this module); with `Duration::ZERO` it reads none.
     pub handoff_above: std::time::Duration,
 }
 
@@ -163,10 +167,11 @@ fn fill_checked<C: Constraint + Send>(
     masks: &mut [TokenSet],
     config: &BatchConfig,
 ) {
-    let t0 = std::time::Instant::now();
     let n = matchers.len();
     let mut done = 0;
     if !config.handoff_above.is_zero() {
+        // the clock of `BatchConfig::handoff_above` (documented wall time)
+        let t0 = std::time::Instant::now();
         for (m, s) in matchers.iter_mut().zip(masks.iter_mut()) {
             m.fill_mask(s);
             done += 1;

@@ -40,9 +40,9 @@ use crate::compile::Facts;
 use crate::error::EarleyError;
 use crate::slicer::{Slice, Tier};
 use crate::terminal::ByteDfa;
-use crate::toktrie::TokTrie;
 use crate::walk::live_tokens;
 use zapspec_grammar::segmented::Segmented;
+use zapspec_toktrie::TokTrie;
 
 /// The shared cache's byte count (module docs): entries and terminals
 /// charged to it add their heap bytes when stored and subtract them when

@@ -12,6 +12,7 @@
 //! is the NFA at compile time and one subset-construction step per state
 //! a mask or step first reaches.
 
+use zapspec_grammar::dense::{DenseDfa, DenseTables};
 use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
 use crate::error::EarleyError;
@@ -84,55 +85,10 @@ impl ByteDfa {
     }
 
     /// The product of two automata, explored eagerly from the pair of
-    /// start states: at most `max_states` live states (else
-    /// `Err(states explored)`).
+    /// start states ([`zapspec_grammar::dense::product`]): at most
+    /// `max_states` live states (else `Err(states explored)`).
     pub(crate) fn product(a: &ByteDfa, b: &ByteDfa, max_states: usize) -> Result<Self, usize> {
-        let mut key_of = rustc_hash::FxHashMap::default();
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        for x in 0..=255u8 {
-            let next = key_of.len();
-            let c = *key_of.entry((a.class(x), b.class(x))).or_insert(next);
-            if c == reps.len() {
-                reps.push(x);
-            }
-            classes[x as usize] = c as u8;
-        }
-        let ncls = reps.len();
-        let mut ids = rustc_hash::FxHashMap::default();
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
-        let mut raw: Vec<u32> = Vec::new();
-        let start = (a.start(), b.start());
-        if start.0 != DEAD && start.1 != DEAD {
-            ids.insert(start, 1u32);
-            pairs.push(start);
-        }
-        let mut i = 0;
-        while i < pairs.len() {
-            let (p, q) = pairs[i];
-            i += 1;
-            for &x in &reps {
-                let (p2, q2) = (a.next(p, x), b.next(q, x));
-                if p2 == DEAD || q2 == DEAD {
-                    raw.push(DEAD);
-                    continue;
-                }
-                let next = pairs.len() as u32 + 1;
-                let id = *ids.entry((p2, q2)).or_insert(next);
-                if id == next {
-                    if pairs.len() >= max_states {
-                        return Err(pairs.len() + 1);
-                    }
-                    pairs.push((p2, q2));
-                }
-                raw.push(id);
-            }
-        }
-        let acc: Vec<bool> = pairs
-            .iter()
-            .map(|&(p, q)| a.is_accepting(p) && b.is_accepting(q))
-            .collect();
-        Ok(Self::trimmed(classes, ncls, &raw, &acc))
+        zapspec_grammar::dense::product(a, b, max_states).map(Self::from_dense)
     }
 
     /// [`ByteDfa::from_regex_with`], choosing whether a regex without
@@ -268,16 +224,12 @@ impl ByteDfa {
                 (d, None)
             }
             Err(e) => {
-                let classes = [0u8; 256];
                 let states = if facts.start == DEAD { 1 } else { 2 };
-                let d = Self::from_parts(
-                    classes,
-                    1,
-                    vec![DEAD; states],
-                    vec![false; states],
-                    facts.start,
-                    None,
-                );
+                let d = Self::from_dense(DenseDfa {
+                    classes: [0u8; 256],
+                    tables: DenseTables::from_rows(1, vec![DEAD; states], vec![false; states]),
+                    start: facts.start,
+                });
                 (d, Some(e))
             }
         }

@@ -70,7 +70,10 @@ pub struct EngineConfig {
     /// terminal compilations and fusion rounds — one terminal's DFA is
     /// bounded by [`EngineConfig::regex_limits`] instead. Exceeding it is
     /// [`crate::EarleyError::LimitExceeded`] with
-    /// [`Limit::Time`](zapspec_grammar::Limit::Time).
+    /// [`Limit::Time`](zapspec_grammar::Limit::Time). The compiler reads
+    /// the wall clock (`std::time::Instant`) for this budget only, at the
+    /// start and at each check; `Duration::MAX` sets no budget and reads no
+    /// clock.
     pub compile_time_budget: Duration,
 }
 

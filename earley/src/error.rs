@@ -1,7 +1,7 @@
 //! Errors of grammar compilation for the Earley engine.
 
 use thiserror::Error;
-use zapspec_grammar::Limit;
+use zapspec_grammar::{GrammarError, Limit};
 
 /// Why a grammar could not be compiled for the engine, or why a matcher's
 /// checked operation ([`crate::EarleyMatcher::try_advance`],
@@ -53,6 +53,32 @@ pub enum EarleyError {
 }
 
 impl EarleyError {
+    /// The error of terminal `pattern`'s automaton, built by
+    /// `zapspec-grammar` (its eager builder, `zapspec_grammar::dense`):
+    /// a regex error is [`EarleyError::Terminal`], a limit
+    /// [`EarleyError::LimitExceeded`] naming the terminal.
+    pub(crate) fn of_terminal(e: GrammarError, pattern: &str) -> Self {
+        match e {
+            GrammarError::LimitExceeded {
+                limit,
+                max,
+                place,
+                detail,
+            } => EarleyError::LimitExceeded {
+                limit,
+                max,
+                place,
+                terminal: Some(pattern.to_string()),
+                detail,
+            },
+            GrammarError::Regex { regex, reason, .. } => EarleyError::Terminal { regex, reason },
+            other => EarleyError::Terminal {
+                regex: pattern.to_string(),
+                reason: other.to_string(),
+            },
+        }
+    }
+
     /// The same error, located in rule `rule` (terminal errors are raised
     /// where the rule is not known).
     pub fn in_rule(self, rule: &str) -> Self {

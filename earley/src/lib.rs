@@ -8,23 +8,30 @@
 //! 2025, `papers/000_*`). Use it to constrain sampling to a grammar — GBNF
 //! or JSON Schema, compiled by `zapspec-grammar` — token by token.
 //!
+//! The crate's modules (its token trie is the `zapspec-toktrie` crate; the
+//! eager and lazy constructions of its terminal DFAs are `zapspec-grammar`'s
+//! `dense` and `lazy` modules):
+//!
 //! | module | paper | what |
 //! |---|---|---|
+//! | `error` | — | [`EarleyError`]: typed compile and matcher errors |
+//! | [`terminal`] | §4.1 | terminals as byte DFAs ([`ByteDfa`]): dense (`zapspec-grammar`'s eager builder and layout), lazy (its `lazy` tables), counted or bounded layouts beside them |
+//! | [`counted`] | — (llguidance's counted lexemes, in spirit) | `P X{m,n} S` with a prefix-free unit as a counter times `X`'s DFA, transitions computed from the layout (no table of `n` copies); states no token can tell apart share one cache entry |
+//! | `bounded`, `intersect` | — (llguidance's lexeme intersections, in spirit) | an intersection terminal `A ∩ P X{m,n} S` (a JSON string's `pattern` under `maxLength`) as the pairs of `A`'s states and the repetition's count-free skeleton times a counter: per pair the lengths to acceptance (a 64-bit set below 64 and the least one above), so liveness is exact for every count without `|A| · n` states; a slice check far from the bounds steps pairs only |
+//! | `compile` | — | regex → [`ByteDfa`]: the entry points that pick the construction (counted, lazy, eager), intersections, deferred terminals ([`Facts`]) |
+//! | [`family`] | — (Chomsky–Miller: right-linear grammars are regular) | regular families: nonterminals recurring through one another only in last position (an automaton's grammar), and large acyclic automata over letters (a `pattern` times a length bound, a trie of excluded keys), become one lazily determinised terminal, built with `regex-automata`'s NFA builder |
+//! | `walk` | — | a terminal's DFA walked over the token trie: which tokens keep it live from a state |
+//! | [`slicer`] | — (llguidance's slicer) | vocabulary slices: precomputed token sets (and tiers of their shorter tokens) that make a cold cache entry for a JSON-string state a walk of ~5k tokens instead of 200k |
+//! | `ci_cache` | §4.3 | context-independent token mask cache per (terminal, DFA state), shared across matchers and grammars, and between terminal states with the same residual automaton |
+//! | `grammar` | §3.1 | rules flattened into dotted positions; the typed symbol after a dot |
 //! | `chart` | §3.2, §4.2.1 | extended Earley items `(A → α • β, i, j)` with the DFA state of a terminal in progress; SCAN / COMPLETE / PREDICT with the Aycock–Horspool nullable fix |
 //! | `prune` | §4.2.2–4.2.3 | the *compact* step: keep only items from which an item of the last set is reachable in the dependency graph, drop completed items once their set is processed, drop unreferenced sets |
-//! | `ci_cache` | §4.3 | context-independent token mask cache per (terminal, DFA state), shared across matchers and grammars, and between terminal states with the same residual automaton |
-//! | [`slicer`] | — (llguidance's slicer) | vocabulary slices: precomputed token sets (and tiers of their shorter tokens) that make a cold cache entry for a JSON-string state a walk of ~5k tokens instead of 200k |
+//! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals (and sets of literals of any size: an `enum`) become one DFA terminal |
+//! | `config` | Table 3 | [`EngineConfig`]: each optimisation switchable (the ablation), resource limits |
+//! | `engine` | §4.3, §5.2 | [`VocabIndex`] (token trie, slices, the shared terminal and entry cache with its byte account and eviction), [`Engine`], [`CompiledGrammar`] |
 //! | `matcher` | §4.4, §5.2 | the [`EarleyMatcher`]; rejected-prefix set; pruned-state mask cache |
 //! | [`batch`] | — (XGrammar's batch matcher) | [`fill_masks`]: the masks of a batch of sequences in parallel (rayon), the grammar shared by `Arc` |
 //! | [`draft_tree`] | — (XGrammar's draft-tree traversal) | [`draft_tree_masks`]: the mask at every node of a speculative draft tree in one call |
-//! | [`fuse`] | §4.5 (in spirit) | terminal fusion: regular, lexeme-sized nonterminals (and sets of literals of any size: an `enum`) become one DFA terminal |
-//! | [`family`] | — (Chomsky–Miller: right-linear grammars are regular) | regular families: nonterminals recurring through one another only in last position (an automaton's grammar), and large acyclic automata over letters (a `pattern` times a length bound, a trie of excluded keys), become one lazily determinised terminal, built with `regex-automata`'s NFA builder |
-//! | `toktrie` | — | the vocabulary as a preorder byte trie with subtree skips |
-//! | [`terminal`] | §4.1 | terminals as byte DFAs ([`ByteDfa`]) |
-//! | `lazy` | — (regex-automata's hybrid DFA, in spirit) | terminal DFA states built on first use by the subset construction, exact liveness from the NFA, lock-free reads; a state bound reported at mask time |
-//! | `segmented` | — | append-only arrays growing by doubling segments without moving (lazy rows, cache slots) |
-//! | [`counted`] | — (llguidance's counted lexemes, in spirit) | `P X{m,n} S` with a prefix-free unit as a counter times `X`'s DFA, transitions computed from the layout (no table of `n` copies); states no token can tell apart share one cache entry |
-//! | `bounded`, `intersect` | — (llguidance's lexeme intersections, in spirit) | an intersection terminal `A ∩ P X{m,n} S` (a JSON string's `pattern` under `maxLength`) as the pairs of `A`'s states and the repetition's count-free skeleton times a counter: per pair the lengths to acceptance (a 64-bit set below 64 and the least one above), so liveness is exact for every count without `|A| · n` states; a slice check far from the bounds steps pairs only |
 //!
 //! ## Entry points
 //!
@@ -261,7 +268,6 @@ mod matcher;
 mod prune;
 pub mod slicer;
 pub mod terminal;
-mod toktrie;
 mod walk;
 
 pub use batch::{fill_masks, fill_masks_with, BatchConfig, BatchError};

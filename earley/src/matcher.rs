@@ -17,7 +17,7 @@ use crate::engine::{CompiledGrammar, TerminalTrouble};
 use crate::error::EarleyError;
 use crate::grammar::Sym;
 use crate::prune;
-use crate::toktrie::Walker;
+use zapspec_toktrie::Walker;
 
 /// Memory accounting of a matcher (ZapFormat Table 4): the live chart now
 /// and its peak over the matcher's life. Bytes count item storage

@@ -44,8 +44,8 @@ use zapspec_core::{TokenId, TokenSet, Vocabulary};
 
 use crate::error::EarleyError;
 use crate::terminal::{ByteDfa, DEAD};
-use crate::toktrie::TokTrie;
 use crate::walk::live_tokens;
+use zapspec_toktrie::TokTrie;
 
 /// The slices a [`crate::VocabIndex`] builds by default, as (regex, tiers)
 /// pairs ([`SliceSpec`]): one, the body of a JSON string (any character
@@ -186,7 +186,7 @@ impl Slice {
         bounds.dedup();
         let tier = |inside: TokenSet, max_chars: usize| {
             let mut rest: Vec<(&[u8], TokenId)> = trie
-                .tokens
+                .tokens()
                 .iter()
                 .filter(|&&t| !inside.contains(t))
                 .map(|&t| (vocab.token_bytes(t), t))

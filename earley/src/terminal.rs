@@ -1,21 +1,23 @@
 //! Terminals as byte DFAs.
 //!
 //! Every [`Terminal`] of the IR (literal, character class, regex) is turned
-//! into one regular expression and compiled by `regex-automata` into a dense
-//! DFA that reports *all* match ends (`MatchKind::All`), then flattened into
-//! [`ByteDfa`]: a table over byte classes with state [`ByteDfa::DEAD`] = 0, only
-//! *live* states (states from which an accepting state is reachable; every
-//! other state is merged into `DEAD`) and an explicit accepting flag per
-//! state (regex-automata reports matches one byte late; we resolve that with
-//! its end-of-input transition).
+//! into one regular expression ([`ByteDfa::regex_of`]) and compiled into a
+//! [`ByteDfa`]: a table over byte classes with state [`ByteDfa::DEAD`] = 0,
+//! only *live* states (states from which an accepting state is reachable;
+//! every other state is merged into `DEAD`) and an explicit accepting flag
+//! per state. The eager construction and its layout are
+//! `zapspec-grammar`'s ([`zapspec_grammar::dense`]: `regex-automata`'s
+//! NFA and dense DFA under [`RegexLimits`], re-tabled into
+//! [`DenseTables`]), as is the lazy one ([`zapspec_grammar::lazy`]); this
+//! module adds the engine's own layouts beside them: counted repetitions
+//! ([`crate::counted`]) and bounded products (module `bounded`), whose
+//! transitions are computed from a layout instead of stored.
 //!
 //! A terminal in progress inside an Earley item carries its DFA state
 //! (ZapFormat §4.1: "terminals are … implemented as finite state machines").
 
-use regex_automata::dfa::{dense, Automaton};
 use regex_automata::nfa::thompson;
-use regex_automata::util::start;
-use regex_automata::{Anchored, MatchKind};
+use zapspec_grammar::dense::{self, ByteAutomaton, DenseDfa, DenseTables};
 use zapspec_grammar::limits::short_regex;
 use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
@@ -23,7 +25,7 @@ use std::sync::Arc;
 
 use crate::bounded::BoundedTables;
 use crate::error::EarleyError;
-use zapspec_grammar::lazy::{class_table, LazyTables};
+use zapspec_grammar::lazy::LazyTables;
 
 /// The dead state of every [`ByteDfa`] ([`ByteDfa::DEAD`]): no
 /// continuation can be accepted.
@@ -44,12 +46,9 @@ pub struct ByteDfa {
 
 #[derive(Clone, Debug)]
 enum Tables {
-    Dense {
-        trans: Vec<u32>,
-        accepting: Vec<bool>,
-        /// Some byte leads to a live state.
-        can_continue: Vec<bool>,
-    },
+    /// Built at once by `zapspec-grammar`'s eager builder
+    /// ([`zapspec_grammar::dense`]), in its layout.
+    Dense(DenseTables),
     Lazy(Arc<LazyTables>),
     /// A counted repetition's transitions computed from its layout
     /// ([`crate::counted`]).
@@ -123,182 +122,39 @@ impl ByteDfa {
         Self::from_hir(&hir, pattern, limits)
     }
 
-    /// [`zapspec_grammar::nfa_bytes_lower_bound`] against `limits.nfa_bytes`.
+    /// [`zapspec_grammar::nfa_bytes_lower_bound`] against `limits.nfa_bytes`
+    /// ([`dense::check_nfa_bound`]).
     pub(crate) fn check_nfa_bound(
         hir: &regex_syntax::hir::Hir,
         pattern: &str,
         limits: &RegexLimits,
     ) -> Result<(), EarleyError> {
-        let lower = zapspec_grammar::nfa_bytes_lower_bound(hir);
-        if lower > limits.nfa_bytes as u128 {
-            return Err(limit_error(
-                pattern,
-                Limit::NfaBytes,
-                limits.nfa_bytes,
-                format!(
-                    "the regex's NFA takes at least {lower} bytes (counted repetitions multiplied out), more than nfa_bytes {}",
-                    limits.nfa_bytes
-                ),
-            ));
-        }
-        Ok(())
+        dense::check_nfa_bound(hir, pattern, limits)
+            .map_err(|e| EarleyError::of_terminal(e, pattern))
     }
 
-    /// The general construction: `regex-automata`'s Thompson NFA and dense
-    /// DFA, flattened.
+    /// The general construction: `zapspec-grammar`'s eager builder
+    /// ([`dense::determinize`]: `regex-automata`'s Thompson NFA and dense
+    /// DFA, re-tabled). Callers have checked the NFA size bound of the
+    /// whole regex.
     pub(crate) fn from_hir(
         hir: &regex_syntax::hir::Hir,
         pattern: &str,
         limits: &RegexLimits,
     ) -> Result<Self, EarleyError> {
-        let err = |reason: String| EarleyError::Terminal {
-            regex: pattern.to_string(),
-            reason,
-        };
-        let over =
-            |limit: Limit, max: usize, detail: String| limit_error(pattern, limit, max, detail);
-        // (Callers have checked the NFA size bound of the whole regex.)
-        let nfa = Self::thompson(hir, pattern, limits)?;
-        let (table_limit, scratch_limit) =
-            limits.dense_builder_limits(nfa.byte_classes().alphabet_len());
-        let dfa = dense::Builder::new()
-            .configure(
-                dense::Config::new()
-                    .match_kind(MatchKind::All)
-                    .start_kind(regex_automata::dfa::StartKind::Anchored)
-                    .byte_classes(true)
-                    .dfa_size_limit(Some(table_limit))
-                    .determinize_size_limit(Some(scratch_limit)),
-            )
-            .build_from_nfa(&nfa)
-            .map_err(|e| {
-                if e.is_size_limit_exceeded() && table_limit < limits.dfa_bytes {
-                    // the table bound derived from the state bound: report
-                    // the state bound (what the user configured)
-                    over(
-                        Limit::DfaStates,
-                        limits.dfa_states,
-                        format!("more than {} DFA states ({e})", limits.dfa_states),
-                    )
-                } else if e.is_size_limit_exceeded() {
-                    over(Limit::DfaBytes, limits.dfa_bytes, e.to_string())
-                } else {
-                    err(e.to_string())
-                }
-            })?;
-        let s0 = dfa
-            .start_state(&start::Config::new().anchored(Anchored::Yes))
-            .map_err(|e| err(e.to_string()))?;
-        let (classes, reps) = class_table(dfa.byte_classes());
-        let ncls = reps.len();
-        // BFS over regex-automata states.
-        let mut ids: rustc_hash::FxHashMap<regex_automata::util::primitives::StateID, u32> =
-            rustc_hash::FxHashMap::default();
-        let mut order = Vec::new();
-        let mut raw_trans: Vec<u32> = Vec::new();
-        let mut acc = Vec::new();
-        let mut queue = std::collections::VecDeque::new();
-        if !dfa.is_dead_state(s0) {
-            ids.insert(s0, 1);
-            order.push(s0);
-            queue.push_back(s0);
-        }
-        while let Some(s) = queue.pop_front() {
-            acc.push(dfa.is_match_state(dfa.next_eoi_state(s)));
-            for &b in &reps {
-                let n = dfa.next_state(s, b);
-                let id = if dfa.is_dead_state(n) || dfa.is_quit_state(n) {
-                    DEAD
-                } else if !ids.contains_key(&n) && ids.len() >= limits.dfa_states {
-                    return Err(over(
-                        Limit::DfaStates,
-                        limits.dfa_states,
-                        format!("more than {} DFA states", limits.dfa_states),
-                    ));
-                } else {
-                    let next_id = ids.len() as u32 + 1;
-                    *ids.entry(n).or_insert_with(|| {
-                        order.push(n);
-                        queue.push_back(n);
-                        next_id
-                    })
-                };
-                raw_trans.push(id);
-            }
-        }
-        Ok(Self::trimmed(classes, ncls, &raw_trans, &acc))
+        dense::determinize(hir, pattern, limits)
+            .map(Self::from_dense)
+            .map_err(|e| EarleyError::of_terminal(e, pattern))
     }
 
-    /// The automaton of states `1..=acc.len()` (`raw[(s − 1) · ncls + c]`
-    /// the target of state `s` on class `c`, [`DEAD`] = 0; state 1 the
-    /// start; `acc[s − 1]` whether `s` accepts) with only the states that
-    /// reach an accepting one, renumbered densely in order.
-    pub(crate) fn trimmed(classes: [u8; 256], ncls: usize, raw: &[u32], acc: &[bool]) -> Self {
-        let n = acc.len() + 1; // + DEAD
-        let mut live = vec![false; n];
-        for (i, &a) in acc.iter().enumerate() {
-            live[i + 1] = a;
-        }
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for s in 1..n {
-                if !live[s] {
-                    let row = &raw[(s - 1) * ncls..s * ncls];
-                    if row.iter().any(|&t| t != DEAD && live[t as usize]) {
-                        live[s] = true;
-                        changed = true;
-                    }
-                }
-            }
-        }
-        let mut map = vec![DEAD; n];
-        let mut next = 1u32;
-        for s in 1..n {
-            if live[s] {
-                map[s] = next;
-                next += 1;
-            }
-        }
-        let m = next as usize;
-        let mut trans = vec![DEAD; m * ncls];
-        let mut accepting = vec![false; m];
-        for s in 1..n {
-            if live[s] {
-                let ns = map[s] as usize;
-                accepting[ns] = acc[s - 1];
-                for c in 0..ncls {
-                    trans[ns * ncls + c] = map[raw[(s - 1) * ncls + c] as usize];
-                }
-            }
-        }
-        let start = if n > 1 { map[1] } else { DEAD };
-        Self::from_parts(classes, ncls, trans, accepting, start, None)
-    }
-
-    /// A DFA from its tables (every state but [`ByteDfa::DEAD`] live).
-    pub(crate) fn from_parts(
-        classes: [u8; 256],
-        ncls: usize,
-        trans: Vec<u32>,
-        accepting: Vec<bool>,
-        start: u32,
-        counted: Option<CountedLayout>,
-    ) -> Self {
-        let m = accepting.len();
-        let can_continue = (0..m)
-            .map(|s| trans[s * ncls..(s + 1) * ncls].iter().any(|&t| t != DEAD))
-            .collect();
+    /// An eager automaton ([`zapspec_grammar::dense`]).
+    pub(crate) fn from_dense(d: DenseDfa) -> Self {
         ByteDfa {
-            classes,
-            ncls,
-            tables: Tables::Dense {
-                trans,
-                accepting,
-                can_continue,
-            },
-            start,
-            counted,
+            classes: d.classes,
+            ncls: d.tables.stride(),
+            tables: Tables::Dense(d.tables),
+            start: d.start,
+            counted: None,
         }
     }
 
@@ -351,9 +207,7 @@ impl ByteDfa {
     /// The lazy construction over a Thompson NFA without look-around
     /// (also a regular family's, module `family`).
     pub(crate) fn lazy_from_nfa(nfa: thompson::NFA, limits: &RegexLimits) -> Self {
-        let (classes, reps) = class_table(nfa.byte_classes());
-        let ncls = reps.len();
-        let (t, start) = LazyTables::new(nfa, reps, limits.dfa_states.saturating_add(1));
+        let (classes, ncls, t, start) = LazyTables::for_nfa(nfa, limits);
         ByteDfa {
             classes,
             ncls,
@@ -364,27 +218,13 @@ impl ByteDfa {
     }
 
     /// `regex-automata`'s Thompson NFA of `hir` (bytes, no captures),
-    /// bounded by `limits.nfa_bytes`.
+    /// bounded by `limits.nfa_bytes` ([`dense::thompson`]).
     fn thompson(
         hir: &regex_syntax::hir::Hir,
         pattern: &str,
         limits: &RegexLimits,
     ) -> Result<thompson::NFA, EarleyError> {
-        thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .utf8(false)
-                    .which_captures(thompson::WhichCaptures::None)
-                    .nfa_size_limit(Some(limits.nfa_bytes)),
-            )
-            .build_from_hir(hir)
-            .map_err(|e| match e.size_limit() {
-                Some(max) => limit_error(pattern, Limit::NfaBytes, max, e.to_string()),
-                None => EarleyError::Terminal {
-                    regex: pattern.to_string(),
-                    reason: e.to_string(),
-                },
-            })
+        dense::thompson(hir, pattern, limits).map_err(|e| EarleyError::of_terminal(e, pattern))
     }
 
     /// True when the automaton is built state by state (module `zapspec_grammar::lazy`).
@@ -430,7 +270,7 @@ impl ByteDfa {
     pub fn overflowed(&self) -> bool {
         match &self.tables {
             Tables::Lazy(l) => l.overflowed(),
-            Tables::Dense { .. } | Tables::Counted(_) | Tables::Bounded(_) => false,
+            Tables::Dense(_) | Tables::Counted(_) | Tables::Bounded(_) => false,
         }
     }
 
@@ -439,7 +279,7 @@ impl ByteDfa {
     pub fn state_bound(&self) -> Option<usize> {
         match &self.tables {
             Tables::Lazy(l) => Some(l.cap() - 1),
-            Tables::Dense { .. } | Tables::Counted(_) | Tables::Bounded(_) => None,
+            Tables::Dense(_) | Tables::Counted(_) | Tables::Bounded(_) => None,
         }
     }
 
@@ -485,7 +325,7 @@ impl ByteDfa {
         let c = self.classes[b as usize] as usize;
         match &self.tables {
             // `s < num_states`, class < ncls by construction.
-            Tables::Dense { trans, .. } => trans[s as usize * self.ncls + c],
+            Tables::Dense(t) => t.next(s, c),
             Tables::Lazy(l) => l.next(s, c),
             Tables::Counted(t) => t.next(s, c),
             Tables::Bounded(t) => t.next(s, c),
@@ -528,7 +368,7 @@ impl ByteDfa {
     #[inline]
     pub fn is_accepting(&self, s: u32) -> bool {
         match &self.tables {
-            Tables::Dense { accepting, .. } => accepting[s as usize],
+            Tables::Dense(t) => t.is_accepting(s),
             Tables::Lazy(l) => l.is_accepting(s),
             Tables::Counted(t) => t.is_accepting(s),
             Tables::Bounded(t) => t.is_accepting(s),
@@ -539,7 +379,7 @@ impl ByteDfa {
     #[inline]
     pub fn can_continue(&self, s: u32) -> bool {
         match &self.tables {
-            Tables::Dense { can_continue, .. } => can_continue[s as usize],
+            Tables::Dense(t) => t.can_continue(s),
             Tables::Lazy(l) => l.can_continue(s),
             Tables::Counted(t) => t.can_continue(s),
             Tables::Bounded(t) => t.can_continue(s),
@@ -556,7 +396,7 @@ impl ByteDfa {
     /// [`Self::state_id_bound`]).
     pub fn num_states(&self) -> usize {
         match &self.tables {
-            Tables::Dense { accepting, .. } => accepting.len(),
+            Tables::Dense(t) => t.num_states(),
             Tables::Lazy(l) => l.num_states(),
             Tables::Counted(t) => t.reachable(),
             Tables::Bounded(t) => t.reachable(),
@@ -639,15 +479,27 @@ impl ByteDfa {
     /// Heap bytes of the tables (of a lazy automaton: built so far).
     pub fn heap_bytes(&self) -> usize {
         match &self.tables {
-            Tables::Dense {
-                trans,
-                accepting,
-                can_continue,
-            } => trans.capacity() * 4 + accepting.capacity() + can_continue.capacity(),
+            Tables::Dense(t) => t.heap_bytes(),
             Tables::Lazy(l) => l.heap_bytes(),
             Tables::Counted(t) => t.heap_bytes(),
             Tables::Bounded(t) => t.heap_bytes(),
         }
+    }
+}
+
+impl ByteAutomaton for ByteDfa {
+    fn start(&self) -> u32 {
+        self.start
+    }
+    #[inline]
+    fn next(&self, s: u32, byte: u8) -> u32 {
+        ByteDfa::next(self, s, byte)
+    }
+    fn is_accepting(&self, s: u32) -> bool {
+        ByteDfa::is_accepting(self, s)
+    }
+    fn byte_class(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
     }
 }
 

@@ -9,7 +9,7 @@
 use zapspec_core::TokenSet;
 
 use crate::terminal::{ByteDfa, DEAD};
-use crate::toktrie::TokTrie;
+use zapspec_toktrie::TokTrie;
 
 /// The tokens of `trie` whose bytes keep `dfa` live from state `s` (over a
 /// vocabulary of `vocab_len` ids): one preorder walk that skips a subtree
@@ -27,27 +27,18 @@ pub(crate) fn live_tokens(
     if s == DEAD {
         return allowed;
     }
-    let nodes = &trie.nodes;
-    let n = nodes.len() - 1;
-    let mut states = vec![s; trie.max_depth() + 1];
     let words = allowed.words_mut();
-    let mut i = 1;
-    while i < n {
-        let nd = nodes[i];
-        let d = nd.depth as usize;
-        let st = dfa.next(states[d - 1], nd.byte);
-        if st == DEAD {
-            i += nd.subtree as usize;
-            continue;
-        }
-        states[d] = st;
-        for &t in trie.tokens_at(i) {
-            words[(t >> 6) as usize] |= 1u64 << (t & 63);
-        }
-        if nd.subtree > 1 && dfa.is_accepting(st) {
-            on_end(i as u32);
-        }
-        i += 1;
-    }
+    trie.walk_states(
+        s,
+        |q, b| Some(dfa.next(q, b)).filter(|&t| t != DEAD),
+        |i, st, toks| {
+            for &t in toks {
+                words[(t >> 6) as usize] |= 1u64 << (t & 63);
+            }
+            if trie.has_children(i) && dfa.is_accepting(st) {
+                on_end(i as u32);
+            }
+        },
+    );
     allowed
 }

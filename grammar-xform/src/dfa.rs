@@ -4,26 +4,31 @@
 //! deterministic automaton over *bytes* that recognises exactly the byte
 //! strings the terminal matches (a full match, anchored at both ends).
 //! ZapFormat (§4.1) implements terminals "as finite state machines (FSM) for
-//! matching"; this module is that FSM, shared by the Earley engine and the
-//! reference recognizer.
+//! matching"; this module is that FSM for the reference recognizer and the
+//! JSON Schema compiler, and its eager construction ([`crate::dense`]) and
+//! lazy one ([`crate::lazy`]) are the ones the Earley engine's `ByteDfa`
+//! is built by.
 //!
 //! * [`Terminal::Literal`] becomes a chain of states.
 //! * [`Terminal::Class`] becomes the UTF-8 byte automaton of its character
 //!   set (one scalar value, 1–4 bytes).
 //! * [`Terminal::Regex`] is parsed by `regex-syntax` (Unicode mode, so `.`
-//!   and classes match whole UTF-8 sequences), compiled to a Thompson NFA and
-//!   determinised by `regex-automata` into a dense DFA that is anchored at
-//!   the start; acceptance is read off the DFA's end-of-input transition so
-//!   that `$`-style look-arounds at the end are honoured.
+//!   and classes match whole UTF-8 sequences) and determinised by
+//!   [`crate::dense::determinize`], the workspace's one eager builder
+//!   (`regex-automata`'s NFA and dense DFA, anchored at the start;
+//!   acceptance read off the end-of-input transition so that `$`-style
+//!   look-arounds at the end are honoured).
 //! * [`Terminal::And`] is the product of its two regexes' automata, explored
-//!   eagerly ([`TerminalDfa::intersection`]; bounded by `dfa_states`).
+//!   eagerly ([`TerminalDfa::intersection`], [`crate::dense::product`];
+//!   bounded by `dfa_states`).
 //!
-//! The result is then *re-tabled* into our own compact layout: states are
-//! renumbered densely with `0` = [`TerminalDfa::DEAD`], every state that
-//! cannot reach an accepting state is merged into `DEAD` (so
-//! [`TerminalDfa::can_continue`] is exact: a non-dead state always has a
-//! completion), and bytes are grouped into equivalence classes. The hot
-//! path [`TerminalDfa::next`] is two array loads.
+//! The result is then *re-tabled* into the compact layout of
+//! [`crate::dense::DenseTables`]: states are renumbered densely with `0` =
+//! [`TerminalDfa::DEAD`], every state that cannot reach an accepting state
+//! is merged into `DEAD` (so [`TerminalDfa::can_continue`] is exact: a
+//! non-dead state always has a completion), and transitions are stored per
+//! byte equivalence class. The hot path [`TerminalDfa::next`] is two array
+//! loads.
 //!
 //! [`TerminalDfa::lazy_regex`] builds the same automaton state by state
 //! ([`crate::lazy`]): the NFA at once, each DFA state when a transition
@@ -33,17 +38,12 @@
 //! past [`RegexLimits::dfa_states`] answers `DEAD` and sets
 //! [`TerminalDfa::overflowed`].
 
-use regex_automata::{
-    dfa::{dense, Automaton, StartKind},
-    nfa::thompson::{self, WhichCaptures},
-    Anchored, Input, MatchKind,
-};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir};
-use std::collections::HashMap;
 
+use crate::dense::{self, ByteAutomaton, DenseDfa, DenseTables};
 use crate::error::GrammarError;
 use crate::ir::{CharClass, Terminal};
-use crate::lazy::{class_table, LazyTables};
+use crate::lazy::LazyTables;
 use crate::limits::{short_regex, Limit, RegexLimits};
 use std::sync::Arc;
 
@@ -58,18 +58,19 @@ pub const DETERMINIZE_LIMIT_BYTES: usize = RegexLimits::DEFAULT_DFA_BYTES;
 pub struct TerminalDfa {
     /// Byte → equivalence class.
     classes: Box<[u8; 256]>,
-    /// Number of byte classes (the row length of `table`).
+    /// Number of byte classes.
     stride: usize,
-    /// `num_states * stride` transitions; row 0 is the dead state.
-    table: Vec<u32>,
-    /// Whether the bytes read so far are a full match.
-    accepting: Vec<bool>,
-    /// Whether some transition leads to a non-dead state.
-    live: Vec<bool>,
+    tables: Tables,
     start: u32,
-    /// States built on first use ([`TerminalDfa::lazy_regex`]); `table`,
-    /// `accepting` and `live` are then empty.
-    lazy: Option<LazyRef>,
+}
+
+/// The states of a [`TerminalDfa`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Tables {
+    /// Built at once ([`crate::dense`]).
+    Dense(DenseTables),
+    /// Built on first use ([`TerminalDfa::lazy_regex`]).
+    Lazy(LazyRef),
 }
 
 /// A shared lazy automaton; two are equal when they are the same one.
@@ -86,7 +87,7 @@ impl Eq for LazyRef {}
 
 impl TerminalDfa {
     /// The dead state: no continuation of the bytes read can match.
-    pub const DEAD: u32 = 0;
+    pub const DEAD: u32 = dense::DEAD;
 
     /// Compiles a terminal under the default [`RegexLimits`]. Errors only
     /// for regexes that do not parse or use features a DFA cannot express
@@ -111,76 +112,39 @@ impl TerminalDfa {
         }
     }
 
+    /// An eager automaton in this type.
+    fn from_dense(d: DenseDfa) -> TerminalDfa {
+        TerminalDfa {
+            classes: Box::new(d.classes),
+            stride: d.tables.stride(),
+            tables: Tables::Dense(d.tables),
+            start: d.start,
+        }
+    }
+
     /// The product automaton of `a` and `b`: the byte strings both match
-    /// ([`Terminal::And`]), built eagerly (the reachable pairs of states,
-    /// breadth first; pairs that cannot reach a pair accepting in both are
-    /// merged into `DEAD`). At most `limits.dfa_states` pairs, else
-    /// [`GrammarError::LimitExceeded`] naming `place`.
+    /// ([`Terminal::And`]), built eagerly ([`dense::product`]: the
+    /// reachable pairs of states, breadth first; pairs that cannot reach a
+    /// pair accepting in both are merged into `DEAD`). At most
+    /// `limits.dfa_states` pairs, else [`GrammarError::LimitExceeded`]
+    /// naming `place`.
     pub fn intersection(
         a: &TerminalDfa,
         b: &TerminalDfa,
         place: &str,
         limits: &RegexLimits,
     ) -> Result<TerminalDfa, GrammarError> {
-        let mut raw = RawDfa::with_dead();
-        let (sa, sb) = (a.start(), b.start());
-        if sa == Self::DEAD || sb == Self::DEAD {
-            return Ok(raw.finish(0));
-        }
-        // one representative byte per pair of classes
-        let mut members: Vec<Vec<u8>> = Vec::new();
-        let mut seen = HashMap::new();
-        for x in 0..=255u8 {
-            let next = members.len();
-            let k = *seen
-                .entry((a.byte_class(x), b.byte_class(x)))
-                .or_insert(next);
-            if k == next {
-                members.push(Vec::new());
-            }
-            members[k].push(x);
-        }
-        let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
-        let mut queue = vec![(sa, sb)];
-        let start = raw.add_state(a.is_accepting(sa) && b.is_accepting(sb));
-        ids.insert((sa, sb), start);
-        let mut i = 0;
-        while i < queue.len() {
-            let (p, q) = queue[i];
-            let from = ids[&(p, q)];
-            i += 1;
-            for bytes in &members {
-                let x = bytes[0];
-                let (p2, q2) = (a.next(p, x), b.next(q, x));
-                if p2 == Self::DEAD || q2 == Self::DEAD {
-                    continue;
-                }
-                let to = match ids.get(&(p2, q2)) {
-                    Some(&id) => id,
-                    None => {
-                        if ids.len() >= limits.dfa_states {
-                            return Err(GrammarError::LimitExceeded {
-                                limit: Limit::DfaStates,
-                                max: limits.dfa_states,
-                                place: format!("terminal {}", short_regex(place)),
-                                detail: format!(
-                                    "the product of the two regexes has more than {} states",
-                                    limits.dfa_states
-                                ),
-                            });
-                        }
-                        let id = raw.add_state(a.is_accepting(p2) && b.is_accepting(q2));
-                        ids.insert((p2, q2), id);
-                        queue.push((p2, q2));
-                        id
-                    }
-                };
-                for &y in bytes {
-                    raw.trans[from as usize][y as usize] = to;
-                }
-            }
-        }
-        Ok(raw.finish(start))
+        dense::product(a, b, limits.dfa_states)
+            .map(Self::from_dense)
+            .map_err(|_| GrammarError::LimitExceeded {
+                limit: Limit::DfaStates,
+                max: limits.dfa_states,
+                place: format!("terminal {}", short_regex(place)),
+                detail: format!(
+                    "the product of the two regexes has more than {} states",
+                    limits.dfa_states
+                ),
+            })
     }
 
     /// The chain automaton of a byte string, built directly in the final
@@ -190,7 +154,7 @@ impl TerminalDfa {
         let n = bytes.len();
         // Class 0: bytes the literal does not use (dead everywhere); one
         // class per distinct byte of the literal.
-        let mut classes = Box::new([0u8; 256]);
+        let mut classes = [0u8; 256];
         let mut stride = 1usize;
         for &b in bytes {
             if classes[b as usize] == 0 {
@@ -209,31 +173,28 @@ impl TerminalDfa {
         }
         let mut accepting = vec![false; m];
         accepting[n + 1] = true;
-        let live = (0..m).map(|s| s >= 1 && s <= n).collect();
-        TerminalDfa {
+        Self::from_dense(DenseDfa {
             classes,
-            stride,
-            table,
-            accepting,
-            live,
+            tables: DenseTables::from_rows(stride, table, accepting),
             start: 1,
-            lazy: None,
-        }
+        })
     }
 
-    /// [`Self::literal`] through the general construction.
+    /// [`Self::literal`] through the general construction
+    /// ([`DenseDfa::trimmed`], one class per byte).
     fn literal_general(bytes: &[u8]) -> TerminalDfa {
         let n = bytes.len();
-        // raw state i+1 = "read bytes[..i]"
-        let mut raw = RawDfa::with_dead();
-        for i in 0..=n {
-            let s = raw.add_state(i == n);
-            debug_assert_eq!(s as usize, i + 1);
-        }
+        // state i+1 = "read bytes[..i]"
+        let mut raw = vec![Self::DEAD; (n + 1) * 256];
         for (i, &b) in bytes.iter().enumerate() {
-            raw.trans[i + 1][b as usize] = (i + 2) as u32;
+            raw[i * 256 + b as usize] = (i + 2) as u32;
         }
-        raw.finish(1)
+        let acc: Vec<bool> = (0..=n).map(|i| i == n).collect();
+        let mut classes = [0u8; 256];
+        for (b, c) in classes.iter_mut().enumerate() {
+            *c = b as u8;
+        }
+        Self::from_dense(DenseDfa::trimmed(classes, 256, &raw, &acc, 1))
     }
 
     /// The UTF-8 automaton of one character of `class`.
@@ -275,18 +236,14 @@ impl TerminalDfa {
         if !hir.properties().look_set().is_empty() {
             return Self::from_hir(hir, pattern, limits);
         }
-        let nfa = Self::thompson(hir, pattern, limits)?;
-        let (classes, reps) = class_table(nfa.byte_classes());
-        let stride = reps.len();
-        let (tables, start) = LazyTables::new(nfa, reps, limits.dfa_states.saturating_add(1));
+        dense::check_nfa_bound(hir, pattern, limits)?;
+        let nfa = dense::thompson(hir, pattern, limits)?;
+        let (classes, stride, tables, start) = LazyTables::for_nfa(nfa, limits);
         Ok(TerminalDfa {
             classes: Box::new(classes),
             stride,
-            table: Vec::new(),
-            accepting: Vec::new(),
-            live: Vec::new(),
+            tables: Tables::Lazy(LazyRef(Arc::new(tables))),
             start,
-            lazy: Some(LazyRef(Arc::new(tables))),
         })
     }
 
@@ -295,151 +252,31 @@ impl TerminalDfa {
     /// left out matches (never true of an eager automaton, whose bound is
     /// checked when it is built).
     pub fn overflowed(&self) -> bool {
-        self.lazy.as_ref().is_some_and(|l| l.0.overflowed())
+        match &self.tables {
+            Tables::Dense(_) => false,
+            Tables::Lazy(l) => l.0.overflowed(),
+        }
     }
 
     /// True when states are built on first use.
     pub fn is_lazy(&self) -> bool {
-        self.lazy.is_some()
-    }
-
-    /// `regex-automata`'s Thompson NFA of `hir` (no captures), bounded by
-    /// `limits.nfa_bytes`.
-    fn thompson(
-        hir: &Hir,
-        pattern: &str,
-        limits: &RegexLimits,
-    ) -> Result<thompson::NFA, GrammarError> {
-        let lower = crate::limits::nfa_bytes_lower_bound(hir);
-        if lower > limits.nfa_bytes as u128 {
-            return Err(GrammarError::LimitExceeded {
-                limit: Limit::NfaBytes,
-                max: limits.nfa_bytes,
-                place: format!("terminal {}", short_regex(pattern)),
-                detail: format!(
-                    "the regex's NFA takes at least {lower} bytes (counted repetitions multiplied out), more than nfa_bytes {}",
-                    limits.nfa_bytes
-                ),
-            });
-        }
-        thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .which_captures(WhichCaptures::None)
-                    .nfa_size_limit(Some(limits.nfa_bytes)),
-            )
-            .build_from_hir(hir)
-            .map_err(|e| match e.size_limit() {
-                Some(max) => GrammarError::LimitExceeded {
-                    limit: Limit::NfaBytes,
-                    max,
-                    place: format!("terminal {}", short_regex(pattern)),
-                    detail: e.to_string(),
-                },
-                None => GrammarError::Regex {
-                    regex: pattern.to_string(),
-                    line: 0,
-                    column: 0,
-                    offset: 0,
-                    reason: e.to_string(),
-                },
-            })
+        matches!(self.tables, Tables::Lazy(_))
     }
 
     /// The automaton of the empty language.
     pub fn empty() -> TerminalDfa {
-        RawDfa::with_dead().finish(0)
+        Self::from_dense(DenseDfa::empty())
     }
 
+    /// The eager construction ([`dense::determinize`]) after the NFA
+    /// bound.
     fn from_hir(
         hir: &Hir,
         pattern: &str,
         limits: &RegexLimits,
     ) -> Result<TerminalDfa, GrammarError> {
-        let err = |reason: String| GrammarError::Regex {
-            regex: pattern.to_string(),
-            line: 0,
-            column: 0,
-            offset: 0,
-            reason,
-        };
-        let over = |limit: Limit, max: usize, detail: String| GrammarError::LimitExceeded {
-            limit,
-            max,
-            place: format!("terminal {}", short_regex(pattern)),
-            detail,
-        };
-        let nfa = Self::thompson(hir, pattern, limits)?;
-        let (table_limit, scratch_limit) =
-            limits.dense_builder_limits(nfa.byte_classes().alphabet_len());
-        let dfa = dense::Builder::new()
-            .configure(
-                dense::Config::new()
-                    .match_kind(MatchKind::All)
-                    .start_kind(StartKind::Anchored)
-                    .byte_classes(true)
-                    .unicode_word_boundary(false)
-                    .determinize_size_limit(Some(scratch_limit))
-                    .dfa_size_limit(Some(table_limit)),
-            )
-            .build_from_nfa(&nfa)
-            .map_err(|e| {
-                if e.is_size_limit_exceeded() && table_limit < limits.dfa_bytes {
-                    // the table bound derived from the state bound: report
-                    // the state bound (what the user configured)
-                    over(
-                        Limit::DfaStates,
-                        limits.dfa_states,
-                        format!("more than {} DFA states ({e})", limits.dfa_states),
-                    )
-                } else if e.is_size_limit_exceeded() {
-                    over(Limit::DfaBytes, limits.dfa_bytes, e.to_string())
-                } else {
-                    err(format!("cannot build a DFA: {e}"))
-                }
-            })?;
-        let start = dfa
-            .start_state_forward(&Input::new("").anchored(Anchored::Yes))
-            .map_err(|e| err(format!("no anchored start state: {e}")))?;
-
-        // Explore the reachable part, mapping regex-automata states to ours.
-        let mut raw = RawDfa::with_dead();
-        let mut ids: HashMap<regex_automata::util::primitives::StateID, u32> = HashMap::new();
-        let mut queue = Vec::new();
-        let mut intern = |sid, raw: &mut RawDfa, queue: &mut Vec<_>| -> Result<u32, GrammarError> {
-            if dfa.is_dead_state(sid) {
-                return Ok(TerminalDfa::DEAD);
-            }
-            if dfa.is_quit_state(sid) {
-                return Err(err(
-                    "the regex needs a quit state (unsupported look-around)".into(),
-                ));
-            }
-            if let Some(&id) = ids.get(&sid) {
-                return Ok(id);
-            }
-            if ids.len() >= limits.dfa_states {
-                return Err(over(
-                    Limit::DfaStates,
-                    limits.dfa_states,
-                    format!("more than {} DFA states", limits.dfa_states),
-                ));
-            }
-            let acc = dfa.is_match_state(dfa.next_eoi_state(sid));
-            let id = raw.add_state(acc);
-            ids.insert(sid, id);
-            queue.push((sid, id));
-            Ok(id)
-        };
-        let my_start = intern(start, &mut raw, &mut queue)?;
-        while let Some((sid, id)) = queue.pop() {
-            for b in 0..=255u8 {
-                let next = dfa.next_state(sid, b);
-                let n = intern(next, &mut raw, &mut queue)?;
-                raw.trans[id as usize][b as usize] = n;
-            }
-        }
-        Ok(raw.finish(my_start))
+        dense::check_nfa_bound(hir, pattern, limits)?;
+        dense::determinize(hir, pattern, limits).map(Self::from_dense)
     }
 
     /// The start state (`DEAD` for an empty language).
@@ -453,18 +290,18 @@ impl TerminalDfa {
     #[inline]
     pub fn next(&self, state: u32, byte: u8) -> u32 {
         let c = self.classes[byte as usize] as usize;
-        match &self.lazy {
-            None => self.table[state as usize * self.stride + c],
-            Some(l) => l.0.next(state, c),
+        match &self.tables {
+            Tables::Dense(t) => t.next(state, c),
+            Tables::Lazy(l) => l.0.next(state, c),
         }
     }
 
     /// Whether the bytes read so far are a full match.
     #[inline]
     pub fn is_accepting(&self, state: u32) -> bool {
-        match &self.lazy {
-            None => self.accepting[state as usize],
-            Some(l) => l.0.is_accepting(state),
+        match &self.tables {
+            Tables::Dense(t) => t.is_accepting(state),
+            Tables::Lazy(l) => l.0.is_accepting(state),
         }
     }
 
@@ -473,9 +310,9 @@ impl TerminalDfa {
     /// some non-empty continuation is a full match).
     #[inline]
     pub fn can_continue(&self, state: u32) -> bool {
-        match &self.lazy {
-            None => self.live[state as usize],
-            Some(l) => l.0.can_continue(state),
+        match &self.tables {
+            Tables::Dense(t) => t.can_continue(state),
+            Tables::Lazy(l) => l.0.can_continue(state),
         }
     }
 
@@ -503,9 +340,9 @@ impl TerminalDfa {
     /// Number of states, including `DEAD` (of a lazy automaton: built so
     /// far).
     pub fn num_states(&self) -> usize {
-        match &self.lazy {
-            None => self.accepting.len(),
-            Some(l) => l.0.num_states(),
+        match &self.tables {
+            Tables::Dense(t) => t.num_states(),
+            Tables::Lazy(l) => l.0.num_states(),
         }
     }
 
@@ -523,117 +360,25 @@ impl TerminalDfa {
 
     /// Heap memory owned by the automaton.
     pub fn heap_bytes(&self) -> usize {
-        256 + self.table.capacity() * 4
-            + self.accepting.capacity()
-            + self.live.capacity()
-            + self.lazy.as_ref().map_or(0, |l| l.0.heap_bytes())
+        256 + match &self.tables {
+            Tables::Dense(t) => t.heap_bytes(),
+            Tables::Lazy(l) => l.0.heap_bytes(),
+        }
     }
 }
 
-/// The automaton under construction: full 256-wide rows, row 0 dead.
-struct RawDfa {
-    trans: Vec<[u32; 256]>,
-    acc: Vec<bool>,
-}
-
-impl RawDfa {
-    fn with_dead() -> RawDfa {
-        RawDfa {
-            trans: vec![[0; 256]],
-            acc: vec![false],
-        }
+impl ByteAutomaton for TerminalDfa {
+    fn start(&self) -> u32 {
+        self.start
     }
-
-    fn add_state(&mut self, accepting: bool) -> u32 {
-        self.trans.push([0; 256]);
-        self.acc.push(accepting);
-        (self.trans.len() - 1) as u32
+    fn next(&self, s: u32, byte: u8) -> u32 {
+        TerminalDfa::next(self, s, byte)
     }
-
-    /// Prunes states that cannot reach acceptance (into DEAD), renumbers
-    /// the rest densely (breadth-first from `start`), and computes byte
-    /// classes.
-    fn finish(self, start: u32) -> TerminalDfa {
-        let n = self.trans.len();
-        // Co-reachability: reverse edges, search from accepting states.
-        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (s, row) in self.trans.iter().enumerate().skip(1) {
-            for &t in row.iter() {
-                if t != 0 {
-                    rev[t as usize].push(s as u32);
-                }
-            }
-        }
-        let mut useful = vec![false; n];
-        let mut stack: Vec<u32> = (1..n as u32).filter(|&s| self.acc[s as usize]).collect();
-        for &s in &stack {
-            useful[s as usize] = true;
-        }
-        while let Some(s) = stack.pop() {
-            for &p in &rev[s as usize] {
-                if !useful[p as usize] {
-                    useful[p as usize] = true;
-                    stack.push(p);
-                }
-            }
-        }
-        // Renumber useful states reachable from start, BFS order.
-        let mut new_id = vec![0u32; n];
-        let mut order: Vec<u32> = Vec::new();
-        if start != 0 && useful[start as usize] {
-            new_id[start as usize] = 1;
-            order.push(start);
-            let mut i = 0;
-            while i < order.len() {
-                let s = order[i] as usize;
-                i += 1;
-                for &t in self.trans[s].iter() {
-                    if t != 0 && useful[t as usize] && new_id[t as usize] == 0 {
-                        order.push(t);
-                        new_id[t as usize] = order.len() as u32;
-                    }
-                }
-            }
-        }
-        let m = order.len() + 1;
-        // Byte classes: bytes with identical columns.
-        let mut classes = Box::new([0u8; 256]);
-        let mut col_ids: HashMap<Vec<u32>, u8> = HashMap::new();
-        let mut reps: Vec<u8> = Vec::new();
-        for b in 0..256usize {
-            let col: Vec<u32> = order
-                .iter()
-                .map(|&s| new_id[self.trans[s as usize][b] as usize])
-                .collect();
-            let next = col_ids.len() as u8;
-            let id = *col_ids.entry(col).or_insert_with(|| {
-                reps.push(b as u8);
-                next
-            });
-            classes[b] = id;
-        }
-        let stride = reps.len();
-        let mut table = vec![0u32; m * stride];
-        let mut accepting = vec![false; m];
-        let mut live = vec![false; m];
-        for (k, &s) in order.iter().enumerate() {
-            let row = k + 1;
-            accepting[row] = self.acc[s as usize];
-            for (c, &b) in reps.iter().enumerate() {
-                let t = new_id[self.trans[s as usize][b as usize] as usize];
-                table[row * stride + c] = t;
-                live[row] |= t != 0;
-            }
-        }
-        TerminalDfa {
-            classes,
-            stride,
-            table,
-            accepting,
-            live,
-            start: if order.is_empty() { 0 } else { 1 },
-            lazy: None,
-        }
+    fn is_accepting(&self, s: u32) -> bool {
+        TerminalDfa::is_accepting(self, s)
+    }
+    fn byte_class(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
     }
 }
 
@@ -676,7 +421,7 @@ fn regex_error(pattern: &str, e: regex_syntax::Error) -> GrammarError {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use regex_automata::meta::Regex;
+    use regex_automata::{meta::Regex, Input};
 
     fn full_match(re: &str) -> Regex {
         regex_automata::meta::Builder::new()

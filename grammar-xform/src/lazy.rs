@@ -148,6 +148,18 @@ impl std::fmt::Debug for LazyTables {
 }
 
 impl LazyTables {
+    /// The lazy automaton of `nfa` (which has no look-around) under
+    /// `limits`: the class of every byte, the number of classes, the
+    /// tables (at most `limits.dfa_states` states besides [`DEAD`]) and
+    /// the start state. What `TerminalDfa::lazy_hir` and the Earley
+    /// engine's lazy `ByteDfa` are built from.
+    pub fn for_nfa(nfa: NFA, limits: &crate::RegexLimits) -> ([u8; 256], usize, Self, u32) {
+        let (classes, reps) = class_table(nfa.byte_classes());
+        let ncls = reps.len();
+        let (tables, start) = LazyTables::new(nfa, reps, limits.dfa_states.saturating_add(1));
+        (classes, ncls, tables, start)
+    }
+
     /// The tables of `nfa` (which has no look-around) over its byte
     /// classes, `reps` a byte of each, at most `cap` states; and the start
     /// state ([`DEAD`] or 1).

@@ -24,6 +24,7 @@
 //! | [`limits`] | [`Limit`], [`RegexLimits`]: every resource bound of compilation, with defaults | |
 //! | [`error`] | [`GrammarError`] (line/column + reason where it applies) | |
 //! | [`dfa`] | [`TerminalDfa`]: each terminal as a dense byte DFA (dead state 0, exact `can_continue`, byte classes), or built lazily ([`TerminalDfa::lazy_regex`]) | §4.1 "terminals … as FSMs" |
+//! | [`dense`] | the workspace's one eager regex → DFA builder ([`dense::determinize`]: `regex-automata` under [`RegexLimits`], limits mapped to typed errors), the dense table layout ([`dense::DenseTables`]: dead state 0, only states that reach acceptance, rows per byte class), products ([`dense::product`]); the Earley engine's eager automata are built here too | §4.1 |
 //! | [`lazy`] | `LazyTables`: DFA states built on first use by the subset construction over a Thompson NFA, stable ids, exact liveness, lock-free reads (the Earley engine's terminals use it too) | |
 //! | [`segmented`] | `Segmented`: append-only arrays read without a lock (the lazy tables' rows, the Earley engine's per-state slots) | |
 //! | [`gbnf`] | [`parse_gbnf`] / `Grammar::from_gbnf`: llama.cpp GBNF + `/regex/`, desugaring `* + ? {m,n}` and groups; warnings for unused rules | |
@@ -73,6 +74,7 @@
 //! * In GBNF *strings* `\xHH` is a raw byte (llama.cpp: code point U+00HH);
 //!   the two agree on ASCII.
 pub mod analysis;
+pub mod dense;
 pub mod dfa;
 pub mod error;
 pub mod gbnf;

@@ -12,6 +12,7 @@ const CRATES: &[&str] = &[
     "core",
     "vocab",
     "testkit",
+    "toktrie",
     "grammar-xform",
     "jsonschema",
     "earley",

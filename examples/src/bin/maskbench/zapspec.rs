@@ -176,8 +176,13 @@ impl ZapAdapter {
     fn engine(vocab: &Arc<TokenVocab>, index: &IndexConfig) -> Engine {
         // The index configurations come from `variant_index`: fixed, valid
         // slice regexes.
+        // the index times its automaton builds for `automaton_build_us`
+        let index = IndexConfig {
+            time_dfa_builds: true,
+            ..index.clone()
+        };
         Engine::with_index(
-            VocabIndex::with_config(vocab.clone(), index.clone()).expect("valid slice regexes"),
+            VocabIndex::with_config(vocab.clone(), index).expect("valid slice regexes"),
         )
     }
 }

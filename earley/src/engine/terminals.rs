@@ -1,0 +1,258 @@
+//! The terminal cache of a [`VocabIndex`]: each terminal's automaton,
+//! compiled once per index and keyed by regex text (a cache miss builds
+//! it, or defers it to first use), and [`TerminalTokens`], what one
+//! terminal state contributes to a mask.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rustc_hash::FxBuildHasher;
+
+use zapspec_core::{TokenId, TokenSet, Vocabulary};
+use zapspec_grammar::Terminal;
+
+use crate::ci_cache::TermEntry;
+use crate::error::EarleyError;
+use crate::terminal::ByteDfa;
+
+use super::cache::Ghosts;
+use super::VocabIndex;
+
+impl VocabIndex {
+    /// The shared entry of a terminal given as regex text.
+    pub(crate) fn terminal_regex(&self, regex: String) -> Result<Arc<TermEntry>, EarleyError> {
+        self.terminal_regex_with(regex, &zapspec_grammar::RegexLimits::default())
+    }
+
+    /// [`Self::terminal_regex`] under explicit limits (an entry compiled
+    /// earlier is reused whatever the limits it was compiled under).
+    pub(crate) fn terminal_regex_with(
+        &self,
+        regex: String,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        self.terminal_built(regex, |re| self.entry_of_text(re, limits))
+    }
+
+    /// [`Self::entry_of`] the parse of `regex`.
+    fn entry_of_text(
+        &self,
+        regex: &str,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<TermEntry, EarleyError> {
+        let hir = crate::terminal::parse_regex(regex).map_err(|e| EarleyError::Terminal {
+            regex: regex.to_string(),
+            reason: e.to_string(),
+        })?;
+        self.entry_of(regex, Arc::new(hir), limits, self.config.lazy_dfas)
+    }
+
+    /// The entry of `hir` (the language of `regex`): deferred to its first
+    /// use where [`ByteDfa::deferrable`] allows (`IndexConfig::lazy_dfas`
+    /// on, no look-around, not a counted repetition, a modest NFA), built
+    /// now otherwise.
+    fn entry_of(
+        &self,
+        regex: &str,
+        hir: Arc<regex_syntax::hir::Hir>,
+        limits: &zapspec_grammar::RegexLimits,
+        lazy: bool,
+    ) -> Result<TermEntry, EarleyError> {
+        if self.config.deferred_terminals {
+            if let Some(facts) = ByteDfa::deferrable(&hir, limits, lazy) {
+                self.deferred.fetch_add(1, Ordering::Relaxed);
+                return Ok(TermEntry::deferred(regex.to_string(), hir, *limits, facts));
+            }
+        }
+        let dfa = ByteDfa::from_parsed(&hir, regex, limits, lazy)?;
+        Ok(TermEntry::new(regex.to_string(), dfa))
+    }
+
+    /// The shared entry of a regular family's terminal ([`crate::family`]),
+    /// keyed by its text like a regex.
+    pub(crate) fn terminal_family(
+        &self,
+        family: &crate::family::Family,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        self.terminal_built(
+            ByteDfa::regex_of(&Terminal::Regex(family.key().to_string())),
+            |re| Ok(TermEntry::new(re.to_string(), family.dfa(limits)?)),
+        )
+    }
+
+    /// The entry of `regex` from the cache, or built by `build` and stored.
+    fn terminal_built(
+        &self,
+        regex: String,
+        build: impl FnOnce(&str) -> Result<TermEntry, EarleyError>,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        if let Some(e) = self.lock().get(&regex) {
+            e.touch(self.tick());
+            e.note_compile();
+            return Ok(e.clone());
+        }
+        // The clock is read only when the caller asked for build times
+        // (`IndexConfig::time_dfa_builds`, a documented wall-time stat).
+        let t0 = self.config.time_dfa_builds.then(std::time::Instant::now);
+        let entry = build(&regex);
+        self.dfa_builds.fetch_add(1, Ordering::Relaxed);
+        if let Some(t0) = t0 {
+            self.dfa_build_nanos.fetch_add(
+                u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
+                Ordering::Relaxed,
+            );
+        }
+        let mut entry = entry?;
+        entry.charge(&self.account);
+        let ours = Arc::new(entry);
+        ours.touch(self.tick());
+        ours.note_compile();
+        if self
+            .ghosts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set
+            .contains(&Ghosts::hash(&regex))
+        {
+            // released once already: a second grammar uses it
+            ours.note_compile();
+        }
+        let e = self
+            .lock()
+            .entry(regex)
+            .or_insert_with(|| ours.clone())
+            .clone();
+        if Arc::ptr_eq(&e, &ours) {
+            self.ring
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .terms
+                .push(Arc::downgrade(&e));
+        }
+        Ok(e)
+    }
+
+    /// What the terminal given as regex text (in [`ByteDfa::regex_of`]'s
+    /// dialect), after it has read `prefix`, contributes to any mask: its
+    /// context-independent cache entry as plain data, computed on first
+    /// use (and the terminal compiled on first use) like a mask would;
+    /// `None` when no match starts with `prefix`. For inspecting and
+    /// measuring the cache: masks never need it.
+    pub fn terminal_tokens(
+        &self,
+        regex: &str,
+        prefix: &[u8],
+    ) -> Result<Option<TerminalTokens>, EarleyError> {
+        let e = self.terminal_regex(regex.to_string())?;
+        let s = e.dfa().run(e.dfa().start(), prefix);
+        if s == ByteDfa::DEAD {
+            return Ok(None);
+        }
+        let c = e.ci(s, self);
+        Ok(Some(TerminalTokens {
+            allowed: c.allowed_tokens(self.vocab.len()),
+            dependent: c.dependent(),
+            sliced: c.sliced(),
+        }))
+    }
+
+    pub(crate) fn terminal(
+        &self,
+        t: &Terminal,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        if let Terminal::And(..) = t {
+            return self.terminal_and(t, || None, || None, limits);
+        }
+        self.terminal_regex_with(ByteDfa::regex_of(t), limits)
+    }
+
+    /// The entry of an intersection ([`Terminal::And`], any other
+    /// terminal: as [`Self::terminal`]), built on a miss by
+    /// [`ByteDfa::from_and`] from the HIRs `a` and `b` give (`None`: the
+    /// parse of the text). Built at once, not deferred: its pair table is
+    /// what compilation reads the start state from.
+    pub(crate) fn terminal_and(
+        &self,
+        t: &Terminal,
+        a: impl FnOnce() -> Option<Arc<regex_syntax::hir::Hir>>,
+        b: impl FnOnce() -> Option<Arc<regex_syntax::hir::Hir>>,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        let Terminal::And(ta, tb) = t else {
+            return self.terminal(t, limits);
+        };
+        self.terminal_built(ByteDfa::regex_of(t), |key| {
+            let hir = |h: Option<Arc<regex_syntax::hir::Hir>>, text: &str| match h {
+                Some(h) => Ok(h),
+                None => crate::terminal::parse_regex(text)
+                    .map(Arc::new)
+                    .map_err(|e| EarleyError::Terminal {
+                        regex: text.to_string(),
+                        reason: e.to_string(),
+                    }),
+            };
+            let (ha, hb) = (hir(a(), ta)?, hir(b(), tb)?);
+            let dfa = ByteDfa::from_and(&ha, &hb, key, limits)?;
+            Ok(TermEntry::new(key.to_string(), dfa))
+        })
+    }
+
+    /// [`Self::terminal`] of a regex terminal whose HIR the grammar holds
+    /// ([`Grammar::regex_hir`](zapspec_grammar::Grammar::regex_hir)): built from the HIR on a miss, not from
+    /// its text (the cache is still keyed by the text).
+    pub(crate) fn terminal_parsed(
+        &self,
+        t: &Terminal,
+        hir: &Arc<regex_syntax::hir::Hir>,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        let lazy = self.config.lazy_dfas;
+        self.terminal_built(ByteDfa::regex_of(t), |re| {
+            self.entry_of(re, hir.clone(), limits, lazy)
+        })
+    }
+
+    /// [`Self::terminal`] built, on a miss, from the HIR `hir` makes
+    /// (called only then; `None`: parse the text): a literal's or class's
+    /// ([`ByteDfa::hir_of`]), a fused regex's ([`crate::fuse::Fused::hir`]).
+    pub(crate) fn terminal_hir_on_miss(
+        &self,
+        t: &Terminal,
+        hir: impl FnOnce() -> Option<regex_syntax::hir::Hir>,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        let lazy = self.config.lazy_dfas;
+        self.terminal_built(ByteDfa::regex_of(t), |re| match hir() {
+            Some(h) => self.entry_of(re, Arc::new(h), limits, lazy),
+            None => self.entry_of_text(re, limits),
+        })
+    }
+
+    pub(super) fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TermEntry>, FxBuildHasher>> {
+        self.terminals.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What one state of a terminal contributes to every mask
+/// ([`VocabIndex::terminal_tokens`]): its context-independent cache entry
+/// (module `ci_cache`), as plain data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TerminalTokens {
+    /// The tokens allowed whatever follows the terminal: its automaton
+    /// stays live over all their bytes.
+    pub allowed: TokenSet,
+    /// The context-dependent tokens, sorted: `(bytes[k..], token)` for
+    /// each `k` (`1 ≤ k < len`) after which the terminal may end, of each
+    /// token not in [`Self::allowed`] whose bytes the automaton reads
+    /// that far. Whether one is allowed depends on what the grammar lets
+    /// follow the terminal; a mask parses the remainder to find out.
+    pub dependent: Vec<(Vec<u8>, TokenId)>,
+    /// The entry was computed through a vocabulary slice
+    /// ([`IndexConfig::slices`](crate::IndexConfig::slices)): only the tokens outside it were walked.
+    pub sliced: bool,
+}
