@@ -16,7 +16,7 @@ use zapspec_copy::{
 };
 use zapspec_core::model::{LanguageModel, Logits, ModelError};
 use zapspec_core::{TokenId, Vocabulary};
-use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::toy::{BigramLm, Windowed};
 use zapspec_testkit::TrieConstraint;
 use zapspec_vocab::TokenVocab;
 
@@ -93,41 +93,6 @@ proptest! {
     }
 }
 
-/// A model with a short window over a bigram LM (whose logits depend on
-/// the last token only, so sliding does not change them).
-struct Windowed {
-    lm: BigramLm,
-    window: usize,
-}
-
-impl LanguageModel for Windowed {
-    fn vocab_size(&self) -> usize {
-        self.lm.vocab_size()
-    }
-    fn context(&self) -> &[TokenId] {
-        self.lm.context()
-    }
-    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
-        let len = self.lm.context().len() + tokens.len();
-        if len > self.window {
-            return Err(ModelError::ContextOverflow {
-                len,
-                max: self.window,
-            });
-        }
-        self.lm.prefill(tokens)
-    }
-    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
-        self.lm.next_logits()
-    }
-    fn truncate(&mut self, len: usize) {
-        self.lm.truncate(len)
-    }
-    fn max_context(&self) -> usize {
-        self.window
-    }
-}
-
 #[test]
 fn short_window_slides() {
     let vocab = bytes_vocab();
@@ -137,7 +102,7 @@ fn short_window_slides() {
     let program = oracle_program(&before, &after);
     let n = before.lines().count();
     let mut lm = Windowed {
-        lm: BigramLm::new(vocab.len(), 1),
+        inner: BigramLm::new(vocab.len(), 1),
         window: 24,
     };
     let prompt = tok(&before);
@@ -151,7 +116,7 @@ fn short_window_slides() {
     assert!(ex.stats.forwards > 1 + ex.stats.decided);
     // A window that cannot slide is a typed error.
     let mut tiny = Windowed {
-        lm: BigramLm::new(vocab.len(), 1),
+        inner: BigramLm::new(vocab.len(), 1),
         window: 1,
     };
     let cfg1 = ExecConfig {

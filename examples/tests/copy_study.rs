@@ -19,9 +19,8 @@ use zapspec_copy::{
     oracle_program, resolve, CopyDecoder, ExecConfig, ExecError, LineIndex, Program,
     ProgramConstraint,
 };
-use zapspec_core::model::{LanguageModel, Logits, ModelError};
 use zapspec_core::{TokenId, Vocabulary};
-use zapspec_testkit::toy::BigramLm;
+use zapspec_testkit::toy::{BigramLm, Windowed};
 use zapspec_vocab::TokenVocab;
 
 fn edits_dir() -> PathBuf {
@@ -314,44 +313,6 @@ fn lookup_draft_takes_the_most_recent_longest_match() {
     assert_eq!(lookup_draft(&[], &cfg), Vec::<TokenId>::new());
 }
 
-/// A model with a short window over a bigram LM (whose logits depend on
-/// the last token only, so sliding does not change them).
-struct Windowed {
-    lm: BigramLm,
-    window: usize,
-}
-
-impl LanguageModel for Windowed {
-    fn vocab_size(&self) -> usize {
-        self.lm.vocab_size()
-    }
-    fn context(&self) -> &[TokenId] {
-        self.lm.context()
-    }
-    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
-        let len = self.lm.context().len() + tokens.len();
-        if len > self.window {
-            return Err(ModelError::ContextOverflow {
-                len,
-                max: self.window,
-            });
-        }
-        self.lm.prefill(tokens)
-    }
-    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
-        self.lm.next_logits()
-    }
-    fn truncate(&mut self, len: usize) {
-        self.lm.truncate(len)
-    }
-    fn max_context(&self) -> usize {
-        self.window
-    }
-}
-
-/// The baselines on a short window: prompt lookup slides and still
-/// outputs `D′`; a window that cannot slide is a typed error. Timed
-/// through [`timed_run`]: one recorded forward per counted forward.
 #[test]
 fn baselines_on_a_short_window() {
     let vocab = bytes_vocab();
@@ -359,7 +320,7 @@ fn baselines_on_a_short_window() {
     let before = "line one\nline two\nline three\nline four\n".repeat(4);
     let after = before.replace("three", "3");
     let mut lm = Windowed {
-        lm: BigramLm::new(vocab.len(), 1),
+        inner: BigramLm::new(vocab.len(), 1),
         window: 24,
     };
     let prompt = tok(&before);
@@ -381,7 +342,7 @@ fn baselines_on_a_short_window() {
     assert!(pl.prompt_time <= pl.elapsed);
     assert!(pl.edit_time() <= pl.elapsed);
     let mut tiny = Windowed {
-        lm: BigramLm::new(vocab.len(), 1),
+        inner: BigramLm::new(vocab.len(), 1),
         window: 1,
     };
     let cfg1 = ExecConfig {

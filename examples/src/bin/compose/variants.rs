@@ -175,7 +175,7 @@ pub(crate) fn variants(
 /// rollouts (batched on a rollout forest of the target's own KV cache,
 /// [`zapspec_phi::WithModel`] over a copy of the prompted model) under a
 /// cut of at most `--mc-cut-max` candidates. Every FVO row records its
-/// estimator's time ([`Timed`](crate::run::Timed)).
+/// estimator's time ([`Timed`]).
 pub(crate) fn phi_variants(
     m: &SmolLm2,
     schema: &serde_json::Value,
