@@ -4,7 +4,7 @@
 //! of one decode step per token. The executors count forwards and tokens
 //! ([`ExecStats`]); they read no clock — wall-clock timing, and races
 //! against baselines (regeneration, prompt lookup: the `copy_study`
-//! module of the `examples` crate), are the caller's. [`ModelSession`],
+//! module of the `examples` crate), are the caller's. [`CountingModel`],
 //! the counting layer between an executor and the model, is public so a
 //! caller's own decoding loop is counted alike.
 //!
@@ -193,7 +193,7 @@ pub struct ExecStats {
     /// Tokens appended by copy prefills.
     pub copied: usize,
     /// Draft tokens proposed (0 here; a caller's speculative loop on a
-    /// [`ModelSession`] counts its drafts).
+    /// [`CountingModel`] counts its drafts).
     pub drafted: usize,
     /// Draft tokens accepted (as [`ExecStats::drafted`]).
     pub accepted: usize,
@@ -266,19 +266,19 @@ impl<V: Vocabulary, C: Constraint> ProgramMatcher for NestedProgramConstraint<V,
 /// call is one forward; see the [module docs](self)). The program
 /// executors run on one; a caller's own decoding loop (a baseline) can
 /// too, so its counts are comparable.
-pub struct ModelSession<'m, M: ?Sized> {
+pub struct CountingModel<'m, M: ?Sized> {
     model: &'m mut M,
     cfg: ExecConfig,
     stats: ExecStats,
 }
 
-impl<'m, M: LanguageModel + ?Sized> ModelSession<'m, M> {
-    /// A session over `model` with `cfg`'s window settings
+impl<'m, M: LanguageModel + ?Sized> CountingModel<'m, M> {
+    /// Counts the forwards of `model`, with `cfg`'s window settings
     /// ([`ExecConfig::slide_keep`], [`ExecConfig::max_chunk`]); empties
     /// the model's context.
     pub fn new(model: &'m mut M, cfg: &ExecConfig) -> Self {
         model.truncate(0);
-        ModelSession {
+        CountingModel {
             model,
             cfg: cfg.clone(),
             stats: ExecStats::default(),
@@ -402,7 +402,7 @@ impl<'m, M: LanguageModel + ?Sized> ModelSession<'m, M> {
         &mut self.stats
     }
 
-    /// Ends the session; its counts.
+    /// Ends the counting; its counts.
     pub fn into_stats(self) -> ExecStats {
         self.stats
     }
@@ -510,8 +510,8 @@ where
 {
     let lines = LineIndex::new(doc);
     let mut scan = OpScanner::new(lines.len());
-    let mut sess = ModelSession::new(model, cfg);
-    let mut last = sess.prompt(prompt)?;
+    let mut counted = CountingModel::new(model, cfg);
+    let mut last = counted.prompt(prompt)?;
     let mut pending: Vec<TokenId> = Vec::new();
     let mut program: Vec<TokenId> = Vec::new();
     let mut copies: Vec<(usize, usize)> = Vec::new();
@@ -551,10 +551,10 @@ where
                 c.advance(t)?;
                 program.push(t);
                 pending.push(t);
-                sess.stats.forced += 1;
+                counted.stats.forced += 1;
                 scan.push(vocab.token_bytes(t), &mut copies);
             }
-            flush_copies(&mut copies, &lines, tok, &mut pending, &mut sess.stats);
+            flush_copies(&mut copies, &lines, tok, &mut pending, &mut counted.stats);
         }
         if program.len() >= cfg.max_tokens {
             return Err(ExecError::TokenLimit {
@@ -562,7 +562,7 @@ where
             });
         }
         // A decision: logits for the next position.
-        let logits = sess.logits_or(&pending, &mut last)?;
+        let logits = counted.logits_or(&pending, &mut last)?;
         pending.clear();
         let t = match &mut drive {
             Drive::Teacher(ts) => match ts.get(k) {
@@ -587,9 +587,9 @@ where
         }
         program.push(t);
         pending.push(t);
-        sess.stats.decided += 1;
+        counted.stats.decided += 1;
         scan.push(vocab.token_bytes(t), &mut copies);
-        flush_copies(&mut copies, &lines, tok, &mut pending, &mut sess.stats);
+        flush_copies(&mut copies, &lines, tok, &mut pending, &mut counted.stats);
     }
     let bytes: Vec<u8> = program
         .iter()
@@ -598,7 +598,7 @@ where
     let text = String::from_utf8(bytes).map_err(|_| ExecError::NotUtf8)?;
     let parsed = Program::parse(&text)?;
     let output = lines.resolve(&parsed)?;
-    let mut stats = sess.stats;
+    let mut stats = counted.stats;
     // D′'s tokens, to compare throughput with the baselines.
     stats.output_tokens = tok.tokenize(&output).len();
     Ok(Execution {
@@ -728,8 +728,8 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
     ) -> Result<Execution, ExecError> {
         let lines = LineIndex::new(doc);
         let output = lines.resolve(program)?;
-        let mut sess = ModelSession::new(model, &self.cfg);
-        let mut last = sess.prompt(prompt)?;
+        let mut counted = CountingModel::new(model, &self.cfg);
+        let mut last = counted.prompt(prompt)?;
         let mut canon = CanonicalTokens::new(self.cfg.canonical_window);
         // Output tokens in the model's cache, then queued ones.
         let mut committed = 0usize;
@@ -749,15 +749,15 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
                 TokenBoundary::Canonical => {
                     let a = canon.append(text, self.tok, self.vocab);
                     if a.rolled_back > 0 {
-                        sess.stats.rollbacks += 1;
-                        sess.stats.rolled_back += a.rolled_back;
+                        counted.stats.rollbacks += 1;
+                        counted.stats.rolled_back += a.rolled_back;
                     }
                     if a.keep >= committed {
                         pending.truncate(a.keep - committed);
                     } else {
                         let drop = committed - a.keep;
-                        sess.stats.truncated += drop;
-                        sess.truncate_back(drop);
+                        counted.stats.truncated += drop;
+                        counted.truncate_back(drop);
                         committed = a.keep;
                         pending.clear();
                         last = None;
@@ -768,26 +768,26 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
             };
             all.extend_from_slice(&new);
             if copy {
-                sess.stats.copies += 1;
-                sess.stats.copied += new.len();
+                counted.stats.copies += 1;
+                counted.stats.copied += new.len();
                 pending.extend_from_slice(&new);
-                last = sess.forward(&pending, false)?.pop();
+                last = counted.forward(&pending, false)?.pop();
                 committed += pending.len();
                 pending.clear();
             } else {
                 for t in new {
-                    sess.logits_or(&pending, &mut last)?;
+                    counted.logits_or(&pending, &mut last)?;
                     committed += pending.len();
                     pending.clear();
                     pending.push(t);
-                    sess.stats.decided += 1;
+                    counted.stats.decided += 1;
                 }
             }
         }
         if !pending.is_empty() {
-            sess.forward(&pending, false)?;
+            counted.forward(&pending, false)?;
         }
-        let mut stats = sess.stats;
+        let mut stats = counted.stats;
         stats.output_tokens = all.len();
         Ok(Execution {
             output,

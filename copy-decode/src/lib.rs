@@ -17,7 +17,7 @@
 //! | [`error`] | [`ParseError`] / [`ParseErrorKind`], [`ResolveError`], [`OpKind`] | — |
 //! | [`fsm`] | [`ProgramConstraint`], [`ProgramFsm`] (below) | a cached mask is one `|V|/64`-word copy |
 //! | [`gen_body`] | [`NestedProgramConstraint`] (below) | the inner constraint's step plus two set operations |
-//! | [`execute`] | [`CopyDecoder`], [`ModelSession`], [`ExecStats`], [`tokenize_program`] (below) | `O(|token|)` per program token beyond the model |
+//! | [`execute`] | [`CopyDecoder`], [`CountingModel`], [`ExecStats`], [`tokenize_program`] (below) | `O(|token|)` per program token beyond the model |
 //! | [`boundary`] | [`CanonicalTokens`], [`TokenBoundary`] (below) | two tokenizer calls over `O(window)` tokens per op |
 //!
 //! Guarantee, tested on random documents (here) and on the `edits`
@@ -58,7 +58,7 @@
 //! prefill). Every call returns [`ExecStats`]: forwards (closed forms in
 //! the module docs), tokens decided / forced / copied, window slides —
 //! counts only: the executors read no clock, so wall-clock timing and
-//! races against baselines are the caller's ([`ModelSession`], the
+//! races against baselines are the caller's ([`CountingModel`], the
 //! counting layer over the model, is public for a caller's own loop; the
 //! `examples` crate's `copy_study` module holds the regeneration and
 //! prompt-lookup baselines and the timing). Cost beyond the model:
@@ -171,7 +171,7 @@ mod tokenizer;
 pub use boundary::{Append, CanonicalTokens, TokenBoundary};
 pub use error::{OpKind, ParseError, ParseErrorKind, ResolveError};
 pub use execute::{
-    tokenize_program, CopyDecoder, ExecConfig, ExecError, ExecStats, Execution, ModelSession,
+    tokenize_program, CopyDecoder, CountingModel, ExecConfig, ExecError, ExecStats, Execution,
     ProgramMatcher,
 };
 pub use fsm::{ByteState, FsmConfig, FsmError, Phase, ProgramConstraint, ProgramFsm, VocabTrie};

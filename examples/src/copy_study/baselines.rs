@@ -1,7 +1,7 @@
 //! The baselines Copy-as-Decode is raced against: full autoregressive
 //! regeneration ([`regenerate`]) and prompt-lookup (n-gram) speculative
 //! decoding with greedy verification ([`prompt_lookup`], what vLLM's
-//! `ngram` speculator does). Both run on a [`ModelSession`], so their
+//! `ngram` speculator does). Both run on a [`CountingModel`], so their
 //! forwards are counted exactly as `zapspec_copy`'s executors count theirs
 //! ([`ExecStats`]); wall-clock is the caller's ([`super::timing`]).
 //!
@@ -18,7 +18,7 @@
 //! model whose greedy output is `D′`, the same idealisation as oracle
 //! programs) or the model's own greedy output.
 
-use zapspec_copy::{ExecConfig, ExecError, ExecStats, Execution, ModelSession};
+use zapspec_copy::{CountingModel, ExecConfig, ExecError, ExecStats, Execution};
 use zapspec_core::model::LanguageModel;
 use zapspec_core::{TokenId, Vocabulary};
 
@@ -89,12 +89,12 @@ pub fn regenerate<M: LanguageModel + ?Sized, V: Vocabulary + ?Sized>(
     target: Target<'_>,
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
-    let mut sess = ModelSession::new(model, cfg);
-    let mut last = sess.prompt(prompt)?;
+    let mut counted = CountingModel::new(model, cfg);
+    let mut last = counted.prompt(prompt)?;
     let mut pending = Vec::new();
     let mut out = Vec::new();
     loop {
-        let logits = sess.logits_or(&pending, &mut last)?;
+        let logits = counted.logits_or(&pending, &mut last)?;
         pending.clear();
         let Some(t) = choose(target, &logits, out.len()) else {
             break;
@@ -106,9 +106,9 @@ pub fn regenerate<M: LanguageModel + ?Sized, V: Vocabulary + ?Sized>(
         }
         out.push(t);
         pending.push(t);
-        sess.stats_mut().decided += 1;
+        counted.stats_mut().decided += 1;
     }
-    Ok(finish(vocab, out, sess.into_stats()))
+    Ok(finish(vocab, out, counted.into_stats()))
 }
 
 /// Settings of [`prompt_lookup`] (defaults: vLLM's documented `ngram`
@@ -173,12 +173,12 @@ pub fn prompt_lookup<M: LanguageModel + ?Sized, V: Vocabulary + ?Sized>(
     lookup: &LookupConfig,
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
-    let mut sess = ModelSession::new(model, cfg);
+    let mut counted = CountingModel::new(model, cfg);
     let mut seq: Vec<TokenId> = prompt.to_vec();
     let p = prompt.len();
-    let mut logits = match sess.prompt(prompt)? {
+    let mut logits = match counted.prompt(prompt)? {
         Some(l) => l,
-        None => sess.logits(&[])?,
+        None => counted.logits(&[])?,
     };
     while let Some(next) = choose(target, &logits, seq.len() - p) {
         if seq.len() - p >= cfg.max_tokens {
@@ -187,16 +187,16 @@ pub fn prompt_lookup<M: LanguageModel + ?Sized, V: Vocabulary + ?Sized>(
             });
         }
         seq.push(next);
-        sess.stats_mut().decided += 1;
+        counted.stats_mut().decided += 1;
         let mut draft = lookup_draft(&seq, lookup);
         if let Target::Greedy { max_new, .. } = target {
             draft.truncate(max_new.saturating_sub(seq.len() - p));
         }
-        sess.stats_mut().drafted += draft.len();
+        counted.stats_mut().drafted += draft.len();
         let mut batch = Vec::with_capacity(draft.len() + 1);
         batch.push(next);
         batch.extend_from_slice(&draft);
-        let rows = sess.forward(&batch, true)?;
+        let rows = counted.forward(&batch, true)?;
         let mut kept = 0usize;
         while kept < draft.len() {
             let row = rows.get(kept).map(Vec::as_slice).unwrap_or(&[]);
@@ -206,13 +206,13 @@ pub fn prompt_lookup<M: LanguageModel + ?Sized, V: Vocabulary + ?Sized>(
             seq.push(draft[kept]);
             kept += 1;
         }
-        sess.stats_mut().accepted += kept;
+        counted.stats_mut().accepted += kept;
         let rejected = draft.len() - kept;
         if rejected > 0 {
-            sess.truncate_back(rejected);
+            counted.truncate_back(rejected);
         }
         logits = rows.get(kept).cloned().unwrap_or_default();
     }
     let out = seq[p..].to_vec();
-    Ok(finish(vocab, out, sess.into_stats()))
+    Ok(finish(vocab, out, counted.into_stats()))
 }
