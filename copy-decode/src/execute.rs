@@ -1,10 +1,12 @@
 //! Executing edits against a [`LanguageModel`] (paper Fig. 1(c), §2.2 and
 //! the serving-layer primitive of §2.4): Copy-as-Decode, where each copy
 //! op's lines enter the model's context in one parallel `prefill` instead
-//! of one decode step per token, beside the two alternatives a user would
-//! pick — full autoregressive regeneration ([`regenerate`]) and
-//! prompt-lookup (n-gram) speculative decoding with greedy verification
-//! ([`prompt_lookup`], what vLLM's `ngram` speculator does).
+//! of one decode step per token. The executors count forwards and tokens
+//! ([`ExecStats`]); they read no clock — wall-clock timing, and races
+//! against baselines (regeneration, prompt lookup: the `copy_study`
+//! module of the `examples` crate), are the caller's. [`CountingModel`],
+//! the counting layer between an executor and the model, is public so a
+//! caller's own decoding loop is counted alike.
 //!
 //! ## The cost model (what a "forward" is)
 //!
@@ -21,15 +23,9 @@
 //!   the `/` of `</program>`…); the `1` is the forward that appends the
 //!   forced `<program>\n<` (after it the last forward yields the logits
 //!   that choose EOS);
-//! - regeneration of `D′` (`T` tokens): `forwards = T`;
-//! - prompt lookup: `forwards = rounds`, each round appending the token
-//!   chosen from the previous logits plus a draft of up to
-//!   [`LookupConfig::num_draft`] tokens, of which the matching prefix is
-//!   kept (the rest is truncated from the cache);
+//! - regeneration of `D′` (`T` tokens), for comparison: `forwards = T`;
 //!
-//! plus, for all three, the prompt's own forward
-//! ([`ExecStats::prompt_forwards`]; with an empty prompt, one
-//! `next_logits` call instead for the baselines).
+//! plus the prompt's own forward ([`ExecStats::prompt_forwards`]).
 //!
 //! A model with a short window (the shipped byte-level model has 64
 //! positions) gets the same calls split into chunks that fit; when the
@@ -45,10 +41,7 @@
 //! forward a real decode would, and the program's own token is taken at
 //! each decision); [`CopyDecoder::decode_program`] samples a program from the model's
 //! masked logits under any [`ProgramMatcher`] ([`ProgramConstraint`] or a
-//! [`NestedProgramConstraint`] with a grammar for gen bodies). The
-//! baselines take a [`Target`]: teacher-forced on `D′` (a model whose
-//! greedy output is `D′`, the same idealisation as oracle programs) or
-//! the model's own greedy output.
+//! [`NestedProgramConstraint`] with a grammar for gen bodies).
 //!
 //! ## Context layout (our reading)
 //!
@@ -64,15 +57,12 @@
 //! [`ExecConfig::boundary`] = [`TokenBoundary::Canonical`] keeps the
 //! context equal to `tok(prefix of D′)` ([`crate::boundary`]).
 
-use std::time::{Duration, Instant};
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use zapspec_core::model::{LanguageModel, ModelError};
 use zapspec_core::{Constraint, Rejected, TokenId, Vocabulary};
 
 use crate::boundary::{CanonicalTokens, TokenBoundary};
-use crate::coverage::Tokenizer;
 use crate::error::{ParseError, ResolveError};
 use crate::fsm::{ByteState, ProgramConstraint};
 use crate::gen_body::NestedProgramConstraint;
@@ -80,6 +70,7 @@ use crate::program::{
     escape_gen_text, print_op, Op, Program, GEN_OPEN, PROGRAM_CLOSE, PROGRAM_OPEN,
 };
 use crate::resolve::LineIndex;
+use crate::tokenizer::Tokenizer;
 
 /// Errors while executing or decoding.
 #[derive(Debug, thiserror::Error)]
@@ -169,7 +160,7 @@ impl Default for ExecConfig {
     }
 }
 
-/// Counts and times of one execution.
+/// Counts of one execution (forwards, model calls, tokens by kind).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ExecStats {
     /// Model forward calls, all kinds.
@@ -201,12 +192,13 @@ pub struct ExecStats {
     pub copies: usize,
     /// Tokens appended by copy prefills.
     pub copied: usize,
-    /// Draft tokens proposed (prompt lookup).
+    /// Draft tokens proposed (0 here; a caller's speculative loop on a
+    /// [`CountingModel`] counts its drafts).
     pub drafted: usize,
-    /// Draft tokens accepted (prompt lookup).
+    /// Draft tokens accepted (as [`ExecStats::drafted`]).
     pub accepted: usize,
-    /// Output tokens: `D′`'s tokens for the baselines; copied plus gen
-    /// tokens for Copy-as-Decode.
+    /// Output tokens: `D′`'s tokens (the program executors tokenize the
+    /// resolved output; a caller's loop sets its own count).
     pub output_tokens: usize,
     /// Canonical boundaries ([`CopyDecoder::execute_output`]): tokens
     /// rolled back from the context (re-tokenized with the next op's
@@ -217,20 +209,9 @@ pub struct ExecStats {
     pub truncated: usize,
     /// Op boundaries where anything was rolled back.
     pub rollbacks: usize,
-    /// Wall-clock of the whole call.
-    pub elapsed: Duration,
-    /// Of which appending the prompt.
-    pub prompt_time: Duration,
-    /// Of which inside model calls.
-    pub model_time: Duration,
 }
 
 impl ExecStats {
-    /// Wall-clock of the edit itself (the prompt's forwards excluded).
-    pub fn edit_time(&self) -> Duration {
-        self.elapsed.saturating_sub(self.prompt_time)
-    }
-
     /// Forwards of the edit itself (the prompt's excluded).
     pub fn edit_forwards(&self) -> usize {
         self.forwards - self.prompt_forwards
@@ -246,16 +227,6 @@ impl ExecStats {
     pub fn edit_slides(&self) -> usize {
         self.slide_forwards - self.prompt_slides
     }
-
-    /// Output tokens per second of the edit's wall-clock.
-    pub fn tokens_per_sec(&self) -> f64 {
-        let s = self.edit_time().as_secs_f64();
-        if s > 0.0 {
-            self.output_tokens as f64 / s
-        } else {
-            0.0
-        }
-    }
 }
 
 /// The result of an execution.
@@ -267,23 +238,8 @@ pub struct Execution {
     pub output: String,
     /// The program's tokens (Copy-as-Decode) or the output tokens.
     pub tokens: Vec<TokenId>,
-    /// Counts and times.
+    /// Counts.
     pub stats: ExecStats,
-}
-
-/// What a baseline decodes towards.
-#[derive(Debug, Clone, Copy)]
-pub enum Target<'a> {
-    /// Teacher-forced: the model's choice at each step is the next token
-    /// of this sequence (then EOS).
-    Teacher(&'a [TokenId]),
-    /// The model's own greedy choice, until `eos` or `max_new` tokens.
-    Greedy {
-        /// The end-of-sequence token.
-        eos: TokenId,
-        /// Most tokens to generate.
-        max_new: usize,
-    },
 }
 
 /// A program constraint that reports the literal bytes every continuation
@@ -305,18 +261,24 @@ impl<V: Vocabulary, C: Constraint> ProgramMatcher for NestedProgramConstraint<V,
     }
 }
 
-/// The model behind the executors: forwards with chunking, window slides,
-/// counts and model time.
-struct Session<'m, M: ?Sized> {
+/// The model behind an executor: forwards with chunking and window
+/// slides, counted in [`ExecStats`] (every `prefill` or `next_logits`
+/// call is one forward; see the [module docs](self)). The program
+/// executors run on one; a caller's own decoding loop (a baseline) can
+/// too, so its counts are comparable.
+pub struct CountingModel<'m, M: ?Sized> {
     model: &'m mut M,
     cfg: ExecConfig,
     stats: ExecStats,
 }
 
-impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
-    fn new(model: &'m mut M, cfg: &ExecConfig) -> Self {
+impl<'m, M: LanguageModel + ?Sized> CountingModel<'m, M> {
+    /// Counts the forwards of `model`, with `cfg`'s window settings
+    /// ([`ExecConfig::slide_keep`], [`ExecConfig::max_chunk`]); empties
+    /// the model's context.
+    pub fn new(model: &'m mut M, cfg: &ExecConfig) -> Self {
         model.truncate(0);
-        Session {
+        CountingModel {
             model,
             cfg: cfg.clone(),
             stats: ExecStats::default(),
@@ -335,20 +297,20 @@ impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
         }
         let ctx = self.model.context();
         let kept = ctx[ctx.len().saturating_sub(keep)..].to_vec();
-        let t = Instant::now();
         self.model.truncate(0);
         if !kept.is_empty() {
             self.model.prefill(&kept)?;
             self.stats.forwards += 1;
             self.stats.slide_forwards += 1;
         }
-        self.stats.model_time += t.elapsed();
         Ok(())
     }
 
-    /// Appends `tokens` (non-empty) and returns the logits after each of
-    /// them (`all`) or only after the last.
-    fn forward(&mut self, tokens: &[TokenId], all: bool) -> Result<Vec<Vec<f32>>, ExecError> {
+    /// Appends `tokens` and returns the logits after each of them (`all`)
+    /// or only after the last: one model call, split into forwards that
+    /// fit the window (sliding it when full). Empty `tokens` append
+    /// nothing and return no rows.
+    pub fn forward(&mut self, tokens: &[TokenId], all: bool) -> Result<Vec<Vec<f32>>, ExecError> {
         self.stats.tokens_in += tokens.len();
         self.stats.calls += 1;
         let mut rows = Vec::new();
@@ -363,9 +325,7 @@ impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
                 continue;
             }
             let take = room.min(self.cfg.max_chunk.max(1)).min(rest.len());
-            let t = Instant::now();
             let out = self.model.prefill(&rest[..take])?;
-            self.stats.model_time += t.elapsed();
             self.stats.forwards += 1;
             let n = out.nrows();
             for i in 0..n {
@@ -378,16 +338,15 @@ impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
         Ok(rows)
     }
 
-    /// Appends the prompt in its own forward(s); the logits after it
-    /// (`None` for an empty prompt).
-    fn prompt(&mut self, prompt: &[TokenId]) -> Result<Option<Vec<f32>>, ExecError> {
+    /// Appends the prompt in its own forward(s), counted apart
+    /// ([`ExecStats::prompt_forwards`] …); the logits after it (`None`
+    /// for an empty prompt). Call it first.
+    pub fn prompt(&mut self, prompt: &[TokenId]) -> Result<Option<Vec<f32>>, ExecError> {
         self.stats.prompt_tokens = prompt.len();
         if prompt.is_empty() {
             return Ok(None);
         }
-        let t = Instant::now();
         let l = self.forward(prompt, false)?.pop();
-        self.stats.prompt_time = t.elapsed();
         self.stats.prompt_forwards = self.stats.forwards;
         self.stats.prompt_calls = self.stats.calls;
         self.stats.prompt_slides = self.stats.slide_forwards;
@@ -395,8 +354,9 @@ impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
     }
 
     /// Logits after appending `pending`; when `pending` is empty, `last`
-    /// (the logits of the previous forward) or one `next_logits` call.
-    fn logits_or(
+    /// (the logits of the previous forward, taken) or one `next_logits`
+    /// call.
+    pub fn logits_or(
         &mut self,
         pending: &[TokenId],
         last: &mut Option<Vec<f32>>,
@@ -407,31 +367,45 @@ impl<'m, M: LanguageModel + ?Sized> Session<'m, M> {
         }
     }
 
-    /// Logits after appending `pending` (or of the current context when
-    /// `pending` is empty).
-    fn logits(&mut self, pending: &[TokenId]) -> Result<Vec<f32>, ExecError> {
+    /// Logits after appending `pending` (or of the current context, one
+    /// `next_logits` call, when `pending` is empty).
+    pub fn logits(&mut self, pending: &[TokenId]) -> Result<Vec<f32>, ExecError> {
         if pending.is_empty() {
-            let t = Instant::now();
             let l = self.model.next_logits()?;
-            self.stats.model_time += t.elapsed();
             self.stats.forwards += 1;
             self.stats.calls += 1;
             return Ok(l);
         }
         Ok(self.forward(pending, false)?.pop().unwrap_or_default())
     }
-}
 
-/// Index of the largest logit allowed by `ok` (ties: lowest id).
-fn argmax(logits: &[f32], ok: impl Fn(TokenId) -> bool) -> Option<TokenId> {
-    let mut best: Option<(TokenId, f32)> = None;
-    for (i, &l) in logits.iter().enumerate() {
-        let t = i as TokenId;
-        if ok(t) && best.is_none_or(|(_, b)| l > b) {
-            best = Some((t, l));
-        }
+    /// Drops the last `n` tokens of the model's context (e.g. rejected
+    /// draft tokens); not a forward.
+    pub fn truncate_back(&mut self, n: usize) {
+        let len = self.model.context().len();
+        self.model.truncate(len.saturating_sub(n));
     }
-    best.map(|(t, _)| t)
+
+    /// The model's context.
+    pub fn context(&self) -> &[TokenId] {
+        self.model.context()
+    }
+
+    /// The counts so far.
+    pub fn stats(&self) -> &ExecStats {
+        &self.stats
+    }
+
+    /// The counts, for a caller's loop to add its own (decided tokens,
+    /// drafts, output tokens).
+    pub fn stats_mut(&mut self) -> &mut ExecStats {
+        &mut self.stats
+    }
+
+    /// Ends the counting; its counts.
+    pub fn into_stats(self) -> ExecStats {
+        self.stats
+    }
 }
 
 /// Samples from `softmax(logits / temperature)` restricted to `allowed`.
@@ -534,11 +508,10 @@ where
     V: Vocabulary + ?Sized,
     T: Tokenizer + ?Sized,
 {
-    let start = Instant::now();
     let lines = LineIndex::new(doc);
     let mut scan = OpScanner::new(lines.len());
-    let mut sess = Session::new(model, cfg);
-    let mut last = sess.prompt(prompt)?;
+    let mut counted = CountingModel::new(model, cfg);
+    let mut last = counted.prompt(prompt)?;
     let mut pending: Vec<TokenId> = Vec::new();
     let mut program: Vec<TokenId> = Vec::new();
     let mut copies: Vec<(usize, usize)> = Vec::new();
@@ -578,10 +551,10 @@ where
                 c.advance(t)?;
                 program.push(t);
                 pending.push(t);
-                sess.stats.forced += 1;
+                counted.stats.forced += 1;
                 scan.push(vocab.token_bytes(t), &mut copies);
             }
-            flush_copies(&mut copies, &lines, tok, &mut pending, &mut sess.stats);
+            flush_copies(&mut copies, &lines, tok, &mut pending, &mut counted.stats);
         }
         if program.len() >= cfg.max_tokens {
             return Err(ExecError::TokenLimit {
@@ -589,7 +562,7 @@ where
             });
         }
         // A decision: logits for the next position.
-        let logits = sess.logits_or(&pending, &mut last)?;
+        let logits = counted.logits_or(&pending, &mut last)?;
         pending.clear();
         let t = match &mut drive {
             Drive::Teacher(ts) => match ts.get(k) {
@@ -614,9 +587,9 @@ where
         }
         program.push(t);
         pending.push(t);
-        sess.stats.decided += 1;
+        counted.stats.decided += 1;
         scan.push(vocab.token_bytes(t), &mut copies);
-        flush_copies(&mut copies, &lines, tok, &mut pending, &mut sess.stats);
+        flush_copies(&mut copies, &lines, tok, &mut pending, &mut counted.stats);
     }
     let bytes: Vec<u8> = program
         .iter()
@@ -625,10 +598,8 @@ where
     let text = String::from_utf8(bytes).map_err(|_| ExecError::NotUtf8)?;
     let parsed = Program::parse(&text)?;
     let output = lines.resolve(&parsed)?;
-    let mut stats = sess.stats;
-    stats.elapsed = start.elapsed();
-    // D′'s tokens, to compare throughput with the baselines (after the
-    // clock stops).
+    let mut stats = counted.stats;
+    // D′'s tokens, to compare throughput with the baselines.
     stats.output_tokens = tok.tokenize(&output).len();
     Ok(Execution {
         output,
@@ -755,11 +726,10 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
         doc: &str,
         program: &Program,
     ) -> Result<Execution, ExecError> {
-        let start = Instant::now();
         let lines = LineIndex::new(doc);
         let output = lines.resolve(program)?;
-        let mut sess = Session::new(model, &self.cfg);
-        let mut last = sess.prompt(prompt)?;
+        let mut counted = CountingModel::new(model, &self.cfg);
+        let mut last = counted.prompt(prompt)?;
         let mut canon = CanonicalTokens::new(self.cfg.canonical_window);
         // Output tokens in the model's cache, then queued ones.
         let mut committed = 0usize;
@@ -779,18 +749,15 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
                 TokenBoundary::Canonical => {
                     let a = canon.append(text, self.tok, self.vocab);
                     if a.rolled_back > 0 {
-                        sess.stats.rollbacks += 1;
-                        sess.stats.rolled_back += a.rolled_back;
+                        counted.stats.rollbacks += 1;
+                        counted.stats.rolled_back += a.rolled_back;
                     }
                     if a.keep >= committed {
                         pending.truncate(a.keep - committed);
                     } else {
                         let drop = committed - a.keep;
-                        sess.stats.truncated += drop;
-                        let len = sess.model.context().len();
-                        let t = Instant::now();
-                        sess.model.truncate(len.saturating_sub(drop));
-                        sess.stats.model_time += t.elapsed();
+                        counted.stats.truncated += drop;
+                        counted.truncate_back(drop);
                         committed = a.keep;
                         pending.clear();
                         last = None;
@@ -801,28 +768,27 @@ impl<'a, V: Vocabulary + ?Sized, T: Tokenizer + ?Sized> CopyDecoder<'a, V, T> {
             };
             all.extend_from_slice(&new);
             if copy {
-                sess.stats.copies += 1;
-                sess.stats.copied += new.len();
+                counted.stats.copies += 1;
+                counted.stats.copied += new.len();
                 pending.extend_from_slice(&new);
-                last = sess.forward(&pending, false)?.pop();
+                last = counted.forward(&pending, false)?.pop();
                 committed += pending.len();
                 pending.clear();
             } else {
                 for t in new {
-                    sess.logits_or(&pending, &mut last)?;
+                    counted.logits_or(&pending, &mut last)?;
                     committed += pending.len();
                     pending.clear();
                     pending.push(t);
-                    sess.stats.decided += 1;
+                    counted.stats.decided += 1;
                 }
             }
         }
         if !pending.is_empty() {
-            sess.forward(&pending, false)?;
+            counted.forward(&pending, false)?;
         }
-        let mut stats = sess.stats;
+        let mut stats = counted.stats;
         stats.output_tokens = all.len();
-        stats.elapsed = start.elapsed();
         Ok(Execution {
             output,
             tokens: all,
@@ -861,188 +827,4 @@ pub fn tokenize_program<T: Tokenizer + ?Sized>(program: &Program, tok: &T) -> Ve
     }
     ids.extend(tok.tokenize(PROGRAM_CLOSE));
     ids
-}
-
-/// Full autoregressive regeneration: one forward per output token (plus
-/// the prompt's). Output tokens are returned; `output` is their lossy
-/// UTF-8 text when `vocab` is given.
-pub fn regenerate<M: LanguageModel + ?Sized, V: Vocabulary + ?Sized>(
-    model: &mut M,
-    vocab: &V,
-    prompt: &[TokenId],
-    target: Target<'_>,
-    cfg: &ExecConfig,
-) -> Result<Execution, ExecError> {
-    let start = Instant::now();
-    let mut sess = Session::new(model, cfg);
-    let mut last = sess.prompt(prompt)?;
-    let mut pending = Vec::new();
-    let mut out = Vec::new();
-    loop {
-        let logits = sess.logits_or(&pending, &mut last)?;
-        pending.clear();
-        let next = match target {
-            Target::Teacher(ts) => ts.get(out.len()).copied(),
-            Target::Greedy { eos, max_new } => {
-                if out.len() >= max_new {
-                    None
-                } else {
-                    argmax(&logits, |_| true).filter(|&t| t != eos)
-                }
-            }
-        };
-        let Some(t) = next else { break };
-        if out.len() >= cfg.max_tokens {
-            return Err(ExecError::TokenLimit {
-                max: cfg.max_tokens,
-            });
-        }
-        out.push(t);
-        pending.push(t);
-        sess.stats.decided += 1;
-    }
-    let mut stats = sess.stats;
-    stats.output_tokens = out.len();
-    stats.elapsed = start.elapsed();
-    Ok(Execution {
-        output: String::from_utf8_lossy(&decode(vocab, &out)).into_owned(),
-        tokens: out,
-        stats,
-    })
-}
-
-fn decode<V: Vocabulary + ?Sized>(vocab: &V, ids: &[TokenId]) -> Vec<u8> {
-    ids.iter()
-        .flat_map(|&t| vocab.token_bytes(t).iter().copied())
-        .collect()
-}
-
-/// Settings of [`prompt_lookup`] (defaults: vLLM's documented `ngram`
-/// example, `num_speculative_tokens = 5`, `prompt_lookup_max = 4`, with
-/// `prompt_lookup_min = 1`; not tuned here).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LookupConfig {
-    /// Longest n-gram matched (tried first).
-    pub max_ngram: usize,
-    /// Shortest n-gram matched.
-    pub min_ngram: usize,
-    /// Most draft tokens per round.
-    pub num_draft: usize,
-}
-
-impl Default for LookupConfig {
-    fn default() -> Self {
-        LookupConfig {
-            max_ngram: 4,
-            min_ngram: 1,
-            num_draft: 5,
-        }
-    }
-}
-
-/// The draft of prompt lookup: for `n` from `max_ngram` down to
-/// `min_ngram`, the last `n` tokens of `seq` are searched for earlier in
-/// `seq` (most recent occurrence first); the first hit's following tokens
-/// (at most `num_draft`) are the draft. `O(|seq| · n)` per call.
-pub fn lookup_draft(seq: &[TokenId], cfg: &LookupConfig) -> Vec<TokenId> {
-    let len = seq.len();
-    let hi = cfg.max_ngram.min(len.saturating_sub(1));
-    for n in (cfg.min_ngram.max(1)..=hi).rev() {
-        let pat = &seq[len - n..];
-        // Occurrences ending before the suffix itself, most recent first.
-        for s in (0..len - n).rev() {
-            if &seq[s..s + n] == pat {
-                let from = s + n;
-                let to = (from + cfg.num_draft).min(len);
-                if from < to {
-                    return seq[from..to].to_vec();
-                }
-            }
-        }
-    }
-    Vec::new()
-}
-
-/// Prompt-lookup speculative decoding with greedy verification: each
-/// round appends the token chosen from the last logits plus an n-gram
-/// draft from `prompt ++ output` ([`lookup_draft`]) in one forward, keeps
-/// the draft's prefix that the target agrees with (teacher-forced: equal
-/// to the next tokens of `D′`; greedy: the model's argmax), takes the
-/// logits after the last kept token for the next round and truncates the
-/// rejected tokens from the cache. Lossless: the output equals
-/// [`regenerate`]'s for the same target.
-pub fn prompt_lookup<M: LanguageModel + ?Sized, V: Vocabulary + ?Sized>(
-    model: &mut M,
-    vocab: &V,
-    prompt: &[TokenId],
-    target: Target<'_>,
-    lookup: &LookupConfig,
-    cfg: &ExecConfig,
-) -> Result<Execution, ExecError> {
-    let start = Instant::now();
-    let mut sess = Session::new(model, cfg);
-    let mut seq: Vec<TokenId> = prompt.to_vec();
-    let p = prompt.len();
-    let mut logits = match sess.prompt(prompt)? {
-        Some(l) => l,
-        None => sess.logits(&[])?,
-    };
-    // The target's choice given the logits after `seq`.
-    let choose = |logits: &[f32], produced: usize| -> Option<TokenId> {
-        match target {
-            Target::Teacher(ts) => ts.get(produced).copied(),
-            Target::Greedy { eos, max_new } => {
-                if produced >= max_new {
-                    None
-                } else {
-                    argmax(logits, |_| true).filter(|&t| t != eos)
-                }
-            }
-        }
-    };
-    while let Some(next) = choose(&logits, seq.len() - p) {
-        if seq.len() - p >= cfg.max_tokens {
-            return Err(ExecError::TokenLimit {
-                max: cfg.max_tokens,
-            });
-        }
-        seq.push(next);
-        sess.stats.decided += 1;
-        let mut draft = lookup_draft(&seq, lookup);
-        if let Target::Greedy { max_new, .. } = target {
-            draft.truncate(max_new.saturating_sub(seq.len() - p));
-        }
-        sess.stats.drafted += draft.len();
-        let mut batch = Vec::with_capacity(draft.len() + 1);
-        batch.push(next);
-        batch.extend_from_slice(&draft);
-        let rows = sess.forward(&batch, true)?;
-        let mut kept = 0usize;
-        while kept < draft.len() {
-            let row = rows.get(kept).map(Vec::as_slice).unwrap_or(&[]);
-            if choose(row, seq.len() - p) != Some(draft[kept]) {
-                break;
-            }
-            seq.push(draft[kept]);
-            kept += 1;
-        }
-        sess.stats.accepted += kept;
-        let rejected = draft.len() - kept;
-        if rejected > 0 {
-            let len = sess.model.context().len();
-            let t = Instant::now();
-            sess.model.truncate(len.saturating_sub(rejected));
-            sess.stats.model_time += t.elapsed();
-        }
-        logits = rows.get(kept).cloned().unwrap_or_default();
-    }
-    let out = seq[p..].to_vec();
-    let mut stats = sess.stats;
-    stats.output_tokens = out.len();
-    stats.elapsed = start.elapsed();
-    Ok(Execution {
-        output: String::from_utf8_lossy(&decode(vocab, &out)).into_owned(),
-        tokens: out,
-        stats,
-    })
 }

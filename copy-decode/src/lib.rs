@@ -7,7 +7,7 @@
 //! and a deterministic resolver R(P, D) expands the program against the
 //! document D into the edited document D′ (§2.2, Fig. 2).
 //!
-//! ## Programs, resolver, oracle programs
+//! ## Modules
 //!
 //! | module | entry points | cost |
 //! |---|---|---|
@@ -15,9 +15,14 @@
 //! | [`resolve`](mod@resolve) | [`resolve()`] = R(P, D), [`LineIndex`] (split once, resolve many) | `O(|D| + |P| + |D′|)`; a copy op is an `O(1)` slice |
 //! | [`oracle`] | [`oracle_program`]`(before, after)`: the program a perfect span selector would write, from a Myers line diff (`similar`) | `O((N + M) · D)` for `N`, `M` lines, `D` differences |
 //! | [`error`] | [`ParseError`] / [`ParseErrorKind`], [`ResolveError`], [`OpKind`] | — |
+//! | [`fsm`] | [`ProgramConstraint`], [`ProgramFsm`] (below) | a cached mask is one `|V|/64`-word copy |
+//! | [`gen_body`] | [`NestedProgramConstraint`] (below) | the inner constraint's step plus two set operations |
+//! | [`execute`] | [`CopyDecoder`], [`CountingModel`], [`ExecStats`], [`tokenize_program`] (below) | `O(|token|)` per program token beyond the model |
+//! | [`boundary`] | [`CanonicalTokens`], [`TokenBoundary`] (below) | two tokenizer calls over `O(window)` tokens per op |
 //!
-//! Guarantee, tested on random documents and on the `edits` corpora
-//! (ripgrep, HumanEvalFix-Py/JS): for every pair of documents,
+//! Guarantee, tested on random documents (here) and on the `edits`
+//! corpora (ripgrep, HumanEvalFix-Py/JS, and a git history: the
+//! `copy_corpus` test of the `examples` crate): for every pair of documents,
 //! `resolve(&Program::parse(&oracle_program(d, d2).print())?, d) == d2`
 //! byte for byte (the paper's "oracle programs round-trip" result).
 //!
@@ -50,13 +55,14 @@
 //! under a [`ProgramMatcher`] ([`CopyDecoder::decode_program`]) — where a
 //! copy op's lines, like forced literals, are appended in the one
 //! `prefill` that carries the next decided token (the paper's parallel
-//! prefill); beside the baselines [`regenerate`] and [`prompt_lookup`]
-//! (n-gram drafts from the prompt, greedy verification). Every call
-//! returns [`ExecStats`]: forwards (closed forms in the module docs),
-//! tokens decided / forced / copied / drafted / accepted, window slides,
-//! wall-clock. Cost beyond the model: `O(|token|)` per program token, one
-//! tokenizer call per copy; prompt lookup's draft search is
-//! `O(|prompt + output| · max_ngram)` per round.
+//! prefill). Every call returns [`ExecStats`]: forwards (closed forms in
+//! the module docs), tokens decided / forced / copied, window slides —
+//! counts only: the executors read no clock, so wall-clock timing and
+//! races against baselines are the caller's ([`CountingModel`], the
+//! counting layer over the model, is public for a caller's own loop; the
+//! `examples` crate's `copy_study` module holds the regeneration and
+//! prompt-lookup baselines and the timing). Cost beyond the model:
+//! `O(|token|)` per program token, one tokenizer call per copy.
 //!
 //! ### Our readings where the paper is ambiguous
 //!
@@ -107,8 +113,8 @@
 //!   (llguidance's notes on fast-forward tokens). o200k joins a run of
 //!   newlines (`"\n\n"`) into one token; GPT-2-style pre-tokenizers
 //!   (SmolLM2's) join a newline with the next line's indentation
-//!   (`\s+(?!\S)`), so indented code disagrees at most boundaries.
-//!   [`span_tokenization`] measures the disagreement per pair;
+//!   (`\s+(?!\S)`), so indented code disagrees at most boundaries
+//!   (measured per pair by the `examples` crate's `copy_study::coverage`);
 //!   [`TokenBoundary::Canonical`] in [`ExecConfig`] makes
 //!   [`CopyDecoder::execute_output`] roll back the trailing tokens that
 //!   can merge with the next op's text (truncating the model's cache) and
@@ -120,19 +126,17 @@
 //!   program text, not `D′`).
 //!
 //! Costs are stated per module; nothing here panics on bad input — errors
-//! are typed ([`ParseError`], [`ResolveError`], [`BoundError`]).
+//! are typed ([`ParseError`], [`ResolveError`], [`ExecError`], [`FsmError`],
+//! [`GenBodyError`]).
 //!
-//! ## Coverage, bounds, perturbation (Fig. 4, Fig. 6)
+//! ## Experiments live elsewhere
 //!
-//! | module | entry points | cost |
-//! |---|---|---|
-//! | [`coverage`] | [`line_cover`] (oracle program tokenized op by op), [`token_cover`] / [`TokenMatcher`] (greedy longest-match cover at minimum span `m`, [`MIN_SPANS`]), [`Cover`] (token counts, span-length histogram, [`Cover::merge`]), [`bound`] = `1/((1−f) + f/s)`, [`KernelSpeedups`] (`s(N)`, log-log interpolated, clamped), [`histogram_bound`] = `T / (G + Σ len/s(len))`, [`Tokenizer`] (any `Fn(&str) -> Vec<TokenId>`) | line cover: the oracle diff plus one tokenizer pass; token cover: a suffix automaton of the input, expected `O(|in| + |out|)` once, then `O(|out|)` per `m` |
-//! | [`perturb`] | [`perturbation_em`]`(pairs, eps, trials, seed)`, [`perturb_program`] (endpoints ± uniform `[−ε, ε]`, clamped to `1..=n`, swapped if reversed; `ChaCha8Rng`) | one oracle diff per pair, then `O(|P| + |D′|)` per trial |
-//!
-//! The composition of coverage with the kernel table, and the noise model,
-//! are our readings of the paper; both are spelled out in the module docs.
-//! The `copy_coverage` binary of the `examples` crate runs all of it on the
-//! edit corpora (results in `examples/results/copy_coverage.md`).
+//! The paper's measurements — copy coverage and the closed-form bounds
+//! (Fig. 4), the perturbation study (Fig. 6), edit corpora from JSONL files
+//! or a git history, the timed regeneration / prompt-lookup baselines —
+//! are experiment code over this crate's API: the `copy_study` module of
+//! the `examples` crate, run by its `copy_coverage`, `copy_exec` and
+//! `copy_demo` binaries (results in `examples/results/copy_*.md`).
 //!
 //! ## Robustness
 //!
@@ -153,42 +157,26 @@
 //! bound) on a shared 2-core CPU; the byte-model table (`copy_exec.md`)
 //! predates the output layout and canonical rows. Op selection in the
 //! output layout is not modelled (it runs given programs only).
-//!
-//! ## Corpora
-//!
-//! [`corpus`]: [`read_jsonl`] and [`git_history`] (each commit's modified
-//! files from a local repository, via the `git` executable) give
-//! [`EditPair`]s under a [`CorpusFilter`] (most pairs, most bytes per
-//! file, most commits, path suffixes); errors are typed
-//! ([`CorpusError`]).
 
 pub mod boundary;
-pub mod corpus;
-pub mod coverage;
 pub mod error;
 pub mod execute;
 pub mod fsm;
 pub mod gen_body;
 pub mod oracle;
-pub mod perturb;
 pub mod program;
 pub mod resolve;
 mod tokenizer;
 
 pub use boundary::{Append, CanonicalTokens, TokenBoundary};
-pub use corpus::{git_history, read_jsonl, CorpusError, CorpusFilter, EditPair, GitCorpus};
-pub use coverage::{
-    bound, histogram_bound, line_cover, span_tokenization, token_cover, BoundError, Cover,
-    KernelSpeedups, SpanTokenization, TokenMatcher, Tokenizer, MIN_SPANS,
-};
 pub use error::{OpKind, ParseError, ParseErrorKind, ResolveError};
 pub use execute::{
-    lookup_draft, prompt_lookup, regenerate, tokenize_program, CopyDecoder, ExecConfig, ExecError,
-    ExecStats, Execution, LookupConfig, ProgramMatcher, Target,
+    tokenize_program, CopyDecoder, CountingModel, ExecConfig, ExecError, ExecStats, Execution,
+    ProgramMatcher,
 };
 pub use fsm::{ByteState, FsmConfig, FsmError, Phase, ProgramConstraint, ProgramFsm, VocabTrie};
 pub use gen_body::{GenBodyError, NestedProgramConstraint};
 pub use oracle::oracle_program;
-pub use perturb::{perturb_program, perturbation_em};
 pub use program::{Op, Program, ProgramStats};
 pub use resolve::{resolve, LineIndex};
+pub use tokenizer::Tokenizer;

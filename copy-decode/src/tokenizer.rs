@@ -1,4 +1,5 @@
-//! The one thing the coverage and boundary modules need from a tokenizer.
+//! The one thing the executors and canonical boundaries need from a
+//! tokenizer.
 
 use zapspec_core::TokenId;
 

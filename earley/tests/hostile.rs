@@ -1,4 +1,4 @@
-//! Hostile grammars for the Earley engine (issue 17): every compile ends
+//! Hostile grammars for the Earley engine: every compile ends
 //! quickly in success or in `EarleyError::LimitExceeded` naming the limit,
 //! the rule and the terminal — never an out-of-memory kill. The asserted
 //! time bound is generous (noisy CI machines).
@@ -300,7 +300,7 @@ fn compile_time_budget() {
     }
 }
 
-/// The `gbnf` fuzz target's timeout (session of 2026-11-25, minimised by
+/// A timeout found by the `gbnf` fuzz target (minimised by
 /// hand): `(a|b)*a(X|b){21}` with `X` a 170-byte alternative (NULs, a
 /// run of `9`, a `$` anchor): every DFA state carries an NFA state set of
 /// thousands of states, so determinisation up to the DFA bounds costs

@@ -1,12 +1,12 @@
 //! Edit corpora for the `copy_*` experiments: the command-line options
 //! ([`CorpusArgs`]) and one loader ([`load`]) shared by `copy_coverage` and
-//! `copy_exec`, over `zapspec_copy::corpus` (JSONL files and a git
+//! `copy_exec`, over [`crate::copy_study::corpus`] (JSONL files and a git
 //! repository's history, with size filters).
 
 use std::path::PathBuf;
 
+use crate::copy_study::{git_history, read_jsonl, CorpusFilter};
 use anyhow::{Context, Result};
-use zapspec_copy::{git_history, read_jsonl, CorpusFilter};
 
 /// Where the (before, after) pairs come from.
 #[derive(clap::Args, Debug, Clone)]

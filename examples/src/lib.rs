@@ -4,6 +4,7 @@
 //! | module | holds |
 //! |---|---|
 //! | [`report`] | [`report::CommonArgs`] (`--out`, `--quick`, a `clap::Args`), Markdown tables, JSON output |
+//! | [`copy_study`] | the Copy-as-Decode experiments over `zapspec_copy`: coverage and bounds, the perturbation study, edit corpora (JSONL, git history), the regeneration / prompt-lookup baselines, caller-side timing |
 //! | [`edits`] | edit corpora of the `copy_*` experiments: [`edits::CorpusArgs`] (JSONL files, `--git` history with size filters) and one loader ([`edits::load`]) |
 //! | [`finite_law`] | exact laws of a finite token language on a real model: the token tree walked by masks, its rows scored a subtree at a time, a table-backed model |
 //! | [`fvo`] | helpers of the `fvo_*` experiments: progress bar, empirical-vs-exact [`fvo::Comparison`] |
@@ -12,6 +13,7 @@
 //! | [`toys`] | experiment data: the finite JSON schemas A–E and the byte-LM corpus |
 //! | [`host`], [`kbnf_ir`], [`maskstats`] | MaskBench and pipeline helpers |
 
+pub mod copy_study;
 pub mod edits;
 pub mod finite_law;
 pub mod fvo;

@@ -1,7 +1,13 @@
-//! Helpers of the hostile-input tests (issue 17): a timed run that prints
-//! its wall time and the process's peak resident memory, and fails past a
+//! Timing helpers of the hostile-input tests: a timed run that prints its
+//! wall time and the process's peak resident memory, and fails past a
 //! generous bound (CI machines are shared and noisy, so the bound is a
 //! guard against hangs, not a benchmark).
+//!
+//! This is the crate's one timing API, meant for tests: [`timed_within`]
+//! (and [`timed`], its 10 s form) reads the wall clock
+//! ([`std::time::Instant`]) around the caller's closure; nothing else in
+//! the crate reads a clock, so the toy models and matchers stay
+//! deterministic.
 
 use std::time::{Duration, Instant};
 

@@ -5,10 +5,11 @@
 //!
 //! | module | holds |
 //! |---|---|
-//! | [`toy`] | seeded toy models: [`toy::BigramLm`] (a `LanguageModel` whose logits hash the previous token), [`toy::ClosureLm`] (logits from a closure), [`toy::ToyDiffusion`] (a `DiffusionModel`), [`toy::splitmix64`] |
+//! | [`toy`] | seeded toy models: [`toy::BigramLm`] (a `LanguageModel` whose logits hash the previous token), [`toy::ClosureLm`] (logits from a closure), [`toy::ToyDiffusion`] (a `DiffusionModel`), [`toy::Windowed`] (any model behind a short window), [`toy::splitmix64`] |
 //! | [`trie`] | [`TokenTrie`] and [`TrieConstraint`]: a finite language of token sequences as a `Constraint` |
 //! | [`bytelm`] | [`bytelm::CharBigramLm`] (a byte bigram fitted on a corpus, with a temperature) and [`bytelm::NoisyLm`] (a seeded noisy draft of any model) |
 //! | [`dyck`] | [`DyckSpec`] and [`DyckConstraint`]: the bounded Dyck language `D_{d,L}` as a `Constraint` |
+//! | [`hostile`] | the hostile-input tests' timing helpers: [`hostile::timed`] / [`hostile::timed_within`] (wall time of a closure against a generous bound, the crate's one clock read) and [`hostile::peak_rss_kib`] |
 //!
 //! The matchers double as the reference implementations of
 //! [`zapspec_core::Constraint`] (they implement its look-ahead extension

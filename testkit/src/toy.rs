@@ -8,8 +8,10 @@
 //!   context-dependent LM (random LMs over short sequences).
 //! - [`ToyDiffusion`]: a masked "diffusion" model whose logits at a position
 //!   depend on the nearest unmasked tokens to its left and right.
+//! - [`Windowed`]: any model behind a short window (`max_context`), for
+//!   tests of callers that slide a full context.
 //!
-//! All three count their forward calls, so experiments can report costs.
+//! The first three count their forward calls, so experiments can report costs.
 
 use std::ops::Range;
 
@@ -240,6 +242,47 @@ impl<F: Fn(&[TokenId]) -> Vec<f32>> LanguageModel for ClosureLm<F> {
     }
     fn truncate(&mut self, len: usize) {
         self.context.truncate(len);
+    }
+}
+
+/// Any model behind a short window: `max_context` is `window` and a
+/// `prefill` that would pass it is a [`ModelError::ContextOverflow`];
+/// everything else is the inner model's. Over a [`BigramLm`] (logits of
+/// the last token only) a caller that slides its window sees the same
+/// logits as without a window.
+#[derive(Debug, Clone)]
+pub struct Windowed<M> {
+    /// The model behind the window.
+    pub inner: M,
+    /// Most positions in the context.
+    pub window: usize,
+}
+
+impl<M: LanguageModel> LanguageModel for Windowed<M> {
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+    fn context(&self) -> &[TokenId] {
+        self.inner.context()
+    }
+    fn prefill(&mut self, tokens: &[TokenId]) -> Result<Logits, ModelError> {
+        let len = self.inner.context().len() + tokens.len();
+        if len > self.window {
+            return Err(ModelError::ContextOverflow {
+                len,
+                max: self.window,
+            });
+        }
+        self.inner.prefill(tokens)
+    }
+    fn next_logits(&mut self) -> Result<Vec<f32>, ModelError> {
+        self.inner.next_logits()
+    }
+    fn truncate(&mut self, len: usize) {
+        self.inner.truncate(len)
+    }
+    fn max_context(&self) -> usize {
+        self.window
     }
 }
 

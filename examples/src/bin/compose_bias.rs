@@ -1,6 +1,6 @@
 //! Structural biases of the `zapspec` builder's pipelines on **open**
 //! grammars (infinite languages), SmolLM2-135M-Instruct after a ChatML
-//! prompt — issue 18, "The law", open grammars.
+//! prompt: the law of what each pipeline writes, on open grammars.
 //!
 //! Three tasks, one statistic family each:
 //!

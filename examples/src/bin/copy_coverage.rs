@@ -25,12 +25,12 @@ use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 use serde_json::json;
-use zapspec_copy::{
+use zapspec_vocab::{TiktokenBpe, TokenVocab};
+
+use examples::copy_study::{
     bound, histogram_bound, line_cover, perturbation_em, Cover, KernelSpeedups, TokenMatcher,
     MIN_SPANS,
 };
-use zapspec_vocab::{TiktokenBpe, TokenVocab};
-
 use examples::edits::{load, CorpusArgs};
 use examples::report::{write_json, MarkdownTable};
 

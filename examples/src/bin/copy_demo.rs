@@ -24,10 +24,11 @@ use anyhow::Result;
 use clap::Parser;
 use serde_json::json;
 use zapspec_copy::{
-    read_jsonl, resolve, CopyDecoder, CorpusFilter, ExecConfig, ExecError, FsmConfig, Program,
-    ProgramConstraint, ProgramFsm, VocabTrie,
+    resolve, CopyDecoder, ExecConfig, ExecError, FsmConfig, Program, ProgramConstraint, ProgramFsm,
+    VocabTrie,
 };
 
+use examples::copy_study::{read_jsonl, CorpusFilter};
 use examples::report::{write_json, MarkdownTable};
 
 /// Command line.

@@ -61,13 +61,16 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use serde_json::json;
 use zapspec_copy::{
-    histogram_bound, line_cover, oracle_program, prompt_lookup, regenerate, span_tokenization,
-    CopyDecoder, Cover, ExecConfig, ExecStats, FsmConfig, KernelSpeedups, LookupConfig,
-    ProgramConstraint, ProgramFsm, SpanTokenization, Target, TokenBoundary, VocabTrie,
+    oracle_program, CopyDecoder, ExecConfig, FsmConfig, ProgramConstraint, ProgramFsm,
+    TokenBoundary, VocabTrie,
 };
 use zapspec_core::{LanguageModel, TokenId, Vocabulary};
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
 
+use examples::copy_study::{
+    histogram_bound, line_cover, prompt_lookup, regenerate, span_tokenization, timed_run, Cover,
+    KernelSpeedups, LookupConfig, SpanTokenization, Target, TimedExecution,
+};
 use examples::edits::{load, CorpusArgs};
 use examples::report::{write_json, MarkdownTable};
 
@@ -208,11 +211,12 @@ struct Sum {
 }
 
 impl Sum {
-    fn add(&mut self, s: &ExecStats, closed: usize) {
+    fn add(&mut self, t: &TimedExecution, closed: usize) {
+        let s = t.stats();
         self.forwards += s.edit_forwards();
         self.closed += closed;
         self.slides += s.edit_slides();
-        self.secs += s.edit_time().as_secs_f64();
+        self.secs += t.edit_time().as_secs_f64();
         self.out_tokens += s.output_tokens;
         self.decided += s.decided;
         self.appended += s.tokens_in - s.prompt_tokens;
@@ -335,68 +339,75 @@ fn main() -> Result<()> {
             )?);
             let prompt = tok(before);
             let target = tok(after);
-            let cad = decoder.execute_program(
-                lm.as_mut(),
-                ProgramConstraint::from_fsm(fsm),
-                &prompt,
-                before,
-                &program,
-            )?;
+            let cad_t = timed_run(lm.as_mut(), |m| {
+                decoder.execute_program(
+                    m,
+                    ProgramConstraint::from_fsm(fsm),
+                    &prompt,
+                    before,
+                    &program,
+                )
+            })?;
+            let cad = &cad_t.run;
             if cad.output != *after {
                 bail!("{name} pair {i}: Copy-as-Decode output differs from D′");
             }
-            let os = out_span.execute_output(lm.as_mut(), &prompt, before, &program)?;
-            let oc = out_canon.execute_output(lm.as_mut(), &prompt, before, &program)?;
+            let os_t = timed_run(lm.as_mut(), |m| {
+                out_span.execute_output(m, &prompt, before, &program)
+            })?;
+            let oc_t = timed_run(lm.as_mut(), |m| {
+                out_canon.execute_output(m, &prompt, before, &program)
+            })?;
+            let (os, oc) = (&os_t.run, &oc_t.run);
             if os.output != *after || oc.output != *after {
                 bail!("{name} pair {i}: output-layout Copy-as-Decode differs from D′");
             }
             if oc.tokens != target {
                 bail!("{name} pair {i}: canonical context differs from tok(D′)");
             }
-            let re = regenerate(
-                lm.as_mut(),
-                &*vocab,
-                &prompt,
-                Target::Teacher(&target),
-                &cfg,
-            )?;
-            let pl = prompt_lookup(
-                lm.as_mut(),
-                &*vocab,
-                &prompt,
-                Target::Teacher(&target),
-                &lookup_cfg,
-                &cfg,
-            )?;
+            let re_t = timed_run(lm.as_mut(), |m| {
+                regenerate(m, &*vocab, &prompt, Target::Teacher(&target), &cfg)
+            })?;
+            let pl_t = timed_run(lm.as_mut(), |m| {
+                prompt_lookup(
+                    m,
+                    &*vocab,
+                    &prompt,
+                    Target::Teacher(&target),
+                    &lookup_cfg,
+                    &cfg,
+                )
+            })?;
+            let (re, pl) = (&re_t.run, &pl_t.run);
             if re.output != *after || pl.output != *after {
                 bail!("{name} pair {i}: a baseline's output differs from D′");
             }
             let cover = line_cover(before, after, &tok);
-            r.cad.add(&cad.stats, 1 + cad.stats.decided);
-            r.out_span.add(&os.stats, os.stats.edit_calls());
-            r.out_canon.add(&oc.stats, oc.stats.edit_calls());
+            r.cad.add(&cad_t, 1 + cad.stats.decided);
+            r.out_span.add(&os_t, os.stats.edit_calls());
+            r.out_canon.add(&oc_t, oc.stats.edit_calls());
             r.canon_rolled += oc.stats.rolled_back;
             r.canon_truncated += oc.stats.truncated;
             r.canon_rollbacks += oc.stats.rollbacks;
-            r.regen.add(&re.stats, target.len());
-            r.lookup.add(&pl.stats, pl.stats.decided);
+            r.regen.add(&re_t, target.len());
+            r.lookup.add(&pl_t, pl.stats.decided);
             r.cover.merge(&cover);
             rows.push(json!({
                 "corpus": name, "pair": i, "before_bytes": before.len(), "after_tokens": target.len(),
                 "ops": program.ops.len(), "copies": cad.stats.copies, "copied_tokens": cad.stats.copied,
                 "cad": {"forwards": cad.stats.edit_forwards(), "closed_form": 1 + cad.stats.decided,
-                        "slides": cad.stats.edit_slides(), "seconds": cad.stats.edit_time().as_secs_f64(),
+                        "slides": cad.stats.edit_slides(), "seconds": cad_t.edit_time().as_secs_f64(),
                         "decided": cad.stats.decided, "forced": cad.stats.forced},
                 "output_span_wise": {"forwards": os.stats.edit_forwards(), "calls": os.stats.edit_calls(),
-                        "seconds": os.stats.edit_time().as_secs_f64(), "decided": os.stats.decided},
+                        "seconds": os_t.edit_time().as_secs_f64(), "decided": os.stats.decided},
                 "output_canonical": {"forwards": oc.stats.edit_forwards(), "calls": oc.stats.edit_calls(),
-                        "seconds": oc.stats.edit_time().as_secs_f64(), "decided": oc.stats.decided,
+                        "seconds": oc_t.edit_time().as_secs_f64(), "decided": oc.stats.decided,
                         "rolled_back": oc.stats.rolled_back, "truncated": oc.stats.truncated,
                         "rollbacks": oc.stats.rollbacks},
                 "regenerate": {"forwards": re.stats.edit_forwards(), "slides": re.stats.edit_slides(),
-                               "seconds": re.stats.edit_time().as_secs_f64()},
+                               "seconds": re_t.edit_time().as_secs_f64()},
                 "prompt_lookup": {"forwards": pl.stats.edit_forwards(), "slides": pl.stats.edit_slides(),
-                                  "seconds": pl.stats.edit_time().as_secs_f64(),
+                                  "seconds": pl_t.edit_time().as_secs_f64(),
                                   "drafted": pl.stats.drafted, "accepted": pl.stats.accepted},
             }));
             eprintln!(

@@ -1,7 +1,6 @@
-//! Edit corpora: (before, after) pairs from JSONL files and from a local
-//! git repository's history (the "any local git repository"; the
-//! paper's corpora are HumanEvalFix-Py/JS and ProbeEdit, §3), with size
-//! filters ([`CorpusFilter`]).
+//! Edit corpora: (before, after) pairs from JSONL files and from any local
+//! git repository's history (the paper's corpora are HumanEvalFix-Py/JS
+//! and ProbeEdit, §3), with size filters ([`CorpusFilter`]).
 //!
 //! - [`read_jsonl`]: one `{"before": …, "after": …}` object per line
 //!   (other fields ignored, blank lines skipped). Cost: one read of the

@@ -14,15 +14,13 @@
 //! mean over pairs × trials (the paper's Fig. 6 says "trimmed EM" without
 //! defining the trimming).
 //!
-//! Cost: one oracle diff per pair (see [`oracle`](mod@crate::oracle)), then
+//! Cost: one oracle diff per pair (see [`zapspec_copy::oracle`]), then
 //! per trial `O(|P|)` draws and one `O(|after|)` resolve.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::oracle::oracle_program;
-use crate::program::{Op, Program};
-use crate::resolve::LineIndex;
+use zapspec_copy::{oracle_program, LineIndex, Op, Program};
 
 /// `program` with every copy endpoint moved by a uniform integer in
 /// `[−eps, eps]`, clamped to `1..=n_lines`, start ≤ end kept by swapping

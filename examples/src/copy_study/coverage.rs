@@ -9,7 +9,7 @@
 //!   of those output tokens that lie in copy ops. The denominator is the sum
 //!   of the per-op token counts, which can differ by a few tokens from
 //!   tokenizing `after` in one piece (merges across op boundaries). Cost: the
-//!   oracle diff (see [`oracle`](mod@crate::oracle)) plus one tokenizer pass
+//!   oracle diff (see [`zapspec_copy::oracle`]) plus one tokenizer pass
 //!   over `after`'s bytes.
 //! - **Token-level greedy cover at minimum span `m`** ([`token_cover`],
 //!   [`TokenMatcher`]): `before` and `after` are tokenized whole; left to
@@ -54,17 +54,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use zapspec_copy::{oracle_program, CanonicalTokens, LineIndex, Op, Tokenizer};
 use zapspec_core::{TokenId, Vocabulary};
-
-use crate::boundary::CanonicalTokens;
-use crate::oracle::oracle_program;
-use crate::program::Op;
-use crate::resolve::LineIndex;
 
 /// The minimum span lengths of the paper's Fig. 4(a).
 pub const MIN_SPANS: [usize; 6] = [1, 2, 4, 8, 16, 32];
-
-pub use crate::tokenizer::Tokenizer;
 
 /// Coverage of one or more pairs: output token counts and the histogram of
 /// copy-span lengths in tokens. [`Cover::merge`] adds pairs together (the
@@ -153,7 +147,7 @@ pub fn line_cover<T: Tokenizer + ?Sized>(before: &str, after: &str, tok: &T) -> 
     cover
 }
 
-/// Span-wise vs whole-output tokenization of `D′` (the crate docs'
+/// Span-wise vs whole-output tokenization of `D′` (`zapspec_copy`'s
 /// canonical-tokenization note): Copy-as-Decode appends each op's text
 /// (a copy's lines, a gen op's text) tokenized on its own, while a model
 /// that wrote `D′` would see `tok(D′)`. Summed over pairs with
@@ -180,7 +174,7 @@ pub struct SpanTokenization {
     /// Op boundaries where canonical mode rolled anything back.
     pub canonical_rollbacks: usize,
     /// Pairs whose canonical tokens equal `tok(D′)` (all of them, unless
-    /// the tokenizer is not prefix-stable; see [`crate::boundary`]).
+    /// the tokenizer is not prefix-stable; see [`zapspec_copy::boundary`]).
     pub canonical_exact: usize,
 }
 
