@@ -12,8 +12,8 @@
 //! let json = zapspec::json_schema(m.vocab.clone(), &schema)?;
 //! let out = Builder::new(m.lm.clone(), json)
 //!     .drafter(PromptLookup::default())
-//!     .prompt(&m.prompt(None, "Create a calendar event …")?)
-//!     .build()?.generate()?;
+//!     .build()?
+//!     .generate(&m.prompt(None, "Create a calendar event …")?)?;
 //! ```
 //!
 //! Per variant: output tokens, target forwards per output token, mean

@@ -176,7 +176,6 @@ where
 {
     let b = Builder::new(base.clone(), constraint)
         .drafter(drafter)
-        .prompt(prompt)
         .gamma(gamma)
         .seed(args.seed)
         .max_tokens(args.max_tokens);
@@ -192,8 +191,8 @@ where
     let t = Instant::now();
     // a run that reaches the cap is reported, not fatal
     let (tokens, stats, capped) = match fvo {
-        Some(phi) => gen(b.fvo_spec(phi))?,
-        None => gen(b)?,
+        Some(phi) => gen(b.fvo_spec(phi), prompt)?,
+        None => gen(b, prompt)?,
     };
     let seconds = t.elapsed().as_secs_f64();
     let text = String::from_utf8_lossy(&m.vocab.decode(&tokens)).into_owned();
@@ -221,31 +220,26 @@ where
     ))
 }
 
-fn gen<M, C, D, F>(b: Builder<M, C, D, F>) -> Result<(Vec<TokenId>, zapspec::RoundStats, bool)>
+fn gen<M, C, D, F>(
+    b: Builder<M, C, D, F>,
+    prompt: &[TokenId],
+) -> Result<(Vec<TokenId>, zapspec::RoundStats, bool)>
 where
     M: LanguageModel,
     C: Constraint,
     D: Drafter,
     F: PhiEstimator<C, NoModel>,
 {
-    let mut p = b.build()?;
-    match p.generate() {
-        Ok(g) => Ok((g.tokens, g.stats, false)),
-        Err(zapspec::Error::Verify(zapspec_verify::VerifyError::TooLong { .. })) => {
-            let d = p.decoder();
-            let n = d.prompt().len();
-            Ok((d.target.context()[n..].to_vec(), p.stats(), true))
-        }
-        Err(e) => Err(e.into()),
-    }
+    let g = b.build()?.generate(prompt)?;
+    let capped = g.stop == zapspec::StopReason::MaxTokens;
+    Ok((g.tokens, g.stats, capped))
 }
 
 /// Whether two outputs of the same loop are the same: equal, or, where
-/// both stopped at the cap `cap` (EOS included, so at least `cap − 1`
-/// tokens; a speculative round may commit up to γ tokens past it), equal
-/// on their common prefix.
+/// both stopped at the cap of `cap` tokens ([`zapspec::StopReason::MaxTokens`]:
+/// the output is cut there), equal on their common prefix.
 pub(crate) fn same_output(a: &[TokenId], b: &[TokenId], cap: usize) -> bool {
-    let capped = |x: &[TokenId]| x.len() + 1 >= cap;
+    let capped = |x: &[TokenId]| x.len() >= cap;
     if capped(a) && capped(b) {
         let n = a.len().min(b.len());
         a[..n] == b[..n]
