@@ -12,6 +12,10 @@ use zapspec_spiffy::calibrate::record_trajectory;
 use zapspec_spiffy::marginals::Marginals;
 use zapspec_spiffy::{Anchor, DecodeConfig, DraftFormula, Unmasking};
 
+/// Per step, per offset, the `(token, probability)` pairs of the row
+/// (`None`: an unmasked offset).
+type Script = Vec<Vec<Option<Vec<(TokenId, f64)>>>>;
+
 /// A two-position block whose rows are scripted by how many positions are
 /// still masked: `rows[step][offset]` lists `(token, probability)`; every
 /// other token (and the mask) gets logit `-inf`.
@@ -19,7 +23,7 @@ struct Scripted {
     vocab: usize,
     nfe: usize,
     mask: TokenId,
-    rows: Vec<Vec<Option<Vec<(TokenId, f64)>>>>,
+    rows: Script,
 }
 
 impl Scripted {
