@@ -80,7 +80,8 @@ impl TerminalLaws {
     /// μ^Φ̂ and the δ/ε/Theorem-7 diagnostics in one forward sweep. The
     /// model is left at its starting context. Fails with
     /// [`PhiError::TooLarge`] past `max_members` members or the default
-    /// [`ExactConfig`] limits. Cost: two model forwards per prefix plus the
+    /// [`ExactConfig`] limits, and with [`PhiError::EmptySupport`] when the
+    /// language has zero mass (`Z_C = 0`: μ* is undefined). Cost: two model forwards per prefix plus the
     /// estimators, `O(prefixes · |V| · (1 + estimators))` memory.
     pub fn enumerate<C: Constraint, M: LanguageModel>(
         constraint: &C,
