@@ -20,12 +20,12 @@
 
 use std::sync::Arc;
 
+use crate::lang::TokenTrie;
+use crate::lang::TrieConstraint;
 use ndarray::{Array1, Array2, Axis};
 use rand::Rng;
 use zapspec_core::prob::{self, seeded_rng};
 use zapspec_core::{Constraint, LanguageModel, TokenId};
-use zapspec_testkit::TokenTrie;
-use zapspec_testkit::TrieConstraint;
 
 use crate::error::PhiError;
 use crate::estimator::{

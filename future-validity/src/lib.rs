@@ -42,6 +42,12 @@
 //! slot of callers that hold none (estimators that run no model — Uniform,
 //! OneStep-Cheap, Learned, exact tables — accept any model type).
 //!
+//! The languages of the paper's experiments — bounded Dyck ([`DyckSpec`],
+//! [`DyckConstraint`]) and finite token tries ([`TokenTrie`],
+//! [`TrieConstraint`]) — are in [`lang`]; the exact tier is written against
+//! them (`zapspec-testkit` re-exports them; the crate needs the testkit only
+//! for its tests).
+//!
 //! Certificates (Theorem 7, the relative-error corollary, the KL gap
 //! identity, Hoeffding widths) are in [`certificates`]; exact terminal laws
 //! μ^proj / μ* / μ^Φ̂, empirical TV with bootstrap CIs and structural
@@ -96,7 +102,7 @@
 //! use zapspec_phi::{PhiEstimator, PhiQuery};
 //! use zapspec_testkit::toy::BigramLm;
 //! use zapspec_core::{Constraint, LanguageModel};
-//! use zapspec_testkit::{DyckConstraint, DyckSpec};
+//! use zapspec_phi::{DyckConstraint, DyckSpec};
 //!
 //! let spec = DyckSpec { kinds: 1, max_depth: 3, max_len: 16 }; // D_{3,16}
 //! let mut c = DyckConstraint::new(spec);
@@ -129,6 +135,7 @@ pub mod error;
 pub mod estimator;
 pub mod exact;
 pub mod hybrid;
+pub mod lang;
 pub mod learned;
 mod lse;
 pub mod metrics;
@@ -151,6 +158,7 @@ pub use exact::regular::{
 pub use exact::trie::{ExactTrie, TrieTable};
 pub use exact::{Exact, ExactConfig};
 pub use hybrid::{BudgetGatedHybrid, HybridConfig, HybridStats};
+pub use lang::{DyckConstraint, DyckSpec, TokenTrie, TrieConstraint};
 pub use learned::{leave_one_schema_out, LearnedConfig, LearnedPhi};
 pub use montecarlo::{McCertificate, MonteCarlo, MonteCarloConfig, OnHorizon, RolloutLaw};
 pub use onestep::{log_normaliser, onestep_cheap_reference, OneStepCheap, OneStepTrue};

@@ -784,7 +784,7 @@ const GATHER_MIN: usize = 48;
 
 #[inline]
 fn slot_of(k: u64) -> usize {
-    (zapspec_testkit::toy::splitmix64(k) as usize) & (CACHE_SLOTS - 1)
+    (zapspec_core::hash::splitmix64(k) as usize) & (CACHE_SLOTS - 1)
 }
 
 /// `log Σ_{u∈set} exp(l_u) − norm.lse` (with the true normaliser: `log
@@ -1235,7 +1235,7 @@ mod tests {
         fn gather_set_lists_members_in_order(
             v in 1usize..700, seed in any::<u64>(), density in 0u64..=8,
         ) {
-            use zapspec_testkit::toy::splitmix64;
+            use zapspec_core::hash::splitmix64;
             let logits: Vec<f32> = (0..v).map(|i| i as f32 * 0.5 - 3.0).collect();
             let ids: Vec<zapspec_core::TokenId> = (0..v as u32)
                 .filter(|&i| splitmix64(seed ^ i as u64) % 8 < density)
@@ -1319,7 +1319,7 @@ mod tests {
     fn generic_and_dispatched_normalisers_agree() {
         let v: Vec<f32> = (0..10_007u64)
             .map(|i| {
-                ((zapspec_testkit::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 30.0
+                ((zapspec_core::hash::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 30.0
                     - 20.0
             })
             .collect();
@@ -1348,7 +1348,7 @@ mod tests {
         for seed in 0..20u64 {
             let v: Vec<f32> = (0..5000u64)
                 .map(|i| {
-                    ((zapspec_testkit::toy::splitmix64(seed * 7919 + i) >> 11) as f64
+                    ((zapspec_core::hash::splitmix64(seed * 7919 + i) >> 11) as f64
                         / (1u64 << 53) as f64
                         * 60.0
                         - 40.0) as f32
@@ -1377,7 +1377,7 @@ mod timing {
         for density in [1u64, 2, 6] {
             let set = TokenSet::from_ids(
                 v,
-                (0..v as u32).filter(|&i| zapspec_testkit::toy::splitmix64(i as u64) % 8 < density),
+                (0..v as u32).filter(|&i| zapspec_core::hash::splitmix64(i as u64) % 8 < density),
             );
             let mut buf = Vec::new();
             for (name, vec) in [("gather_set", true), ("scalar", false)] {
@@ -1415,8 +1415,7 @@ mod timing {
             .unwrap_or(200_000);
         let v: Vec<f32> = (0..nn)
             .map(|i| {
-                ((zapspec_testkit::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 8.0
-                    - 4.0
+                ((zapspec_core::hash::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 8.0 - 4.0
             })
             .collect();
         let (a, b) = (log_sum_exp_max(&v), log_sum_exp_body::<false>(&v));

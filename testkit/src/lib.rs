@@ -5,10 +5,10 @@
 //!
 //! | module | holds |
 //! |---|---|
-//! | [`toy`] | seeded toy models: [`toy::BigramLm`] (a `LanguageModel` whose logits hash the previous token), [`toy::ClosureLm`] (logits from a closure), [`toy::ToyDiffusion`] (a `DiffusionModel`), [`toy::splitmix64`] |
-//! | [`trie`] | [`TokenTrie`] and [`TrieConstraint`]: a finite language of token sequences as a `Constraint` |
+//! | [`toy`] | seeded toy models: [`toy::BigramLm`] (a `LanguageModel` whose logits hash the previous token), [`toy::ClosureLm`] (logits from a closure), [`toy::ToyDiffusion`] (a `DiffusionModel`), [`toy::splitmix64`] (core's hash, re-exported) |
+//! | [`trie`] | [`TokenTrie`] and [`TrieConstraint`]: a finite language of token sequences as a `Constraint` (defined in `zapspec-phi`'s `lang`, re-exported) |
 //! | [`bytelm`] | [`bytelm::CharBigramLm`] (a byte bigram fitted on a corpus, with a temperature) and [`bytelm::NoisyLm`] (a seeded noisy draft of any model) |
-//! | [`dyck`] | [`DyckSpec`] and [`DyckConstraint`]: the bounded Dyck language `D_{d,L}` as a `Constraint` |
+//! | [`dyck`] | [`DyckSpec`] and [`DyckConstraint`]: the bounded Dyck language `D_{d,L}` as a `Constraint` (defined in `zapspec-phi`'s `lang`, re-exported) |
 //!
 //! The matchers double as the reference implementations of
 //! [`zapspec_core::Constraint`] (they implement its look-ahead extension
@@ -18,13 +18,11 @@
 #![warn(missing_docs)]
 
 pub mod bytelm;
-pub mod dyck;
 pub mod hostile;
 pub mod toy;
-pub mod trie;
 
-pub use dyck::{DyckConstraint, DyckSpec};
-pub use trie::{TokenTrie, TrieConstraint};
+pub use zapspec_phi::lang::{dyck, trie};
+pub use zapspec_phi::lang::{DyckConstraint, DyckSpec, TokenTrie, TrieConstraint};
 
 #[cfg(test)]
 mod tests;
