@@ -21,8 +21,10 @@
 //! | [`formula`] | §4.4.2 | [`formula::DraftFormula`] `{(i, j)}`, [`formula::Anchor`] fills formulas into draft blocks |
 //! | [`graph`] | §4.4.1, Eqs. 4–7 | [`graph::DraftGraph`] (petgraph, serde JSON), [`graph::is_parent`] |
 //! | [`pruning`] | Eqs. 12–14 | local / child / total GM scores, top-`D*` |
-//! | [`verify`] | Alg. 1 | [`verify::generate_spiffy`], [`verify::SpiffyStats`] (Table 3 timings) |
-//! | [`mod@calibrate`] | Alg. 2, Eqs. 24–27 | trajectories, the all-possibilities graph, exact subgraph selection |
+//! | [`verify`] | Alg. 1 | [`verify::generate_spiffy`], [`verify::SpiffyStats`] (Table 3 wall times, opt-in: [`verify::SpiffyConfig::timing`]) |
+//! | [`mod@calibrate`] | Alg. 2, Eqs. 24–27 | trajectories, the all-possibilities graph, exact subgraph selection (wall times opt-in: [`calibrate::CalibrationConfig::timing`]) |
+//!
+//! The crate reads the system clock only behind those two opt-in switches.
 //!
 //! Typical use: [`calibrate::record_trajectory`] on a few prompts →
 //! [`calibrate::calibrate`] (`D = 10`) → save [`graph::DraftGraph::to_json`]

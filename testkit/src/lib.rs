@@ -8,6 +8,7 @@
 //! | [`toy`] | seeded toy models: [`toy::BigramLm`] (a `LanguageModel` whose logits hash the previous token), [`toy::ClosureLm`] (logits from a closure), [`toy::ToyDiffusion`] (a `DiffusionModel`), [`toy::splitmix64`] (core's hash, re-exported) |
 //! | [`trie`] | [`TokenTrie`] and [`TrieConstraint`]: a finite language of token sequences as a `Constraint` (defined in `zapspec-phi`'s `lang`, re-exported) |
 //! | [`bytelm`] | [`bytelm::CharBigramLm`] (a byte bigram fitted on a corpus, with a temperature) and [`bytelm::NoisyLm`] (a seeded noisy draft of any model) |
+//! | [`stats`] | sample statistics against an exact law: TV of counts, bootstrap intervals, noise floors, χ² and G tests, structural statistics of Dyck samples (the future-validity experiments' study code) |
 //! | [`dyck`] | [`DyckSpec`] and [`DyckConstraint`]: the bounded Dyck language `D_{d,L}` as a `Constraint` (defined in `zapspec-phi`'s `lang`, re-exported) |
 //!
 //! The matchers double as the reference implementations of
@@ -19,6 +20,7 @@
 
 pub mod bytelm;
 pub mod hostile;
+pub mod stats;
 pub mod toy;
 
 pub use zapspec_phi::lang::{dyck, trie};

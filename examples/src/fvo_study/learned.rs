@@ -1,4 +1,7 @@
-//! Tier 1c (paper §5.3): the balanced-gated learned value estimator.
+//! Tier 1c (paper §5.3): the balanced-gated learned value estimator, a
+//! study of the future-validity paper kept beside its experiments (it is
+//! not part of `zapspec-phi`: a feasibility prototype with its own
+//! trainer, used by no library).
 //!
 //! For each finite-trie edge `(x<t, y)` a two-layer MLP predicts
 //! `log Φ_t(y)` from finite-trie features ([`FEATURE_NAMES`]): prefix
@@ -20,18 +23,16 @@
 
 use std::sync::Arc;
 
-use crate::lang::TokenTrie;
-use crate::lang::TrieConstraint;
 use ndarray::{Array1, Array2, Axis};
 use rand::Rng;
 use zapspec_core::prob::{self, seeded_rng};
 use zapspec_core::{Constraint, LanguageModel, TokenId};
-
-use crate::error::PhiError;
-use crate::estimator::{
+use zapspec_phi::estimator::{
     check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
-use crate::exact::trie::TrieTable;
+use zapspec_phi::exact::trie::TrieTable;
+use zapspec_phi::lang::{TokenTrie, TrieConstraint};
+use zapspec_phi::PhiError;
 
 /// Number of features per edge.
 pub const NUM_FEATURES: usize = 13;
