@@ -309,10 +309,16 @@ impl Mlp {
     ) -> Result<(Self, Vec<f64>), PhiError> {
         let (n, f) = x.dim();
         if n == 0 {
-            return Err(PhiError::config("examples", "no training examples"));
+            return Err(PhiError::Config {
+                field: "examples",
+                reason: "no training examples".into(),
+            });
         }
         if cfg.hidden == 0 {
-            return Err(PhiError::config("hidden", "need at least one hidden unit"));
+            return Err(PhiError::Config {
+                field: "hidden",
+                reason: "need at least one hidden unit".into(),
+            });
         }
         let mean = x.mean_axis(Axis(0)).unwrap_or_else(|| Array1::zeros(f));
         let std = x
@@ -531,10 +537,10 @@ pub fn leave_one_schema_out(
     config: LearnedConfig,
 ) -> Result<LearnedPhi, PhiError> {
     if held_out >= per_schema.len() {
-        return Err(PhiError::config(
-            "held_out",
-            format!("schema {held_out} of {}", per_schema.len()),
-        ));
+        return Err(PhiError::Config {
+            field: "held_out",
+            reason: format!("schema {held_out} of {}", per_schema.len()),
+        });
     }
     let train: Vec<EdgeExample> = per_schema
         .iter()
