@@ -50,8 +50,9 @@
 //!
 //! Certificates (Theorem 7, the relative-error corollary, the KL gap
 //! identity, Hoeffding widths) are in [`certificates`]; exact terminal laws
-//! μ^proj / μ* / μ^Φ̂, empirical TV with bootstrap CIs and structural
-//! statistics in [`metrics`].
+//! μ^proj / μ* / μ^Φ̂ in [`metrics`] (the sample statistics that compare a
+//! sampler with them — empirical TV, bootstrap CIs, χ² / G tests,
+//! structural statistics — are study code in `zapspec_testkit::stats`).
 //!
 //! All values are natural logs of probabilities: Φ of 1e-300 is
 //! representable, and nothing here returns NaN.
