@@ -6,7 +6,9 @@
 //! 2. [`build_candidate_graph`]: the all-possibilities graph — per look-ahead
 //!    level `k`, the node "everything unmasked up to `t+k`" and its
 //!    predecessor "everything up to `t+k−1`"; keep the top-3 most frequent
-//!    of each, then add an edge for every strict-subset pair.
+//!    of each, then add an edge for every strict-subset pair. Nodes and
+//!    counts are per level (the paper's reading) unless
+//!    [`CalibrationConfig::merge_levels`] is set.
 //! 3. [`select_subgraph`]: the connected subgraph of `D` nodes with the
 //!    largest total count (Eqs. 24–27), exactly, by branch and bound
 //!    ([`select_subgraph_brute_force`] is the paper's exhaustive search,
@@ -103,6 +105,22 @@ pub struct CalibrationConfig {
     pub budget: usize,
     /// Levels whose nodes need no parent to be selected (Eq. 24: 2).
     pub root_levels: u32,
+    /// How `count(q)` is read (Algorithm 2, part 2). `false` (the default)
+    /// is the paper's reading: one node `q_kv` per level `k` a formula is
+    /// kept at, counted by how often it is level `k`'s state (the same
+    /// formula at two levels is two nodes, two drafts). `true` merges a
+    /// formula kept at several levels into one node at the lowest of them,
+    /// counted over all levels (how often the draft would have equalled any
+    /// later true state): fewer duplicate drafts, but Eq. 27 is then
+    /// maximised for other counts, and the chosen graph can be worse under
+    /// the paper's objective.
+    #[serde(default)]
+    pub merge_levels: bool,
+    /// Measure [`Calibration::build_time`] and [`Calibration::search_time`]
+    /// (wall time from the system clock). Off by default: both stay zero
+    /// and the clock is never read.
+    #[serde(default)]
+    pub timing: bool,
 }
 
 impl Default for CalibrationConfig {
@@ -112,6 +130,8 @@ impl Default for CalibrationConfig {
             top_per_level: 3,
             budget: 10,
             root_levels: 2,
+            merge_levels: false,
+            timing: false,
         }
     }
 }
@@ -122,10 +142,16 @@ fn top_k(counts: &HashMap<DraftFormula, u64>, k: usize) -> Vec<DraftFormula> {
     v.into_iter().take(k).map(|(f, _)| f.clone()).collect()
 }
 
-/// Algorithm 2, part 2: the all-possibilities graph. Node counts are the
-/// set's frequency as a cumulative state over all levels `1..=𝓛` (how often
-/// the draft would have equalled a true later state); a set kept at several
-/// levels is one node at the lowest of them. `O(records·𝓛·|q|)`.
+/// Algorithm 2, part 2: the all-possibilities graph. Per level `k = 1..=𝓛`
+/// the top [`CalibrationConfig::top_per_level`] states "everything unmasked
+/// up to `t+k`" become nodes of level `k`, and the top predecessors
+/// "everything up to `t+k−1`" nodes of level `k − 1`; then every
+/// strict-subset pair is an edge. Counts follow
+/// [`CalibrationConfig::merge_levels`]: by default a node of level `k` is
+/// counted by how often its formula is level `k`'s state (one node per
+/// level, as in the paper); merged, a formula kept at several levels is one
+/// node at the lowest of them, counted over all levels.
+/// `O(records·𝓛·|q| + n²·|q|)` for `n` nodes.
 pub fn build_candidate_graph(
     records: &[TimestepRecord],
     cfg: &CalibrationConfig,
@@ -143,43 +169,57 @@ pub fn build_candidate_graph(
             }
         }
     }
-    let mut total: HashMap<DraftFormula, u64> = HashMap::new();
-    for lc in &level_counts {
-        for (f, c) in lc {
-            *total.entry(f.clone()).or_default() += c;
-        }
-    }
-    let mut chosen: Vec<(DraftFormula, u32)> = Vec::new();
-    let add = |f: DraftFormula, level: u32, chosen: &mut Vec<(DraftFormula, u32)>| {
-        if let Some(e) = chosen.iter_mut().find(|(g, _)| *g == f) {
-            e.1 = e.1.min(level);
-        } else {
-            chosen.push((f, level));
-        }
-    };
+    // (formula, level) in the order kept, without repeats.
+    let mut kept: Vec<(DraftFormula, u32)> = Vec::new();
     for k in 1..=cfg.lookahead {
+        let mut keep = |f: DraftFormula, level: usize| {
+            let level = level as u32;
+            if !kept.iter().any(|(g, l)| *g == f && *l == level) {
+                kept.push((f, level));
+            }
+        };
         for f in top_k(&level_counts[k], cfg.top_per_level) {
-            add(f, k as u32, &mut chosen);
+            keep(f, k);
         }
         if k >= 2 {
             for f in top_k(&prev_counts[k], cfg.top_per_level) {
-                add(f, k as u32 - 1, &mut chosen);
+                keep(f, k - 1);
             }
         }
     }
-    chosen.sort_by(|a, b| {
-        a.1.cmp(&b.1)
-            .then(a.0.len().cmp(&b.0.len()))
-            .then(a.0.cmp(&b.0))
+    let mut nodes: Vec<DraftNode> = Vec::with_capacity(kept.len());
+    if cfg.merge_levels {
+        for (formula, level) in kept {
+            if let Some(n) = nodes.iter_mut().find(|n| n.formula == formula) {
+                n.level = n.level.min(level);
+            } else {
+                let count = level_counts.iter().filter_map(|m| m.get(&formula)).sum();
+                nodes.push(DraftNode {
+                    formula,
+                    level,
+                    count,
+                });
+            }
+        }
+    } else {
+        for (formula, level) in kept {
+            let count = level_counts[level as usize]
+                .get(&formula)
+                .copied()
+                .unwrap_or(0);
+            nodes.push(DraftNode {
+                formula,
+                level,
+                count,
+            });
+        }
+    }
+    nodes.sort_by(|a, b| {
+        a.level
+            .cmp(&b.level)
+            .then(a.formula.len().cmp(&b.formula.len()))
+            .then(a.formula.cmp(&b.formula))
     });
-    let nodes = chosen
-        .into_iter()
-        .map(|(formula, level)| DraftNode {
-            count: total.get(&formula).copied().unwrap_or(0),
-            formula,
-            level,
-        })
-        .collect();
     DraftGraph::with_subset_edges(nodes)
 }
 
@@ -418,9 +458,11 @@ pub struct Calibration {
     pub candidates: DraftGraph,
     /// The selection (indices into `candidates`).
     pub selection: Selection,
-    /// Time to build the all-possibilities graph.
+    /// Wall time to build the all-possibilities graph (only with
+    /// [`CalibrationConfig::timing`]; zero otherwise).
     pub build_time: Duration,
-    /// Time of the subgraph search (Eqs. 24–27).
+    /// Wall time of the subgraph search, Eqs. 24–27 (only with
+    /// [`CalibrationConfig::timing`]; zero otherwise).
     pub search_time: Duration,
 }
 
@@ -435,12 +477,15 @@ pub fn calibrate(
             reason: "lookahead and top_per_level must be at least 1".into(),
         });
     }
-    let t0 = Instant::now();
+    // The opt-in wall clock of `CalibrationConfig::timing`.
+    let start = || cfg.timing.then(Instant::now);
+    let elapsed = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.elapsed());
+    let t0 = start();
     let candidates = build_candidate_graph(records, cfg)?;
-    let build_time = t0.elapsed();
-    let t1 = Instant::now();
+    let build_time = elapsed(t0);
+    let t1 = start();
     let selection = select_subgraph(&candidates, cfg.budget, cfg.root_levels);
-    let search_time = t1.elapsed();
+    let search_time = elapsed(t1);
     let graph = candidates.induced(&selection.nodes)?;
     Ok(Calibration {
         graph,

@@ -151,7 +151,7 @@ impl Anchor {
 
     /// The draft block of a formula: the anchor block with `c_ij` written at
     /// offset `n_i` for every `(i, j)`; `None` when a rank lies past the
-    /// masked positions or the support. `O(|f|·V)`.
+    /// masked positions or the vocabulary. `O(|f|·V)`.
     pub fn fill(&self, f: &DraftFormula) -> Option<Vec<TokenId>> {
         let mut out = self.block.clone();
         for (i, j) in f.pairs() {
@@ -176,7 +176,9 @@ impl Anchor {
     /// The formula of a later state: the `(i, j)` of every token `state`
     /// has at an offset masked in the anchor. `None` when `state` differs
     /// from the anchor at an unmasked offset, has another length, or holds
-    /// a token of probability zero. `O(k·V)` for `k` new tokens.
+    /// the mask token or an id past the vocabulary at a changed offset (a
+    /// token of probability zero has a rank, see [`Marginals::vocab_rank`]).
+    /// `O(k·V)` for `k` new tokens.
     pub fn formula_of(&self, state: &[TokenId]) -> Option<DraftFormula> {
         if state.len() != self.block.len() {
             return None;

@@ -86,18 +86,20 @@ impl From<DraftGraph> for GraphFile {
 
 impl DraftGraph {
     /// A graph from nodes and `(parent, child)` index pairs. Fails on an
-    /// index out of range, a duplicate formula, an empty formula, or an
-    /// edge whose child is not a strict superset of its parent.
+    /// index out of range, a formula twice at one level, an empty formula,
+    /// or an edge whose child is not a strict superset of its parent. One
+    /// formula may be a node at several levels (Algorithm 2's per-level
+    /// nodes `q_kv`; see [`crate::calibrate::CalibrationConfig::merge_levels`]).
     pub fn new(nodes: Vec<DraftNode>, edges: Vec<(usize, usize)>) -> Result<Self, SpiffyError> {
         let mut seen = std::collections::HashSet::new();
         for n in &nodes {
             if n.formula.is_empty() {
                 return Err(SpiffyError::Graph("a node with an empty formula".into()));
             }
-            if !seen.insert(&n.formula) {
+            if !seen.insert((&n.formula, n.level)) {
                 return Err(SpiffyError::Graph(format!(
-                    "formula {} appears twice",
-                    n.formula
+                    "formula {} appears twice at level {}",
+                    n.formula, n.level
                 )));
             }
         }

@@ -21,8 +21,10 @@
 //! | [`formula`] | §4.4.2 | [`formula::DraftFormula`] `{(i, j)}`, [`formula::Anchor`] fills formulas into draft blocks |
 //! | [`graph`] | §4.4.1, Eqs. 4–7 | [`graph::DraftGraph`] (petgraph, serde JSON), [`graph::is_parent`] |
 //! | [`pruning`] | Eqs. 12–14 | local / child / total GM scores, top-`D*` |
-//! | [`verify`] | Alg. 1 | [`verify::generate_spiffy`], [`verify::SpiffyStats`] (Table 3 timings) |
-//! | [`mod@calibrate`] | Alg. 2, Eqs. 24–27 | trajectories, the all-possibilities graph, exact subgraph selection |
+//! | [`verify`] | Alg. 1 | [`verify::generate_spiffy`], [`verify::SpiffyStats`] (Table 3 wall times, opt-in: [`verify::SpiffyConfig::timing`]) |
+//! | [`mod@calibrate`] | Alg. 2, Eqs. 24–27 | trajectories, the all-possibilities graph, exact subgraph selection (wall times opt-in: [`calibrate::CalibrationConfig::timing`]) |
+//!
+//! The crate reads the system clock only behind those two opt-in switches.
 //!
 //! Typical use: [`calibrate::record_trajectory`] on a few prompts →
 //! [`calibrate::calibrate`] (`D = 10`) → save [`graph::DraftGraph::to_json`]
@@ -85,12 +87,19 @@
 //!    known `S_{t_b}`). Calibrated graphs use Alg. 2's edges, every strict
 //!    subset pair `p ⊂ q` (line 268); [`graph::is_parent`] checks Eqs. 4–6
 //!    when `S` is static.
-//! 4. **`count(q)` of a set kept at several levels** (Alg. 2 lines 264–265, Eq. 27): one
-//!    node at its lowest level, counted as a cumulative state over all
-//!    levels (how often the draft would have equalled a true later state).
-//!    Alg. 2's "top-3 in-edges" add the three most frequent predecessor
-//!    sets of each level as nodes of the level above; all subset edges are
-//!    then added.
+//! 4. **`count(q)` of a set kept at several levels** (Alg. 2 part 2,
+//!    line 261: "count(node) := frequency of occurrence of node" among
+//!    the sequences reaching level `k`, and line 270: "nodes = {q_kv} for v ∈ 1, 2, 3,
+//!    k ∈ 1, …, 𝓛"; Eq. 27). By default the paper's per-level reading: a
+//!    formula kept at level `k` is node `q_kv`, counted by how often it is
+//!    level `k`'s state; kept at two levels it is two nodes, and Eq. 27 is
+//!    maximised over those counts. The top in-edge sources of level `k`
+//!    are nodes of level `k − 1` with that level's count; all subset edges
+//!    are then added. [`calibrate::CalibrationConfig::merge_levels`] keeps
+//!    the other reading: one node at the lowest level, counted as a
+//!    cumulative state over all levels (fewer duplicate drafts, but a
+//!    different objective, whose choice can be worse under the paper's).
+//!    Pruning sends a formula kept at several levels once.
 //! 5. **childScore of a node without children** (Eq. 13, line 222: an empty GM): the
 //!    total score is then the local score.
 //! 6. **Subgraph size** (Eq. 26, line 509, asks `|g| = D`): `min(D, #nodes reachable

@@ -7,6 +7,13 @@
 //! confidences by lower block offset, equal probabilities by lower token
 //! id. Only positions that are masked in the block the marginals were
 //! computed on are ranked.
+//!
+//! The vocabulary rank sorts the whole vocabulary (Eq. 11's `ArgSort` over
+//! `p_n(1), …, p_n(V)`), so a token of probability zero — a `-inf` logit, a
+//! constrained-out token — has a rank too, after every token of positive
+//! probability: a later step's marginals may unmask it, and calibration
+//! must be able to write that step as a formula. The mask token is the one
+//! id that is never ranked (it is never a candidate).
 
 use zapspec_core::{Logits, TokenId};
 
@@ -17,6 +24,8 @@ use crate::error::SpiffyError;
 #[derive(Debug, Clone)]
 pub struct Marginals {
     vocab: usize,
+    /// The mask token, never ranked.
+    mask: TokenId,
     /// `rows[n]` is `Some(log p_n)` for a masked offset, `None` otherwise.
     rows: Vec<Option<Vec<f64>>>,
     /// `(argmax token, its log-probability)` per masked offset.
@@ -74,7 +83,12 @@ impl Marginals {
             rows.push(Some(l));
             top1.push(Some(best));
         }
-        Ok(Marginals { vocab, rows, top1 })
+        Ok(Marginals {
+            vocab,
+            mask,
+            rows,
+            top1,
+        })
     }
 
     /// Vocabulary size (columns of the logits).
@@ -124,26 +138,31 @@ impl Marginals {
     }
 
     /// Vocabulary rank `j` (Eq. 11, 1-based) of token `v` at offset `n`:
-    /// one plus the number of tokens strictly more probable, or equally
-    /// probable with a lower id. `None` for an unmasked offset or a token
-    /// of probability zero. `O(V)`.
+    /// one plus the number of tokens (the mask excluded) strictly more
+    /// probable, or equally probable with a lower id. A token of probability
+    /// zero ranks after every token of positive probability. `None` for an
+    /// unmasked offset, the mask token or an id past the vocabulary. `O(V)`.
     pub fn vocab_rank(&self, n: usize, v: TokenId) -> Option<u32> {
         let row = self.row(n)?;
-        let lp = *row.get(v as usize)?;
-        if lp == f64::NEG_INFINITY {
+        if v == self.mask {
             return None;
         }
+        let lp = *row.get(v as usize)?;
         let above = row
             .iter()
             .enumerate()
-            .filter(|&(u, &x)| x > lp || (x == lp && (u as TokenId) < v))
+            .filter(|&(u, &x)| {
+                let u = u as TokenId;
+                u != self.mask && (x > lp || (x == lp && u < v))
+            })
             .count();
         Some(above as u32 + 1)
     }
 
     /// The token of vocabulary rank `j` (1-based) at offset `n` (`c_ij` of
-    /// Eq. 9 once `n = n_i`); `None` past the support. `O(V)` for `j = 1`,
-    /// `O(V + j log j)` otherwise.
+    /// Eq. 9 once `n = n_i`), the inverse of [`Marginals::vocab_rank`];
+    /// `None` for an unmasked offset or `j` past the vocabulary (the mask
+    /// excluded). `O(V)` for `j = 1`, `O(V + j log j)` otherwise.
     pub fn token_at_rank(&self, n: usize, j: u32) -> Option<TokenId> {
         if j == 0 {
             return None;
@@ -155,8 +174,8 @@ impl Marginals {
         let mut cand: Vec<(f64, TokenId)> = row
             .iter()
             .enumerate()
-            .filter(|(_, &x)| x > f64::NEG_INFINITY)
             .map(|(v, &x)| (x, v as TokenId))
+            .filter(|&(_, v)| v != self.mask)
             .collect();
         let k = j as usize;
         if k > cand.len() {

@@ -48,7 +48,8 @@ pub fn log_total_scores(graph: &DraftGraph, local: &[Option<f64>]) -> Vec<Option
 /// strictly contains `current` (the tokens already unmasked since the
 /// anchor — any other draft can never equal a later state) and can be
 /// filled, the `budget` of highest total score (ties: lower index), in
-/// decreasing score order.
+/// decreasing score order. A formula that is a node at several levels is
+/// kept once (its best-scoring node): the drafts would be equal blocks.
 pub fn prune(
     graph: &DraftGraph,
     anchor: &Anchor,
@@ -67,6 +68,15 @@ pub fn prune(
         .filter_map(|(i, _)| total[i].map(|s| (i, s)))
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked.truncate(budget);
-    ranked.into_iter().map(|(i, _)| i).collect()
+    let mut kept: Vec<usize> = Vec::with_capacity(budget.min(ranked.len()));
+    for (i, _) in ranked {
+        if kept.len() == budget {
+            break;
+        }
+        let f = graph.node(i).map(|n| &n.formula);
+        if !kept.iter().any(|&k| graph.node(k).map(|n| &n.formula) == f) {
+            kept.push(i);
+        }
+    }
+    kept
 }

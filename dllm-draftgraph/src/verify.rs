@@ -40,6 +40,12 @@ pub struct SpiffyConfig {
     pub draft_budget: usize,
     /// Keep the accepted chains (node indices per call) in the stats.
     pub record_chains: bool,
+    /// Measure the overhead profile: the `time_*` fields of
+    /// [`SpiffyStats`], wall time read from the system clock around each
+    /// phase. Off by default (the fields stay zero and the clock is never
+    /// read).
+    #[serde(default)]
+    pub timing: bool,
 }
 
 impl Default for SpiffyConfig {
@@ -49,11 +55,14 @@ impl Default for SpiffyConfig {
             decode: DecodeConfig::default(),
             draft_budget: 3,
             record_chains: false,
+            timing: false,
         }
     }
 }
 
-/// Counters and the overhead profile (paper Table 3) of a Spiffy run.
+/// Counters and the overhead profile (paper Table 3) of a Spiffy run. The
+/// `time_*` fields are wall time ([`std::time::Instant`]), measured only
+/// with [`SpiffyConfig::timing`] and zero otherwise.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpiffyStats {
     /// Model calls (NFEs).
@@ -133,16 +142,27 @@ pub struct SpiffyOutput {
     pub stats: SpiffyStats,
 }
 
-fn timed<T>(acc: &mut Duration, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let r = f();
-    *acc += t.elapsed();
-    r
+/// The opt-in wall clock of [`SpiffyConfig::timing`]: the one place
+/// verification reads the time.
+#[derive(Debug, Clone, Copy)]
+struct Clock(bool);
+
+impl Clock {
+    /// Runs `f`, adding its wall time to `acc` when timing is on.
+    fn timed<T>(self, acc: &mut Duration, f: impl FnOnce() -> T) -> T {
+        if !self.0 {
+            return f();
+        }
+        let t = Instant::now();
+        let r = f();
+        *acc += t.elapsed();
+        r
+    }
 }
 
 /// One denoising step of block `block` from the model rows `rows` scored
 /// on the block's current state: `Next(Y, p(·|Y))` written into `y`, the
-/// step counters advanced. Returns the state it stepped from and its
+/// block's step counter advanced. Returns the state it stepped from and its
 /// marginals (the next anchor). The true step and every accepted draft go
 /// through here, so both make vanilla decoding's decision.
 fn take_step(
@@ -152,16 +172,11 @@ fn take_step(
     dc: &DecodeConfig,
     block: usize,
     step: &mut usize,
-    st: &mut SpiffyStats,
 ) -> Result<(Vec<TokenId>, Marginals), SpiffyError> {
-    let t = Instant::now();
     let src = y.to_vec();
     let marg = Marginals::new(rows, &src, mask)?;
-    let r = next_state(y, &marg, dc, StepKey { block, step: *step });
-    st.time_unmasking += t.elapsed();
-    r?;
+    next_state(y, &marg, dc, StepKey { block, step: *step })?;
     *step += 1;
-    st.steps += 1;
     Ok((src, marg))
 }
 
@@ -183,19 +198,20 @@ pub fn generate_spiffy<M: DiffusionModel + ?Sized>(
     let mut seq = initial_sequence(prompt, dc.gen_len, mask);
     let nfe0 = model.nfe();
     let mut st = SpiffyStats::default();
+    let clock = Clock(cfg.timing);
     for (b, range) in dc.blocks(prompt.len()).into_iter().enumerate() {
         let mut step = 0usize;
         let mut anchor: Option<(Anchor, DraftFormula)> = None;
         while seq[range.clone()].contains(&mask) {
             // Drafting, pruning, draft construction.
             let ids = match &anchor {
-                Some((a, cur)) => timed(&mut st.time_pruning, || {
+                Some((a, cur)) => clock.timed(&mut st.time_pruning, || {
                     prune(graph, a, cur, cfg.draft_budget)
                 }),
                 None => Vec::new(),
             };
             let (ids, drafts): (Vec<usize>, Vec<Vec<TokenId>>) =
-                timed(&mut st.time_draft_construction, || match &anchor {
+                clock.timed(&mut st.time_draft_construction, || match &anchor {
                     Some((a, _)) => ids
                         .iter()
                         .filter_map(|&i| {
@@ -207,7 +223,7 @@ pub fn generate_spiffy<M: DiffusionModel + ?Sized>(
                         .unzip(),
                     None => (Vec::new(), Vec::new()),
                 });
-            let out = timed(&mut st.time_model, || {
+            let out = clock.timed(&mut st.time_model, || {
                 model.denoise(&seq, range.clone(), &drafts)
             })?;
             st.calls += 1;
@@ -223,22 +239,17 @@ pub fn generate_spiffy<M: DiffusionModel + ?Sized>(
             }
 
             // The true step.
-            let (mut src, mut marg) = take_step(
-                &mut seq[range.clone()],
-                &out.main,
-                mask,
-                &dc,
-                b,
-                &mut step,
-                &mut st,
-            )?;
+            let (mut src, mut marg) = clock.timed(&mut st.time_unmasking, || {
+                take_step(&mut seq[range.clone()], &out.main, mask, &dc, b, &mut step)
+            })?;
+            st.steps += 1;
 
             // Algorithm 1's verification loop.
             let mut chain: Vec<usize> = Vec::new();
             let mut candidates: Vec<usize> = (0..drafts.len()).collect();
             let mut used = vec![false; drafts.len()];
             while seq[range.clone()].contains(&mask) {
-                let hit = timed(&mut st.time_acceptance, || {
+                let hit = clock.timed(&mut st.time_acceptance, || {
                     candidates
                         .iter()
                         .copied()
@@ -247,16 +258,18 @@ pub fn generate_spiffy<M: DiffusionModel + ?Sized>(
                 let Some(d) = hit else { break };
                 used[d] = true;
                 chain.push(ids[d]);
-                (src, marg) = take_step(
-                    &mut seq[range.clone()],
-                    &out.drafts[d],
-                    mask,
-                    &dc,
-                    b,
-                    &mut step,
-                    &mut st,
-                )?;
-                candidates = timed(&mut st.time_acceptance, || {
+                (src, marg) = clock.timed(&mut st.time_unmasking, || {
+                    take_step(
+                        &mut seq[range.clone()],
+                        &out.drafts[d],
+                        mask,
+                        &dc,
+                        b,
+                        &mut step,
+                    )
+                })?;
+                st.steps += 1;
+                candidates = clock.timed(&mut st.time_acceptance, || {
                     (0..drafts.len())
                         .filter(|&e| !used[e] && graph.has_edge(ids[d], ids[e]))
                         .collect()
@@ -274,7 +287,7 @@ pub fn generate_spiffy<M: DiffusionModel + ?Sized>(
 
             // The next anchor: the last state the model scored.
             anchor = if seq[range.clone()].contains(&mask) && cfg.draft_budget > 0 {
-                timed(&mut st.time_drafting, || {
+                clock.timed(&mut st.time_drafting, || {
                     let an = Anchor::new(src, marg);
                     an.formula_of(&seq[range.clone()]).map(|cur| (an, cur))
                 })

@@ -97,6 +97,7 @@ fn check(
         decode,
         draft_budget: budget,
         record_chains: true,
+        timing: false,
     };
     let sp = generate_spiffy(&mut m2, prompt, graph, &cfg).unwrap();
     prop_assert_eq!(&sp.output.tokens, &vanilla.tokens);
@@ -185,6 +186,7 @@ fn calibrated_graph_saves_calls() {
             decode,
             draft_budget: 3,
             record_chains: false,
+            timing: false,
         };
         let sp = generate_spiffy(&mut toy(7, 6.0), &prompt, &cal.graph, &cfg).unwrap();
         assert_eq!(sp.output.tokens, vanilla.tokens);

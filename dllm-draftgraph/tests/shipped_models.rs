@@ -72,6 +72,7 @@ fn check(name: &str, attention: DiffusionAttention, cache: DiffusionCache, tau_f
             decode: dc,
             draft_budget: 3,
             record_chains: false,
+            timing: false,
         },
     )
     .unwrap();

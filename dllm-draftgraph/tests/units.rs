@@ -89,12 +89,15 @@ fn graph_files_round_trip_and_are_checked() {
     assert_eq!(h.to_json().unwrap(), s);
     assert_eq!(h.children(1).collect::<Vec<_>>(), vec![2]);
     assert_eq!(h.parents(1).collect::<Vec<_>>(), vec![0]);
-    // an edge that is not a strict subset, a bad index, a duplicate formula,
-    // a bad rank, a bad version
+    // one formula at two levels is two nodes (Alg. 2's per-level nodes)
+    let two_levels = r#"{"version":1,"nodes":[{"formula":[[1,1]],"level":1},{"formula":[[1,1]],"level":2}],"edges":[]}"#;
+    assert_eq!(DraftGraph::from_json(two_levels).unwrap().len(), 2);
+    // an edge that is not a strict subset, a bad index, a formula twice at
+    // one level, a bad rank, a bad version
     let bad = [
         r#"{"version":1,"nodes":[{"formula":[[1,1]],"level":1},{"formula":[[2,1]],"level":1}],"edges":[[0,1]]}"#,
         r#"{"version":1,"nodes":[{"formula":[[1,1]],"level":1}],"edges":[[0,5]]}"#,
-        r#"{"version":1,"nodes":[{"formula":[[1,1]],"level":1},{"formula":[[1,1]],"level":2}],"edges":[]}"#,
+        r#"{"version":1,"nodes":[{"formula":[[1,1]],"level":2},{"formula":[[1,1]],"level":2}],"edges":[]}"#,
         r#"{"version":1,"nodes":[{"formula":[[0,1]],"level":1}],"edges":[]}"#,
         r#"{"version":2,"nodes":[],"edges":[]}"#,
         r#"not json"#,
@@ -139,6 +142,19 @@ fn pruning_scores_eqs_12_to_14() {
         prune(&g, &a, &DraftFormula::default(), 0),
         Vec::<usize>::new()
     );
+    // a formula kept at two levels is sent once
+    let node = |p: &[(u32, u32)], level| DraftNode {
+        formula: f(p),
+        level,
+        count: 0,
+    };
+    let g = DraftGraph::with_subset_edges(vec![
+        node(&[(1, 1)], 1),
+        node(&[(1, 1)], 2),
+        node(&[(1, 1), (2, 1)], 2),
+    ])
+    .unwrap();
+    assert_eq!(prune(&g, &a, &DraftFormula::default(), 2), vec![0, 2]);
 }
 
 #[test]

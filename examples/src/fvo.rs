@@ -1,7 +1,7 @@
 //! Helpers of the `fvo_*` experiment binaries (future-validity paper,
 //! App. G/H): a progress bar, and the comparison of an empirical law with an
 //! exact one (TV, bootstrap interval, exact-sampler noise floor, χ² and G
-//! tests — the statistics themselves live in [`zapspec_phi::metrics`]).
+//! tests — the statistics themselves live in [`zapspec_testkit::stats`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,8 +12,8 @@ use zapspec_core::prob::SeededRng;
 use zapspec_core::{
     Constraint, LanguageModel, LookAhead, RejectReason, Rejected, RollbackError, TokenId, TokenSet,
 };
-use zapspec_phi::metrics::{bootstrap_tv_ci, chi_square, g_test, noise_floor, tv_counts};
 use zapspec_phi::{PhiEstimator, PhiQuery, PhiResult};
+use zapspec_testkit::stats::{bootstrap_tv_ci, chi_square, g_test, noise_floor, tv_counts};
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).
 pub fn progress(len: usize, msg: impl Into<String>) -> ProgressBar {

@@ -8,11 +8,12 @@
 //! Prints a Markdown table per language and one JSON line per row.
 
 use clap::Parser;
-use zapspec_phi::metrics::{StructuralStats, TerminalLaws};
+use zapspec_phi::metrics::TerminalLaws;
 use zapspec_phi::{
     BudgetGatedHybrid, ExactDyckMarkov, HybridConfig, MonteCarlo, MonteCarloConfig, OneStepCheap,
     OneStepTrue, PhiEstimator, Uniform,
 };
+use zapspec_testkit::stats::StructuralStats;
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 

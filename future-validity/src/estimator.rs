@@ -431,7 +431,7 @@ fn same_vocab(what: &'static str, got: usize, want: usize) -> Result<(), PhiErro
 
 /// Copies the entries of a full `log Φ̂` vector on `mask` into `out` (for
 /// estimators that compute a `|V|` vector anyway).
-pub(crate) fn copy_on_mask(full: &[f64], mask: &TokenSet, out: &mut [f64]) {
+pub fn copy_on_mask(full: &[f64], mask: &TokenSet, out: &mut [f64]) {
     for y in mask.iter() {
         let y = y as usize;
         if let Some(o) = out.get_mut(y) {
@@ -528,7 +528,7 @@ pub(crate) fn ln_prob(x: f64) -> f64 {
 
 /// Clamps a log-probability into `[-inf, 0]`, NaN to `-inf`.
 #[inline]
-pub(crate) fn clamp_log(x: f64) -> f64 {
+pub fn clamp_log(x: f64) -> f64 {
     if x.is_nan() {
         f64::NEG_INFINITY
     } else {

@@ -19,7 +19,7 @@
 //! | 0 | [`Uniform`] | §5.1 |
 //! | 1a | [`OneStepCheap`] | Def. 9, eq. (1) |
 //! | 1b | [`OneStepTrue`] | Prop. 10 |
-//! | 1c | [`LearnedPhi`] (two-layer MLP on finite-trie features, balanced structural gate) | §5.3 |
+//! | 1c | `LearnedPhi` (two-layer MLP on finite-trie features, balanced structural gate): a study estimator with its trainer, in the `examples` crate (`examples::fvo_study::learned`) | §5.3 |
 //! | 2 | [`MonteCarlo`] (k rollouts, horizon h, Hoeffding certificate) | §5.4 |
 //! | 3 | [`Exact`] (prefix-tree DP: any finite-language constraint, any LM), [`ExactTrie`] (token trie), [`ExactDyckMarkov`] (Dyck × Markov LM), [`ExactRegular`] (DFA × finite-state LM), [`exact::budget`] (`L_{n,K}`) | §5.5, App. G, App. H.4 |
 //! | — | [`BudgetGatedHybrid`] (OneStep → MC when dispersed, uncertain and impactful) | §5.6 |
@@ -40,12 +40,19 @@
 //! positioned at each query's prefix; [`Frozen`] memoises one estimate per
 //! prefix (one draw of a randomized estimator); [`NoModel`] is the model
 //! slot of callers that hold none (estimators that run no model — Uniform,
-//! OneStep-Cheap, Learned, exact tables — accept any model type).
+//! OneStep-Cheap, exact tables — accept any model type).
+//!
+//! The languages of the paper's experiments — bounded Dyck ([`DyckSpec`],
+//! [`DyckConstraint`]) and finite token tries ([`TokenTrie`],
+//! [`TrieConstraint`]) — are in [`lang`]; the exact tier is written against
+//! them (`zapspec-testkit` re-exports them; the crate needs the testkit only
+//! for its tests).
 //!
 //! Certificates (Theorem 7, the relative-error corollary, the KL gap
 //! identity, Hoeffding widths) are in [`certificates`]; exact terminal laws
-//! μ^proj / μ* / μ^Φ̂, empirical TV with bootstrap CIs and structural
-//! statistics in [`metrics`].
+//! μ^proj / μ* / μ^Φ̂ in [`metrics`] (the sample statistics that compare a
+//! sampler with them — empirical TV, bootstrap CIs, χ² / G tests,
+//! structural statistics — are study code in `zapspec_testkit::stats`).
 //!
 //! All values are natural logs of probabilities: Φ of 1e-300 is
 //! representable, and nothing here returns NaN.
@@ -60,9 +67,11 @@
 //! * [`exact::budget::grouped_tv`] is exact for laws that are uniform within
 //!   its groups (μ*, μ^proj, exact μ^Φ); for other kernels it is a lower
 //!   bound on the TV.
-//! * [`LearnedPhi`] is the paper's feasibility prototype (§5.3): a tiny MLP
-//!   trained on a handful of tries; it beats OneStep on some held-out tries
-//!   and loses on others (see `tests/estimators.rs`, LOSO protocol).
+//! * The learned tier (§5.3) is the paper's feasibility prototype: a tiny
+//!   MLP trained on a handful of tries; it beats OneStep on some held-out
+//!   tries and loses on others. It is study code with its trainer, in the
+//!   `examples` crate (`examples/src/fvo_study/learned.rs`, LOSO protocol
+//!   in `examples/tests/learned.rs`).
 //! * [`BudgetGatedHybrid`]'s thresholds are untuned defaults (§5.6 is an
 //!   engineering sketch in the paper too).
 //! * [`OneStepCheap`] computes the full-vocabulary normaliser with a fast
@@ -96,7 +105,7 @@
 //! use zapspec_phi::{PhiEstimator, PhiQuery};
 //! use zapspec_testkit::toy::BigramLm;
 //! use zapspec_core::{Constraint, LanguageModel};
-//! use zapspec_testkit::{DyckConstraint, DyckSpec};
+//! use zapspec_phi::{DyckConstraint, DyckSpec};
 //!
 //! let spec = DyckSpec { kinds: 1, max_depth: 3, max_len: 16 }; // D_{3,16}
 //! let mut c = DyckConstraint::new(spec);
@@ -129,7 +138,7 @@ pub mod error;
 pub mod estimator;
 pub mod exact;
 pub mod hybrid;
-pub mod learned;
+pub mod lang;
 mod lse;
 pub mod metrics;
 pub mod montecarlo;
@@ -151,7 +160,7 @@ pub use exact::regular::{
 pub use exact::trie::{ExactTrie, TrieTable};
 pub use exact::{Exact, ExactConfig};
 pub use hybrid::{BudgetGatedHybrid, HybridConfig, HybridStats};
-pub use learned::{leave_one_schema_out, LearnedConfig, LearnedPhi};
+pub use lang::{DyckConstraint, DyckSpec, TokenTrie, TrieConstraint};
 pub use montecarlo::{McCertificate, MonteCarlo, MonteCarloConfig, OnHorizon, RolloutLaw};
 pub use onestep::{log_normaliser, onestep_cheap_reference, OneStepCheap, OneStepTrue};
 pub use uniform::Uniform;

@@ -186,7 +186,7 @@ impl MonteCarlo {
     /// ([`MonteCarloConfig::batched`]): a function of the configured seed
     /// and these three only.
     pub fn rollout_seed(seed: u64, call: u64, y: TokenId, j: usize) -> u64 {
-        use zapspec_testkit::toy::splitmix64;
+        use zapspec_core::hash::splitmix64;
         splitmix64(splitmix64(splitmix64(seed ^ 0x6d63_726f_6c6c_6f75) ^ call) ^ u64::from(y))
             ^ splitmix64(j as u64 ^ 0x5eed)
     }

@@ -784,7 +784,7 @@ const GATHER_MIN: usize = 48;
 
 #[inline]
 fn slot_of(k: u64) -> usize {
-    (zapspec_testkit::toy::splitmix64(k) as usize) & (CACHE_SLOTS - 1)
+    (zapspec_core::hash::splitmix64(k) as usize) & (CACHE_SLOTS - 1)
 }
 
 /// `log Σ_{u∈set} exp(l_u) − norm.lse` (with the true normaliser: `log
@@ -1235,7 +1235,7 @@ mod tests {
         fn gather_set_lists_members_in_order(
             v in 1usize..700, seed in any::<u64>(), density in 0u64..=8,
         ) {
-            use zapspec_testkit::toy::splitmix64;
+            use zapspec_core::hash::splitmix64;
             let logits: Vec<f32> = (0..v).map(|i| i as f32 * 0.5 - 3.0).collect();
             let ids: Vec<zapspec_core::TokenId> = (0..v as u32)
                 .filter(|&i| splitmix64(seed ^ i as u64) % 8 < density)
@@ -1319,7 +1319,7 @@ mod tests {
     fn generic_and_dispatched_normalisers_agree() {
         let v: Vec<f32> = (0..10_007u64)
             .map(|i| {
-                ((zapspec_testkit::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 30.0
+                ((zapspec_core::hash::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 30.0
                     - 20.0
             })
             .collect();
@@ -1348,7 +1348,7 @@ mod tests {
         for seed in 0..20u64 {
             let v: Vec<f32> = (0..5000u64)
                 .map(|i| {
-                    ((zapspec_testkit::toy::splitmix64(seed * 7919 + i) >> 11) as f64
+                    ((zapspec_core::hash::splitmix64(seed * 7919 + i) >> 11) as f64
                         / (1u64 << 53) as f64
                         * 60.0
                         - 40.0) as f32
@@ -1359,95 +1359,5 @@ mod tests {
         }
         assert_eq!(log_sum_exp_f32(&[f32::NEG_INFINITY; 3]), f64::NEG_INFINITY);
         assert!((log_sum_exp_f32(&[0.0, f32::NEG_INFINITY]) - 0.0).abs() < 1e-7);
-    }
-}
-
-#[cfg(test)]
-mod timing {
-    use super::*;
-
-    /// `cargo test --profile release-fast -p zapspec-phi --lib -- --ignored --nocapture gather_timing`:
-    /// [`gather_set`] against the scalar walk on sets of 200,000 tokens
-    /// with 1, 2 and 6 members in 8 (wall time per set, best of 5 × 200).
-    #[test]
-    #[ignore]
-    fn gather_timing() {
-        let v = 200_000usize;
-        let logits: Vec<f32> = (0..v).map(|i| (i % 97) as f32 * 0.1).collect();
-        for density in [1u64, 2, 6] {
-            let set = TokenSet::from_ids(
-                v,
-                (0..v as u32).filter(|&i| zapspec_testkit::toy::splitmix64(i as u64) % 8 < density),
-            );
-            let mut buf = Vec::new();
-            for (name, vec) in [("gather_set", true), ("scalar", false)] {
-                let mut best = f64::INFINITY;
-                for _ in 0..5 {
-                    let t = std::time::Instant::now();
-                    for _ in 0..200 {
-                        if vec {
-                            gather_set(std::hint::black_box(&logits), &set, &mut buf);
-                        } else {
-                            buf.clear();
-                            gather_words_scalar(
-                                std::hint::black_box(&logits),
-                                set.words(),
-                                0,
-                                &mut buf,
-                            );
-                        }
-                        std::hint::black_box(&buf);
-                    }
-                    best = best.min(t.elapsed().as_secs_f64() / 200.0 * 1e6);
-                }
-                println!("{name}: {best:.1} µs per set of {}", buf.len());
-            }
-        }
-    }
-
-    /// `cargo test --profile release-fast -p zapspec-phi --lib -- --ignored --nocapture normaliser_timing`
-    #[test]
-    #[ignore]
-    fn normaliser_timing() {
-        let nn: u64 = std::env::var("NORM_N")
-            .ok()
-            .and_then(|x| x.parse().ok())
-            .unwrap_or(200_000);
-        let v: Vec<f32> = (0..nn)
-            .map(|i| {
-                ((zapspec_testkit::toy::splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 8.0
-                    - 4.0
-            })
-            .collect();
-        let (a, b) = (log_sum_exp_max(&v), log_sum_exp_body::<false>(&v));
-        assert!((a.0 - b.0).abs() < 1e-6 && a.1 == b.1);
-        for (name, f) in [
-            ("dispatch", log_sum_exp_max as fn(&[f32]) -> (f64, f32)),
-            ("generic", log_sum_exp_body::<false>),
-        ] {
-            let t = std::time::Instant::now();
-            let mut s = 0.0;
-            for _ in 0..200 {
-                s += f(std::hint::black_box(&v)).0;
-            }
-            println!(
-                "{name}: {:.3} ns/elem ({s})",
-                t.elapsed().as_secs_f64() / 200.0 / nn as f64 * 1e9
-            );
-        }
-        let t = std::time::Instant::now();
-        let mut s = 0.0f32;
-        for _ in 0..200 {
-            s += std::hint::black_box(&v)
-                .iter()
-                .map(|x| x * 1.0001)
-                .sum::<f32>();
-        }
-        println!(
-            "plain sum: {:.3} ns/elem ({s}); avx2 {} fma {}",
-            t.elapsed().as_secs_f64() / 200.0 / nn as f64 * 1e9,
-            std::arch::is_x86_feature_detected!("avx2"),
-            std::arch::is_x86_feature_detected!("fma")
-        );
     }
 }

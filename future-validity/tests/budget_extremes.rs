@@ -45,13 +45,13 @@ fn underflowing_projection_mass_still_counts_its_star_mass() {
     // groups; the old linear-space recursion lost groups whose μ^proj mass
     // underflowed and printed 0.614.
     let lang = BudgetLanguage::new(60, 2).unwrap();
-    let got = budget::tv_proj_star(lang, 1.0 - 1e-12);
+    let got = budget::tv_proj_star(lang, 1.0 - 1e-12).unwrap();
     let want = reference_tv_proj(60, 2, 1.0 - 1e-12);
     assert!((got - want).abs() < 1e-9, "{got} vs {want}");
     assert!((got - 0.999435).abs() < 1e-6, "{got}");
     // (1000, 100, 0.9): TV → 1 (the old recursion printed 0.506).
     let lang = BudgetLanguage::new(1000, 100).unwrap();
-    let got = budget::tv_proj_star(lang, 0.9);
+    let got = budget::tv_proj_star(lang, 0.9).unwrap();
     assert!(got > 1.0 - 1e-9 && got <= 1.0, "{got}");
 }
 
@@ -60,7 +60,7 @@ fn exact_phi_stays_exact_at_the_edges() {
     for (n, k, p) in [(60, 2, 1.0 - 1e-12), (400, 40, 0.9), (300, 150, 0.5)] {
         let lang = BudgetLanguage::new(n, k).unwrap();
         let (_, dp) = budget::solve(lang, p).unwrap();
-        let tv = budget::tv_phi_star(lang, p, &dp);
+        let tv = budget::tv_phi_star(lang, p, &dp).unwrap();
         assert!(tv.is_finite() && tv < 1e-9, "L_{{{n},{k}}} p={p}: {tv}");
     }
 }
@@ -87,7 +87,7 @@ proptest! {
     ) {
         let k = ((n as f64) * kf) as usize;
         let lang = BudgetLanguage::new(n, k).unwrap();
-        let got = budget::tv_proj_star(lang, p);
+        let got = budget::tv_proj_star(lang, p).unwrap();
         let want = reference_tv_proj(n, k, p);
         prop_assert!(got.is_finite() && (0.0..=1.0).contains(&got), "{}", got);
         prop_assert!((got - want).abs() < 1e-8, "L_{{{},{}}} p={}: {} vs {}", n, k, p, got, want);
@@ -112,10 +112,27 @@ fn large_n_stays_finite_and_counts_are_never_wrapped() {
     }
     // n = 10,000: the closed-form-free recursion against the reference
     let lang = BudgetLanguage::new(10_000, 5_000).unwrap();
-    let got = budget::tv_proj_star(lang, 0.7);
+    let got = budget::tv_proj_star(lang, 0.7).unwrap();
     let want = reference_tv_proj(10_000, 5_000, 0.7);
     assert!(
         got.is_finite() && (got - want).abs() < 1e-8,
         "{got} vs {want}"
     );
+}
+
+#[test]
+fn p1_outside_the_open_interval_is_refused_like_the_model() {
+    // p₁ = 1 with K < n: no member has any mass (Z = 0); p₁ = 0 and NaN are
+    // outside the model's domain too. The TVs refuse what
+    // `BernoulliLm::new` refuses, with the same typed error.
+    let lang = BudgetLanguage::new(4, 2).unwrap();
+    for p in [1.0, 0.0, f64::NAN, 1.5] {
+        assert!(budget::BernoulliLm::new(p, 4).is_err());
+        let got = budget::tv_proj_star(lang, p);
+        assert!(
+            matches!(got, Err(zapspec_phi::PhiError::Config { field: "p1", .. })),
+            "p1 = {p}: {got:?}"
+        );
+    }
+    assert!(budget::tv_proj_star(lang, 0.5).is_ok());
 }

@@ -2,8 +2,9 @@
 use std::collections::HashMap;
 
 use zapspec_core::prob::{sample_log, seeded_rng};
-use zapspec_phi::metrics::{empirical_tv, hist_kl, max_depth, StructuralStats, TerminalLaws};
+use zapspec_phi::metrics::TerminalLaws;
 use zapspec_phi::{Exact, OneStepCheap, PhiEstimator};
+use zapspec_testkit::stats::{empirical_tv, hist_kl, max_depth, StructuralStats};
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 

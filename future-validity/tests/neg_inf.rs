@@ -133,3 +133,39 @@ fn unreachable_subtrees_and_zero_mass_nodes_are_normal() {
         check(seed, true);
     }
 }
+
+/// A target that never allows EOS: the language has zero mass (`Z = 0`), so
+/// μ* is undefined; the prefix tree and the terminal laws both refuse it
+/// with the same typed error instead of a NaN law.
+#[test]
+fn zero_mass_language_is_empty_support() {
+    use zapspec_phi::exact::tree::PrefixTree;
+    use zapspec_phi::PhiError;
+    let spec = DyckSpec {
+        kinds: 1,
+        max_depth: 1,
+        max_len: 2,
+    };
+    let v = spec.vocab_size();
+    let eos = spec.eos() as usize;
+    let model = || {
+        ClosureLm::new(v, move |_: &[TokenId]| {
+            let mut out = vec![0.0f32; v];
+            out[eos] = f32::NEG_INFINITY;
+            out
+        })
+    };
+    let c = DyckConstraint::new(spec);
+    let tree = PrefixTree::enumerate(&c, &mut model(), 1_000);
+    assert!(
+        matches!(tree, Err(PhiError::EmptySupport { position: 0 })),
+        "{:?}",
+        tree.map(|t| t.log_mu_star())
+    );
+    let laws = TerminalLaws::enumerate(&c, &mut model(), &mut [], 1_000);
+    assert!(
+        matches!(laws, Err(PhiError::EmptySupport { position: 0 })),
+        "{:?}",
+        laws.map(|l| l.log_mu_star)
+    );
+}

@@ -36,7 +36,7 @@
 //!   verifier's law after the mask and Φ̂, never to the drafts' laws.
 //!
 //! Empirical-vs-exact statistics (TV of counts, bootstrap interval, noise
-//! floor, χ² and G tests) are in `zapspec_phi::metrics`; the budget language
+//! floor, χ² and G tests) are in `zapspec_testkit::stats`; the budget language
 //! of Table 8 in `zapspec_phi::exact::budget`; toy models in
 //! `zapspec_testkit`; experiment plumbing (CLI, reports, the JSON schemas of
 //! Table 7) in the `examples` crate.

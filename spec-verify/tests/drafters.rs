@@ -8,8 +8,8 @@
 use proptest::prelude::*;
 use zapspec_core::prob::{argmax, seeded_rng};
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
-use zapspec_phi::metrics::{chi_square, noise_floor, tv_counts};
 use zapspec_phi::{NoModel, PhiEstimator, PhiQuery, Uniform};
+use zapspec_testkit::stats::{chi_square, noise_floor, tv_counts};
 use zapspec_testkit::toy::{hashed_logits, ClosureLm};
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 use zapspec_verify::{

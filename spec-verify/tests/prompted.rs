@@ -6,8 +6,8 @@
 
 use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_core::{LanguageModel, TokenId};
-use zapspec_phi::metrics::{chi_square, noise_floor, tv_counts};
 use zapspec_phi::{Exact, Uniform, WithModel};
+use zapspec_testkit::stats::{chi_square, noise_floor, tv_counts};
 use zapspec_testkit::toy::{hashed_logits, ClosureLm};
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};

@@ -3,7 +3,7 @@
 //! runs SpecInfer's multi-step speculative sampling at each node
 //! ([`TreeVerify::Residual`], `zapspec_verify::verify::multi_step`).
 //!
-//! * **Law.** Pearson's χ² goodness-of-fit test (`zapspec_phi::metrics::
+//! * **Law.** Pearson's χ² goodness-of-fit test (`zapspec_testkit::stats::
 //!   chi_square`, χ² tail from `statrs`; cells with expected count < 5
 //!   pooled) at level [`ALPHA`] = 10⁻⁴ over [`N`] = 10⁵ draws: the kernel's
 //!   one-node law is the target's, and the decoder's law over whole
@@ -25,8 +25,8 @@ use rand::Rng;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 use zapspec_core::prob::{log_softmax, sample_log, seeded_rng};
 use zapspec_core::{Constraint, LanguageModel, TokenId};
-use zapspec_phi::metrics::chi_square;
 use zapspec_phi::{NoModel, PhiEstimator, Uniform};
+use zapspec_testkit::stats::chi_square;
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TokenTrie, TrieConstraint};
 use zapspec_verify::drafter::sampled_tree_from_model;

@@ -5,10 +5,11 @@
 //!
 //! | module | holds |
 //! |---|---|
-//! | [`toy`] | seeded toy models: [`toy::BigramLm`] (a `LanguageModel` whose logits hash the previous token), [`toy::ClosureLm`] (logits from a closure), [`toy::ToyDiffusion`] (a `DiffusionModel`), [`toy::Windowed`] (any model behind a short window), [`toy::splitmix64`] |
-//! | [`trie`] | [`TokenTrie`] and [`TrieConstraint`]: a finite language of token sequences as a `Constraint` |
+//! | [`toy`] | seeded toy models: [`toy::BigramLm`] (a `LanguageModel` whose logits hash the previous token), [`toy::ClosureLm`] (logits from a closure), [`toy::ToyDiffusion`] (a `DiffusionModel`), [`toy::Windowed`] (any model behind a short window), [`toy::splitmix64`] (core's hash, re-exported) |
+//! | [`trie`] | [`TokenTrie`] and [`TrieConstraint`]: a finite language of token sequences as a `Constraint` (defined in `zapspec-phi`'s `lang`, re-exported) |
 //! | [`bytelm`] | [`bytelm::CharBigramLm`] (a byte bigram fitted on a corpus, with a temperature) and [`bytelm::NoisyLm`] (a seeded noisy draft of any model) |
-//! | [`dyck`] | [`DyckSpec`] and [`DyckConstraint`]: the bounded Dyck language `D_{d,L}` as a `Constraint` |
+//! | [`stats`] | sample statistics against an exact law: TV of counts, bootstrap intervals, noise floors, χ² and G tests, structural statistics of Dyck samples (the future-validity experiments' study code) |
+//! | [`dyck`] | [`DyckSpec`] and [`DyckConstraint`]: the bounded Dyck language `D_{d,L}` as a `Constraint` (defined in `zapspec-phi`'s `lang`, re-exported) |
 //! | [`hostile`] | the hostile-input tests' timing helpers: [`hostile::timed`] / [`hostile::timed_within`] (wall time of a closure against a generous bound, the crate's one clock read) and [`hostile::peak_rss_kib`] |
 //!
 //! The matchers double as the reference implementations of
@@ -19,13 +20,12 @@
 #![warn(missing_docs)]
 
 pub mod bytelm;
-pub mod dyck;
 pub mod hostile;
+pub mod stats;
 pub mod toy;
-pub mod trie;
 
-pub use dyck::{DyckConstraint, DyckSpec};
-pub use trie::{TokenTrie, TrieConstraint};
+pub use zapspec_phi::lang::{dyck, trie};
+pub use zapspec_phi::lang::{DyckConstraint, DyckSpec, TokenTrie, TrieConstraint};
 
 #[cfg(test)]
 mod tests;

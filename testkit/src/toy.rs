@@ -21,15 +21,9 @@ use zapspec_core::model::{
     check_denoise_args, BlockMarginals, DiffusionModel, LanguageModel, Logits, ModelError,
 };
 use zapspec_core::TokenId;
+use zapspec_phi::exact::regular::FiniteStateLm;
 
-/// SplitMix64: a fast, well-mixed 64-bit hash step.
-#[inline]
-pub fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
+pub use zapspec_core::hash::splitmix64;
 
 /// A standard normal value determined by `key` (Box–Muller on two hashes).
 #[inline]
@@ -128,6 +122,21 @@ impl BigramLm {
             }),
             None => Ok(()),
         }
+    }
+}
+
+/// A bigram model is finite-state (its state is the previous token), so the
+/// exact Φ of `zapspec-phi`'s regular and Dyck DPs applies to it.
+impl FiniteStateLm for BigramLm {
+    type State = Option<TokenId>;
+    fn state_of(&self, context: &[TokenId]) -> Self::State {
+        context.last().copied()
+    }
+    fn next_state(&self, _s: &Self::State, t: TokenId) -> Self::State {
+        Some(t)
+    }
+    fn state_log_probs(&self, s: &Self::State) -> Vec<f64> {
+        zapspec_core::prob::log_softmax(&self.logits_after(*s))
     }
 }
 

@@ -23,9 +23,9 @@ use zapspec::{
     Prompt, PromptLookup, TokenId, TreeConfig, TreeLookup, Unconstrained, Uniform, VerifierKind,
 };
 use zapspec_core::{TokenSet, Vocabulary};
-use zapspec_phi::metrics::chi_square;
 use zapspec_phi::NoModel;
 use zapspec_testkit::bytelm::CharBigramLm;
+use zapspec_testkit::stats::chi_square;
 use zapspec_testkit::toy::{hashed_logits, BigramLm, ClosureLm};
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
 use zapspec_verify::{MemoLm, PrefixTree, TreePhi};

@@ -25,8 +25,8 @@ use zapspec::{Builder, Constraint, Drafter, NoDraft, PhiEstimator, PromptLookup}
 use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_core::LanguageModel;
-use zapspec_phi::metrics::{chi_square, noise_floor, tv_counts};
 use zapspec_phi::NoModel;
+use zapspec_testkit::stats::{chi_square, noise_floor, tv_counts};
 use zapspec_verify::{MemoLm, PrefixTree, TreePhi};
 
 use examples::fvo::progress;

@@ -28,8 +28,8 @@ use clap::Parser;
 use zapspec::{Builder, Constraint, Drafter, NoDraft, OneStepCheap, PhiEstimator, PromptLookup};
 use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_core::{LanguageModel, TokenId};
-use zapspec_phi::metrics::{chi_square, noise_floor, tv_counts};
 use zapspec_phi::NoModel;
+use zapspec_testkit::stats::{chi_square, noise_floor, tv_counts};
 use zapspec_verify::{PrefixTree, TreePhi};
 
 use examples::finite_law::{trie_logits, TokenTrie};

@@ -32,9 +32,9 @@ use examples::toys::{json_corpus, json_schemas};
 use serde::Serialize;
 use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_core::{Constraint, LanguageModel, TokenId};
-use zapspec_phi::metrics::{chi_square, mean_sd, tv_counts};
 use zapspec_phi::Uniform;
 use zapspec_testkit::bytelm::{CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB};
+use zapspec_testkit::stats::{chi_square, mean_sd, tv_counts};
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
@@ -111,7 +111,7 @@ fn run<C: Constraint, P: LanguageModel, Q: LanguageModel>(
     let consistent = cmp.chi2_p > ALPHA && cmp.g_p > ALPHA;
     let within = cmp.tv <= cmp.noise_floor + 4.0 * cmp.noise_floor_sd && consistent;
     let (floor_star, floor_star_sd) =
-        zapspec_phi::metrics::noise_floor(&mut seeded_rng(seed ^ 0x5EED), &star, n, 20);
+        zapspec_testkit::stats::noise_floor(&mut seeded_rng(seed ^ 0x5EED), &star, n, 20);
     let tv_emp_star = tv_counts(&counts, &star);
     let chi2_p_vs_star = chi_square(&counts, &star).p_value;
     let entropy: f64 = proj

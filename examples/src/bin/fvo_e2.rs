@@ -35,12 +35,12 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_core::TokenId;
 use zapspec_phi::certificates::theorem7_bound;
-use zapspec_phi::metrics::mean_sd;
 use zapspec_phi::{
     Exact, ExactConfig, Frozen, Metered, MonteCarlo, OneStepCheap, OneStepTrue, PhiEstimator,
     Uniform, WithModel,
 };
 use zapspec_testkit::bytelm::NoisyLm;
+use zapspec_testkit::stats::mean_sd;
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
@@ -285,7 +285,7 @@ fn main() -> anyhow::Result<()> {
                     seconds: t1.elapsed().as_secs_f64(),
                 });
             }
-            let floor = zapspec_phi::metrics::noise_floor(&mut seeded_rng(5), &star, n, 20).0;
+            let floor = zapspec_testkit::stats::noise_floor(&mut seeded_rng(5), &star, n, 20).0;
             out.push_str(&format!(
                 "#### {gname}, LM seed {lm_seed}: |L| = {}, Φ̄ = {}, TV(μproj, μ*) = {}, noise floor of an exact sampler at N = {n}: {}\n\n{}\n",
                 tree.num_members(),

@@ -25,11 +25,12 @@ use anyhow::Result;
 use clap::Parser;
 use zapspec_core::prob::tv_log;
 use zapspec_core::{LanguageModel, TokenId};
-use zapspec_phi::metrics::{mean_sd, StructuralStats, TerminalLaws};
+use zapspec_phi::metrics::TerminalLaws;
 use zapspec_phi::{
     Exact, ExactConfig, MonteCarlo, MonteCarloConfig, OneStepCheap, OneStepTrue, PhiEstimator,
     RolloutLaw, Uniform,
 };
+use zapspec_testkit::stats::{mean_sd, StructuralStats};
 use zapspec_testkit::DyckConstraint;
 use zapspec_verify::MemoLm;
 

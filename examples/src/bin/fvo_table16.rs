@@ -93,7 +93,7 @@ fn main() -> anyhow::Result<()> {
             let cmp = compare(&mut seeded_rng(seed ^ 0xB007), &counts, &star, 200, 20);
             runs.push(VerifierRun {
                 verifier: kind.name().to_string(),
-                tv_to_mu_proj: zapspec_phi::metrics::tv_counts(&counts, &proj),
+                tv_to_mu_proj: zapspec_testkit::stats::tv_counts(&counts, &proj),
                 vs_mu_star: cmp,
                 acceptance: stats.acceptance_rate(),
                 tokens_per_round: stats.tokens_per_round(),

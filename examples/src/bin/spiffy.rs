@@ -530,6 +530,7 @@ fn main() -> Result<()> {
     let cal_cfg = CalibrationConfig {
         lookahead: a.lookahead,
         budget: a.graph_size,
+        timing: true,
         ..CalibrationConfig::default()
     };
     let block_causal = base.attention() == DiffusionAttention::BlockCausal;
@@ -602,6 +603,8 @@ fn main() -> Result<()> {
         decode,
         draft_budget: d,
         record_chains: false,
+        // the overhead table (Table 3) reads the wall-time fields
+        timing: true,
     };
     let r = a.repeats;
     let t1 = run_many(

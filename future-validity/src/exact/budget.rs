@@ -120,11 +120,9 @@ pub struct BernoulliLm {
 }
 
 impl BernoulliLm {
-    /// The model; `p1` must lie in `(0, 1)`.
+    /// The model; `p1` must lie in `(0, 1)` ([`check_p1`]).
     pub fn new(p1: f64, n: usize) -> Result<Self, PhiError> {
-        if !(p1 > 0.0 && p1 < 1.0) {
-            return Err(PhiError::config("p1", format!("{p1} is not in (0, 1)")));
-        }
+        check_p1(p1)?;
         Ok(BernoulliLm {
             p1,
             n,
@@ -198,6 +196,18 @@ impl FiniteStateLm for BernoulliLm {
     }
 }
 
+/// The domain of the Bernoulli parameter: `p₁ ∈ (0, 1)`, else a
+/// [`PhiError::Config`] on field `p1`. At `p₁ = 1` (with `K < n`) no member
+/// has mass (`Z = 0`, μ* undefined); `p₁ = 0` and non-numbers are refused
+/// alike, so the model and the TVs take the same parameters.
+pub fn check_p1(p1: f64) -> Result<(), PhiError> {
+    if p1 > 0.0 && p1 < 1.0 {
+        Ok(())
+    } else {
+        Err(PhiError::config("p1", format!("{p1} is not in (0, 1)")))
+    }
+}
+
 /// `ln C(n, k)`.
 pub fn log_binom(n: usize, k: usize) -> f64 {
     if k > n {
@@ -242,20 +252,22 @@ pub fn solve(lang: BudgetLanguage, p1: f64) -> Result<(Dfa, RegularDp<usize>), P
 /// group's mass under the kernel underflows to 0 long before its mass under
 /// μ* does (`n = 60, K = 2, p₁ = 1 − 10⁻¹²`), and such a group still adds
 /// its μ* mass to the TV. Each `|M̂_g − M*_g|` is then taken in linear space,
-/// where both terms lie in `[0, 1]`. `O(nK)` time, `O(K)` memory.
+/// where both terms lie in `[0, 1]`. `O(nK)` time, `O(K)` memory. Fails
+/// with [`PhiError::Config`] for `p₁ ∉ (0, 1)` ([`check_p1`]).
 pub fn grouped_tv(
     lang: BudgetLanguage,
     p1: f64,
     kernel: impl Fn(usize, usize) -> (f64, f64),
-) -> f64 {
+) -> Result<f64, PhiError> {
+    check_p1(p1)?;
     let (n, k) = (lang.n, lang.k);
     if k == 0 {
         // Only the all-zero string: every law puts mass 1 on it.
-        return 0.0;
+        return Ok(0.0);
     }
     let lz = log_binom_cdf(n, p1, k);
     let (lp, lq) = (p1.ln(), (-p1).ln_1p());
-    // ln p^a q^b, with 0 · ln 0 = 0 (p₁ ∈ {0, 1} are valid edge cases).
+    // ln p^a q^b, with 0 · ln 0 = 0 (p₁ underflowing 1 − p₁ near 1).
     let pow = |a: usize, b: usize| xlogy(a, lp) + xlogy(b, lq);
     let gap = |got: f64, want: f64| (got.exp() - want.exp()).abs();
     // Forward log masses over (t, c) for c < K.
@@ -285,7 +297,7 @@ pub fn grouped_tv(
         let want = log_binom(n, c) + pow(c, n - c) - lz;
         s += gap(m, want);
     }
-    (0.5 * s).min(1.0)
+    Ok((0.5 * s).min(1.0))
 }
 
 /// `a · ln x`, with `0 · ln 0 = 0`.
@@ -297,14 +309,16 @@ fn xlogy(a: usize, ln_x: f64) -> f64 {
     }
 }
 
-/// `TV(μ^proj, μ*)` on `L_{n,K}` (Table 8, 4th column).
-pub fn tv_proj_star(lang: BudgetLanguage, p1: f64) -> f64 {
+/// `TV(μ^proj, μ*)` on `L_{n,K}` (Table 8, 4th column). Fails with
+/// [`PhiError::Config`] for `p₁ ∉ (0, 1)`, as [`BernoulliLm::new`] does.
+pub fn tv_proj_star(lang: BudgetLanguage, p1: f64) -> Result<f64, PhiError> {
     let (lp, lq) = (p1.ln(), (-p1).ln_1p());
     grouped_tv(lang, p1, |_, _| (lq, lp))
 }
 
-/// `TV(μ^Φ, μ*)` with Φ from the DP (Table 8, last column).
-pub fn tv_phi_star(lang: BudgetLanguage, p1: f64, dp: &RegularDp<usize>) -> f64 {
+/// `TV(μ^Φ, μ*)` with Φ from the DP (Table 8, last column). Fails with
+/// [`PhiError::Config`] for `p₁ ∉ (0, 1)`.
+pub fn tv_phi_star(lang: BudgetLanguage, p1: f64, dp: &RegularDp<usize>) -> Result<f64, PhiError> {
     let phi = |t: usize, c: usize| dp.get(lang.state(t, c), &t).unwrap_or(f64::NEG_INFINITY);
     grouped_tv(lang, p1, |t, c| {
         let a = p1.ln() + phi(t + 1, c + 1);
@@ -388,8 +402,8 @@ pub fn summarize(lang: BudgetLanguage, p1: f64) -> Result<BudgetSummary, PhiErro
         valid_strings: lang.num_members(),
         ln_valid_strings: lang.ln_num_members(),
         dfa_states: dfa.num_states,
-        tv_proj_star: tv_proj_star(lang, p1),
-        tv_phi_star: tv_phi_star(lang, p1, &dp),
+        tv_proj_star: tv_proj_star(lang, p1)?,
+        tv_phi_star: tv_phi_star(lang, p1, &dp)?,
         doob_residual: residual,
         root_p1_proj: if k > 0 { p1 } else { 0.0 },
         root_p1_phi,

@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
+use crate::lang::{DyckConstraint, DyckSpec};
 use zapspec_core::{Constraint, LanguageModel, TokenId};
-use zapspec_testkit::{DyckConstraint, DyckSpec};
 
 use super::regular::FiniteStateLm;
 use crate::error::PhiError;

@@ -20,9 +20,8 @@ use std::collections::HashMap;
 use std::hash::Hash;
 
 use zapspec_core::{
-    prob, AllowedRef, Constraint, LanguageModel, LookAhead, RejectReason, TokenId, TokenSet,
+    AllowedRef, Constraint, LanguageModel, LookAhead, RejectReason, TokenId, TokenSet,
 };
-use zapspec_testkit::toy::BigramLm;
 
 use crate::error::PhiError;
 use crate::estimator::{
@@ -39,19 +38,6 @@ pub trait FiniteStateLm {
     fn next_state(&self, s: &Self::State, t: TokenId) -> Self::State;
     /// Next-token log-probabilities in state `s` (normalised).
     fn state_log_probs(&self, s: &Self::State) -> Vec<f64>;
-}
-
-impl FiniteStateLm for BigramLm {
-    type State = Option<TokenId>;
-    fn state_of(&self, context: &[TokenId]) -> Self::State {
-        context.last().copied()
-    }
-    fn next_state(&self, _s: &Self::State, t: TokenId) -> Self::State {
-        Some(t)
-    }
-    fn state_log_probs(&self, s: &Self::State) -> Vec<f64> {
-        prob::log_softmax(&self.logits_after(*s))
-    }
 }
 
 /// Sentinel for "no transition" in [`Dfa::trans`].
@@ -408,7 +394,7 @@ struct U64Hasher(u64);
 
 impl std::hash::Hasher for U64Hasher {
     fn finish(&self) -> u64 {
-        zapspec_testkit::toy::splitmix64(self.0)
+        zapspec_core::hash::splitmix64(self.0)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {

@@ -74,7 +74,9 @@ impl<C: Constraint> PrefixTree<C> {
     /// `lm` with [`LanguageModel::logits_for`] once per prefix: the same as
     /// [`enumerate_below`](Self::enumerate_below) with no depth limit. Fails
     /// with [`PhiError::TooLarge`] past `max_prefixes`, and with
-    /// [`PhiError::EmptySupport`] on a dead end (a prefix with an empty mask).
+    /// [`PhiError::EmptySupport`] on a dead end (a prefix with an empty mask)
+    /// or when the language has zero mass under the model (`Z_C = 0`, so
+    /// μ* is undefined; position 0).
     pub fn enumerate<M: LanguageModel>(
         constraint: &C,
         lm: &mut M,
@@ -96,7 +98,8 @@ impl<C: Constraint> PrefixTree<C> {
     /// context. Fails with [`PhiError::TooLarge`] past
     /// `limits.max_prefixes` prefixes, [`PhiError::TooDeep`] below
     /// `limits.max_depth` tokens, and [`PhiError::EmptySupport`] on a dead
-    /// end. Cost `O(prefixes · |V|)` time and memory.
+    /// end or a language of zero mass below the root (position 0, the
+    /// root). Cost `O(prefixes · |V|)` time and memory.
     pub fn enumerate_below<M: LanguageModel>(
         constraint: &C,
         lm: &mut M,
@@ -210,6 +213,11 @@ impl<C: Constraint> PrefixTree<C> {
                     .map_or(f64::NEG_INFINITY, |i| nodes[n.children[i].1].log_phi))
             })?;
             tree.nodes[id].log_phi = v;
+        }
+        // Z = Φ(root) = 0: μ* (Def. 2) is undefined, refuse it as the
+        // terminal laws do rather than hand out NaN laws.
+        if tree.log_z() == f64::NEG_INFINITY {
+            return Err(PhiError::EmptySupport { position: 0 });
         }
         Ok(tree)
     }

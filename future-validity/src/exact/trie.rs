@@ -11,9 +11,8 @@
 
 use std::sync::Arc;
 
+use crate::lang::{TokenTrie, TrieConstraint};
 use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
-use zapspec_testkit::TokenTrie;
-use zapspec_testkit::TrieConstraint;
 
 use crate::error::PhiError;
 use crate::estimator::{

@@ -1,4 +1,7 @@
-//! Tier 1c (paper §5.3): the balanced-gated learned value estimator.
+//! Tier 1c (paper §5.3): the balanced-gated learned value estimator, a
+//! study of the future-validity paper kept beside its experiments (it is
+//! not part of `zapspec-phi`: a feasibility prototype with its own
+//! trainer, used by no library).
 //!
 //! For each finite-trie edge `(x<t, y)` a two-layer MLP predicts
 //! `log Φ_t(y)` from finite-trie features ([`FEATURE_NAMES`]): prefix
@@ -24,14 +27,12 @@ use ndarray::{Array1, Array2, Axis};
 use rand::Rng;
 use zapspec_core::prob::{self, seeded_rng};
 use zapspec_core::{Constraint, LanguageModel, TokenId};
-use zapspec_testkit::TokenTrie;
-use zapspec_testkit::TrieConstraint;
-
-use crate::error::PhiError;
-use crate::estimator::{
+use zapspec_phi::estimator::{
     check_query, check_vocab, clamp_log, copy_on_mask, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
-use crate::exact::trie::TrieTable;
+use zapspec_phi::exact::trie::TrieTable;
+use zapspec_phi::lang::{TokenTrie, TrieConstraint};
+use zapspec_phi::PhiError;
 
 /// Number of features per edge.
 pub const NUM_FEATURES: usize = 13;
@@ -308,10 +309,16 @@ impl Mlp {
     ) -> Result<(Self, Vec<f64>), PhiError> {
         let (n, f) = x.dim();
         if n == 0 {
-            return Err(PhiError::config("examples", "no training examples"));
+            return Err(PhiError::Config {
+                field: "examples",
+                reason: "no training examples".into(),
+            });
         }
         if cfg.hidden == 0 {
-            return Err(PhiError::config("hidden", "need at least one hidden unit"));
+            return Err(PhiError::Config {
+                field: "hidden",
+                reason: "need at least one hidden unit".into(),
+            });
         }
         let mean = x.mean_axis(Axis(0)).unwrap_or_else(|| Array1::zeros(f));
         let std = x
@@ -530,10 +537,10 @@ pub fn leave_one_schema_out(
     config: LearnedConfig,
 ) -> Result<LearnedPhi, PhiError> {
     if held_out >= per_schema.len() {
-        return Err(PhiError::config(
-            "held_out",
-            format!("schema {held_out} of {}", per_schema.len()),
-        ));
+        return Err(PhiError::Config {
+            field: "held_out",
+            reason: format!("schema {held_out} of {}", per_schema.len()),
+        });
     }
     let train: Vec<EdgeExample> = per_schema
         .iter()
