@@ -9,7 +9,6 @@
 //! | [`constraint`] | the [`Constraint`] matcher trait, [`Matcher`] (a language's own transitions; the EOS / finished / rollback bookkeeping is derived once), the [`LookAhead`] extension of one-step look-ahead, typed refusals ([`Rejected`], [`RejectReason`]); reference matchers — a finite token trie, a bounded Dyck automaton — live in `zapspec-testkit` |
 //! | [`draft_tree`] | [`DraftTree`] (a tree of drafted tokens) and [`draft_tree_masks`] (the constraint's mask at every node in one walk, rolled back on rejection) |
 //! | [`model`] | the [`LanguageModel`] and [`DiffusionModel`] traits ([`LanguageModel::tree_logits`] scores a draft tree) |
-//! | [`gguf_check`] | a bounds-checked walk over a GGUF header (every count and length checked against the file's size and documented maxima) that loaders run before the real reader |
 //! | [`prob`] | log-space probability helpers generic over `num_traits::Float` (f32 logits in, f64 laws out): log-softmax, masked renormalisation, seeded sampling, TV, KL |
 //!
 //! Crates meet only through these traits: an Earley matcher, a Dyck automaton,
@@ -28,7 +27,6 @@
 
 pub mod constraint;
 pub mod draft_tree;
-pub mod gguf_check;
 pub mod model;
 pub mod prob;
 pub mod token_set;
