@@ -81,7 +81,7 @@ pub mod verify;
 
 pub use config::{Mode, SpecConfig, VerifierKind};
 pub use decoder::{DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder};
-pub use drafter::{CopyDraft, Draft, Drafter, NoDraft, PromptLookup, TreeLookup};
+pub use drafter::{CopyDraft, Draft, DraftContext, Drafter, NoDraft, PromptLookup, TreeLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::{LogitTable, MemoLm};

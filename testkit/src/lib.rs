@@ -23,7 +23,7 @@ pub mod hostile;
 pub mod toy;
 pub mod trie;
 
-pub use dyck::{DyckConstraint, DyckSpec};
+pub use dyck::{DyckConstraint, DyckRefusal, DyckSpec};
 pub use trie::{TokenTrie, TrieConstraint};
 
 #[cfg(test)]
