@@ -628,7 +628,8 @@ impl<V: Vocabulary> ProgramConstraint<V> {
         }
         let bytes = vocab.token_bytes(t);
         if vocab.is_special(t) || bytes.is_empty() {
-            return Err(RejectReason::SpecialToken);
+            // a special token, or one with no text: never in a program
+            return Err(RejectReason::NotAllowed);
         }
         self.state()
             .walk(bytes, self.fsm.n)

@@ -443,7 +443,8 @@ impl<V: Vocabulary, C: Constraint> zapspec_core::Matcher for NestedProgramConstr
         }
         let bytes = vocab.token_bytes(t);
         if vocab.is_special(t) || bytes.is_empty() {
-            return Err(RejectReason::SpecialToken);
+            // a special token, or one with no text: never in a program
+            return Err(RejectReason::NotAllowed);
         }
         let s = self.state();
         if !s.in_body() {

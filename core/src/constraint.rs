@@ -37,7 +37,11 @@
 use crate::token_set::TokenSet;
 use crate::vocab::TokenId;
 
-/// Why a constraint refused a token (the reason in [`Rejected`]).
+/// Why a constraint refused a token (the reason in [`Rejected`]): only what
+/// every constraint can mean. Why an engine's own language has no
+/// transition (a special token under a text grammar, a cached rejected
+/// prefix, a bracket past a depth bound) is [`NotAllowed`](RejectReason::NotAllowed)
+/// here; an engine that explains further does so in its own types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RejectReason {
@@ -48,29 +52,13 @@ pub enum RejectReason {
     #[error("EOS before a complete member")]
     EosNotAccepting,
     /// No member of the language continues the prefix with this token (no
-    /// transition, not a viable continuation, not in the valid set).
+    /// transition, not a viable continuation, not in the valid set; a
+    /// special token where the language is text).
     #[error("no member continues with this token")]
     NotAllowed,
-    /// A special (control) token, or one with no text, which a grammar over
-    /// text never allows.
-    #[error("special token")]
-    SpecialToken,
     /// A token id outside the constraint's vocabulary.
     #[error("token outside the vocabulary")]
     OutOfVocabulary,
-    /// A prefix of the token's bytes was already refused in an equivalent
-    /// state (an Earley matcher's rejected-prefix cache hit); equivalent to
-    /// [`NotAllowed`](RejectReason::NotAllowed), found without parsing.
-    #[error("rejected prefix")]
-    RejectedPrefix,
-    /// An opening bracket that would exceed a depth or length bound (so the
-    /// string could no longer be closed within the bounds).
-    #[error("opening would exceed the depth or length bound")]
-    DepthOrLength,
-    /// A closing bracket that does not match the innermost open one (or
-    /// closes nothing).
-    #[error("closing bracket does not match the open one")]
-    Mismatch,
 }
 
 /// A token the constraint does not allow at this position.

@@ -1,13 +1,29 @@
-//! Masks for a tree of drafted tokens (tree speculative decoding, as in
-//! SpecInfer / Medusa / EAGLE): in one call, the mask at the root and after
-//! every node's root-to-node path, for the verifier to apply to the
-//! target's logits at every node of the tree at once (the role of
-//! XGrammar's `TraverseDraftTree`).
+//! Trees of tokens hanging off a context — drafted trees (tree speculative
+//! decoding, as in SpecInfer / Medusa / EAGLE) and the rollout trees a
+//! model grows level by level — and their masks: in one call, the mask at
+//! the root and after every node's root-to-node path, for the verifier to
+//! apply to the target's logits at every node of the tree at once (the
+//! role of XGrammar's `TraverseDraftTree`).
 //!
 //! A [`DraftTree`] lists its nodes with their parent (`None`: a child of
 //! the root, i.e. the first drafted token) and token; parents come before
 //! their children, as in the breadth-first order drafters emit. The root is
-//! the matcher's current state (the committed prefix), not a node.
+//! the matcher's current state / the model's current context (the
+//! committed prefix), not a node.
+//!
+//! **Depth** (the one convention, for masks and model scoring alike): a
+//! node's depth is the number of tokens on its root-to-node path, so a
+//! child of the root has depth 1. A model scores a node at position
+//! `context.len() + depth − 1` (the position of its token), and its row
+//! holds the logits of the token that follows the path.
+//!
+//! The same type serves the model side:
+//! [`LanguageModel::tree_logits`](crate::LanguageModel::tree_logits) scores
+//! a whole tree, and
+//! [`LanguageModel::tree_logits_from`](crate::LanguageModel::tree_logits_from)
+//! scores the nodes appended to a tree whose earlier nodes it scored
+//! before ([`DraftTree::extend`] appends a level), one forward per level
+//! over a shared KV cache.
 //!
 //! [`draft_tree_masks`] walks the tree depth-first on the caller's matcher:
 //! to visit a node it [rolls back](Constraint::rollback) to the node's
@@ -39,13 +55,17 @@ use crate::constraint::{Constraint, RejectReason, Rejected, RollbackError};
 use crate::token_set::TokenSet;
 use crate::vocab::TokenId;
 
-/// A tree of drafted tokens: node `i` has token `tokens[i]` and parent
-/// `parents[i]` (`None` for a child of the root), and every parent comes
-/// before its children (`parents[i] < i`).
+/// A tree of tokens off a context (drafted, or grown by a model): node `i`
+/// has token `tokens[i]` and parent `parents[i]` (`None` for a child of the
+/// root), and every parent comes before its children (`parents[i] < i`).
+/// Depths follow the [module's convention](self) (a child of the root has
+/// depth 1).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DraftTree {
     parents: Vec<Option<usize>>,
     tokens: Vec<TokenId>,
+    /// Depth of each node (derived from `parents`).
+    depths: Vec<usize>,
 }
 
 /// Why a [`DraftTree`] could not be built, or [`draft_tree_masks`] not run.
@@ -80,17 +100,17 @@ impl DraftTree {
     /// docs); errors when the lengths differ or a parent does not come
     /// before its child.
     pub fn new(parents: Vec<Option<usize>>, tokens: Vec<TokenId>) -> Result<Self, DraftTreeError> {
-        Self::check_parents(&parents, tokens.len(), 0)?;
-        Ok(DraftTree { parents, tokens })
+        let mut tree = DraftTree::default();
+        tree.extend(&parents, &tokens)?;
+        Ok(tree)
     }
 
     /// The well-formedness check of a parent list, for nodes numbered
     /// from `first` (0 for a whole tree; the current length when nodes are
     /// appended to a tree): one parent per token (`tokens` of them), and
     /// node `first + i`'s parent, if any, comes before it. The one check
-    /// behind [`DraftTree::new`], [`DraftTree::push`],
-    /// [`Forest::push`](crate::Forest::push) and the backends' tree
-    /// scoring.
+    /// behind [`DraftTree::new`], [`DraftTree::push`] and
+    /// [`DraftTree::extend`].
     pub fn check_parents(
         parents: &[Option<usize>],
         tokens: usize,
@@ -117,17 +137,39 @@ impl DraftTree {
     /// node `i` is the `i`-th token and the child of node `i − 1`.
     pub fn chain(tokens: Vec<TokenId>) -> Self {
         let parents = (0..tokens.len()).map(|i| i.checked_sub(1)).collect();
-        DraftTree { parents, tokens }
+        let depths = (1..=tokens.len()).collect();
+        DraftTree {
+            parents,
+            tokens,
+            depths,
+        }
     }
 
     /// Appends a node under `parent` (`None`: under the root) and returns
     /// its index; errors when `parent` is not an existing node.
     pub fn push(&mut self, parent: Option<usize>, token: TokenId) -> Result<usize, DraftTreeError> {
-        let node = self.tokens.len();
-        Self::check_parents(&[parent], 1, node)?;
-        self.parents.push(parent);
-        self.tokens.push(token);
-        Ok(node)
+        self.extend(&[parent], &[token])
+    }
+
+    /// Appends nodes (`parents[i]`, `tokens[i]`), e.g. one level of a tree
+    /// a model grows ([`LanguageModel::tree_logits_from`](crate::LanguageModel::tree_logits_from));
+    /// a parent must be an earlier node, of the tree or of this call.
+    /// Returns the index of the first new node. Errors (tree unchanged):
+    /// lengths that differ, a parent that does not come before its child.
+    pub fn extend(
+        &mut self,
+        parents: &[Option<usize>],
+        tokens: &[TokenId],
+    ) -> Result<usize, DraftTreeError> {
+        let first = self.tokens.len();
+        Self::check_parents(parents, tokens.len(), first)?;
+        for &p in parents {
+            let d = p.map_or(1, |p| self.depths[p] + 1);
+            self.depths.push(d);
+        }
+        self.parents.extend_from_slice(parents);
+        self.tokens.extend_from_slice(tokens);
+        Ok(first)
     }
 
     /// Number of nodes (the root not counted).
@@ -166,18 +208,15 @@ impl DraftTree {
         Some(out)
     }
 
-    /// The depth of every node (a child of the root has depth 1).
-    pub fn depths(&self) -> Vec<usize> {
-        let mut d = vec![0usize; self.len()];
-        for (i, p) in self.parents.iter().enumerate() {
-            d[i] = p.map_or(1, |p| d[p] + 1);
-        }
-        d
+    /// The depth of every node (a child of the root has depth 1: the
+    /// length of its root-to-node path).
+    pub fn depths(&self) -> &[usize] {
+        &self.depths
     }
 
     /// The greatest depth of a node (0 for an empty tree).
     pub fn depth(&self) -> usize {
-        self.depths().into_iter().max().unwrap_or(0)
+        self.depths.iter().copied().max().unwrap_or(0)
     }
 
     /// The children of every node (by index, increasing), and those of the
@@ -322,5 +361,17 @@ mod tests {
         assert_eq!(t.path(2), Some(vec![7, 9]));
         assert_eq!(t.path(3), None);
         assert_eq!(t.len(), 3);
+        assert_eq!(t.depths(), &[1, 2, 2]);
+        // extending by a level: all or nothing
+        assert!(t.extend(&[Some(2), Some(4)], &[1, 1]).is_err());
+        assert!(t.extend(&[Some(2)], &[1, 1]).is_err());
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.extend(&[Some(2), None, Some(3)], &[1, 2, 3]), Ok(3));
+        assert_eq!(t.depths(), &[1, 2, 2, 3, 1, 4]);
+        assert_eq!(t.depth(), 4);
+        assert_eq!(
+            DraftTree::new(t.parents().to_vec(), t.tokens().to_vec()),
+            Ok(t)
+        );
     }
 }

@@ -6,11 +6,10 @@
 //! |---|---|
 //! | [`vocab`] | [`TokenId`] and the [`Vocabulary`] trait (loaders of real tokenizers: `zapspec-vocab`) |
 //! | [`token_set`] | [`TokenSet`], a bitset over the vocabulary |
-//! | [`constraint`] | the [`Constraint`] matcher trait, [`Matcher`] (a language's own transitions; the EOS / finished / rollback bookkeeping is derived once), the [`LookAhead`] extension of one-step look-ahead, typed refusals ([`Rejected`], [`RejectReason`]); reference matchers — a finite token trie, a bounded Dyck automaton — live in `zapspec-phi`'s `lang` (re-exported by `zapspec-testkit`) |
-//! | [`draft_tree`] | [`DraftTree`] (a tree of drafted tokens) and [`draft_tree_masks`] (the constraint's mask at every node in one walk, rolled back on rejection) |
-//! | [`model`] | the [`LanguageModel`] and [`DiffusionModel`] traits ([`LanguageModel::tree_logits`] scores a draft tree) |
+//! | [`constraint`] | the [`Constraint`] matcher trait, [`Matcher`] (a language's own transitions; the EOS / finished / rollback bookkeeping is derived once), the [`LookAhead`] extension of one-step look-ahead, typed refusals ([`Rejected`], [`RejectReason`]); reference matchers — a finite token trie, a bounded Dyck automaton — live in `zapspec-testkit` |
+//! | [`draft_tree`] | [`DraftTree`] (a tree of tokens off a context, drafted or grown by a model; a child of the root has depth 1) and [`draft_tree_masks`] (the constraint's mask at every node in one walk, rolled back on rejection) |
+//! | [`model`] | the [`LanguageModel`] and [`DiffusionModel`] traits ([`LanguageModel::tree_logits`] scores a draft tree, [`LanguageModel::tree_logits_from`] the nodes appended to one, level by level over a cache) |
 //! | [`hash`] | [`hash::splitmix64`], the one mixing hash of the toy models' seeds and hashed indices |
-//! | [`gguf_check`] | a bounds-checked walk over a GGUF header (every count and length checked against the file's size and documented maxima) that loaders run before the real reader |
 //! | [`prob`] | log-space probability helpers generic over `num_traits::Float` (f32 logits in, f64 laws out): log-softmax, masked renormalisation, seeded sampling, TV, KL |
 //!
 //! Crates meet only through these traits: an Earley matcher, a Dyck automaton,
@@ -29,7 +28,6 @@
 
 pub mod constraint;
 pub mod draft_tree;
-pub mod gguf_check;
 pub mod hash;
 pub mod model;
 pub mod prob;
@@ -40,6 +38,6 @@ pub use constraint::{
     AllowedRef, Constraint, LookAhead, Matcher, RejectReason, Rejected, RollbackError,
 };
 pub use draft_tree::{draft_tree_masks, DraftTree, DraftTreeError, DraftTreeMasks, NodeMask};
-pub use model::{BlockMarginals, DiffusionModel, Forest, LanguageModel, Logits, ModelError};
+pub use model::{BlockMarginals, DiffusionModel, LanguageModel, Logits, ModelError};
 pub use token_set::TokenSet;
 pub use vocab::{TokenId, Vocabulary};

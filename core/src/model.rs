@@ -114,54 +114,62 @@ pub trait LanguageModel {
         }
     }
 
-    /// Adds nodes to `forest` (see [`Forest::push`]) and returns their
-    /// logits: row `i` is the next-token logits after
-    /// `context[..forest.base()] ++ forest.path(first + i)`, the new
-    /// nodes' paths. The forest must hang off the current context
-    /// (`forest.base()` equal to its length when the forest was made) and
-    /// every earlier node of it must have been added by this method on this
-    /// model, with no other call in between; afterwards the context is
-    /// unspecified until [`truncate`](LanguageModel::truncate) to
-    /// `forest.base()` (which callers do when they are done). On error the
-    /// forest is unchanged.
+    /// Scores the nodes `first..` of `tree` (hanging off the current
+    /// context) whose earlier nodes `..first` it scored before: row `i` is
+    /// the next-token logits after `context ++ tree.path(first + i)`. This
+    /// grows a tree level by level (Monte Carlo rollouts, future-validity
+    /// §5.4: one branch per rollout, one level per step; a draft model's
+    /// sampled trees): append a level with [`DraftTree::extend`], score it
+    /// here with `first` the level's first node. Nodes `..first` must have
+    /// been scored by this method on this model for this tree (the same
+    /// nodes), with no other call on the model in between; `first == 0`
+    /// starts a tree. The context is the same afterwards (and on error); a
+    /// model with a KV cache keeps the tree's keys and values past it until
+    /// the next call that is not this method's. Errors: `first` past the
+    /// tree, a tree out of step with the model (where the model can tell),
+    /// and the forward's own errors.
     ///
     /// The default is correct for every model: each new node's path is
     /// set as the context ([`logits_for`](LanguageModel::logits_for), which
-    /// reuses the longest common prefix), one forward per node. A model
-    /// with a KV cache overrides it with one forward over all new nodes,
-    /// each attending to the context and its own ancestors only.
-    fn grow_forest(
-        &mut self,
-        forest: &mut Forest,
-        parents: &[Option<usize>],
-        tokens: &[TokenId],
-    ) -> Result<Logits, ModelError> {
-        let base = forest.base();
-        if self.context().len() < base {
+    /// reuses the longest common prefix, so siblings share their parent's
+    /// prefix), one forward per node, and the context is truncated back. A
+    /// model with a KV cache overrides it with one forward over all new
+    /// nodes, each at position `context.len() + depth − 1` attending to the
+    /// context and its own ancestors only, over the cached earlier nodes.
+    fn tree_logits_from(&mut self, tree: &DraftTree, first: usize) -> Result<Logits, ModelError> {
+        let Some(n) = tree.len().checked_sub(first) else {
             return Err(ModelError::Backend(format!(
-                "grow_forest: the context has {} tokens, the forest hangs off {base}",
-                self.context().len()
+                "tree_logits_from: node {first} of a tree of {} nodes",
+                tree.len()
             )));
-        }
-        let mut grown = forest.clone();
-        let first = grown.push(parents, tokens)?;
-        let mut out = Logits::zeros((tokens.len(), self.vocab_size()));
-        let mut ctx: Vec<TokenId> = self.context()[..base].to_vec();
-        for i in 0..tokens.len() {
+        };
+        let base = self.context().len();
+        let vocab = self.vocab_size();
+        let mut out = Logits::zeros((n, vocab));
+        let mut ctx: Vec<TokenId> = self.context().to_vec();
+        let mut result = Ok(());
+        for i in 0..n {
             ctx.truncate(base);
-            ctx.extend(grown.path(first + i));
-            let row = self.logits_for(&ctx)?;
-            if row.len() != self.vocab_size() {
-                return Err(ModelError::Backend(format!(
-                    "logits_for returned {} logits (vocabulary {})",
-                    row.len(),
-                    self.vocab_size()
-                )));
+            ctx.extend(tree.path(first + i).unwrap_or_default());
+            match self.logits_for(&ctx) {
+                Ok(row) if row.len() == vocab => {
+                    out.row_mut(i).assign(&ndarray::ArrayView1::from(&row[..]));
+                }
+                Ok(row) => {
+                    result = Err(ModelError::Backend(format!(
+                        "logits_for returned {} logits (vocabulary {vocab})",
+                        row.len()
+                    )));
+                    break;
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
             }
-            out.row_mut(i).assign(&ndarray::ArrayView1::from(&row[..]));
         }
-        *forest = grown;
-        Ok(out)
+        self.truncate(base);
+        result.map(|()| out)
     }
 
     /// Scores a draft tree appended to the current context: row `i` of the
@@ -243,89 +251,6 @@ pub trait LanguageModel {
             }
         }
         Ok(out)
-    }
-}
-
-/// Branches grown in lockstep from one context: the nodes of a forest
-/// hanging off the context a model had when the forest was made (its
-/// `base`), each node one token whose parent is an earlier node or the
-/// context itself. Monte Carlo rollouts (future-validity §5.4) grow one
-/// branch per rollout, one level per step, through
-/// [`LanguageModel::grow_forest`]; a model with a KV cache runs each level
-/// as one forward over the shared cache (a "fork" of the context per
-/// branch, without copying it).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Forest {
-    base: usize,
-    /// The nodes (the context is the tree's root).
-    tree: DraftTree,
-    /// Depth of each node (a child of the context has depth 0).
-    depth: Vec<usize>,
-}
-
-impl Forest {
-    /// An empty forest over the first `base` tokens of a model's context.
-    pub fn new(base: usize) -> Self {
-        Forest {
-            base,
-            ..Default::default()
-        }
-    }
-
-    /// The context length it hangs off.
-    pub fn base(&self) -> usize {
-        self.base
-    }
-
-    /// Number of nodes.
-    pub fn len(&self) -> usize {
-        self.tree.len()
-    }
-
-    /// Whether it has no node.
-    pub fn is_empty(&self) -> bool {
-        self.tree.is_empty()
-    }
-
-    /// Parent of each node (`None`: a child of the context).
-    pub fn parents(&self) -> &[Option<usize>] {
-        self.tree.parents()
-    }
-
-    /// Token of each node.
-    pub fn tokens(&self) -> &[TokenId] {
-        self.tree.tokens()
-    }
-
-    /// Depth of each node (a child of the context has depth 0).
-    pub fn depths(&self) -> &[usize] {
-        &self.depth
-    }
-
-    /// The tokens from the context down to node `i` (inclusive); empty
-    /// for an index out of range.
-    pub fn path(&self, i: usize) -> Vec<TokenId> {
-        self.tree.path(i).unwrap_or_default()
-    }
-
-    /// Appends nodes (`parents[i]`, `tokens[i]`); a parent must be an
-    /// earlier node (of the forest or of this call). Returns the index of
-    /// the first new node. Errors (forest unchanged): lengths that differ,
-    /// a parent that is not earlier.
-    pub fn push(
-        &mut self,
-        parents: &[Option<usize>],
-        tokens: &[TokenId],
-    ) -> Result<usize, ModelError> {
-        let first = self.len();
-        DraftTree::check_parents(parents, tokens.len(), first)
-            .map_err(|e| ModelError::Backend(format!("forest: {e}")))?;
-        for (&p, &t) in parents.iter().zip(tokens) {
-            self.depth.push(p.map_or(0, |p| self.depth[p] + 1));
-            // checked above: every parent precedes its child
-            let _ = self.tree.push(p, t);
-        }
-        Ok(first)
     }
 }
 
@@ -487,6 +412,42 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// Growing a tree level by level with `tree_logits_from` gives the
+        /// rows of `tree_logits` on the whole tree (path by path), and
+        /// leaves the context as it was.
+        #[test]
+        fn tree_logits_from_equals_tree_logits(
+            ctx in prop::collection::vec(0u32..5, 0..4),
+            levels in prop::collection::vec(prop::collection::vec((0usize..8, 0u32..5), 1..4), 0..4),
+        ) {
+            let mut m = HashLm { ctx: ctx.clone(), fed: 0, prefills: 0 };
+            let mut tree = DraftTree::default();
+            let mut rows: Vec<Vec<f32>> = Vec::new();
+            let mut prev = 0..0;
+            for level in &levels {
+                let parents: Vec<Option<usize>> = level
+                    .iter()
+                    .map(|&(p, _)| (!prev.is_empty()).then(|| prev.start + p % prev.len()))
+                    .collect();
+                let tokens: Vec<TokenId> = level.iter().map(|&(_, t)| t).collect();
+                let first = tree.extend(&parents, &tokens).unwrap();
+                let got = m.tree_logits_from(&tree, first).unwrap();
+                prop_assert_eq!(got.nrows(), tokens.len());
+                rows.extend(got.rows().into_iter().map(|r| r.to_vec()));
+                prop_assert_eq!(&m.ctx, &ctx);
+                prev = first..tree.len();
+            }
+            let whole = m.tree_logits(&tree).unwrap();
+            for (i, r) in rows.iter().enumerate() {
+                prop_assert_eq!(&whole.row(i).to_vec(), r);
+            }
+            m.truncate(ctx.len());
+            prop_assert!(m.tree_logits_from(&tree, tree.len() + 1).is_err());
+            prop_assert_eq!(m.tree_logits_from(&tree, tree.len()).unwrap().nrows(), 0);
+        }
+    }
+
     #[test]
     fn tree_logits_errors_leave_the_context() {
         let mut m = HashLm {
@@ -497,6 +458,11 @@ mod tests {
         let tree = DraftTree::new(vec![None, Some(0), None], vec![3, 4, 7]).unwrap();
         assert!(matches!(
             m.tree_logits(&tree),
+            Err(ModelError::TokenOutOfRange { token: 7, .. })
+        ));
+        assert_eq!(m.ctx, vec![1, 2]);
+        assert!(matches!(
+            m.tree_logits_from(&tree, 1),
             Err(ModelError::TokenOutOfRange { token: 7, .. })
         ));
         assert_eq!(m.ctx, vec![1, 2]);

@@ -486,13 +486,16 @@ impl zapspec_core::Matcher for EarleyMatcher {
             return Err(RejectReason::OutOfVocabulary);
         }
         if vocab.is_special(t) || vocab.token_bytes(t).is_empty() {
-            return Err(RejectReason::SpecialToken);
+            // a special token, or one with no text: never in a text grammar
+            return Err(RejectReason::NotAllowed);
         }
         let bytes = vocab.token_bytes(t);
         let fp = if self.g.config().rejected_prefixes {
             let fp = self.fingerprint();
             if self.g.rejected_prefix(fp, bytes) {
-                return Err(RejectReason::RejectedPrefix);
+                // a prefix of the bytes was refused in an equivalent state
+                // (the rejected-prefix cache): not allowed, found unparsed
+                return Err(RejectReason::NotAllowed);
             }
             Some(fp)
         } else {

@@ -30,8 +30,8 @@
 //! spends the estimator's per-candidate work on the head of `A_t` under
 //! `p_t` only and gives the tail one stated value ([`TailValue`]); its
 //! default scores every candidate. [`MonteCarloConfig::batched`] grows a
-//! position's rollouts in lockstep on a rollout forest
-//! ([`zapspec_core::LanguageModel::grow_forest`]: one forward per step over
+//! position's rollouts in lockstep on a rollout tree
+//! ([`zapspec_core::LanguageModel::tree_logits_from`]: one forward per step over
 //! the prefix's KV cache on a model that has one).
 //!
 //! Around them: [`Metered`] adds up the work each call reports

@@ -10,8 +10,8 @@
 //!
 //! Cost: one forward per rollout token, `O(k·h·|A_t|)` forwards per position
 //! — or, with [`MonteCarloConfig::batched`], `h` forwards per position,
-//! each over every rollout still running (a rollout forest on the model's
-//! KV cache, [`zapspec_core::LanguageModel::grow_forest`]); a
+//! each over every rollout still running (a rollout tree on the model's
+//! KV cache, [`zapspec_core::LanguageModel::tree_logits_from`]); a
 //! [`crate::CandidateCut`] ([`MonteCarloConfig::cut`]) replaces `|A_t|` by
 //! the head of `A_t` under `p_t`.
 //!
@@ -26,7 +26,7 @@
 //! estimate of Φ with values in `[0, 1]`, so the same Hoeffding bound holds.
 
 use zapspec_core::prob::{self, seeded_rng, SeededRng};
-use zapspec_core::{Constraint, Forest, LanguageModel, TokenId, TokenSet};
+use zapspec_core::{Constraint, DraftTree, LanguageModel, TokenId, TokenSet};
 
 use crate::certificates::{hoeffding_half_width, theorem7_bound};
 use crate::cut::{CandidateCut, CutScratch};
@@ -77,8 +77,8 @@ pub struct MonteCarloConfig {
     /// Which candidates get rollouts; the others get the cut's tail value
     /// (see [`CandidateCut`]). Default: every candidate.
     pub cut: CandidateCut,
-    /// Run the rollouts of a position in lockstep on a rollout forest
-    /// ([`LanguageModel::grow_forest`]: one forward per rollout step for
+    /// Run the rollouts of a position in lockstep on a rollout tree
+    /// ([`LanguageModel::tree_logits_from`]: one forward per rollout step for
     /// all rollouts of all candidates, each branch reading the prefix's
     /// KV cache in place on a model that has one), each rollout with its
     /// own RNG stream ([`MonteCarlo::rollout_seed`]), so its tokens do
@@ -142,7 +142,7 @@ struct Branch<C> {
     cand: usize,
     /// The constraint after the candidate and the rollout's tokens.
     c: C,
-    /// Its last forest node, and that node's row in the last logits.
+    /// Its last node in the rollout tree, and that node's row in the last logits.
     node: usize,
     row: usize,
     rng: SeededRng,
@@ -299,10 +299,18 @@ impl<C: Constraint, M: LanguageModel> PhiEstimator<C, M> for MonteCarlo {
     }
 }
 
+/// A rollout tree that refused a level: its parents are earlier nodes by
+/// construction, so this is never reached; typed all the same.
+fn tree_error(e: zapspec_core::DraftTreeError) -> PhiError {
+    PhiError::Model(zapspec_core::ModelError::Backend(format!(
+        "rollout tree: {e}"
+    )))
+}
+
 impl MonteCarlo {
     /// The batched rollouts of one position ([`MonteCarloConfig::batched`]):
     /// `k` rollouts per candidate of `cands`, grown in lockstep on one
-    /// rollout forest — the candidates as its roots (one forward), then one
+    /// rollout tree — the candidates as its roots (one forward), then one
     /// level per step for every rollout still running (one forward each).
     /// Returns the mean score per candidate; the model's context is
     /// restored.
@@ -314,7 +322,7 @@ impl MonteCarlo {
         call: u64,
     ) -> Result<Vec<f64>, PhiError> {
         let base = model.context().len();
-        let r = self.batched_inner(constraint, model, cands, call, base);
+        let r = self.batched_inner(constraint, model, cands, call);
         model.truncate(base);
         r
     }
@@ -325,16 +333,16 @@ impl MonteCarlo {
         model: &mut M,
         cands: &[TokenId],
         call: u64,
-        base: usize,
     ) -> Result<Vec<f64>, PhiError> {
         let k = self.config.k;
         let mut sums = vec![0.0f64; cands.len()];
         if cands.is_empty() {
             return Ok(sums);
         }
-        let mut forest = Forest::new(base);
+        let mut rollouts = DraftTree::default();
         let roots = vec![None; cands.len()];
-        let mut rows = model.grow_forest(&mut forest, &roots, cands)?;
+        rollouts.extend(&roots, cands).map_err(tree_error)?;
+        let mut rows = model.tree_logits_from(&rollouts, 0)?;
         self.work.forwards += 1;
         let mut branches: Vec<Branch<C>> = Vec::with_capacity(k * cands.len());
         for (i, &y) in cands.iter().enumerate() {
@@ -386,8 +394,8 @@ impl MonteCarlo {
             if tokens.is_empty() || step + 1 == self.config.horizon {
                 break;
             }
-            let first = forest.len();
-            rows = model.grow_forest(&mut forest, &parents, &tokens)?;
+            let first = rollouts.extend(&parents, &tokens).map_err(tree_error)?;
+            rows = model.tree_logits_from(&rollouts, first)?;
             self.work.forwards += 1;
             for (n, &bi) in who.iter().enumerate() {
                 branches[bi].node = first + n;

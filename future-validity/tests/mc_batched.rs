@@ -1,4 +1,4 @@
-//! Monte Carlo with batched rollouts on a rollout forest
+//! Monte Carlo with batched rollouts on a rollout tree
 //! (`MonteCarloConfig::batched`) against an independent reference: every
 //! rollout re-run alone from its own seed (`MonteCarlo::rollout_seed`),
 //! re-feeding the whole context at each step on a fresh model — the same

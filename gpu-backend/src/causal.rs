@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use zapspec_core::{DraftTree, Forest, LanguageModel, Logits, ModelError, TokenId};
+use zapspec_core::{DraftTree, LanguageModel, Logits, ModelError, TokenId};
 
 use crate::mask::AttnMask;
 use crate::transformer::{to_array, KvCache, LogitRows, Transformer};
@@ -25,10 +25,10 @@ pub struct CausalLm {
     last: Option<Vec<f32>>,
     forwards: usize,
     tree: Option<PendingTree>,
-    /// Cache entries past `bos? ++ context` holding the nodes of a rollout
-    /// forest ([`LanguageModel::grow_forest`]); dropped by the next call
-    /// that is not a forest's.
-    forest_nodes: usize,
+    /// Cache entries past `bos? ++ context` holding the nodes of a tree
+    /// grown level by level ([`LanguageModel::tree_logits_from`]); dropped
+    /// by the next call that is not that method's.
+    grown_nodes: usize,
 }
 
 /// The result of the last [`CausalLm::score_tree`], kept so an accepted path
@@ -55,7 +55,7 @@ impl CausalLm {
             last: None,
             forwards: 0,
             tree: None,
-            forest_nodes: 0,
+            grown_nodes: 0,
         }
     }
 
@@ -87,14 +87,14 @@ impl CausalLm {
         usize::from(self.bos.is_some())
     }
 
-    /// Drops a rollout forest's cache entries (the cache then covers
+    /// Drops a grown tree's cache entries (the cache then covers
     /// `bos? ++ context` again).
-    fn drop_forest(&mut self) {
-        if self.forest_nodes == 0 {
+    fn drop_grown(&mut self) {
+        if self.grown_nodes == 0 {
             return;
         }
-        let keep = self.cache.len().saturating_sub(self.forest_nodes);
-        self.forest_nodes = 0;
+        let keep = self.cache.len().saturating_sub(self.grown_nodes);
+        self.grown_nodes = 0;
         if self.cache.truncate(keep).is_err() || self.cache.len() != keep {
             // rebuilt lazily, as `truncate` does
             self.cache = KvCache::default();
@@ -118,7 +118,7 @@ impl CausalLm {
     /// Runs `tokens` through the model after the cache, appends them to the
     /// cache and returns the requested logits.
     fn run(&mut self, tokens: &[TokenId], rows: LogitRows) -> Result<Option<Logits>, ModelError> {
-        self.drop_forest();
+        self.drop_grown();
         let past = self.cache.len();
         self.model
             .check_input(tokens, past + tokens.len().saturating_sub(1))?;
@@ -178,22 +178,19 @@ impl CausalLm {
     /// child of the current context; parents precede children). Row `i` of
     /// the result holds the logits of the token that follows
     /// `context ++ path(root → i)` — what a separate prefill of that branch
-    /// would give. Nodes sit at position `context + depth`.
+    /// would give. Nodes sit at position `context + depth − 1` (a child of
+    /// the context has depth 1, as in [`DraftTree`]).
     pub fn score_tree(
         &mut self,
         parents: &[Option<usize>],
         tokens: &[TokenId],
     ) -> Result<Logits, ModelError> {
-        DraftTree::check_parents(parents, tokens.len(), 0)
+        let shape = DraftTree::new(parents.to_vec(), tokens.to_vec())
             .map_err(|e| ModelError::Backend(format!("score_tree: {e}")))?;
-        self.drop_forest();
+        self.drop_grown();
         self.ensure_bos()?;
         let base = self.cache.len();
-        let mut depth = vec![0usize; tokens.len()];
-        for i in 0..tokens.len() {
-            depth[i] = parents[i].map_or(0, |p| depth[p] + 1);
-        }
-        let positions: Vec<usize> = depth.iter().map(|d| base + d).collect();
+        let positions: Vec<usize> = shape.depths().iter().map(|d| base + d - 1).collect();
         self.model
             .check_input(tokens, positions.iter().copied().max().unwrap_or(base))?;
         if tokens.is_empty() {
@@ -314,7 +311,7 @@ impl LanguageModel for CausalLm {
     }
 
     fn truncate(&mut self, len: usize) {
-        self.drop_forest();
+        self.drop_grown();
         if len >= self.context.len() {
             return;
         }
@@ -345,47 +342,40 @@ impl LanguageModel for CausalLm {
         self.model.config().max_position_embeddings - self.offset()
     }
 
-    /// One forward over the new nodes, appended to the KV cache after the
-    /// context and the forest's earlier nodes, each at position
-    /// `context + depth` and attending to the context and its own
+    /// One forward over the new nodes `first..`, appended to the KV cache
+    /// after the context and the tree's earlier nodes, each at position
+    /// `context + depth − 1` and attending to the context and its own
     /// ancestors only (the tree attention of [`CausalLm::score_tree`] over
-    /// a cache that keeps the forest): every branch reads the context's
-    /// keys and values in place, none is copied or re-fed. The context
-    /// (and [`LanguageModel::next_logits`]) is unchanged; the forest's
-    /// cache entries are dropped by the next call that is not a forest's.
-    /// Errors: a forest not grown on this model since its context was
-    /// last changed, bad parents, tokens outside the vocabulary, a
-    /// position past the window.
-    fn grow_forest(
-        &mut self,
-        forest: &mut Forest,
-        parents: &[Option<usize>],
-        tokens: &[TokenId],
-    ) -> Result<Logits, ModelError> {
-        let base = forest.base();
-        if forest.is_empty() {
-            self.drop_forest();
+    /// a cache that keeps the grown tree): every branch reads the
+    /// context's keys and values in place, none is copied or re-fed. The
+    /// context (and [`LanguageModel::next_logits`]) is unchanged; the
+    /// tree's cache entries are dropped by the next call that is not this
+    /// method's. Errors: `first` other than the number of nodes this model
+    /// holds for the tree (a tree not grown on this model since its
+    /// context last changed), tokens outside the vocabulary, a position
+    /// past the window.
+    fn tree_logits_from(&mut self, tree: &DraftTree, first: usize) -> Result<Logits, ModelError> {
+        if first == 0 {
+            self.drop_grown();
         }
-        if base != self.context.len() || self.forest_nodes != forest.len() {
+        if first > tree.len() || self.grown_nodes != first {
             return Err(ModelError::Backend(format!(
-                "grow_forest: a forest of {} nodes over {base} tokens, the model has {} forest nodes over {} tokens",
-                forest.len(),
-                self.forest_nodes,
-                self.context.len()
+                "tree_logits_from: node {first} of a tree of {} nodes, the model holds {} grown nodes",
+                tree.len(),
+                self.grown_nodes,
             )));
         }
+        let tokens = &tree.tokens()[first..];
         if tokens.is_empty() {
             return Ok(Logits::zeros((0, self.vocab_size())));
         }
-        if forest.is_empty() {
+        if first == 0 {
             self.ensure_bos()?;
         }
-        let mut grown = forest.clone();
-        let first = grown.push(parents, tokens)?;
-        let ctx_len = self.cache.len() - self.forest_nodes;
-        let positions: Vec<usize> = grown.depths()[first..]
+        let ctx_len = self.cache.len() - self.grown_nodes;
+        let positions: Vec<usize> = tree.depths()[first..]
             .iter()
-            .map(|d| ctx_len + d)
+            .map(|d| ctx_len + d - 1)
             .collect();
         self.model
             .check_input(tokens, positions.iter().copied().max().unwrap_or(ctx_len))?;
@@ -397,14 +387,13 @@ impl LanguageModel for CausalLm {
             let mut a = Some(first + i);
             while let Some(j) = a {
                 mask.allow(i, ctx_len + j);
-                a = grown.parents()[j];
+                a = tree.parents()[j];
             }
         }
         let (logits, kv) = self.forward_rows(tokens, &positions, &mask)?;
         self.cache = kv;
-        self.forest_nodes += n;
+        self.grown_nodes += n;
         self.tree = None;
-        *forest = grown;
         Ok(logits)
     }
 

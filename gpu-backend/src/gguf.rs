@@ -108,7 +108,7 @@ pub fn read_gguf(path: &Path) -> Result<(gguf_file::Content, BufReader<File>), M
     let mut reader = BufReader::new(file);
     // Every count and length of the header checked against the file's
     // size before candle's reader allocates from it.
-    let header = zapspec_core::gguf_check::check_gguf_header(&mut reader, len)
+    let header = zapspec_gguf::check_gguf_header(&mut reader, len)
         .map_err(|e| bad(&p, format!("not a readable GGUF file: {e}")))?;
     if let Some((name, ..)) = header.tensors.iter().find(|t| t.1.is_none()) {
         return Err(bad(

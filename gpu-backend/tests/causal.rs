@@ -426,13 +426,13 @@ fn bad_inputs_are_errors() {
     );
 }
 
-/// `grow_forest` (one forward per level over the shared KV cache) equals a
-/// separate prefill of every node's path on a fresh model, for models with
-/// and without BOS; the context and its logits are untouched, and after
-/// `truncate` to the base the model decodes as if no forest had been grown.
+/// `tree_logits_from` (a tree grown one forward per level over the shared
+/// KV cache) equals a separate prefill of every node's path on a fresh
+/// model, for models with and without BOS; the context and its logits are
+/// untouched, and after `truncate` to the base the model decodes as if no
+/// tree had been grown.
 #[test]
-fn forest_levels_equal_separate_paths() {
-    use zapspec_core::Forest;
+fn tree_levels_equal_separate_paths() {
     for cfg in [
         qwen_tiny(),
         ModelConfig {
@@ -445,7 +445,7 @@ fn forest_levels_equal_separate_paths() {
         let mut m = lm(cfg.clone(), 5);
         m.prefill(&ctx).unwrap();
         let before = m.next_logits().unwrap();
-        let mut f = Forest::new(ctx.len());
+        let mut f = DraftTree::default();
         // three roots, then two children of root 0 and one of root 2, then
         // a grandchild
         let levels: Vec<(Vec<Option<usize>>, Vec<TokenId>)> = vec![
@@ -454,13 +454,13 @@ fn forest_levels_equal_separate_paths() {
             (vec![Some(4)], vec![8]),
         ];
         for (parents, tokens) in levels {
-            let first = f.len();
-            let rows = m.grow_forest(&mut f, &parents, &tokens).unwrap();
+            let first = f.extend(&parents, &tokens).unwrap();
+            let rows = m.tree_logits_from(&f, first).unwrap();
             assert_eq!(rows.nrows(), tokens.len());
             for i in 0..tokens.len() {
                 let mut fresh = lm(cfg.clone(), 5);
                 let mut path = ctx.clone();
-                path.extend(f.path(first + i));
+                path.extend(f.path(first + i).unwrap());
                 let want = fresh.logits_for(&path).unwrap();
                 let d = max_diff(&rows.row(i).to_vec(), &want);
                 assert!(d < 1e-4, "node {}: max |Δ| = {d}", first + i);
@@ -468,12 +468,12 @@ fn forest_levels_equal_separate_paths() {
         }
         assert_eq!(m.context(), &ctx[..]);
         assert_eq!(max_diff(&m.next_logits().unwrap(), &before), 0.0);
-        // a forest out of sync with the model is an error, not a panic
-        let mut stale = Forest::new(ctx.len());
-        assert!(m.grow_forest(&mut Forest::new(2), &[None], &[1]).is_err());
-        stale.push(&[None], &[1]).unwrap();
-        assert!(m.grow_forest(&mut stale, &[Some(0)], &[1]).is_err());
-        assert!(m.grow_forest(&mut f, &[Some(99)], &[1]).is_err());
+        // a tree out of step with the model is an error, not a panic
+        let stale = DraftTree::chain(vec![1, 1]);
+        assert!(m.tree_logits_from(&stale, 1).is_err());
+        assert!(m.tree_logits_from(&f, f.len() + 1).is_err());
+        assert!(f.clone().extend(&[Some(99)], &[1]).is_err());
+        assert_eq!(m.context(), &ctx[..]);
         m.truncate(ctx.len());
         let next = m.prefill(&[12]).unwrap();
         let mut fresh = lm(cfg.clone(), 5);

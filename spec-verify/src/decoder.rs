@@ -38,7 +38,7 @@ use zapspec_phi::{NoModel, PhiError, PhiEstimator, PhiQuery, ValidList};
 
 use crate::config::{Mode, SpecConfig, VerifierKind};
 use crate::drafter::common_prefix;
-use crate::drafter::Drafter;
+use crate::drafter::{DraftContext, Drafter};
 use crate::phi::{compact_log_law, compact_log_law_aligned};
 use crate::tree::{TreeConfig, TreeVerify};
 use crate::verify::{
@@ -485,9 +485,13 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         let base = self.prompt.len();
         let mut ctx = self.prompt.clone();
         ctx.extend_from_slice(&state.committed);
-        let proposal = self
-            .draft
-            .draft(&ctx, base, &mut fork, self.config.gamma, sampled, rng)?;
+        let request = DraftContext {
+            tokens: &ctx,
+            prompt_len: base,
+            gamma: self.config.gamma,
+            sampled,
+        };
+        let proposal = self.draft.draft(request, &mut fork, rng)?;
         self.stats.draft_calls += proposal.calls;
         if proposal.laws.len() != proposal.tokens.len() || proposal.tokens.len() > self.config.gamma
         {
@@ -761,9 +765,13 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         let mut ctx = self.prompt.clone();
         ctx.extend_from_slice(&state.committed);
         let mut fork = state.constraint.fork();
-        let proposal = self
-            .draft
-            .draft_tree(&ctx, base, &mut fork, gamma, shape, sampled, rng)?;
+        let request = DraftContext {
+            tokens: &ctx,
+            prompt_len: base,
+            gamma,
+            sampled,
+        };
+        let proposal = self.draft.draft_tree(request, shape, &mut fork, rng)?;
         self.stats.draft_calls += proposal.calls;
         let tree = proposal.tree;
         let depth = tree.depth();

@@ -41,51 +41,65 @@ pub struct Draft {
     pub calls: usize,
 }
 
+/// What a round asks its drafter for: the context to continue and how
+/// much to propose. Passed by value (it is `Copy`) to
+/// [`Drafter::draft`] and [`Drafter::draft_tree`], beside the matcher's
+/// fork and the decoder's random stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DraftContext<'a> {
+    /// The prompt, then the committed tokens.
+    pub tokens: &'a [TokenId],
+    /// Where the committed tokens begin in `tokens` (the prompt's length).
+    pub prompt_len: usize,
+    /// Most tokens to propose (linear mode), or the greatest depth of a
+    /// tree (tree mode).
+    pub gamma: usize,
+    /// A draw from the drafter's law (else its mode).
+    pub sampled: bool,
+}
+
+impl<'a> DraftContext<'a> {
+    /// The committed tokens (what follows the prompt); empty when
+    /// `prompt_len` is past the context.
+    pub fn produced(&self) -> &'a [TokenId] {
+        &self.tokens[self.prompt_len.min(self.tokens.len())..]
+    }
+
+    /// The same request with `gamma` replaced.
+    pub fn with_gamma(self, gamma: usize) -> Self {
+        DraftContext { gamma, ..self }
+    }
+}
+
 /// Proposes the tokens of one speculative round.
 pub trait Drafter {
-    /// Proposes at most `gamma` tokens after `ctx` (the prompt, then the
-    /// committed tokens); `prompt_len` says where the committed tokens
-    /// begin. `fork` is a fork of the matcher after the committed tokens:
-    /// the drafter advances it by each token it proposes and proposes only
-    /// tokens it allows (stopping where it refuses one). `sampled` asks for
-    /// a draw from the drafter's law (else its mode); `rng` is the
-    /// decoder's stream.
+    /// Proposes at most `ctx.gamma` tokens after `ctx.tokens` (see
+    /// [`DraftContext`]). `fork` is a fork of the matcher after the
+    /// committed tokens: the drafter advances it by each token it proposes
+    /// and proposes only tokens it allows (stopping where it refuses one).
+    /// `rng` is the decoder's stream.
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        prompt_len: usize,
+        ctx: DraftContext<'_>,
         fork: &mut C,
-        gamma: usize,
-        sampled: bool,
         rng: &mut R,
     ) -> Result<Draft, VerifyError>;
 
     /// Proposes a draft *tree* (tree mode, [`crate::SpecConfig::tree`]; see
-    /// [`crate::tree`]) of depth at most `gamma` and at most
+    /// [`crate::tree`]) of depth at most `ctx.gamma` and at most
     /// `shape.max_nodes` nodes, each node at most `shape.max_width`
     /// children. `fork` is as in [`draft`](Drafter::draft); a tree drafter
     /// may ignore it — the decoder cuts the nodes the constraint refuses
     /// with the tree's masks before the target scores them. Default: the
     /// linear draft (γ capped by `max_nodes`) as a chain.
-    #[allow(clippy::too_many_arguments)]
     fn draft_tree<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        prompt_len: usize,
-        fork: &mut C,
-        gamma: usize,
+        ctx: DraftContext<'_>,
         shape: &TreeConfig,
-        sampled: bool,
+        fork: &mut C,
         rng: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
-        let d = self.draft(
-            ctx,
-            prompt_len,
-            fork,
-            gamma.min(shape.max_nodes),
-            sampled,
-            rng,
-        )?;
+        let d = self.draft(ctx.with_gamma(ctx.gamma.min(shape.max_nodes)), fork, rng)?;
         // node i is the one child of slot i (the root, then node i − 1),
         // drawn from laws[i]
         Ok(TreeDraft {
@@ -114,35 +128,26 @@ pub trait Drafter {
 impl<Q: LanguageModel> Drafter for Q {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        prompt_len: usize,
+        ctx: DraftContext<'_>,
         fork: &mut C,
-        gamma: usize,
-        sampled: bool,
         rng: &mut R,
     ) -> Result<Draft, VerifyError> {
-        draft_from_model(self, ctx, prompt_len, fork, gamma, sampled, rng)
+        draft_from_model(self, ctx, fork, rng)
     }
     /// Greedy: the argmax chain (the linear draft). Sampled: a tree of
     /// i.i.d. draws ([`sampled_tree_from_model`]).
     fn draft_tree<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        prompt_len: usize,
-        fork: &mut C,
-        gamma: usize,
+        ctx: DraftContext<'_>,
         shape: &TreeConfig,
-        sampled: bool,
+        fork: &mut C,
         rng: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
-        if !sampled {
+        if !ctx.sampled {
             let d = draft_from_model(
                 self,
-                ctx,
-                prompt_len,
+                ctx.with_gamma(ctx.gamma.min(shape.max_nodes)),
                 fork,
-                gamma.min(shape.max_nodes),
-                false,
                 rng,
             )?;
             return Ok(TreeDraft {
@@ -151,7 +156,7 @@ impl<Q: LanguageModel> Drafter for Q {
                 calls: d.calls,
             });
         }
-        sampled_tree_from_model(self, ctx, fork, gamma, shape, rng)
+        sampled_tree_from_model(self, ctx.tokens, fork, ctx.gamma, shape, rng)
     }
     fn rewind(&mut self, ctx: &[TokenId]) {
         rewind_model(self, ctx);
@@ -179,8 +184,9 @@ impl<Q: LanguageModel> Drafter for Q {
 /// everything that decided their number).
 ///
 /// Cost: one draft call for the root ([`LanguageModel::logits_for`]) and
-/// one [`LanguageModel::grow_forest`] call per further level (one forward
-/// over the level's expanded nodes on a model with a KV cache); masks by a
+/// one [`LanguageModel::tree_logits_from`] call per further level (one
+/// forward over the level's expanded nodes on a model with a KV cache, on
+/// a tree of the expanded nodes only); masks by a
 /// clone of the fork per expanded node. The model's context is cut back
 /// to `ctx` afterwards.
 pub fn sampled_tree_from_model<Q, C, R>(
@@ -209,9 +215,11 @@ where
     // nodes to expand at the current level: (node or None for the root,
     // its matcher state, its logits)
     let mut level: Vec<(Option<usize>, C, Vec<f32>)> = vec![(None, fork.clone(), root)];
-    let mut forest = zapspec_core::Forest::new(ctx.len());
-    // each tree node's index in the forest (expanded nodes only)
-    let mut in_forest: Vec<Option<usize>> = Vec::new();
+    // the tree the model scores: the expanded nodes only (a repeated draw,
+    // an EOS or a node past the budget is never fed)
+    let mut grown = zapspec_core::DraftTree::default();
+    // each drafted node's index in `grown`
+    let mut in_grown: Vec<Option<usize>> = Vec::new();
     let mut depth = 0usize;
     let mut mask = TokenSet::new(vocab);
     let result = (|| -> Result<(), VerifyError> {
@@ -262,17 +270,17 @@ where
             if next.is_empty() || depth >= gamma {
                 break;
             }
-            in_forest.resize(out.tree.len(), None);
+            in_grown.resize(out.tree.len(), None);
             let parents: Vec<Option<usize>> = next
                 .iter()
-                .map(|&(c, _)| out.tree.parents()[c].and_then(|p| in_forest[p]))
+                .map(|&(c, _)| out.tree.parents()[c].and_then(|p| in_grown[p]))
                 .collect();
             let tokens: Vec<TokenId> = next.iter().map(|&(c, _)| out.tree.tokens()[c]).collect();
-            let first = forest.len();
-            let rows = model.grow_forest(&mut forest, &parents, &tokens)?;
+            let first = grown.extend(&parents, &tokens)?;
+            let rows = model.tree_logits_from(&grown, first)?;
             out.calls += 1;
             for (k, (c, s)) in next.into_iter().enumerate() {
-                in_forest[c] = Some(first + k);
+                in_grown[c] = Some(first + k);
                 level.push((Some(c), s, rows.row(k).to_vec()));
             }
         }
@@ -300,16 +308,19 @@ fn rewind_model<Q: LanguageModel + ?Sized>(m: &mut Q, ctx: &[TokenId]) {
 /// order, so a step costs `O(|A_t|)` beyond the forward).
 fn draft_from_model<Q: LanguageModel + ?Sized, C: Constraint, R: Rng + ?Sized>(
     model: &mut Q,
-    ctx: &[TokenId],
-    prompt_len: usize,
+    request: DraftContext<'_>,
     fork: &mut C,
-    gamma: usize,
-    sampled: bool,
     rng: &mut R,
 ) -> Result<Draft, VerifyError> {
+    let DraftContext {
+        prompt_len,
+        gamma,
+        sampled,
+        ..
+    } = request;
     let vocab = fork.vocab_size();
     let eos = fork.eos();
-    let mut ctx = ctx.to_vec();
+    let mut ctx = request.tokens.to_vec();
     let mut out = Draft::default();
     let mut mask = TokenSet::new(vocab);
     while out.tokens.len() < gamma && !fork.is_finished() {
@@ -363,11 +374,8 @@ pub struct NoDraft;
 impl Drafter for NoDraft {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        _ctx: &[TokenId],
-        _prompt_len: usize,
+        _ctx: DraftContext<'_>,
         _fork: &mut C,
-        _gamma: usize,
-        _sampled: bool,
         _rng: &mut R,
     ) -> Result<Draft, VerifyError> {
         Ok(Draft::default())
@@ -446,14 +454,11 @@ pub(crate) fn point_draft<C: Constraint>(tokens: &[TokenId], fork: &mut C) -> Dr
 impl Drafter for PromptLookup {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        _prompt_len: usize,
+        ctx: DraftContext<'_>,
         fork: &mut C,
-        gamma: usize,
-        _sampled: bool,
         _rng: &mut R,
     ) -> Result<Draft, VerifyError> {
-        Ok(point_draft(self.lookup(ctx, gamma), fork))
+        Ok(point_draft(self.lookup(ctx.tokens, ctx.gamma), fork))
     }
 }
 
@@ -556,14 +561,12 @@ impl CopyDraft {
 impl Drafter for CopyDraft {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        prompt_len: usize,
+        ctx: DraftContext<'_>,
         fork: &mut C,
-        gamma: usize,
-        _sampled: bool,
         _rng: &mut R,
     ) -> Result<Draft, VerifyError> {
-        let produced = &ctx[prompt_len.min(ctx.len())..];
+        let gamma = ctx.gamma;
+        let produced = ctx.produced();
         // a copy, unless the match is too short for the fallback's bound
         let copy_at = self.align_len(produced).filter(|&(_, n)| {
             self.fallback
@@ -574,7 +577,7 @@ impl Drafter for CopyDraft {
                 self.cursor = at;
                 &self.source[at..(at + gamma).min(self.source.len())]
             }
-            (None, Some((_, lookup))) => lookup.lookup(ctx, gamma),
+            (None, Some((_, lookup))) => lookup.lookup(ctx.tokens, gamma),
             (None, None) => &[],
         };
         Ok(point_draft(tokens, fork))
@@ -657,31 +660,28 @@ impl TreeLookup {
 impl Drafter for TreeLookup {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        _prompt_len: usize,
+        ctx: DraftContext<'_>,
         fork: &mut C,
-        gamma: usize,
-        _sampled: bool,
         _rng: &mut R,
     ) -> Result<Draft, VerifyError> {
-        Ok(point_draft(self.as_lookup().lookup(ctx, gamma), fork))
+        Ok(point_draft(
+            self.as_lookup().lookup(ctx.tokens, ctx.gamma),
+            fork,
+        ))
     }
 
     /// The merged continuations; the constraint is not consulted here (the
     /// decoder cuts refused nodes with the tree's masks).
     fn draft_tree<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        _prompt_len: usize,
-        _fork: &mut C,
-        gamma: usize,
+        ctx: DraftContext<'_>,
         shape: &TreeConfig,
-        _sampled: bool,
+        _fork: &mut C,
         _rng: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
-        let conts = self.continuations(ctx, gamma);
+        let conts = self.continuations(ctx.tokens, ctx.gamma);
         Ok(TreeDraft::point(
-            tree_of_continuations(conts, gamma, shape),
+            tree_of_continuations(conts, ctx.gamma, shape),
             0,
         ))
     }
@@ -744,15 +744,17 @@ mod tests {
         let ctx = [4, 4, 9, 5, 9, 5, 9];
         let mut c = CopyDraft::new(vec![1, 7, 8, 2, 3]);
         assert_eq!(c.align(&ctx[2..]), None);
-        let d = c
-            .draft(&ctx, 2, &mut after.clone(), 3, false, &mut rng)
-            .unwrap();
+        let req = DraftContext {
+            tokens: &ctx,
+            prompt_len: 2,
+            gamma: 3,
+            sampled: false,
+        };
+        let d = c.draft(req, &mut after.clone(), &mut rng).unwrap();
         assert_eq!(d.tokens, vec![5, 9]);
         // without the fallback, nothing to draft
         c.fallback = None;
-        let d = c
-            .draft(&ctx, 2, &mut after.clone(), 3, false, &mut rng)
-            .unwrap();
+        let d = c.draft(req, &mut after.clone(), &mut rng).unwrap();
         assert!(d.tokens.is_empty());
         // a match of 3 tokens into the source is a copy, a shorter one not
         let c = CopyDraft::new(vec![1, 7, 8, 2, 3]);
@@ -770,11 +772,17 @@ mod tests {
         let mut c = CopyDraft::new(vec![1, 7, 8, 2, 3, 7, 8]);
         let mut rng = zapspec_core::prob::seeded_rng(0);
         let mut f = trie.clone();
-        let d = c.draft(&[4, 4], 2, &mut f, 16, false, &mut rng).unwrap();
+        let req = DraftContext {
+            tokens: &[4, 4],
+            prompt_len: 2,
+            gamma: 16,
+            sampled: false,
+        };
+        let d = c.draft(req, &mut f, &mut rng).unwrap();
         assert_eq!(d.tokens, vec![1, 7, 8, 2]);
         assert!(d.laws.iter().all(|l| *l == DraftLaw::Point));
         let mut f = trie.clone();
-        let d = c.draft(&[4, 4], 2, &mut f, 2, false, &mut rng).unwrap();
+        let d = c.draft(req.with_gamma(2), &mut f, &mut rng).unwrap();
         assert_eq!(d.tokens, vec![1, 7]);
     }
 }

@@ -83,7 +83,7 @@ pub use config::{Mode, SpecConfig, VerifierKind};
 pub use decoder::{
     DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder, StopReason,
 };
-pub use drafter::{CopyDraft, Draft, Drafter, NoDraft, PromptLookup, TreeLookup};
+pub use drafter::{CopyDraft, Draft, DraftContext, Drafter, NoDraft, PromptLookup, TreeLookup};
 pub use error::VerifyError;
 pub use law::{ExactPhi, PrefixTree, TreePhi};
 pub use memo::{LogitTable, MemoLm};

@@ -13,7 +13,7 @@ use zapspec_testkit::stats::{chi_square, noise_floor, tv_counts};
 use zapspec_testkit::toy::{hashed_logits, ClosureLm};
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 use zapspec_verify::{
-    compact_log_law, Drafter, MemoLm, Mode, PrefixTree, PromptLookup, SpecConfig,
+    compact_log_law, DraftContext, Drafter, MemoLm, Mode, PrefixTree, PromptLookup, SpecConfig,
     SpeculativeDecoder, TreePhi, VerifierKind,
 };
 
@@ -219,9 +219,13 @@ fn prompt_lookup_drafts_are_cut_by_the_grammar() {
     let mut ctx = PROMPT.to_vec();
     let mut rng = seeded_rng(0);
     for &t in &g.tokens {
-        let p = d
-            .draft(&ctx, PROMPT.len(), &mut fork.fork(), 6, false, &mut rng)
-            .unwrap();
+        let req = DraftContext {
+            tokens: &ctx,
+            prompt_len: PROMPT.len(),
+            gamma: 6,
+            sampled: false,
+        };
+        let p = d.draft(req, &mut fork.fork(), &mut rng).unwrap();
         let mut probe = fork.fork();
         for &x in &p.tokens {
             probe

@@ -16,8 +16,8 @@ use zapspec_phi::Uniform;
 use zapspec_testkit::toy::{hashed_logits, ClosureLm};
 use zapspec_testkit::{DyckConstraint, DyckSpec};
 use zapspec_verify::{
-    Draft, Drafter, Mode, SpecConfig, SpeculativeDecoder, TreeConfig, TreeDraft, TreeLookup,
-    TreeVerify, VerifierKind, VerifyError,
+    Draft, DraftContext, Drafter, Mode, SpecConfig, SpeculativeDecoder, TreeConfig, TreeDraft,
+    TreeLookup, TreeVerify, VerifierKind, VerifyError,
 };
 
 const SPEC: DyckSpec = DyckSpec {
@@ -69,25 +69,20 @@ struct RandomTrees(u64);
 impl Drafter for RandomTrees {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        _ctx: &[TokenId],
-        _prompt_len: usize,
+        _ctx: DraftContext<'_>,
         _fork: &mut C,
-        _gamma: usize,
-        _sampled: bool,
         _rng: &mut R,
     ) -> Result<Draft, VerifyError> {
         Ok(Draft::default())
     }
     fn draft_tree<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        _ctx: &[TokenId],
-        _prompt_len: usize,
-        _fork: &mut C,
-        gamma: usize,
+        ctx: DraftContext<'_>,
         shape: &TreeConfig,
-        _sampled: bool,
+        _fork: &mut C,
         _rng: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
+        let gamma = ctx.gamma;
         // its own stream, so the decoder's is untouched
         let mut rng = seeded_rng(self.0);
         self.0 += 1;
@@ -201,23 +196,17 @@ struct Fixed(DraftTree);
 impl Drafter for Fixed {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        _: &[TokenId],
-        _: usize,
+        _: DraftContext<'_>,
         _: &mut C,
-        _: usize,
-        _: bool,
         _: &mut R,
     ) -> Result<Draft, VerifyError> {
         Ok(Draft::default())
     }
     fn draft_tree<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        _: &[TokenId],
-        _: usize,
-        _: &mut C,
-        _: usize,
+        _: DraftContext<'_>,
         _: &TreeConfig,
-        _: bool,
+        _: &mut C,
         _: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
         Ok(TreeDraft::point(self.0.clone(), 0))

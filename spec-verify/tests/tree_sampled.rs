@@ -32,8 +32,9 @@ use zapspec_testkit::{DyckConstraint, DyckSpec, TokenTrie, TrieConstraint};
 use zapspec_verify::drafter::sampled_tree_from_model;
 use zapspec_verify::verify::{multi_step, MultiStep};
 use zapspec_verify::{
-    DecodeState, Draft, DraftLaw, Drafter, MemoLm, PrefixTree, RoundStats, SpecConfig,
-    SpeculativeDecoder, TreeConfig, TreeDraft, TreePhi, TreeVerify, VerifierKind, VerifyError,
+    DecodeState, Draft, DraftContext, DraftLaw, Drafter, MemoLm, PrefixTree, RoundStats,
+    SpecConfig, SpeculativeDecoder, TreeConfig, TreeDraft, TreePhi, TreeVerify, VerifierKind,
+    VerifyError,
 };
 
 /// Level of every goodness-of-fit test: a law is rejected when p < ALPHA.
@@ -338,26 +339,20 @@ struct WrongLaw<M>(M);
 impl<M: LanguageModel> Drafter for WrongLaw<M> {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        prompt_len: usize,
+        ctx: DraftContext<'_>,
         fork: &mut C,
-        gamma: usize,
-        sampled: bool,
         rng: &mut R,
     ) -> Result<Draft, VerifyError> {
-        self.0.draft(ctx, prompt_len, fork, gamma, sampled, rng)
+        self.0.draft(ctx, fork, rng)
     }
     fn draft_tree<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        _prompt_len: usize,
-        fork: &mut C,
-        gamma: usize,
+        ctx: DraftContext<'_>,
         shape: &TreeConfig,
-        _sampled: bool,
+        fork: &mut C,
         rng: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
-        let mut t = sampled_tree_from_model(&mut self.0, ctx, fork, gamma, shape, rng)?;
+        let mut t = sampled_tree_from_model(&mut self.0, ctx.tokens, fork, ctx.gamma, shape, rng)?;
         for law in &mut t.laws {
             if let DraftLaw::Dist { ids, log_q } = law {
                 let u = -(ids.len() as f64).ln();
@@ -405,25 +400,20 @@ struct Unmasked<M>(M);
 impl<M: LanguageModel> Drafter for Unmasked<M> {
     fn draft<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        _: &[TokenId],
-        _: usize,
+        _: DraftContext<'_>,
         _: &mut C,
-        _: usize,
-        _: bool,
         _: &mut R,
     ) -> Result<Draft, VerifyError> {
         Ok(Draft::default())
     }
     fn draft_tree<C: Constraint, R: Rng + ?Sized>(
         &mut self,
-        ctx: &[TokenId],
-        _prompt_len: usize,
-        _fork: &mut C,
-        gamma: usize,
+        req: DraftContext<'_>,
         shape: &TreeConfig,
-        _sampled: bool,
+        _fork: &mut C,
         rng: &mut R,
     ) -> Result<TreeDraft, VerifyError> {
+        let (ctx, gamma) = (req.tokens, req.gamma);
         let mut out = TreeDraft::default();
         let all: Vec<TokenId> = (0..self.0.vocab_size() as TokenId).collect();
         // breadth first: (node, its path)

@@ -25,7 +25,7 @@ pub mod stats;
 pub mod toy;
 
 pub use zapspec_phi::lang::{dyck, trie};
-pub use zapspec_phi::lang::{DyckConstraint, DyckSpec, TokenTrie, TrieConstraint};
+pub use zapspec_phi::lang::{DyckConstraint, DyckRefusal, DyckSpec, TokenTrie, TrieConstraint};
 
 #[cfg(test)]
 mod tests;

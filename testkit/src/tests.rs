@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use std::collections::BTreeSet;
 use zapspec_core::{Constraint, LookAhead, RejectReason, RollbackError, TokenId, TokenSet};
 
-use crate::{DyckConstraint, DyckSpec, TokenTrie, TrieConstraint};
+use crate::{DyckConstraint, DyckRefusal, DyckSpec, TokenTrie, TrieConstraint};
 
 /// Enumerates the language of a constraint by walking its masks.
 fn enumerate<C: Constraint>(c: &mut C, prefix: &mut Vec<TokenId>, out: &mut Vec<Vec<TokenId>>) {
@@ -261,10 +261,14 @@ fn refusals_are_typed() {
     };
     let mut c = DyckConstraint::new(spec);
     let reason = |c: &mut DyckConstraint, t| c.advance(t).unwrap_err().reason;
-    assert_eq!(reason(&mut c, 1), RejectReason::Mismatch);
+    assert_eq!(reason(&mut c, 1), RejectReason::NotAllowed);
+    assert_eq!(c.refusal(1), Some(DyckRefusal::Mismatch));
     assert_eq!(reason(&mut c, 3), RejectReason::OutOfVocabulary);
     c.advance(0).unwrap();
-    assert_eq!(reason(&mut c, 0), RejectReason::DepthOrLength);
+    assert_eq!(reason(&mut c, 0), RejectReason::NotAllowed);
+    assert_eq!(c.refusal(0), Some(DyckRefusal::DepthOrLength));
+    assert_eq!(c.refusal(3), Some(DyckRefusal::OutOfVocabulary));
+    assert_eq!(c.refusal(1), None);
     assert_eq!(reason(&mut c, 2), RejectReason::EosNotAccepting);
     c.advance(1).unwrap();
     c.advance(2).unwrap();

@@ -10,6 +10,7 @@ use std::path::Path;
 /// The crates whose `src/` is checked (folders beside this one).
 const CRATES: &[&str] = &[
     "core",
+    "gguf",
     "vocab",
     "testkit",
     "toktrie",

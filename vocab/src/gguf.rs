@@ -153,7 +153,7 @@ impl TokenVocab {
         let mut f = std::io::BufReader::new(f);
         // Every count and length checked against the file's size before
         // candle's reader allocates from it.
-        zapspec_core::gguf_check::check_gguf_header(&mut f, len)
+        zapspec_gguf::check_gguf_header(&mut f, len)
             .map_err(|e| fmt_err(&p, format!("not a readable GGUF file: {e}")))?;
         std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0)).map_err(|source| {
             VocabError::Io {

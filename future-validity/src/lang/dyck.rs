@@ -84,6 +84,37 @@ impl DyckConstraint {
         let d = self.stack.len();
         d < self.spec.max_depth && self.len() + d + 2 <= self.spec.max_len
     }
+    /// Why the bracket `t` would be refused here, in this language's terms
+    /// (`None`: it is allowed, or it is EOS, whose refusals are core's
+    /// [`RejectReason`]s). [`Constraint::advance`](zapspec_core::Constraint::advance)
+    /// reports every such refusal as [`RejectReason::NotAllowed`] (or
+    /// [`RejectReason::OutOfVocabulary`]).
+    pub fn refusal(&self, t: TokenId) -> Option<DyckRefusal> {
+        let k = self.spec.kinds;
+        let ti = t as usize;
+        if self.finished || ti == 2 * k {
+            None
+        } else if ti < k {
+            (!self.can_open()).then_some(DyckRefusal::DepthOrLength)
+        } else if ti < 2 * k {
+            (self.stack.last() != Some(&((ti - k) as u16))).then_some(DyckRefusal::Mismatch)
+        } else {
+            Some(DyckRefusal::OutOfVocabulary)
+        }
+    }
+}
+
+/// Why a [`DyckConstraint`] refuses a bracket ([`DyckConstraint::refusal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DyckRefusal {
+    /// An opening bracket that would exceed the depth or length bound (the
+    /// string could no longer be closed within the bounds).
+    DepthOrLength,
+    /// A closing bracket that does not match the innermost open one (or
+    /// closes nothing).
+    Mismatch,
+    /// A token id past the language's vocabulary.
+    OutOfVocabulary,
 }
 
 impl zapspec_core::Matcher for DyckConstraint {
@@ -105,20 +136,17 @@ impl zapspec_core::Matcher for DyckConstraint {
         }
     }
     fn step(&mut self, t: TokenId) -> Result<(), RejectReason> {
+        match self.refusal(t) {
+            Some(DyckRefusal::OutOfVocabulary) => return Err(RejectReason::OutOfVocabulary),
+            Some(_) => return Err(RejectReason::NotAllowed),
+            None => {}
+        }
         let k = self.spec.kinds;
         let ti = t as usize;
         if ti < k {
-            if !self.can_open() {
-                return Err(RejectReason::DepthOrLength);
-            }
             self.stack.push(ti as u16);
-        } else if ti < 2 * k {
-            if self.stack.last() != Some(&((ti - k) as u16)) {
-                return Err(RejectReason::Mismatch);
-            }
-            self.stack.pop();
         } else {
-            return Err(RejectReason::OutOfVocabulary);
+            self.stack.pop();
         }
         self.history.push(t);
         Ok(())

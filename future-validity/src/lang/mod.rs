@@ -8,5 +8,5 @@
 pub mod dyck;
 pub mod trie;
 
-pub use dyck::{DyckConstraint, DyckSpec};
+pub use dyck::{DyckConstraint, DyckRefusal, DyckSpec};
 pub use trie::{TokenTrie, TrieConstraint};

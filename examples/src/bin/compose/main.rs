@@ -33,7 +33,7 @@
 //! `--phi-study` (with `--schemas N`) measures the Φ estimator itself under
 //! the Earley constraint: Leviathan beside FVO-Spec with OneStep-Cheap on
 //! every candidate and with a candidate cut (`--cut-top-p`, `--cut-max`),
-//! and MC(k, h) with batched rollouts on a rollout forest (`--mc-k`,
+//! and MC(k, h) with batched rollouts on a rollout tree (`--mc-k`,
 //! `--mc-horizon`, on the first `--mc-schemas`; `--mc-seq-schemas` adds
 //! the one-rollout-at-a-time ablation), each estimator call timed.
 //!
@@ -161,7 +161,7 @@ struct Args {
     #[arg(long, default_value_t = 4)]
     mc_cut_max: usize,
     /// Φ study: on the first this many schemas, also MC with the rollouts
-    /// one after another (each from the prefix's KV cache, no forest):
+    /// one after another (each from the prefix's KV cache, no rollout tree):
     /// the batching ablation.
     #[arg(long, default_value_t = 0)]
     mc_seq_schemas: usize,

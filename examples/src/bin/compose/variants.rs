@@ -172,7 +172,7 @@ pub(crate) fn variants(
 /// The Φ study on one schema (no drafter): Leviathan; FVO-Spec with
 /// OneStep-Cheap scoring every candidate (the estimator's default) and
 /// with the candidate cut; and, when `mc` holds, FVO-Spec with Monte Carlo
-/// rollouts (batched on a rollout forest of the target's own KV cache,
+/// rollouts (batched on a rollout tree of the target's own KV cache,
 /// [`zapspec_phi::WithModel`] over a copy of the prompted model) under a
 /// cut of at most `--mc-cut-max` candidates. Every FVO row records its
 /// estimator's time ([`Timed`]).

@@ -1,4 +1,8 @@
-//! A bounds-checked walk over a GGUF file's header, for loaders.
+//! # zapspec-gguf
+//!
+//! A bounds-checked walk over a GGUF file's header, for loaders (the
+//! tokenizer loader of `zapspec-vocab` and the checkpoint loader of
+//! `zapspec-backend` both run it first). Depends on no zapspec crate.
 //!
 //! GGUF readers (candle's `gguf_file` among them) allocate from the counts
 //! and lengths the file declares — a string of `2^63` bytes, a tensor with
