@@ -68,7 +68,8 @@ fn layout_table() -> BTreeMap<String, (String, String, String)> {
         rows.insert(
             path,
             (
-                cells[1].trim_matches('`').to_string(),
+                // the first name in backticks (a note may follow)
+                cells[1].split('`').nth(1).unwrap_or(cells[1]).to_string(),
                 cells[2].to_string(),
                 cells[3].to_string(),
             ),
