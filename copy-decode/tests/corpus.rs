@@ -107,7 +107,7 @@ fn hostile_documents() {
     assert_eq!(resolve(&one(2, 4), nul).as_deref(), Ok("\0\n\0\r\n\0"));
 }
 
-/// This repository's own history (the third corpus): pairs from
+/// This repository's own history: pairs from
 /// the last 30 commits' modified files up to 64 KiB, each round-tripping
 /// through its oracle program; the filters hold.
 #[test]

@@ -1,4 +1,4 @@
-//! Hostile inputs (the issue's "a million lines, empty, binary, very long
+//! Hostile inputs ("a million lines, empty, binary, very long
 //! lines"): clear errors or correct output, never a panic, and bounded
 //! memory in the token FSM for a million-line document.
 //!
