@@ -132,7 +132,7 @@
 //! The composition of coverage with the kernel table, and the noise model,
 //! are our readings of the paper; both are spelled out in the module docs.
 //! The `copy_coverage` binary of the `examples` crate runs all of it on the
-//! edit corpora (results in `examples/results/copy_coverage.md`).
+//! edit corpora (results in `examples/results/copy-coverage/copy_coverage.md`).
 //!
 //! ## Robustness
 //!
@@ -140,7 +140,7 @@
 //! project with its own workspace: `cargo +nightly fuzz run -O
 //! parse_program`; 601 s, 541,017 executions, no crash, with a
 //! differential check that a printed program resolves exactly when the
-//! FSM's byte automaton accepts it — `examples/results/copy_fuzz.md`);
+//! FSM's byte automaton accepts it — `examples/results/copy-fuzz/copy_fuzz.md`);
 //! `tests/hostile.rs` covers a million-line document (the digit automaton
 //! is arithmetic, `O(log n)` per digit, and the FSM's only per-document
 //! memory is the capped mask cache), the empty document, binary-looking
@@ -148,7 +148,7 @@
 //!
 //! ## Not done yet
 //!
-//! The SmolLM2 execution table (`examples/results/copy_exec_smollm2.md`)
+//! The SmolLM2 execution table (`examples/results/copy-exec/copy_exec_smollm2.md`)
 //! covers a small subset (the first few pairs per corpus under a token
 //! bound) on a shared 2-core CPU; the byte-model table (`copy_exec.md`)
 //! predates the output layout and canonical rows. Op selection in the
