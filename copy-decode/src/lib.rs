@@ -136,7 +136,8 @@
 //! or a git history, the timed regeneration / prompt-lookup baselines —
 //! are experiment code over this crate's API: the `copy_study` module of
 //! the `examples` crate, run by its `copy_coverage`, `copy_exec` and
-//! `copy_demo` binaries (results in `examples/results/copy_*.md`).
+//! `copy_demo` binaries (results in `examples/results/copy-coverage/`,
+//! `copy-exec/` and `copy-demo/`).
 //!
 //! ## Robustness
 //!
@@ -144,7 +145,7 @@
 //! project with its own workspace: `cargo +nightly fuzz run -O
 //! parse_program`; 601 s, 541,017 executions, no crash, with a
 //! differential check that a printed program resolves exactly when the
-//! FSM's byte automaton accepts it — `examples/results/copy_fuzz.md`);
+//! FSM's byte automaton accepts it — `examples/results/copy-fuzz/copy_fuzz.md`);
 //! `tests/hostile.rs` covers a million-line document (the digit automaton
 //! is arithmetic, `O(log n)` per digit, and the FSM's only per-document
 //! memory is the capped mask cache), the empty document, binary-looking
@@ -152,7 +153,7 @@
 //!
 //! ## Not done yet
 //!
-//! The SmolLM2 execution table (`examples/results/copy_exec_smollm2.md`)
+//! The SmolLM2 execution table (`examples/results/copy-exec/copy_exec_smollm2.md`)
 //! covers a small subset (the first few pairs per corpus under a token
 //! bound) on a shared 2-core CPU; the byte-model table (`copy_exec.md`)
 //! predates the output layout and canonical rows. Op selection in the

@@ -49,7 +49,7 @@
 //!
 //! Measured figures (NFE, token rate, acceptance, mismatches, the `D*`
 //! and temperature sweeps, the overhead table, confidence distributions)
-//! are in `examples/results/spiffy*.md`, made by
+//! are in `examples/results/spiffy/`, made by
 //! `examples/src/bin/spiffy.rs`; the command is at the top of each file.
 
 //! ## Lossless

@@ -46,7 +46,7 @@
 //! [`ThreadPool::install`](rayon::ThreadPool::install), the "calling
 //! thread" is already one of the pool's, and `install` itself pays the
 //! hand-off. The `batch_masks` example measures these modes
-//! (`examples/results/batch_masks.md`). Two matchers of one grammar that miss on the same parser state
+//! (`examples/results/batch-masks/batch_masks.md`). Two matchers of one grammar that miss on the same parser state
 //! at the same time both compute the mask (the first to finish fills the
 //! cache); a cold context-independent entry is computed once and waited
 //! for by the others.

@@ -211,7 +211,7 @@
 //! entry is merged from the token trie's subtrees.
 //!
 //! Measurement history (past MaskBench tables, before/after figures of the
-//! optimisations) is in `examples/results/history_earley.md`.
+//! optimisations) is in `examples/results/history/earley.md`.
 //!
 //! ## Not done / limits
 //!

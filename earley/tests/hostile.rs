@@ -350,7 +350,7 @@ fn fuzz_gbnf_timeout_wide_alternative_under_repetition() {
 /// The `gbnf` fuzz target's second timeout (71 s under the sanitizer):
 /// the same shape, `(a|b)*a(W|b){42}` with a wide, empty-branch-laden
 /// `W`, which determinises to just under the 100,000-state bound — a
-/// success, but 1.1–1.8 s in release (examples/results/hostile.md).
+/// success, but 1.1–1.8 s in release (examples/results/hostile/hostile.md).
 const FUZZ_TIMEOUT_2: &str = "root ::= /(a|b)*a(...u:mb....r | .array | string | nu:mber | ]\"..\x00\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00| a,\x00\x00\x00$\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00|\x00\x00\x00||||||\x00\x00\x00.a|b){42}/\n";
 
 #[test]

@@ -1,4 +1,4 @@
-//! Thread-safety soak (issue 17): compiled grammars and the shared
+//! Thread-safety soak: compiled grammars and the shared
 //! per-vocabulary cache used from 8 rayon threads at once give exactly the
 //! results of a sequential run, with no deadlock, and memory stays bounded.
 //!

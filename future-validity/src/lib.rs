@@ -85,7 +85,7 @@
 //!   `LookAhead::mask_key`, listed sparsely by `LookAhead::allowed_sparse`,
 //!   or walked once per node by `LookAhead::for_each_successor` for
 //!   tries). Recorded shares of a FVO-Spec round (`fvo_overhead`) are in
-//!   `examples/results/history_fvo.md`.
+//!   `examples/results/history/fvo.md`.
 //!
 //! ## Calling convention
 //!

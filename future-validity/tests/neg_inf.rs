@@ -1,4 +1,4 @@
-//! Zero-probability branches (Defect 3 of the Φ-edges issue): a valid
+//! Zero-probability branches: a valid
 //! token with logit −∞ makes its subtree unreachable (Φ may be 0 there, and
 //! the local mass below it may be 0). That is a normal case: every law is
 //! finite or −∞, never NaN, sums to 1, and the exact laws match brute force.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpora of the fuzz targets (run from fuzz/seeds/).
 
-Small, valid inputs of each format plus the hostile rows of issue 17, so
+Small, valid inputs of each format plus the hostile rows of the hostile-input tests, so
 the fuzzer starts from inputs that reach deep code. Deterministic."""
 import json, os, struct
 

@@ -49,7 +49,7 @@ pub enum GgufWeights {
     /// built with `-C target-cpu=native` this path decodes slightly faster
     /// than the dense one but prefills ~8× slower (row-by-row matmul);
     /// without it, it runs scalar and loses everywhere
-    /// (`examples/results/smollm2.md`).
+    /// (`examples/results/smollm2-bench/smollm2.md`).
     Quantized,
     /// Every tensor dequantised to f32 at load, multiplied by the `gemm`
     /// crate (SIMD chosen at run time): the faster on a default build and

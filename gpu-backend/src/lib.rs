@@ -45,7 +45,7 @@
 //! The shipped models (`models/`, trained by `examples/src/bin/train.rs`)
 //! are small byte-level causal and masked-diffusion LMs; see
 //! `models/README.md` (recorded training results:
-//! `examples/results/history_zapspec_backend.md`).
+//! `examples/results/history/backend.md`).
 //!
 //! Not done: no fused attention kernels (attention is plain matmul +
 //! softmax, so long contexts cost O(n²) memory); the `cuda` feature is not

@@ -1,4 +1,4 @@
-//! Hostile checkpoint files (issue 17): loaders allocate nothing from a
+//! Hostile checkpoint files: loaders allocate nothing from a
 //! count or size read from a file (context length, layer count, tensor
 //! shapes, GGUF string / array lengths, dimension counts, tensor sizes)
 //! before checking it against the file's length and a documented maximum.

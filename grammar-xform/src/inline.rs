@@ -43,7 +43,7 @@ pub struct InlineConfig {
     /// always inlined). Default 0: inlining a multi-alternative nonterminal
     /// into the middle of a rule duplicates the rule's prefix, which can
     /// increase Earley parsing work (recorded in
-    /// `examples/results/history_zapspec_grammar.md`).
+    /// `examples/results/history/grammar.md`).
     pub max_alternatives: usize,
 }
 

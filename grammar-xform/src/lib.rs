@@ -61,7 +61,7 @@
 //! Whether the transforms reduce parsing work depends on the grammar: the
 //! default keeps the paper's pipeline; set `SimplifyConfig { nullable:
 //! false, .. }` where parse work matters more than ε-freedom (recorded
-//! measurements: `examples/results/history_zapspec_grammar.md`).
+//! measurements: `examples/results/history/grammar.md`).
 //!
 //! ## Limits
 //!

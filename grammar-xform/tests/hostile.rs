@@ -1,4 +1,4 @@
-//! Hostile inputs (issue 17) to the GBNF parser and the terminal
+//! Hostile inputs to the GBNF parser and the terminal
 //! automata (the JSON Schema ones are in `zapspec-jsonschema`'s
 //! `tests/hostile.rs`): every one ends quickly in a typed error that
 //! names the limit and the place, or in success — never an out-of-memory

@@ -243,7 +243,7 @@
 //!   `additionalProperties`), `$ref` outside the document.
 //! * **Coverage** on MaskBench: `cargo test -p tests --test
 //!   maskbench_census -- --nocapture` (recorded results:
-//!   `examples/results/history_zapspec_grammar.md`).
+//!   `examples/results/history/grammar.md`).
 //! * Recursion: a subschema that is just a `$ref` becomes one shared
 //!   nonterminal; everything is emitted from a work queue, never by
 //!   recursion over the schema, so deep schemas cannot overflow the stack.

@@ -209,7 +209,7 @@ fn inexact_formats_are_refused_unless_lenient() {
     }
 }
 
-/// The hole the issue names: `"://"` is no URI reference.
+/// The hole this test pins: `"://"` is no URI reference.
 #[test]
 fn uri_reference_rejects_colon_in_first_segment() {
     let schema = json!({"type": "string", "format": "uri-reference"});

@@ -1,4 +1,4 @@
-//! Hostile JSON Schemas (issue 17): every one ends quickly in a typed error that
+//! Hostile JSON Schemas: every one ends quickly in a typed error that
 //! names the limit and the place, or in success — never an out-of-memory
 //! kill, a stack overflow or minutes of work.
 //!

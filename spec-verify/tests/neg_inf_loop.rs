@@ -1,7 +1,7 @@
-//! The speculative loop on a target with −∞ logits on valid tokens (Defect
-//! 3 of the Φ-edges issue): drafts the target gives probability 0 are
-//! rejected, prefixes below them (where every valid token may have zero
-//! target mass) are never entered, and the sampled laws are still μ^proj
+//! The speculative loop on a target with −∞ logits on valid tokens:
+//! drafts the target gives probability 0 are rejected, prefixes below
+//! them (where every valid token may have zero target mass) are never
+//! entered, and the sampled laws are still μ^proj
 //! (Leviathan) and μ* (FVO-Spec with exact Φ). No `EmptySupport`.
 
 use zapspec_core::prob::seeded_rng;

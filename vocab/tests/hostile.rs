@@ -1,4 +1,4 @@
-//! Hostile tokenizer files (issue 17): no table is sized by a token id or
+//! Hostile tokenizer files: no table is sized by a token id or
 //! length read from the file before it is checked against the file's
 //! length and [`MAX_VOCAB_TOKENS`]. Each case ends quickly in a typed
 //! `VocabError` (the asserted bound is generous; each takes milliseconds).

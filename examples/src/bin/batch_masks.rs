@@ -72,7 +72,7 @@ struct Args {
     #[arg(long, default_value = "o200k")]
     vocab: String,
     /// Directory of batch_masks.md and batch_masks.json.
-    #[arg(long, default_value = "examples/results")]
+    #[arg(long, default_value = "examples/results/batch-masks")]
     out: PathBuf,
 }
 

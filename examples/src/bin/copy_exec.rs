@@ -4,7 +4,7 @@
 //! with greedy verification (vLLM's `ngram` speculator).
 //!
 //! ```text
-//! cargo run -p examples --bin copy_exec -- --pairs 50 --out examples/results
+//! cargo run -p examples --bin copy_exec -- --pairs 50 --out examples/results/copy-exec
 //! cargo run -p examples --bin copy_exec -- my_edits.jsonl --pairs 20
 //! cargo run -p examples --bin copy_exec -- --git . --no-jsonl --git-max-file-bytes 4000 --pairs 5
 //! ```

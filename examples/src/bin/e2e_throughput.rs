@@ -18,7 +18,7 @@
 //!
 //! ```sh
 //! scripts/fetch-smollm2.sh
-//! cargo run --profile release-fast -p examples --bin e2e_throughput -- --out examples/results
+//! cargo run --profile release-fast -p examples --bin e2e_throughput -- --out examples/results/e2e-throughput
 //! ```
 
 use std::path::{Path, PathBuf};

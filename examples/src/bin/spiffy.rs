@@ -14,11 +14,11 @@
 //! text vs JSON), and the prefix-cache (inexact, App. A.2) mismatch count.
 //!
 //! ```text
-//! cargo run --release -p examples --bin spiffy -- --out examples/results
+//! cargo run --release -p examples --bin spiffy -- --out examples/results/spiffy/tiny
 //! cargo run --profile release-fast -p examples --bin spiffy -- \
 //!     --model models/diffusion-bytes-3m --name spiffy_3m \
 //!     --prompt-len 32 --gen-len 256 --block-len 32 --calib 8 --eval 8 \
-//!     --temps 0,1 --tau-low 0 --out examples/results
+//!     --temps 0,1 --tau-low 0 --out examples/results/spiffy/3m
 //! ```
 //!
 //! The decoding cache is the exact one for the model's attention: the dual
@@ -59,7 +59,7 @@ struct Args {
     #[arg(long, value_enum)]
     cache: Option<CacheArg>,
     /// A previous report (`<name>.json`) whose Table 1 is shown beside
-    /// this one (e.g. the tiny model's `examples/results/spiffy.json`).
+    /// this one (e.g. the tiny model's `examples/results/spiffy/tiny/spiffy.json`).
     #[arg(long)]
     compare: Option<PathBuf>,
     /// Seed of the sampled runs (temperature sweep) and of the prompt order.

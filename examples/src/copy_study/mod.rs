@@ -13,9 +13,10 @@
 //! The composition of coverage with the kernel table, and the noise model,
 //! are our readings of the paper; both are spelled out in the module docs.
 //! The `copy_coverage` binary runs coverage, bounds and perturbation on
-//! the edit corpora (`examples/results/copy_coverage.md`); `copy_exec`
+//! the edit corpora (`examples/results/copy-coverage/copy_coverage.md`); `copy_exec`
 //! races Copy-as-Decode against the baselines on a model
-//! (`copy_exec*.md`); `copy_demo` lets SmolLM2 write programs.
+//! (`examples/results/copy-exec/`); `copy_demo` lets SmolLM2 write programs
+//! (`examples/results/copy-demo/`).
 
 pub mod baselines;
 pub mod corpus;
