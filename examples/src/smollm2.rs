@@ -82,12 +82,19 @@ impl SmolLm2 {
             .map_err(|e| anyhow!("cannot run {}: {e}", script.display()))?;
         if !out.status.success() || !p.exists() {
             let err = String::from_utf8_lossy(&out.stderr);
-            let last = err
+            let lines: Vec<&str> = err
                 .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
-            bail!("scripts/fetch-smollm2.sh failed: {}", last.trim());
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            // the cause, not the clean-up after it
+            let why = lines
+                .iter()
+                .find(|l| l.contains("ERROR") || l.contains("error") || l.contains("not found"))
+                .or(lines.last())
+                .copied()
+                .unwrap_or("no message");
+            bail!("scripts/fetch-smollm2.sh failed ({why})");
         }
         Ok(p)
     }
