@@ -1,42 +1,100 @@
 //! Grammar constraints in one call: GBNF or a JSON Schema compiled into
-//! zapspec's Earley matcher over a vocabulary (`zapspec-grammar` /
-//! `zapspec-jsonschema` → `simplify` → `zapspec-earley`). Each call builds
-//! a fresh [`Engine`] (its own token trie and mask cache); to share one
-//! engine across grammars, call `zapspec_earley` directly.
+//! zapspec's Earley matcher over a vocabulary.
 //!
-//! Cost: the engine's token trie over the vocabulary (tens of ms for 200k
-//! tokens) plus the grammar's compile (MaskBench: ~1 ms median).
+//! ## One path
+//!
+//! A JSON Schema takes exactly two steps, both here:
+//! [`zapspec_jsonschema::compile_json_schema`] (schema → grammar IR) and
+//! [`Engine::compile`] (IR → [`CompiledGrammar`]). [`compile_json_schema`]
+//! is that path; [`json_schema`] and [`crate::Model::json_schema`] call
+//! it, and so does MaskBench's zapspec adapter
+//! (`examples/src/bin/maskbench/zapspec.rs`), so the benchmark times the
+//! call a user makes (the Python package, which does not depend on the
+//! facade, takes the same two steps). No other pass runs between the two steps: the
+//! engine takes the IR as it is (useless, nullable and unit rules
+//! included), and `zapspec_grammar::simplify` stays a separate tool for
+//! grammar inspection. Masks with and without `simplify` are compared on
+//! every MaskBench schema by `examples --bin simplify_masks`.
+//!
+//! Cost: the [`Engine`] (its vocabulary index: token trie, vocabulary
+//! slices; tens of ms for 200k tokens) is built once per vocabulary and
+//! shared — [`crate::Model`] keeps one, and [`compile_json_schema`] /
+//! [`compile_gbnf`] take one; the free functions [`json_schema`],
+//! [`gbnf`] and [`earley`] build a fresh one per call, for one-off use.
+//! A schema's compile is then ~0.3 ms at the median of MaskBench's small
+//! splits (see `examples/results/maskbench/`).
 
 use std::sync::Arc;
 
 use zapspec_core::Vocabulary;
-use zapspec_earley::{EarleyMatcher, Engine, EngineConfig};
-use zapspec_grammar::{simplify, Grammar, SimplifyConfig};
-use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, EARLEY_MAX_REGEX_REPEAT};
+use zapspec_earley::{CompiledGrammar, EarleyMatcher, Engine, EngineConfig};
+use zapspec_grammar::Grammar;
+use zapspec_jsonschema::{JsonSchemaOptions, EARLEY_MAX_REGEX_REPEAT};
 
 use crate::Error;
 
-/// The Earley matcher of a GBNF grammar over `vocab`.
+/// The JSON Schema compiler options of the facade: the compiler's
+/// defaults (compact JSON, `oneOf` only where provably exact, specification
+/// formats enforced or refused, unknown formats as annotations), with
+/// strings of any length as one counted terminal
+/// ([`EARLEY_MAX_REGEX_REPEAT`], what the Earley engine's counted
+/// automata take).
+pub fn json_schema_options() -> JsonSchemaOptions {
+    JsonSchemaOptions {
+        max_regex_repeat: EARLEY_MAX_REGEX_REPEAT,
+        ..JsonSchemaOptions::default()
+    }
+}
+
+/// The facade's one JSON Schema path: `schema` → grammar IR under `opts`
+/// ([`zapspec_jsonschema::compile_json_schema`]) → compiled for `engine`'s
+/// vocabulary under `config`. Refusals are [`Error::Schema`] (a JSON
+/// pointer and the keyword), engine limits [`Error::Earley`].
+pub fn compile_json_schema(
+    engine: &Engine,
+    schema: &serde_json::Value,
+    opts: &JsonSchemaOptions,
+    config: EngineConfig,
+) -> Result<Arc<CompiledGrammar>, Error> {
+    let g = zapspec_jsonschema::compile_json_schema(schema, opts)?;
+    Ok(engine.compile(&g, config)?)
+}
+
+/// A GBNF grammar compiled for `engine`'s vocabulary under `config`
+/// (parse errors with their position are [`Error::Grammar`]).
+pub fn compile_gbnf(
+    engine: &Engine,
+    src: &str,
+    config: EngineConfig,
+) -> Result<Arc<CompiledGrammar>, Error> {
+    Ok(engine.compile(&Grammar::from_gbnf(src)?, config)?)
+}
+
+/// The Earley matcher of a GBNF grammar over `vocab` (a fresh [`Engine`];
+/// see [`compile_gbnf`] to share one).
 pub fn gbnf<V: Vocabulary + Send + Sync + 'static>(
     vocab: Arc<V>,
     src: &str,
 ) -> Result<EarleyMatcher, Error> {
-    earley(vocab, Grammar::from_gbnf(src)?)
+    Ok(compile_gbnf(&Engine::new(vocab), src, EngineConfig::default())?.matcher())
 }
 
 /// The Earley matcher of the language of JSON documents valid under
-/// `schema` (compact JSON, the compiler's default options but strings of
-/// any length as one counted terminal, `EARLEY_MAX_REGEX_REPEAT`) over
-/// `vocab`.
+/// `schema` over `vocab`: [`compile_json_schema`] with
+/// [`json_schema_options`] and the default engine configuration, on a
+/// fresh [`Engine`].
 pub fn json_schema<V: Vocabulary + Send + Sync + 'static>(
     vocab: Arc<V>,
     schema: &serde_json::Value,
 ) -> Result<EarleyMatcher, Error> {
-    let opts = JsonSchemaOptions {
-        max_regex_repeat: EARLEY_MAX_REGEX_REPEAT,
-        ..JsonSchemaOptions::default()
-    };
-    earley(vocab, compile_json_schema(schema, &opts)?)
+    let engine = Engine::new(vocab);
+    Ok(compile_json_schema(
+        &engine,
+        schema,
+        &json_schema_options(),
+        EngineConfig::default(),
+    )?
+    .matcher())
 }
 
 /// [`json_schema`] of a schema given as JSON text (invalid JSON is
@@ -48,14 +106,13 @@ pub fn json_schema_str<V: Vocabulary + Send + Sync + 'static>(
     json_schema(vocab, &crate::parse_json(schema)?)
 }
 
-/// The Earley matcher of a grammar of the IR over `vocab` (simplified
-/// first, default engine configuration).
+/// The Earley matcher of a grammar of the IR over `vocab` (as it is, the
+/// default engine configuration, a fresh [`Engine`]).
 pub fn earley<V: Vocabulary + Send + Sync + 'static>(
     vocab: Arc<V>,
     grammar: Grammar,
 ) -> Result<EarleyMatcher, Error> {
-    let g = simplify(&grammar, &SimplifyConfig::default())?.grammar;
     Ok(Engine::new(vocab)
-        .compile(&g, EngineConfig::default())?
+        .compile(&grammar, EngineConfig::default())?
         .matcher())
 }

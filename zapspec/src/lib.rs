@@ -101,7 +101,10 @@ mod text;
 mod unconstrained;
 
 pub use builder::{Builder, Generation, Pipeline};
-pub use constraints::{earley, gbnf, json_schema, json_schema_str};
+pub use constraints::{
+    compile_gbnf, compile_json_schema, earley, gbnf, json_schema, json_schema_options,
+    json_schema_str,
+};
 #[cfg(feature = "models")]
 pub use model::{LoadOptions, Model};
 pub use tempered::Tempered;
@@ -110,6 +113,8 @@ pub use unconstrained::Unconstrained;
 pub use zapspec_vocab::{ChatMl, Message, Role, TokenVocab};
 
 pub use zapspec_core::{Constraint, LanguageModel, TokenId};
+pub use zapspec_earley::{CompiledGrammar, EarleyMatcher, Engine, EngineConfig};
+pub use zapspec_jsonschema::JsonSchemaOptions;
 pub use zapspec_phi::{
     CandidateCut, MonteCarlo, MonteCarloConfig, OneStepCheap, PhiEstimator, TailValue, Uniform,
     WithModel,
@@ -136,7 +141,7 @@ pub enum Error {
     /// The loop (configuration, model, constraint or estimator errors).
     #[error(transparent)]
     Verify(#[from] zapspec_verify::VerifyError),
-    /// A grammar that does not parse or simplify.
+    /// A grammar that does not parse.
     #[error(transparent)]
     Grammar(#[from] zapspec_grammar::GrammarError),
     /// A JSON Schema the compiler refuses.

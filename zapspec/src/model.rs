@@ -11,11 +11,11 @@
 //! Nothing is downloaded.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use zapspec_backend::{load_causal, load_gguf, CausalLm, GgufOptions, GgufWeights};
 use zapspec_core::{LanguageModel, Vocabulary};
-use zapspec_earley::EarleyMatcher;
+use zapspec_earley::{EarleyMatcher, Engine, EngineConfig};
 use zapspec_phi::Uniform;
 use zapspec_verify::NoDraft;
 use zapspec_vocab::{ChatMl, TokenVocab};
@@ -54,6 +54,9 @@ pub struct Model {
     pub tokenizer: Tokenizer,
     /// Where it was loaded from.
     pub path: PathBuf,
+    /// The grammar engine of the vocabulary, built on first use and shared
+    /// by clones.
+    engine: Arc<OnceLock<Engine>>,
 }
 
 impl std::fmt::Debug for Model {
@@ -116,6 +119,7 @@ impl Model {
             lm,
             tokenizer,
             path: path.to_path_buf(),
+            engine: Arc::default(),
         })
     }
 
@@ -153,22 +157,38 @@ impl Model {
         self.tokenizer.vocab()
     }
 
+    /// The grammar engine of this model's vocabulary (its vocabulary index:
+    /// token trie, slices, the context-independent mask cache), built on
+    /// the first call — tens of ms for a 50k vocabulary — and shared by
+    /// every constraint this model (or a clone of it) builds.
+    pub fn engine(&self) -> &Engine {
+        self.engine
+            .get_or_init(|| Engine::new(self.vocab().clone()))
+    }
+
     /// The Earley matcher of JSON documents valid under `schema`, over this
-    /// model's vocabulary ([`crate::json_schema`]).
+    /// model's vocabulary: [`crate::compile_json_schema`] with
+    /// [`crate::json_schema_options`] on [`Model::engine`].
     pub fn json_schema(&self, schema: &serde_json::Value) -> Result<EarleyMatcher, Error> {
-        crate::json_schema(self.vocab().clone(), schema)
+        let cg = crate::compile_json_schema(
+            self.engine(),
+            schema,
+            &crate::json_schema_options(),
+            EngineConfig::default(),
+        )?;
+        Ok(cg.matcher())
     }
 
     /// [`Model::json_schema`] of a schema given as JSON text (invalid JSON
     /// is [`Error::Json`] with its line and column).
     pub fn json_schema_str(&self, schema: &str) -> Result<EarleyMatcher, Error> {
-        crate::json_schema_str(self.vocab().clone(), schema)
+        self.json_schema(&crate::parse_json(schema)?)
     }
 
     /// The Earley matcher of a GBNF grammar over this model's vocabulary
-    /// ([`crate::gbnf`]).
+    /// ([`crate::compile_gbnf`] on [`Model::engine`]).
     pub fn gbnf(&self, src: &str) -> Result<EarleyMatcher, Error> {
-        crate::gbnf(self.vocab().clone(), src)
+        Ok(crate::compile_gbnf(self.engine(), src, EngineConfig::default())?.matcher())
     }
 
     /// A [`Builder`] of this model (a clone: the weights are shared) under

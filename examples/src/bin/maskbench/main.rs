@@ -118,6 +118,9 @@ struct Args {
 enum Line {
     Start {
         baseline_rss_kib: u64,
+        /// Building the adapter (the engine's per-vocabulary work), ms.
+        #[serde(default)]
+        engine_build_ms: f64,
     },
     Schema {
         vmhwm_kib: u64,
@@ -285,12 +288,15 @@ fn child_main(a: &Args) -> Result<()> {
         .create(true)
         .append(true)
         .open(jsonl_path(&a.out, &engine))?;
+    let t_build = Instant::now();
     let mut adapter = make_adapter(&engine, &vocab, a.cold_index)?;
+    let engine_build_ms = t_build.elapsed().as_secs_f64() * 1e3;
     writeln!(
         out,
         "{}",
         serde_json::to_string(&Line::Start {
-            baseline_rss_kib: proc_status_kib("VmRSS:")
+            baseline_rss_kib: proc_status_kib("VmRSS:"),
+            engine_build_ms,
         })?
     )?;
     run_engine(&engine, adapter.as_mut(), &vocab, &files, a.start, a, |r| {
@@ -322,6 +328,7 @@ fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<EngineSummary> {
     let exe = std::env::current_exe()?;
     let mut results: Vec<SchemaResult> = Vec::new();
     let (mut vmhwm, mut baseline, mut restarts) = (0u64, 0u64, 0usize);
+    let mut build_ms = 0f64;
     let mut next = 0usize;
     let mut offset = 0u64;
     let t_start = Instant::now();
@@ -364,8 +371,12 @@ fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<EngineSummary> {
                 }
                 offset += n as u64;
                 match serde_json::from_str::<Line>(&buf) {
-                    Ok(Line::Start { baseline_rss_kib }) => {
-                        baseline = baseline.max(baseline_rss_kib)
+                    Ok(Line::Start {
+                        baseline_rss_kib,
+                        engine_build_ms,
+                    }) => {
+                        baseline = baseline.max(baseline_rss_kib);
+                        build_ms = build_ms.max(engine_build_ms);
                     }
                     Ok(Line::Schema { vmhwm_kib, result }) => {
                         vmhwm = vmhwm.max(vmhwm_kib);
@@ -414,6 +425,7 @@ fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<EngineSummary> {
     let mut s = summarize(engine, &results);
     s.vmhwm_kib = vmhwm;
     s.baseline_rss_kib = baseline;
+    s.engine_build_ms = build_ms;
     s.child_restarts = restarts;
     s.wall_s = t_start.elapsed().as_secs_f64();
     Ok(s)

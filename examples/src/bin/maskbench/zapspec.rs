@@ -10,10 +10,7 @@ use zapspec_earley::{
     CompiledGrammar, EarleyMatcher, Engine, EngineConfig, IndexConfig, VocabIndex,
 };
 use zapspec_grammar::Grammar;
-use zapspec_jsonschema::{
-    compile_json_schema_report, JsonSchemaOptions, OneOfMode, UnknownFormats,
-    EARLEY_MAX_REGEX_REPEAT,
-};
+use zapspec_jsonschema::{compile_json_schema_report, JsonSchemaOptions, UnknownFormats};
 use zapspec_vocab::TokenVocab;
 
 use crate::adapter::{Adapter, CompileFailure, Compiled};
@@ -22,7 +19,7 @@ use crate::adapter::{Adapter, CompileFailure, Compiled};
 /// and `kbnf` engines. MaskBench counts an accepted invalid instance as a
 /// bug, so the compiler runs in its sound mode: compact whitespace,
 /// `oneOf` only where its branches are provably disjoint
-/// ([`OneOfMode::RequireDisjoint`]; llguidance refuses `oneOf` too), and a
+/// (`OneOfMode::RequireDisjoint`; llguidance refuses `oneOf` too), and a
 /// specification `format` the compiler cannot enforce is a refusal rather
 /// than an annotation. A `format` no draft defines is an annotation, as the
 /// specification and the validators that wrote MaskBench's labels treat it
@@ -35,11 +32,16 @@ pub fn schema_grammar(schema: &Value) -> Result<Grammar, CompileFailure> {
 /// (`JsonSchemaOptions::intersections`; `MASKBENCH_INTERSECTIONS=0`
 /// turns them off everywhere, the ablation; KBNF has none).
 pub fn schema_grammar_with(schema: &Value, intersections: bool) -> Result<Grammar, CompileFailure> {
-    let mut opts = JsonSchemaOptions {
-        one_of: OneOfMode::RequireDisjoint,
-        max_regex_repeat: EARLEY_MAX_REGEX_REPEAT,
-        ..JsonSchemaOptions::default()
-    };
+    let (g, _report) = compile_json_schema_report(schema, &schema_options(intersections))
+        .map_err(|e| CompileFailure::new(format!("schema: {}", e.category()), e.to_string()))?;
+    Ok(g)
+}
+
+/// The compiler options of the run: the facade's
+/// ([`::zapspec::json_schema_options`]), with the experiment knobs of the
+/// environment applied.
+pub fn schema_options(intersections: bool) -> JsonSchemaOptions {
+    let mut opts = ::zapspec::json_schema_options();
     if let Some(n) = env_u64("MASKBENCH_MAX_REGEX_REPEAT") {
         opts.max_regex_repeat = n;
     }
@@ -50,9 +52,7 @@ pub fn schema_grammar_with(schema: &Value, intersections: bool) -> Result<Gramma
     if env_u64("MASKBENCH_REFUSE_UNKNOWN_FORMATS").is_some_and(|b| b != 0) {
         opts.unknown_formats = UnknownFormats::Refuse;
     }
-    let (g, _report) = compile_json_schema_report(schema, &opts)
-        .map_err(|e| CompileFailure::new(format!("schema: {}", e.category()), e.to_string()))?;
-    Ok(g)
+    opts
 }
 
 /// The ablation variants of `--ablation` (ZapFormat Table 3 and more).
@@ -152,8 +152,6 @@ pub struct ZapAdapter {
     index: IndexConfig,
     /// A fresh vocabulary index per schema (cold context-independent cache).
     cold: bool,
-    /// Time of the last schema → grammar translation, µs.
-    schema_us: Option<f64>,
 }
 
 impl ZapAdapter {
@@ -169,7 +167,6 @@ impl ZapAdapter {
             config,
             index,
             cold,
-            schema_us: None,
         }
     }
 
@@ -198,25 +195,35 @@ impl Adapter for ZapAdapter {
         Some(self.engine.index().dfa_build_stats().1 as f64 / 1000.0)
     }
 
-    fn last_schema_us(&self) -> Option<f64> {
-        self.schema_us
+    fn schema_step_us(&mut self, schema: &Value) -> Option<f64> {
+        let t0 = std::time::Instant::now();
+        let ok = schema_grammar(schema).is_ok();
+        ok.then(|| t0.elapsed().as_nanos() as f64 / 1000.0)
     }
 
     fn compile(&mut self, schema: &Value) -> Result<Box<dyn Compiled>, CompileFailure> {
-        let t0 = std::time::Instant::now();
-        self.schema_us = None;
-        let g = schema_grammar(schema)?;
-        self.schema_us = Some(t0.elapsed().as_nanos() as f64 / 1000.0);
-        let cg = self.engine.compile(&g, self.config).map_err(|e| {
-            let msg = e.to_string();
-            let head: String = msg
-                .split([':', '/'])
-                .next()
-                .unwrap_or("")
-                .chars()
-                .take(40)
-                .collect();
-            CompileFailure::new(format!("earley: {}", head.trim()), msg)
+        // The facade's one path, the call a user makes.
+        let cg = ::zapspec::compile_json_schema(
+            &self.engine,
+            schema,
+            &schema_options(true),
+            self.config,
+        )
+        .map_err(|e| match e {
+            ::zapspec::Error::Schema(e) => {
+                CompileFailure::new(format!("schema: {}", e.category()), e.to_string())
+            }
+            e => {
+                let msg = e.to_string();
+                let head: String = msg
+                    .split([':', '/'])
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(40)
+                    .collect();
+                CompileFailure::new(format!("earley: {}", head.trim()), msg)
+            }
         })?;
         let mask = TokenSet::new(self.vocab.len());
         Ok(Box::new(ZapCompiled {
