@@ -611,7 +611,13 @@ impl KeyAutomaton {
                 }
             }
         }
-        let states = order
+        // minimal: states no suffix tells apart merged (Moore's partition
+        // refinement over the atoms; a dead target is its own class), so
+        // a product that tracks what no longer matters (the partial
+        // matches of an unanchored pattern after it matched) writes one
+        // nonterminal per state of the minimal automaton
+        let (class_of, reps) = minimize(&order, &index, &acc, &live, &self.trans);
+        let states = reps
             .iter()
             .map(|&s| {
                 let mut by_target: Vec<(usize, Vec<ClassUnicodeRange>)> = Vec::new();
@@ -620,10 +626,11 @@ impl KeyAutomaton {
                     if !live[t] {
                         continue;
                     }
+                    let tc = class_of[index[t]];
                     let r = ClassUnicodeRange::new(self.atoms[a].0, self.atoms[a].1);
-                    match by_target.iter_mut().find(|(x, _)| *x == index[t]) {
+                    match by_target.iter_mut().find(|(x, _)| *x == tc) {
                         Some((_, v)) => v.push(r),
-                        None => by_target.push((index[t], vec![r])),
+                        None => by_target.push((tc, vec![r])),
                     }
                 }
                 RegionState {
@@ -637,6 +644,67 @@ impl KeyAutomaton {
             .collect();
         RegionGrammar { states }
     }
+}
+
+/// Moore's minimisation of a trimmed region automaton: `order` lists its
+/// states (start first; `index` maps a product state to its place there),
+/// accepting per `acc`, with transitions `trans` per atom (a target not
+/// `live` is the dead state). Returns each listed state's class (classes
+/// numbered by first appearance, so the start's is 0) and one product
+/// state per class. Each round splits classes by (class, class of the
+/// target per atom); it stops when a round splits none — at most one
+/// round per state, each linear in the transitions.
+fn minimize(
+    order: &[usize],
+    index: &[usize],
+    acc: &[bool],
+    live: &[bool],
+    trans: &[Vec<u32>],
+) -> (Vec<usize>, Vec<usize>) {
+    const DEAD: u32 = u32::MAX;
+    let mut class: Vec<u32> = order.iter().map(|&s| u32::from(acc[s])).collect();
+    let mut count = class.iter().collect::<BTreeSet<_>>().len();
+    let mut sig: Vec<u32> = Vec::new();
+    loop {
+        let mut ids: rustc_hash::FxHashMap<Vec<u32>, u32> = Default::default();
+        let mut next = Vec::with_capacity(order.len());
+        for (i, &s) in order.iter().enumerate() {
+            sig.clear();
+            sig.push(class[i]);
+            sig.extend(trans[s].iter().map(|&t| {
+                let t = t as usize;
+                if live[t] {
+                    class[index[t]]
+                } else {
+                    DEAD
+                }
+            }));
+            let n = ids.len() as u32;
+            next.push(*ids.entry(sig.clone()).or_insert(n));
+        }
+        let done = ids.len() == count;
+        count = ids.len();
+        class = next;
+        if done {
+            break;
+        }
+    }
+    // the final numbering is by first appearance in `order`: start is 0
+    let mut reps = Vec::with_capacity(count);
+    let mut renum = vec![usize::MAX; count];
+    let class_of = class
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let c = c as usize;
+            if renum[c] == usize::MAX {
+                renum[c] = reps.len();
+                reps.push(order[i]);
+            }
+            renum[c]
+        })
+        .collect();
+    (class_of, reps)
 }
 
 /// One state of a region's automaton.
@@ -1011,6 +1079,62 @@ mod tests {
             declined, 0,
             "multi-state cycles (the (ab)+ complement) are written by state elimination"
         );
+    }
+
+    /// Region automata are minimal: an unanchored pattern's product (whose
+    /// lazy DFA keeps tracking partial matches after a match) collapses to
+    /// the few states that tell suffixes apart, with the language of the
+    /// brute-force definition (every key over a small alphabet, up to five
+    /// characters).
+    #[test]
+    fn region_automata_are_minimal_and_exact() {
+        let cases: &[(&str, &[&str], usize)] = &[
+            // contains `date` or `time`, and is not `enum`
+            ("date|time", &["enum"], 12),
+            ("^list|date|time|enum|number$", &["enum"], 40),
+            ("^[a-z]+$", &["date", "time"], 12),
+        ];
+        let alphabet = ['d', 'a', 't', 'e', 'i', 'm', 'n', 'x'];
+        let mut keys = vec![String::new()];
+        let mut frontier = vec![String::new()];
+        for _ in 0..5 {
+            let mut next = Vec::new();
+            for k in &frontier {
+                for c in alphabet {
+                    next.push(format!("{k}{c}"));
+                }
+            }
+            keys.extend(next.iter().cloned());
+            frontier = next;
+        }
+        for &(pat, excluded, most) in cases {
+            let ps = pats(&[pat]);
+            let ka = KeyAutomaton::with_length(&refs(&ps), excluded, 0, None).unwrap();
+            let g = ka.region(1);
+            assert!(
+                g.states.len() <= most,
+                "{pat} minus {excluded:?}: {} states",
+                g.states.len()
+            );
+            // minimal: no two states share acceptance and every target
+            let sig = |st: &RegionState| {
+                let mut e: Vec<(usize, String)> = st
+                    .edges
+                    .iter()
+                    .map(|(t, c)| (*t, format!("{c:?}")))
+                    .collect();
+                e.sort();
+                (st.accepting, e)
+            };
+            let mut seen = std::collections::HashSet::new();
+            for st in &g.states {
+                assert!(seen.insert(sig(st)), "{pat}: two equivalent states remain");
+            }
+            for k in &keys {
+                let want = ps[0].matches(k) && !excluded.contains(&k.as_str());
+                assert_eq!(in_region(&g, k), want, "{pat} minus {excluded:?}: {k:?}");
+            }
+        }
     }
 
     #[test]

@@ -1289,3 +1289,43 @@ fn blocked_strings_accept_exactly_their_lengths() {
         }
     }
 }
+
+/// Subschemas that differ only in annotations share a nonterminal (the
+/// memo key leaves `description`, `title`, … out), while a property
+/// *named* like an annotation keyword still tells schemas apart.
+#[test]
+fn memo_keys_ignore_annotations_not_property_names() {
+    let documented = json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "object", "description": "first", "properties": {"x": {"type": "integer", "title": "X"}}},
+            "b": {"type": "object", "description": "second", "properties": {"x": {"type": "integer", "title": "Y"}}}
+        }
+    });
+    let bare = json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "object", "properties": {"x": {"type": "integer"}}},
+            "b": {"type": "object", "properties": {"x": {"type": "integer"}}}
+        }
+    });
+    let opts = JsonSchemaOptions::default();
+    let g1 = compile_json_schema(&documented, &opts).unwrap();
+    let g2 = compile_json_schema(&bare, &opts).unwrap();
+    assert_eq!(g1.num_nonterminals(), g2.num_nonterminals());
+    assert_eq!(g1.rules.len(), g2.rules.len());
+    let named = json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "object", "properties": {"description": {"type": "integer"}}},
+            "b": {"type": "object", "properties": {"description": {"type": "string"}}}
+        }
+    });
+    let g = compile_json_schema(&named, &opts).unwrap();
+    assert!(recognizes(
+        &g,
+        br#"{"a":{"description":1},"b":{"description":"x"}}"#
+    ));
+    assert!(!recognizes(&g, br#"{"b":{"description":1}}"#));
+    assert!(!recognizes(&g, br#"{"a":{"description":"x"}}"#));
+}

@@ -254,10 +254,10 @@ impl<'a> Sub<'a> {
 
     fn write_key(&self, out: &mut String) {
         match self {
-            Sub::Schema(v) => out.push_str(&v.to_string()),
+            Sub::Schema(v) => write_schema_key(v, out),
             Sub::Not(v) => {
                 out.push_str("{\"not\":");
-                out.push_str(&v.to_string());
+                write_schema_key(v, out);
                 out.push('}');
             }
             Sub::Simple(s) => out.push_str(&format!("{s:?}")),
@@ -273,6 +273,93 @@ impl<'a> Sub<'a> {
             }
         }
     }
+}
+
+/// Keywords that only annotate and that no part of the compiler reads
+/// (a subset of [`crate::keywords::ANNOTATIONS`]: identifiers, anchors,
+/// `$schema` and the `then`/`else` that `if` reads stay in memo keys).
+const KEY_IGNORED: &[&str] = &[
+    "$comment",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "example",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+    "externalDocs",
+];
+
+/// Writes the memo key of a document schema: its JSON text without the
+/// annotations of [`KEY_IGNORED`] at schema positions (a property *named*
+/// `description` stays), so subschemas that differ only in their
+/// documentation share a nonterminal — the same language, compiled once.
+/// Data (`enum`, `const`, `required`, unknown keywords) is written as is.
+fn write_schema_key(v: &Value, out: &mut String) {
+    let Value::Object(m) = v else {
+        out.push_str(&v.to_string());
+        return;
+    };
+    out.push('{');
+    let mut first = true;
+    for (k, x) in m {
+        if KEY_IGNORED.contains(&k.as_str()) {
+            continue;
+        }
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        out.push_str(&Value::String(k.clone()).to_string());
+        out.push(':');
+        match (k.as_str(), x) {
+            (
+                "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+                | "dependencies",
+                Value::Object(map),
+            ) => {
+                out.push('{');
+                for (i, (name, sub)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(name.clone()).to_string());
+                    out.push(':');
+                    write_schema_key(sub, out);
+                }
+                out.push('}');
+            }
+            ("items" | "prefixItems" | "allOf" | "anyOf" | "oneOf", Value::Array(xs)) => {
+                out.push('[');
+                for (i, sub) in xs.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_schema_key(sub, out);
+                }
+                out.push(']');
+            }
+            (
+                "items"
+                | "additionalProperties"
+                | "additionalItems"
+                | "not"
+                | "if"
+                | "then"
+                | "else"
+                | "contains"
+                | "propertyNames"
+                | "unevaluatedProperties"
+                | "unevaluatedItems",
+                _,
+            ) => write_schema_key(x, out),
+            _ => out.push_str(&x.to_string()),
+        }
+    }
+    out.push('}');
 }
 
 /// The numeric keywords (draft-4 boolean exclusive bounds already
