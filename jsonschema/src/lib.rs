@@ -136,8 +136,9 @@
 //!   schema resource it appears in (module `resolve`, RFC 3986 with
 //!   `fluent-uri`): `$id`s below the root start resources of their own,
 //!   relative ones resolved against the enclosing resource; fragments are
-//!   JSON pointers or plain-name anchors (`$anchor`, draft-4 `id:
-//!   "#name"`) of the target resource; a fragment-only reference that is
+//!   JSON pointers or plain-name anchors (`$anchor`, `$dynamicAnchor`,
+//!   draft-4 `id: "#name"`) of the target resource (`$dynamicRef` itself is
+//!   refused); a fragment-only reference that is
 //!   no location of its resource is read against the document root (as
 //!   validators that ignore relative ids do: hyper-schemas under `id:
 //!   "schema/x"` write document-root pointers). References to other

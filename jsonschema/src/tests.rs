@@ -1289,3 +1289,11 @@ fn blocked_strings_accept_exactly_their_lengths() {
         }
     }
 }
+
+#[test]
+fn a_dynamic_anchor_is_a_ref_target() {
+    let s =
+        json!({"$ref": "#items", "$defs": {"x": {"$dynamicAnchor": "items", "type": "integer"}}});
+    let g = compile(&s);
+    assert!(accepts(&g, &json!(3)) && !accepts(&g, &json!("3")));
+}
