@@ -46,6 +46,10 @@ pub(crate) struct Bases {
     /// emitter's pointers follow references, so they do not locate an
     /// object in the document.
     base_of: HashMap<*const Map<String, Value>, String>,
+    /// The JSON pointer of every schema object, by address: where a
+    /// conjunction of borrowed subschemas (`allOf` merges of `properties`,
+    /// `items`) names its parts in messages.
+    ptr_of: HashMap<*const Map<String, Value>, String>,
     /// Anchor name → pointer, whatever the resource (the first met): the
     /// fallback for documents whose anchors ignore resource scoping.
     global_anchors: HashMap<String, String>,
@@ -133,6 +137,7 @@ impl Bases {
             }
             if !data {
                 b.base_of.insert(m as *const _, here.clone());
+                b.ptr_of.insert(m as *const _, p.clone());
             }
             for (k, x) in m {
                 let d = data || DATA.contains(&k.as_str());
@@ -157,6 +162,12 @@ impl Bases {
         self.base_of
             .get(&(obj as *const _))
             .map_or(DEFAULT_BASE, String::as_str)
+    }
+
+    /// The JSON pointer of the schema object `obj` in the document
+    /// (`None` for an object not met by the walk).
+    pub(crate) fn pointer_of(&self, obj: &Map<String, Value>) -> Option<&str> {
+        self.ptr_of.get(&(obj as *const _)).map(String::as_str)
     }
 
     /// What `reference`, found in schema object `obj`, designates:
