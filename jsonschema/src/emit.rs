@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use serde_json::Value;
 
-use super::error::{push_ptr, SchemaError};
+use super::error::{push_ptr, NumberError, SchemaError};
 use super::formats::{self, FormatKind};
 use super::keys::{KeyAutomaton, KeyPattern};
 use super::normalize::Normalizer;
@@ -214,6 +214,36 @@ pub(crate) fn multiple_of(m: &NumberKw, ptr: &str) -> Result<Option<Multiple>, S
             SchemaError::unsupported("multipleOf", &o.pointer, reason)
         }),
     }
+}
+
+/// The refusal of numeric bounds the regexes cannot hold (`r`), on the
+/// bound at fault where `r` names its value, at the pointer it came from,
+/// naming every bound of the schema.
+fn bound_refusal(s: &Simple<'_>, r: NumberError) -> SchemaError {
+    let n = &s.number;
+    let kws = [
+        ("minimum", &n.minimum),
+        ("exclusiveMinimum", &n.exclusive_minimum),
+        ("maximum", &n.maximum),
+        ("exclusiveMaximum", &n.exclusive_maximum),
+    ];
+    let value = match r {
+        NumberError::BoundOutOfRange(f) | NumberError::BoundNotFinite(f) => Some(f),
+        _ => None,
+    };
+    let present = || kws.iter().filter(|(_, v)| v.is_some());
+    let kw = present()
+        .find(|(_, v)| value.is_some() && v.as_ref().and_then(|x| x.as_f64()) == value)
+        .or_else(|| present().next())
+        .map_or("minimum", |(k, _)| *k);
+    let all: Vec<String> = present()
+        .filter_map(|(k, _)| n.describe(k, &s.ptr))
+        .collect();
+    SchemaError::unsupported(
+        kw,
+        &n.origin(kw, &s.ptr).pointer,
+        format!("{r}; the bounds: {}", all.join(", ")),
+    )
 }
 
 /// What `format` handling recorded: unknown names (annotations) and the
@@ -554,14 +584,11 @@ impl<'a> Emitter<'a> {
                     Some(Multiple::Grid(d)) => Some(d),
                     _ => None,
                 };
-                number_regex_multiple(&b, grid)
-                    .map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r.to_string()))?
+                number_regex_multiple(&b, grid).map_err(|r| bound_refusal(s, r))?
             } else if self.norm.integer_lexical {
-                integer_regex(&b)
-                    .map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r.to_string()))?
+                integer_regex(&b).map_err(|r| bound_refusal(s, r))?
             } else {
-                integer_value_regex(&b)
-                    .map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r.to_string()))?
+                integer_value_regex(&b).map_err(|r| bound_refusal(s, r))?
             };
             match r {
                 Some(r) => self.g.add_rule(nt, vec![re(r)]),

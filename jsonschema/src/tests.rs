@@ -1375,6 +1375,10 @@ fn refusals_name_the_keywords_values_and_places_of_the_users_schema() {
     }));
     assert_eq!((kw.as_str(), ptr.as_str()), ("contains", "/allOf/0/items"));
     assert!(reason.contains("`/items`"), "{reason}");
+    // a bound beyond the regexes' range: named with its origin
+    let (kw, ptr, reason) = refusal(&json!({"allOf": [{"type": "number"}, {"maximum": 1e300}]}));
+    assert_eq!((kw.as_str(), ptr.as_str()), ("maximum", "/allOf/1"));
+    assert!(reason.contains("maximum 1e+300 at `/allOf/1`"), "{reason}");
     // a complement of a merged property is refused where that property's
     // schema stands
     let (kw, ptr, _) = refusal(&json!({
