@@ -1375,6 +1375,14 @@ fn refusals_name_the_keywords_values_and_places_of_the_users_schema() {
     }));
     assert_eq!((kw.as_str(), ptr.as_str()), ("contains", "/allOf/0/items"));
     assert!(reason.contains("`/items`"), "{reason}");
+    // patternProperties beside another member's additionalProperties:
+    // refused where the patterns stand
+    let (kw, ptr, reason) = refusal(&json!({"allOf": [
+        {"additionalProperties": {"type": "integer"}},
+        {"patternProperties": {"^a": {}}}
+    ]}));
+    assert_eq!((kw.as_str(), ptr.as_str()), ("patternProperties", "/allOf/1"));
+    assert!(reason.contains("additionalProperties"), "{reason}");
     // a bound beyond the regexes' range: named with its origin
     let (kw, ptr, reason) = refusal(&json!({"allOf": [{"type": "number"}, {"maximum": 1e300}]}));
     assert_eq!((kw.as_str(), ptr.as_str()), ("maximum", "/allOf/1"));

@@ -99,8 +99,8 @@ fn conflict(kw: &str, (a_at, b_at): At<'_>, what: &str) -> SchemaError {
         kw,
         b_at,
         format!(
-            "the schema {} must hold together with the one {} and its other conjuncts \
-             (allOf, $ref or sibling keywords), and {what}",
+            "the schema {} must hold together with the one {} (or a schema conjoined with \
+             that one: allOf, $ref or sibling keywords), and {what}",
             at(b_at),
             at(a_at)
         ),
@@ -366,11 +366,17 @@ fn merge_into_patterns<'a>(
 ) -> Result<(), SchemaError> {
     let ab = b.additional_properties.take().unwrap_or(Sub::TRUE);
     if !ab.is_true() {
-        return Err(conflict(
+        let (p_at, a_at) = sides;
+        return Err(SchemaError::unsupported(
             "patternProperties",
-            sides,
-            "patternProperties of the first beside additionalProperties of the second is not \
-             implemented",
+            p_at,
+            format!(
+                "the patternProperties {} must hold together with additionalProperties of the \
+                 schema {} (or of a schema conjoined with it: allOf, $ref or sibling keywords), \
+                 and that conjunction is not implemented",
+                at(p_at),
+                at(a_at)
+            ),
         ));
     }
     let aa = a.additional_properties.clone().unwrap_or(Sub::TRUE);
