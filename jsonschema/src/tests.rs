@@ -1381,7 +1381,10 @@ fn refusals_name_the_keywords_values_and_places_of_the_users_schema() {
         {"additionalProperties": {"type": "integer"}},
         {"patternProperties": {"^a": {}}}
     ]}));
-    assert_eq!((kw.as_str(), ptr.as_str()), ("patternProperties", "/allOf/1"));
+    assert_eq!(
+        (kw.as_str(), ptr.as_str()),
+        ("patternProperties", "/allOf/1")
+    );
     assert!(reason.contains("additionalProperties"), "{reason}");
     // a bound beyond the regexes' range: named with its origin
     let (kw, ptr, reason) = refusal(&json!({"allOf": [{"type": "number"}, {"maximum": 1e300}]}));
