@@ -10,11 +10,13 @@ use rustc_hash::FxHashMap as HashMap;
 
 use serde_json::Value;
 
-use super::error::{push_ptr, SchemaError};
+use super::error::{push_ptr, NumberError, SchemaError};
 use super::formats::{self, FormatKind};
 use super::keys::{KeyAutomaton, KeyPattern};
 use super::normalize::Normalizer;
-use super::numbers::{integer_regex, number_regex_multiple, Bounds, Multiple, Num};
+use super::numbers::{
+    integer_regex, integer_value_regex, number_regex_multiple, Bounds, Multiple, Num,
+};
 use super::schema::{NumberKw, Simple, StringKw, Sub, TypeSet};
 use super::strings::{
     char_len_range, constrained_string_hir, free_string_regex, key_regex_excluding,
@@ -198,14 +200,50 @@ pub(crate) fn bounds(m: &NumberKw) -> Bounds {
     b
 }
 
-/// The `multipleOf` of a simple schema.
+/// The `multipleOf` of a simple schema at `ptr` (refused at the pointer
+/// it came from, [`NumberKw::origin`]).
 pub(crate) fn multiple_of(m: &NumberKw, ptr: &str) -> Result<Option<Multiple>, SchemaError> {
     match &m.multiple_of {
         None => Ok(None),
-        Some(n) => Multiple::new(n)
-            .map(Some)
-            .map_err(|r| SchemaError::unsupported("multipleOf", ptr, r.to_string())),
+        Some(n) => Multiple::new(n).map(Some).map_err(|r| {
+            let o = m.origin("multipleOf", ptr);
+            let reason = match o.how {
+                None => r.to_string(),
+                Some(how) => format!("{r}; {n} is {how}, the one multipleOf equivalent to both"),
+            };
+            SchemaError::unsupported("multipleOf", &o.pointer, reason)
+        }),
     }
+}
+
+/// The refusal of numeric bounds the regexes cannot hold (`r`), on the
+/// bound at fault where `r` names its value, at the pointer it came from,
+/// naming every bound of the schema.
+fn bound_refusal(s: &Simple<'_>, r: NumberError) -> SchemaError {
+    let n = &s.number;
+    let kws = [
+        ("minimum", &n.minimum),
+        ("exclusiveMinimum", &n.exclusive_minimum),
+        ("maximum", &n.maximum),
+        ("exclusiveMaximum", &n.exclusive_maximum),
+    ];
+    let value = match r {
+        NumberError::BoundOutOfRange(f) | NumberError::BoundNotFinite(f) => Some(f),
+        _ => None,
+    };
+    let present = || kws.iter().filter(|(_, v)| v.is_some());
+    let kw = present()
+        .find(|(_, v)| value.is_some() && v.as_ref().and_then(|x| x.as_f64()) == value)
+        .or_else(|| present().next())
+        .map_or("minimum", |(k, _)| *k);
+    let all: Vec<String> = present()
+        .filter_map(|(k, _)| n.describe(k, &s.ptr))
+        .collect();
+    SchemaError::unsupported(
+        kw,
+        &n.origin(kw, &s.ptr).pointer,
+        format!("{r}; the bounds: {}", all.join(", ")),
+    )
 }
 
 /// What `format` handling recorded: unknown names (annotations) and the
@@ -518,13 +556,27 @@ impl<'a> Emitter<'a> {
             let number = types.contains(TypeSet::NUMBER);
             if let Some(Multiple::Int(k)) = mult {
                 if b.lo.is_some() || b.hi.is_some() {
+                    let n = &s.number;
+                    let bounds: Vec<String> =
+                        ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"]
+                            .into_iter()
+                            .filter_map(|kw| n.describe(kw, &s.ptr))
+                            .collect();
+                    let at = n.origin("multipleOf", &s.ptr).pointer;
                     return Err(SchemaError::unsupported(
                         "multipleOf",
-                        &s.ptr,
-                        "an integer multipleOf above 1 together with minimum/maximum",
+                        &at,
+                        format!(
+                            "{} is an integer above 1, implemented only on numbers without \
+                             bounds, and the same instance is bounded by {}",
+                            n.describe("multipleOf", &s.ptr).unwrap_or_default(),
+                            bounds.join(" and ")
+                        ),
                     ));
                 }
-                self.multiples(nt, k, number, &s.ptr)?;
+                // by value (a zero fraction, `-0`) except drafts 3–4 integers
+                let by_value = number || !self.norm.integer_lexical;
+                self.multiples(nt, k, by_value, &s.ptr)?;
                 return self.simple_rest(nt, s, types);
             }
             let r = if number {
@@ -532,11 +584,11 @@ impl<'a> Emitter<'a> {
                     Some(Multiple::Grid(d)) => Some(d),
                     _ => None,
                 };
-                number_regex_multiple(&b, grid)
-                    .map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r.to_string()))?
+                number_regex_multiple(&b, grid).map_err(|r| bound_refusal(s, r))?
+            } else if self.norm.integer_lexical {
+                integer_regex(&b).map_err(|r| bound_refusal(s, r))?
             } else {
-                integer_regex(&b)
-                    .map_err(|r| SchemaError::unsupported("minimum", &s.ptr, r.to_string()))?
+                integer_value_regex(&b).map_err(|r| bound_refusal(s, r))?
             };
             match r {
                 Some(r) => self.g.add_rule(nt, vec![re(r)]),
@@ -798,11 +850,18 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
-    /// The canonical integers that are multiples of `k` (with `number`,
-    /// also written with a zero fraction `.0…`): a right-linear grammar
+    /// The canonical integers that are multiples of `k` (`by_value`: also
+    /// written with a zero fraction `.0…`, and zero as `-0`, as every draft
+    /// reads `number` and drafts 6+ `integer`): a right-linear grammar
     /// whose states are the residues mod `k` of the digits read so far.
-    fn multiples(&mut self, nt: NtId, k: u64, number: bool, ptr: &str) -> Result<(), SchemaError> {
-        let frac = if number {
+    fn multiples(
+        &mut self,
+        nt: NtId,
+        k: u64,
+        by_value: bool,
+        ptr: &str,
+    ) -> Result<(), SchemaError> {
+        let frac = if by_value {
             let f = self.fresh("zero-frac", ptr)?;
             self.g.add_rule(f, vec![]);
             self.g.add_rule(f, vec![re(r"\.0+".to_string())]);
@@ -853,8 +912,14 @@ impl<'a> Emitter<'a> {
             );
         }
         let mut zero = vec![lit("0")];
-        zero.extend(frac);
+        zero.extend(frac.iter().cloned());
         self.g.add_rule(nt, zero);
+        if by_value {
+            // zero written `-0`
+            let mut neg_zero = vec![lit("-0")];
+            neg_zero.extend(frac);
+            self.g.add_rule(nt, neg_zero);
+        }
         self.g.add_rule(nt, vec![Symbol::Nt(pos)]);
         self.g.add_rule(nt, vec![lit("-"), Symbol::Nt(pos)]);
         Ok(())

@@ -119,9 +119,20 @@
 //!   use serde_json's canonical escaping, which makes `pattern` translation
 //!   exact. `minLength`/`maxLength` count decoded characters (Unicode
 //!   scalar values; a surrogate-pair escape is one character).
-//! * **Numbers.** See module `numbers`: integers are canonical
-//!   decimal integers (`1.0` is not generated for `integer`); bounds are
-//!   exact; bounded numbers are plain decimals without exponent.
+//! * **Numbers** (module `numbers`) are compared by mathematical value,
+//!   as drafts 6 to 2020-12 say: `1.0`, `1.00` and `1` are one value,
+//!   and `-0` is `0`. So `integer` accepts every plain decimal whose
+//!   value is an integer (`-?(0|[1-9][0-9]*)(\.0+)?`, also under
+//!   `minimum`/`maximum` and an integer `multipleOf`), and an `enum`/`const`
+//!   member `1`, alone or inside an array or object, accepts `1.0` (and a
+//!   member `1.5` accepts `1.50`). Bounds and `multipleOf` are exact on
+//!   the value. Exponent forms (`1e2`, `10E-1`) are accepted only where a
+//!   number is otherwise unconstrained (`type: number` without bounds or
+//!   `multipleOf`: the full JSON number syntax): everywhere else the
+//!   grammar is the documented sound subset of plain decimals, since the
+//!   exponent forms of an integer (`1.5e1` is `15`) are no regular
+//!   language, and huge exponents overflow validators' `f64` (`1e400`).
+//!   The texts `serde_json` writes (`1`, `1.0`, `-0.0`) are all accepted.
 //! * **`not`**: exact for the forms whose complement is a union of simple
 //!   schemas — `true`/`false`/`{}`, `type`, `enum`/`const` of null,
 //!   boolean and string members, `required` (an object lacking a listed
@@ -136,8 +147,9 @@
 //!   schema resource it appears in (module `resolve`, RFC 3986 with
 //!   `fluent-uri`): `$id`s below the root start resources of their own,
 //!   relative ones resolved against the enclosing resource; fragments are
-//!   JSON pointers or plain-name anchors (`$anchor`, draft-4 `id:
-//!   "#name"`) of the target resource; a fragment-only reference that is
+//!   JSON pointers or plain-name anchors (`$anchor`, `$dynamicAnchor`,
+//!   draft-4 `id: "#name"`) of the target resource (`$dynamicRef` itself is
+//!   refused); a fragment-only reference that is
 //!   no location of its resource is read against the document root (as
 //!   validators that ignore relative ids do: hyper-schemas under `id:
 //!   "schema/x"` write document-root pointers). References to other
@@ -208,7 +220,8 @@
 //!   `null`.
 //! * **`integer`** under drafts 3–4 (`$schema`) is an integer written
 //!   without fraction (`1.0` is no draft-4 integer, also as an `enum`
-//!   member); later drafts accept any number with a zero fraction.
+//!   member, and the grammar writes no `-0` there); later drafts accept
+//!   any number with a zero fraction (above, "Numbers").
 //! * **Unknown keys** (no keyword of any draft) are ignored like a
 //!   validator ignores them, and listed in the [`CompileReport`]; set
 //!   [`UnknownKeywords::Reject`] to refuse them.
@@ -237,7 +250,9 @@
 //!   `maxContains`, `uniqueItems: true` over other items (above),
 //!   `unevaluated*` beside in-place applicators, draft-3 `extends`,
 //!   `multipleOf` other than powers of
-//!   ten and integers (integers only without bounds), number bounds beyond
+//!   ten and integers (integers only without bounds; several `multipleOf`
+//!   in one conjunction are first merged into their least common multiple,
+//!   which is exact), number bounds beyond
 //!   `u128`, two different patterns in one `allOf`, `patternProperties` in
 //!   both members of an `allOf` (or next to another member's
 //!   `additionalProperties`), `$ref` outside the document.

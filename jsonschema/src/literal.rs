@@ -1,7 +1,10 @@
 //! `enum` and `const`: each member that satisfies the sibling keywords is
-//! one alternative, written exactly as serde_json writes it (strings with
+//! one alternative, written as serde_json writes it (strings with
 //! canonical escaping; in flexible mode objects and arrays are tokenised so
-//! that whitespace may appear between their tokens).
+//! that whitespace may appear between their tokens), except numbers, also
+//! inside arrays and objects: JSON Schema compares them by value, so a
+//! number is a regex of the plain decimals with its value (`1`, `1.0`,
+//! `1.00` for `1`; `-0` for `0`; no exponent forms).
 //!
 //! Members are checked against the sibling keywords of scalar types
 //! (`type`, numeric bounds, `minLength`/`maxLength`, `pattern`, `format`)
@@ -21,8 +24,9 @@ use serde_json::Value;
 use std::rc::Rc;
 
 use super::canonical::canonical_at;
-use super::emit::{bounds, lit, multiple_of, not_pattern_hirs, string_hir, Emitter};
+use super::emit::{bounds, lit, multiple_of, not_pattern_hirs, re, string_hir, Emitter};
 use super::error::SchemaError;
+use super::numbers::value_regex;
 use super::schema::{Simple, Sub, TypeSet};
 use zapspec_grammar::dfa::TerminalDfa;
 use zapspec_grammar::ir::{NtId, Symbol};
@@ -49,32 +53,16 @@ impl<'a> Emitter<'a> {
                 // integer there, so only the integer spelling is a member.
                 let lexical = self.norm.integer_lexical && !types.contains(TypeSet::NUMBER);
                 if let (true, Value::Number(n)) = (lexical, v) {
-                    if n.is_f64() {
-                        match n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15) {
-                            Some(f) => self.g.add_rule(nt, vec![lit(&format!("{}", f as i64))]),
-                            None => continue,
-                        }
-                        any = true;
-                        continue;
+                    match value_regex(n, true) {
+                        Some(r) => self.g.add_rule(nt, vec![re(r)]),
+                        None => continue,
                     }
+                    any = true;
+                    continue;
                 }
+                // numbers, also inside arrays and objects, by value
                 let syms = self.literal_symbols(v);
                 self.g.add_rule(nt, syms);
-                // JSON Schema compares numbers by value: an integral number
-                // is matched in both spellings serde_json writes (`2`, `2.0`).
-                if let Value::Number(n) = v {
-                    if let Some(f) = n
-                        .as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 9e15 && (!lexical || n.is_f64()))
-                    {
-                        let other = if n.is_f64() {
-                            format!("{}", f as i64)
-                        } else {
-                            format!("{}.0", f as i64)
-                        };
-                        self.g.add_rule(nt, vec![lit(&other)]);
-                    }
-                }
                 any = true;
             }
         }
@@ -198,13 +186,15 @@ impl<'a> Emitter<'a> {
     }
 
     /// The tokens of a JSON value (one literal when compact), with the
-    /// whitespace symbol between any two tokens when flexible.
+    /// whitespace symbol between any two tokens when flexible. A number is
+    /// a regex of the texts with its value ([`value_regex`]: `1`, `1.0`,
+    /// `1.00` for `1`), as JSON Schema compares numbers by value.
     pub(crate) fn literal_symbols(&mut self, v: &Value) -> Vec<Symbol> {
         let ws = self.ws();
         if ws.is_none() && !matches!(v, Value::Array(_) | Value::Object(_)) {
-            return vec![lit(&v.to_string())];
+            return vec![token_symbol(&Tok::of(v))];
         }
-        let mut tokens: Vec<String> = Vec::new();
+        let mut tokens: Vec<Tok> = Vec::new();
         enum Item<'v> {
             Val(&'v Value),
             Tok(String),
@@ -213,7 +203,7 @@ impl<'a> Emitter<'a> {
         let mut stack = vec![Item::Val(v)];
         while let Some(it) = stack.pop() {
             match it {
-                Item::Tok(t) => tokens.push(t),
+                Item::Tok(t) => tokens.push(Tok::Text(t)),
                 Item::Val(Value::Array(a)) => {
                     let mut seq = vec![Item::Tok("[".into())];
                     for (i, x) in a.iter().enumerate() {
@@ -238,30 +228,68 @@ impl<'a> Emitter<'a> {
                     seq.push(Item::Tok("}".into()));
                     stack.extend(seq.into_iter().rev());
                 }
-                Item::Val(x) => tokens.push(x.to_string()),
+                Item::Val(x) => tokens.push(Tok::of(x)),
             }
         }
         let Some(ws) = ws else {
-            // compact (serde_json's text) or with fixed separators
+            // compact (serde_json's text) or with fixed separators: runs of
+            // text as one literal, numbers as regexes between them
             let (item, key) = self.separators();
+            let mut out = Vec::new();
             let mut text = String::new();
             for t in &tokens {
-                text.push_str(match t.as_str() {
-                    "," => item,
-                    ":" => key,
-                    t => t,
-                });
+                match t {
+                    Tok::Text(t) => text.push_str(match t.as_str() {
+                        "," => item,
+                        ":" => key,
+                        t => t,
+                    }),
+                    Tok::Number(_) => {
+                        if !text.is_empty() {
+                            out.push(lit(&std::mem::take(&mut text)));
+                        }
+                        out.push(token_symbol(t));
+                    }
+                }
             }
-            return vec![lit(&text)];
+            if !text.is_empty() || out.is_empty() {
+                out.push(lit(&text));
+            }
+            return out;
         };
         let mut out = Vec::with_capacity(tokens.len() * 2);
         for (i, t) in tokens.iter().enumerate() {
             if i > 0 {
                 out.push(ws.clone());
             }
-            out.push(lit(t));
+            out.push(token_symbol(t));
         }
         out
+    }
+}
+
+/// One token of a literal value: text, or a number (matched by value).
+enum Tok<'v> {
+    Text(String),
+    Number(&'v serde_json::Number),
+}
+
+impl<'v> Tok<'v> {
+    /// A scalar value's token.
+    fn of(v: &'v Value) -> Tok<'v> {
+        match v {
+            Value::Number(n) => Tok::Number(n),
+            v => Tok::Text(v.to_string()),
+        }
+    }
+}
+
+/// A token's symbol: a literal, or a number's regex of the texts with its
+/// value (its own text where the value is beyond `u128`).
+fn token_symbol(t: &Tok<'_>) -> Symbol {
+    match t {
+        Tok::Text(t) => lit(t),
+        Tok::Number(n) => value_regex(n, false).map_or_else(|| lit(&n.to_string()), re),
     }
 }
 

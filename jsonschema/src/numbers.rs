@@ -4,7 +4,13 @@
 //!   integers a non-integer bound rounds exactly) become an exact
 //!   digit-range regex in canonical decimal (no leading zeros, no `-0`):
 //!   [`uint_range`] splits `[lo, hi]` by digit count and then by common
-//!   prefix, the classic range-to-regex construction.
+//!   prefix, the classic range-to-regex construction. Drafts 6+ compare
+//!   by value ([`integer_value_regex`]): each integer also with a zero
+//!   fraction (`2.0`), and zero also as `-0`; drafts 3–4 only the
+//!   canonical integer text.
+//! * Numbers are compared by value everywhere: zero may be written `-0`
+//!   wherever `0` is allowed, and an `enum`/`const` member is the regex
+//!   of the plain decimals with its value ([`value_regex`]).
 //! * Numbers without bounds: the full JSON number syntax (RFC 8259 §6).
 //! * Numbers with bounds: exact, over plain decimals `-?int(.frac)?` (no
 //!   exponent). A bound is a decimal `a = A.D` (an integer, or the shortest
@@ -21,13 +27,16 @@
 //! * `multipleOf` ([`Multiple`]): `10^-d` (`0.01`, `1`) restricts the
 //!   fraction to `d` significant digits (digits past `d` must be `0`),
 //!   combined exactly with any bounds; an integer `k ≥ 2` (without bounds)
-//!   is a residue automaton over the decimal digits, emitted as a
+//!   is a residue automaton over the decimal digits (then a zero fraction),
+//!   emitted as a
 //!   right-linear grammar (`emit`). Other values (`0.5`, `2.5`), and an
 //!   integer `k ≥ 2` together with bounds, are refused
 //!   ([`SchemaError::Unsupported`](super::SchemaError)). Numbers are
 //!   compared as exact decimals, not as `f64` quotients (Python's
 //!   `jsonschema` finds `0.07` no multiple of `0.01` because
-//!   `0.07 / 0.01 = 7.000000000000001`; we accept it).
+//!   `0.07 / 0.01 = 7.000000000000001`; we accept it). Two `multipleOf`s
+//!   in one conjunction merge into their least common multiple
+//!   ([`lcm_multiple`], exact on the decimals).
 
 use serde_json::Number;
 
@@ -35,8 +44,16 @@ use super::error::NumberError;
 
 /// The JSON number syntax.
 pub(crate) const NUMBER: &str = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
-/// The JSON integer syntax (canonical: no `-0`).
+/// The JSON integer syntax (canonical: no `-0`): integers as drafts 3–4
+/// read them, written without fraction.
 pub(crate) const INTEGER: &str = r"(?:0|-?[1-9][0-9]*)";
+/// The plain decimals whose value is an integer (drafts 6+): `-0` and a
+/// zero fraction (`1.0`, `-0.00`) included, no exponent.
+pub(crate) const INTEGER_VALUE: &str = r"-?(?:0|[1-9][0-9]*)(?:\.0+)?";
+/// The zero fraction an integral value may carry (drafts 6+).
+const ZERO_FRACTION: &str = r"(?:\.0+)?";
+/// `-0` with any zero fraction: zero, negative sign (allowed wherever `0` is).
+const NEGATIVE_ZERO: &str = r"-0(?:\.0+)?";
 
 /// A bound value, kept exact when it is an integer.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -277,6 +294,46 @@ pub(crate) fn integer_regex(b: &Bounds) -> Result<Option<String>, NumberError> {
     })
 }
 
+/// [`integer_regex`] by value, as drafts 6+ read `integer`: every integer
+/// in the bounds also with a zero fraction (`2.0`, `2.00`), and zero also
+/// as `-0` (`-0.0`). No exponent forms (module docs).
+pub(crate) fn integer_value_regex(b: &Bounds) -> Result<Option<String>, NumberError> {
+    if b.lo.is_none() && b.hi.is_none() {
+        return Ok(Some(INTEGER_VALUE.into()));
+    }
+    Ok(integer_regex(b)?.map(|r| {
+        if b.contains(0.0) {
+            format!("(?:{r}|-0){ZERO_FRACTION}")
+        } else {
+            // `r` has no top-level alternation (one group or one sequence)
+            format!("{r}{ZERO_FRACTION}")
+        }
+    }))
+}
+
+/// The regex of the plain decimal texts whose value is `n`: `2`, `2.0`,
+/// `2.00` for `2`; `2.5`, `2.50` for `2.5`; `0`, `-0`, `0.0`, `-0.0` for
+/// zero (drafts 6+ compare numbers by value; no exponent forms). With
+/// `lexical` (drafts 3–4 `integer`) only the integer spelling of an
+/// integral value, `None` for another value. `None` too for values beyond
+/// `u128`.
+pub(crate) fn value_regex(n: &Number, lexical: bool) -> Option<String> {
+    let (neg, d) = signed_dec(Num::from_json(n)).ok()?;
+    let sign = match (d == Dec::zero(), neg) {
+        (true, _) if lexical => "",
+        (true, _) => "-?",
+        (false, true) => "-",
+        (false, false) => "",
+    };
+    let frac = std::str::from_utf8(&d.frac).ok()?;
+    Some(match (frac.is_empty(), lexical) {
+        (true, true) => format!("{sign}{}", d.int),
+        (true, false) => format!("{sign}{}{ZERO_FRACTION}", d.int),
+        (false, true) => return None,
+        (false, false) => format!("{sign}{}\\.{frac}0*", d.int),
+    })
+}
+
 /// A non-negative decimal: integer part and fraction digits (ASCII, no
 /// trailing zeros), so the derived order is the numeric order.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -380,6 +437,55 @@ impl Multiple {
             Multiple::Int(k) => d.frac.is_empty() && d.int % k as u128 == 0,
         }
     }
+}
+
+/// `n` as an exact rational `N / 10^s` (`N > 0`), read as the decimal
+/// the schema wrote ([`signed_dec`]); `None` for zero, negative and
+/// unrepresentable values.
+fn scaled(n: &Number) -> Option<(u128, u32)> {
+    let (neg, d) = signed_dec(Num::from_json(n)).ok()?;
+    if neg || d == Dec::zero() {
+        return None;
+    }
+    let s = u32::try_from(d.frac.len()).ok()?;
+    let mut v = d.int.checked_mul(10u128.checked_pow(s)?)?;
+    if !d.frac.is_empty() {
+        v = v.checked_add(std::str::from_utf8(&d.frac).ok()?.parse::<u128>().ok()?)?;
+    }
+    Some((v, s))
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The least common multiple of two positive `multipleOf` values, exactly:
+/// with `a = A / 10^m` and `b = B / 10^m`, a number is a multiple of both
+/// iff it is a multiple of `lcm(A, B) / 10^m`. `None` when a value is not
+/// positive, or the result does not fit `u128` or is no `f64` that reads
+/// back as the same decimal.
+pub(crate) fn lcm_multiple(a: &Number, b: &Number) -> Option<Number> {
+    let ((x, s), (y, t)) = (scaled(a)?, scaled(b)?);
+    let m = s.max(t);
+    let x = x.checked_mul(10u128.checked_pow(m - s)?)?;
+    let y = y.checked_mul(10u128.checked_pow(m - t)?)?;
+    let l = (x / gcd(x, y)).checked_mul(y)?;
+    let p = 10u128.checked_pow(m)?;
+    if l % p == 0 {
+        let i = l / p;
+        return match u64::try_from(i) {
+            Ok(i) => Some(Number::from(i)),
+            Err(_) => None,
+        };
+    }
+    let frac = format!("{:0w$}", l % p, w = m as usize);
+    let text = format!("{}.{}", l / p, frac.trim_end_matches('0'));
+    let n = Number::from_f64(text.parse().ok()?)?;
+    // the f64 must read back as the decimal it stands for
+    (format!("{}", n.as_f64()?) == text).then_some(n)
 }
 
 /// A language of fraction digit strings `F` (`x = I.F`; the empty string
@@ -625,6 +731,10 @@ pub(crate) fn number_regex_multiple(
         None => true,
         Some(((neg, _), _)) => *neg,
     };
+    // zero written `-0`: a value like `0` (drafts compare by value)
+    if b.contains(0.0) {
+        alts.push(NEGATIVE_ZERO.to_string());
+    }
     if neg_possible {
         let mlo = match &hi {
             Some(((true, h), inc)) => (h, *inc),
@@ -672,6 +782,23 @@ mod tests {
             }
             if let Some(d) = &d {
                 prop_assert!(!d.matches(b"-0") && !d.matches(b"01"));
+            }
+            // by value: the same integers, also with a zero fraction, and
+            // zero also as `-0`
+            let rv = integer_value_regex(&bounds).unwrap();
+            let dv = rv.as_ref().map(|r| TerminalDfa::regex(&format!("^(?:{r})$")).unwrap());
+            for x in -1300i64..1300 {
+                let want = bounds.contains(x as f64);
+                for t in [x.to_string(), format!("{x}.0"), format!("{x}.00")] {
+                    let got = dv.as_ref().is_some_and(|d| d.matches(t.as_bytes()));
+                    prop_assert_eq!(got, want, "t={} re={:?}", t, rv);
+                }
+                let half = format!("{x}.5");
+                prop_assert!(!dv.as_ref().is_some_and(|d| d.matches(half.as_bytes())));
+            }
+            let zero = bounds.contains(0.0);
+            for t in ["-0", "-0.0", "0.000"] {
+                prop_assert_eq!(dv.as_ref().is_some_and(|d| d.matches(t.as_bytes())), zero, "{}", t);
             }
         }
 
@@ -778,6 +905,31 @@ mod tests {
         assert!(Multiple::Int(3).contains(&n(serde_json::json!(-6))));
         assert!(Multiple::Int(3).contains(&n(serde_json::json!(6.0))));
         assert!(!Multiple::Int(3).contains(&n(serde_json::json!(7))));
+    }
+
+    #[test]
+    fn least_common_multiples_are_exact() {
+        let n = |v: serde_json::Value| v.as_number().unwrap().clone();
+        let l = |a, b| lcm_multiple(&n(a), &n(b)).map(|x| x.to_string());
+        use serde_json::json;
+        assert_eq!(l(json!(2), json!(3)).as_deref(), Some("6"));
+        assert_eq!(l(json!(6), json!(4)).as_deref(), Some("12"));
+        assert_eq!(l(json!(0.01), json!(3)).as_deref(), Some("3"));
+        assert_eq!(l(json!(0.5), json!(0.3)).as_deref(), Some("1.5"));
+        assert_eq!(l(json!(0.25), json!(0.1)).as_deref(), Some("0.5"));
+        assert_eq!(l(json!(2.0), json!(1)).as_deref(), Some("2"));
+        assert_eq!(l(json!(0), json!(3)), None);
+        assert_eq!(l(json!(-2), json!(3)), None);
+        // by brute force: x (in hundredths) is a multiple of both iff of
+        // the lcm
+        for (a, b) in [(25u32, 10u32), (50, 30), (200, 300), (4, 6), (1, 7)] {
+            let (fa, fb) = (a as f64 / 100.0, b as f64 / 100.0);
+            let lc = lcm_multiple(&n(json!(fa)), &n(json!(fb))).unwrap();
+            let lc = (lc.as_f64().unwrap() * 100.0).round() as u32;
+            for x in 0..5000u32 {
+                assert_eq!(x % a == 0 && x % b == 0, x % lc == 0, "{a} {b} {x}");
+            }
+        }
     }
 
     #[test]

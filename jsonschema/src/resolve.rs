@@ -7,8 +7,9 @@
 //! [`Bases::new`] walks the document once (an explicit stack) and records
 //! every schema resource — an object with a string `$id` (or draft-4 `id`)
 //! that is not a bare fragment — under its absolute URI without fragment,
-//! plus the plain-name anchors of each resource (`$anchor`, or drafts 4–7
-//! `$id`/`id: "#name"`). [`Bases::resolve`] turns a reference found at a
+//! plus the plain-name anchors of each resource (`$anchor`,
+//! `$dynamicAnchor`, which also declares a plain-name anchor, or drafts
+//! 4–7 `$id`/`id: "#name"`). [`Bases::resolve`] turns a reference found at a
 //! JSON pointer into the pointer of its target. A root without an absolute
 //! `$id` gets the placeholder base [`DEFAULT_BASE`], so relative `$id`s
 //! below it still nest. References to other documents are refused.
@@ -45,6 +46,10 @@ pub(crate) struct Bases {
     /// emitter's pointers follow references, so they do not locate an
     /// object in the document.
     base_of: HashMap<*const Map<String, Value>, String>,
+    /// The JSON pointer of every schema object, by address: where a
+    /// conjunction of borrowed subschemas (`allOf` merges of `properties`,
+    /// `items`) names its parts in messages.
+    ptr_of: HashMap<*const Map<String, Value>, String>,
     /// Anchor name → pointer, whatever the resource (the first met): the
     /// fallback for documents whose anchors ignore resource scoping.
     global_anchors: HashMap<String, String>,
@@ -117,8 +122,12 @@ impl Bases {
                         }
                     }
                 }
-                if let Some(a) = m.get("$anchor").and_then(Value::as_str) {
-                    b.anchor(&here, a, &p);
+                // a `$dynamicAnchor` is also a plain-name anchor (2020-12
+                // Core §8.2.2)
+                for k in ["$anchor", "$dynamicAnchor"] {
+                    if let Some(a) = m.get(k).and_then(Value::as_str) {
+                        b.anchor(&here, a, &p);
+                    }
                 }
             }
             if p.is_empty() && here == base {
@@ -128,6 +137,7 @@ impl Bases {
             }
             if !data {
                 b.base_of.insert(m as *const _, here.clone());
+                b.ptr_of.insert(m as *const _, p.clone());
             }
             for (k, x) in m {
                 let d = data || DATA.contains(&k.as_str());
@@ -152,6 +162,12 @@ impl Bases {
         self.base_of
             .get(&(obj as *const _))
             .map_or(DEFAULT_BASE, String::as_str)
+    }
+
+    /// The JSON pointer of the schema object `obj` in the document
+    /// (`None` for an object not met by the walk).
+    pub(crate) fn pointer_of(&self, obj: &Map<String, Value>) -> Option<&str> {
+        self.ptr_of.get(&(obj as *const _)).map(String::as_str)
     }
 
     /// What `reference`, found in schema object `obj`, designates:
@@ -239,6 +255,18 @@ mod tests {
             b.target("https://elsewhere.org/x.json", at("")),
             Err(Unresolved::Outside(_))
         ));
+    }
+
+    #[test]
+    fn a_dynamic_anchor_is_also_a_plain_anchor() {
+        let doc = json!({
+            "$id": "https://example.com/tree",
+            "$ref": "#items",
+            "$defs": {"x": {"$dynamicAnchor": "items", "type": "integer"}}
+        });
+        let b = Bases::new(&doc, true);
+        let (root, frag) = b.target("#items", doc.as_object().unwrap()).unwrap();
+        assert_eq!(b.anchor_of(&root, &frag).unwrap(), "/$defs/x");
     }
 
     #[test]

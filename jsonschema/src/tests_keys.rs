@@ -278,7 +278,10 @@ fn multiple_of_in_grammars() {
     for n in -400i64..400 {
         assert_eq!(r.recognizes(n.to_string().as_bytes()), n % 3 == 0, "{n}");
     }
-    assert!(!r.recognizes(b"03") && !r.recognizes(b"-0") && !r.recognizes(b"3.0"));
+    assert!(!r.recognizes(b"03") && !r.recognizes(b"3.5") && !r.recognizes(b"-"));
+    // by value (drafts 6+): a zero fraction, and `-0`
+    assert!(r.recognizes(b"-0") && r.recognizes(b"3.0") && r.recognizes(b"-6.00"));
+    assert!(!r.recognizes(b"4.0") && !r.recognizes(b"-1.0"));
     let r = rec(json!({"type": "number", "multipleOf": 7}));
     for (t, ok) in [
         ("14", true),

@@ -7,8 +7,9 @@
 //! `boolean` and `integer` where an integer has both bounds. Those
 //! candidate values are deduplicated by JSON equality (`1` and `1.0` are
 //! one value) and each is kept with the spellings the compiler's own
-//! grammar of the item schema accepts (an integral `enum` member is
-//! accepted as `2` and `2.0`; an `integer` only as `2`), so the domain is
+//! grammar of the item schema accepts (a number by value: `2`, `2.0`,
+//! `2.00`…, `-0` for zero; under drafts 3–4 an `integer` only as `2`),
+//! so the domain is
 //! exactly the item schema's language, grouped by value. The array is then
 //! a finite automaton whose states are the sets of values used so far:
 //! from set `S` it may write any value outside `S` (while below
@@ -29,8 +30,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::emit::{lit, Emitter};
+use super::emit::{lit, re, Emitter};
 use super::error::{push_ptr, SchemaError};
+use super::numbers::value_regex;
 use super::schema::{json_eq, Sub, TypeSet};
 use zapspec_grammar::ir::{NtId, Symbol};
 use zapspec_grammar::Recognizer;
@@ -167,13 +169,13 @@ impl<'a> Emitter<'a> {
     }
 
     /// The distinct values of the items with their spellings (each a
-    /// quoted literal the item grammar accepts), in candidate order.
+    /// symbol for texts the item grammar accepts), in candidate order.
     fn unique_domain(
         &mut self,
         items: &Sub<'a>,
         iptr: &str,
         ptr: &str,
-    ) -> Result<Vec<Vec<String>>, SchemaError> {
+    ) -> Result<Vec<Vec<Symbol>>, SchemaError> {
         let cands = self.unique_candidates(items, iptr, ptr)?;
         if cands.is_empty() {
             return Ok(vec![]);
@@ -188,16 +190,11 @@ impl<'a> Emitter<'a> {
         })?;
         let mut out = Vec::new();
         for v in &cands {
-            let mut spellings = vec![v.to_string()];
-            if let Value::Number(n) = v {
-                if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15) {
-                    spellings = vec![format!("{}", f as i64), format!("{}.0", f as i64)];
-                }
-            }
-            let ok: Vec<String> = spellings
-                .into_iter()
-                .filter(|s| rec.recognizes(s.as_bytes()))
-                .collect();
+            let ok = match v {
+                Value::Number(n) => number_spellings(n, &rec),
+                v if rec.recognizes(v.to_string().as_bytes()) => vec![lit(&v.to_string())],
+                _ => vec![],
+            };
             if !ok.is_empty() {
                 out.push(ok);
             }
@@ -244,7 +241,7 @@ impl<'a> Emitter<'a> {
         for spellings in &domain {
             let v = self.fresh(&format!("{base}-value"), ptr)?;
             for s in spellings {
-                self.g.add_rule(v, vec![lit(s)]);
+                self.g.add_rule(v, vec![s.clone()]);
             }
             vals.push(v);
         }
@@ -289,6 +286,44 @@ impl<'a> Emitter<'a> {
         }
         Ok(())
     }
+}
+
+/// The spellings of the number `n` that the item grammar `rec` accepts,
+/// as symbols: its plain decimal text (`2`, `2.5`, `0`) and, where
+/// accepted, the same with trailing fraction zeros (`2.0…`, `2.50…`), and
+/// for zero the same with a minus sign. The compiler's number grammars
+/// accept one text of each of these families only with all of them (a
+/// zero fraction or `-0` is allowed by value or not at all), so testing
+/// one member decides the family.
+fn number_spellings(n: &serde_json::Number, rec: &Recognizer) -> Vec<Symbol> {
+    let Some(re_text) = value_regex(n, true) else {
+        // non-integral (or beyond `u128`): the plain text, padded
+        let t = n.to_string();
+        let mut out = Vec::new();
+        if rec.recognizes(t.as_bytes()) {
+            out.push(lit(&t));
+        }
+        if t.contains('.') && !t.contains(['e', 'E']) && rec.recognizes(format!("{t}0").as_bytes())
+        {
+            out.push(re(format!("{}0+", regex_syntax::escape(&t))));
+        }
+        return out;
+    };
+    // an integral value: `re_text` is its plain integer text (`-3`, `0`)
+    let mut out = Vec::new();
+    let mut signs = vec![re_text.clone()];
+    if re_text == "0" {
+        signs.push("-0".into());
+    }
+    for t in signs {
+        if rec.recognizes(t.as_bytes()) {
+            out.push(lit(&t));
+        }
+        if rec.recognizes(format!("{t}.0").as_bytes()) {
+            out.push(re(format!("{}\\.0+", regex_syntax::escape(&t))));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //!   2019+ evaluates as a conjunction) is a conjunction; conjunctions are
 //!   *merged* keyword by keyword, one JSON type at a time
 //!   ([`crate::schema::merge`]): `type` sets intersect, `enum`s intersect,
-//!   lower bounds take the max, upper bounds the min, `required` unites,
+//!   lower bounds take the max, upper bounds the min, `multipleOf`s their
+//!   least common multiple (exact), `required` unites,
 //!   and `properties`/`additionalProperties` combine per key exactly as the
 //!   conjunction demands (a key absent from one conjunct's `properties`
 //!   must satisfy that conjunct's `additionalProperties`).
@@ -157,10 +158,7 @@ impl<'a> Normalizer<'a> {
             reason: reason.to_string(),
         };
         let root = self.root;
-        let ids_beside_ref = !self.ref_siblings_ignored;
-        let bases = self
-            .bases
-            .get_or_insert_with(|| Bases::new(root, ids_beside_ref));
+        let bases = self.bases();
         let resolved = bases.target(reference, obj).map_err(|e| match e {
             Unresolved::BadUri(_) => bad("not a URI reference"),
             Unresolved::Outside(_) => bad("references outside the document are not supported"),
@@ -206,6 +204,28 @@ impl<'a> Normalizer<'a> {
         Err(bad("no subschema declares this anchor"))
     }
 
+    /// The document's resources and anchors, collected on first use.
+    fn bases(&mut self) -> &Bases {
+        let root = self.root;
+        let ids_beside_ref = !self.ref_siblings_ignored;
+        self.bases
+            .get_or_insert_with(|| Bases::new(root, ids_beside_ref))
+    }
+
+    /// Where the part `s` of a conjunction or complement stands in the
+    /// document: its own pointer when it is a schema object of the
+    /// document, else `fallback` (a pointer relative to the handle's, as
+    /// if it were written `{"allOf": […]}`/`{"not": …}` there).
+    fn part_ptr(&mut self, s: &Sub<'a>, fallback: String) -> String {
+        let obj = match s {
+            Sub::Schema(Value::Object(m)) | Sub::Not(Value::Object(m)) => m,
+            _ => return fallback,
+        };
+        self.bases()
+            .pointer_of(obj)
+            .map_or(fallback, str::to_string)
+    }
+
     /// The simple schemas whose union is the subschema `s` at `ptr`.
     /// Contradictory conjunctions are dropped (and noted).
     pub fn branches(&mut self, s: &Sub<'a>, ptr: &str) -> Result<Vec<Simple<'a>>, SchemaError> {
@@ -237,7 +257,10 @@ impl<'a> Normalizer<'a> {
                 let aptr = push_ptr(ptr, "allOf");
                 let mut acc: Vec<Conj<'a>> = vec![vec![Simple::any(ptr)]];
                 for (i, p) in parts.iter().enumerate() {
-                    let sub = self.dnf_sub(p, &push_ptr(&aptr, &i.to_string()), depth + 1)?;
+                    // the part where it stands in the document, so that
+                    // messages point at the user's schema
+                    let pp = self.part_ptr(p, push_ptr(&aptr, &i.to_string()));
+                    let sub = self.dnf_sub(p, &pp, depth + 1)?;
                     acc = self.product(acc, sub, ptr, "allOf")?;
                 }
                 Ok(acc)
@@ -245,7 +268,8 @@ impl<'a> Normalizer<'a> {
             Sub::Not(v) => {
                 self.check_depth(ptr, depth)?;
                 self.check_time(ptr)?;
-                let neg = self.negate(v, &push_ptr(ptr, "not"), depth + 1)?;
+                let np = self.part_ptr(s, push_ptr(ptr, "not"));
+                let neg = self.negate(v, &np, depth + 1)?;
                 self.product(vec![vec![Simple::any(ptr)]], neg, ptr, "not")
             }
         }

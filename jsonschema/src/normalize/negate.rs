@@ -7,7 +7,7 @@ use serde_json::{Map, Number, Value};
 use super::{Conj, Normalizer, MAX_INLINE_DEPTH};
 use crate::error::{push_ptr, SchemaError};
 use crate::keywords::{classify, KeywordClass};
-use crate::schema::{Simple, Sub, TypeSet};
+use crate::schema::{Origin, Simple, Sub, TypeSet};
 use zapspec_grammar::Limit;
 
 /// Keywords that constrain independently, so that `¬(A ∧ B ∧ …)` is
@@ -208,12 +208,24 @@ fn negate_bound<'a>(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj<'a>>, Sc
     };
     let mut s = Simple::of_type(TypeSet::NUMBER, ptr);
     let num = &mut s.number;
-    match k {
-        "minimum" => num.exclusive_maximum = Some(n),
-        "exclusiveMinimum" => num.maximum = Some(n),
-        "maximum" => num.exclusive_minimum = Some(n),
+    let how = Some(format!("the complement of {k} {n}"));
+    let keyword = match k {
+        "minimum" => "exclusiveMaximum",
+        "exclusiveMinimum" => "maximum",
+        "maximum" => "exclusiveMinimum",
+        _ => "minimum",
+    };
+    match keyword {
+        "exclusiveMaximum" => num.exclusive_maximum = Some(n),
+        "maximum" => num.maximum = Some(n),
+        "exclusiveMinimum" => num.exclusive_minimum = Some(n),
         _ => num.minimum = Some(n),
     }
+    num.set_origin(Origin {
+        keyword,
+        pointer: ptr.to_string(),
+        how,
+    });
     Ok(vec![one(s)])
 }
 

@@ -1,11 +1,14 @@
 //! `allOf` of simple schemas: [`merge`] combines two [`Simple`]s keyword
 //! by keyword, one JSON type's keywords at a time. A contradiction found
 //! on the way is a [`Sat::No`], a conjunction the compiler cannot express
-//! a [`SchemaError`].
+//! a [`SchemaError`], naming the keyword, the values and the pointers of
+//! both schemas in the user's document (numeric keywords carry their
+//! origin, [`super::Origin`], through merges and negations).
 
-use super::{json_eq, ArrayKw, NumberKw, ObjectKw, Simple, StringKw, Sub};
+use super::{json_eq, ArrayKw, NumberKw, ObjectKw, Origin, Simple, StringKw, Sub};
 use crate::error::{push_ptr, Sat, SchemaError, Unsat};
 use crate::keys::KeyPattern;
+use crate::numbers::lcm_multiple;
 
 /// `a ∧ b`, as one simple schema at `a`'s pointer; `ptr` is `b`'s (the
 /// place of a conflict). [`Sat::No`] when they contradict each other.
@@ -22,12 +25,16 @@ pub(crate) fn merge<'a>(
             s.array.max_contains = None;
         }
     }
+    // where each side's own keywords stand
+    let (mut a_at, mut b_at) = (a.ptr.clone(), ptr.to_string());
     if b.object.pattern_properties.is_some() && a.object.pattern_properties.is_none() {
         // the conjunction is symmetric: keep the patterns on the left
         std::mem::swap(&mut a, &mut b);
         std::mem::swap(&mut a.ptr, &mut b.ptr);
+        std::mem::swap(&mut a_at, &mut b_at);
     }
-    merge_objects(&mut a.object, &mut b.object, ptr)?;
+    let at = (a_at.as_str(), b_at.as_str());
+    merge_objects(&mut a.object, &mut b.object, at)?;
     merge_arrays(&mut a.array, &mut b.array);
     match (a.types, b.types) {
         (Some(x), Some(y)) => {
@@ -48,9 +55,9 @@ pub(crate) fn merge<'a>(
         ),
         (x, y) => x.or(y),
     };
-    merge_numbers(&mut a.number, b.number, ptr)?;
-    merge_strings(&mut a.string, b.string, ptr)?;
-    merge_array_counts(&mut a.array, b.array, ptr)?;
+    merge_numbers(&mut a.number, b.number, at, &a.ptr)?;
+    merge_strings(&mut a.string, b.string, at)?;
+    merge_array_counts(&mut a.array, b.array, at)?;
     merge_object_counts(&mut a.object, b.object);
     Ok(Sat::Yes(a))
 }
@@ -72,13 +79,41 @@ fn tighter(a: &mut Option<u64>, b: Option<u64>, lower: bool) {
     };
 }
 
+/// Where the two sides of a merge stand: the first conjunct's pointer
+/// (the accumulated conjunction's) and the second's.
+type At<'s> = (&'s str, &'s str);
+
+/// `at \`p\``, or "at the root".
+pub(crate) fn at(p: &str) -> String {
+    if p.is_empty() {
+        "at the root".to_string()
+    } else {
+        format!("at `{p}`")
+    }
+}
+
+/// The refusal of two values of `kw` that one simple schema cannot hold,
+/// naming both places.
+fn conflict(kw: &str, (a_at, b_at): At<'_>, what: &str) -> SchemaError {
+    SchemaError::unsupported(
+        kw,
+        b_at,
+        format!(
+            "the schema {} must hold together with the one {} (or a schema conjoined with \
+             that one: allOf, $ref or sibling keywords), and {what}",
+            at(b_at),
+            at(a_at)
+        ),
+    )
+}
+
 /// Both sides' value of a keyword the conjunction cannot combine: equal,
 /// or refused.
 fn same<T: PartialEq>(
     a: &mut Option<T>,
     b: Option<T>,
     kw: &str,
-    ptr: &str,
+    sides: At<'_>,
 ) -> Result<(), SchemaError> {
     match (a.as_ref(), b) {
         (_, None) => Ok(()),
@@ -87,34 +122,105 @@ fn same<T: PartialEq>(
             Ok(())
         }
         (Some(x), Some(y)) if *x == y => Ok(()),
-        (Some(_), Some(_)) => Err(SchemaError::unsupported(
+        (Some(_), Some(_)) => Err(conflict(
             kw,
-            ptr,
-            "cannot merge this keyword in allOf",
+            sides,
+            &format!("two different `{kw}` values in one schema are not implemented"),
         )),
     }
 }
 
-fn merge_numbers(a: &mut NumberKw, b: NumberKw, ptr: &str) -> Result<(), SchemaError> {
+/// The numeric keywords of `a ∧ b` (`at`: where each side's own keywords
+/// stand): the tighter bounds, and the least common multiple of two
+/// `multipleOf`s (exact: [`lcm_multiple`]); the origin of each value taken
+/// from `b` is recorded in `a.from`, for messages.
+fn merge_numbers(
+    a: &mut NumberKw,
+    b: NumberKw,
+    sides: At<'_>,
+    own: &str,
+) -> Result<(), SchemaError> {
     let f = |n: &serde_json::Number| n.as_f64().unwrap_or(f64::NAN);
-    for (x, y, lower) in [
-        (&mut a.minimum, b.minimum, true),
-        (&mut a.exclusive_minimum, b.exclusive_minimum, true),
-        (&mut a.maximum, b.maximum, false),
-        (&mut a.exclusive_maximum, b.exclusive_maximum, false),
+    let (a_at, b_at) = sides;
+    // `a`'s own values stand at `a_at`: recorded where the result does not
+    let moved = a_at != own;
+    for (kw, lower) in [
+        ("minimum", true),
+        ("exclusiveMinimum", true),
+        ("maximum", false),
+        ("exclusiveMaximum", false),
     ] {
-        *x = match (x.take(), y) {
-            (Some(p), Some(q)) => {
-                let take_q = if lower { f(&q) > f(&p) } else { f(&q) < f(&p) };
-                Some(if take_q { q } else { p })
-            }
-            (p, q) => p.or(q),
+        let origin = b.origin(kw, b_at);
+        let a_origin = a.origin(kw, a_at);
+        let (x, y) = match kw {
+            "minimum" => (&mut a.minimum, b.minimum.clone()),
+            "exclusiveMinimum" => (&mut a.exclusive_minimum, b.exclusive_minimum.clone()),
+            "maximum" => (&mut a.maximum, b.maximum.clone()),
+            _ => (&mut a.exclusive_maximum, b.exclusive_maximum.clone()),
         };
+        let take_b = match (&*x, &y) {
+            (Some(p), Some(q)) => {
+                if lower {
+                    f(q) > f(p)
+                } else {
+                    f(q) < f(p)
+                }
+            }
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if take_b {
+            *x = y;
+            a.set_origin(origin);
+        } else if x.is_some() && moved {
+            a.set_origin(a_origin);
+        }
     }
-    same(&mut a.multiple_of, b.multiple_of, "multipleOf", ptr)
+    match (a.multiple_of.take(), b.multiple_of.clone()) {
+        (Some(x), Some(y)) => {
+            let (ox, oy) = (a.origin("multipleOf", a_at), b.origin("multipleOf", b_at));
+            let name = |o: &Origin, v: &serde_json::Number| match &o.how {
+                None => format!("{v} {}", at(&o.pointer)),
+                Some(h) => format!("{v} ({h} {})", at(&o.pointer)),
+            };
+            let (dx, dy) = (name(&ox, &x), name(&oy, &y));
+            let l = lcm_multiple(&x, &y).ok_or_else(|| {
+                SchemaError::unsupported(
+                    "multipleOf",
+                    &oy.pointer,
+                    format!(
+                        "multipleOf {dx} and multipleOf {dy} in one conjunction (allOf, $ref or \
+                         sibling keywords): their least common multiple, the one multipleOf \
+                         equivalent to both, is not representable (a value is not positive, \
+                         or it exceeds u64 or an exact f64 decimal)"
+                    ),
+                )
+            })?;
+            a.multiple_of = Some(l);
+            a.set_origin(Origin {
+                keyword: "multipleOf",
+                pointer: ox.pointer.clone(),
+                how: Some(format!(
+                    "the least common multiple of multipleOf {dx} and {dy}"
+                )),
+            });
+        }
+        (None, Some(y)) => {
+            a.multiple_of = Some(y);
+            a.set_origin(b.origin("multipleOf", b_at));
+        }
+        (x, None) => {
+            if x.is_some() && moved {
+                let o = a.origin("multipleOf", a_at);
+                a.set_origin(o);
+            }
+            a.multiple_of = x;
+        }
+    }
+    Ok(())
 }
 
-fn merge_strings(a: &mut StringKw, b: StringKw, ptr: &str) -> Result<(), SchemaError> {
+fn merge_strings(a: &mut StringKw, b: StringKw, sides: At<'_>) -> Result<(), SchemaError> {
     tighter(&mut a.min_length, b.min_length, true);
     tighter(&mut a.max_length, b.max_length, false);
     // both must match: further patterns are kept after the first
@@ -123,11 +229,13 @@ fn merge_strings(a: &mut StringKw, b: StringKw, ptr: &str) -> Result<(), SchemaE
         (_, None) => {}
         (None, f) => a.format = f,
         (Some(x), Some(y)) if *x == y => {}
-        (Some(_), Some(_)) => {
-            return Err(SchemaError::unsupported(
+        (Some(x), Some(y)) => {
+            return Err(conflict(
                 "format",
-                ptr,
-                "conjunction of two different `format` values",
+                sides,
+                &format!(
+                    "a string checked against both `format` {x:?} and {y:?} is not implemented"
+                ),
             ))
         }
     }
@@ -170,14 +278,14 @@ fn merge_arrays<'a>(a: &mut ArrayKw<'a>, b: &mut ArrayKw<'a>) {
 fn merge_array_counts<'a>(
     a: &mut ArrayKw<'a>,
     b: ArrayKw<'a>,
-    ptr: &str,
+    sides: At<'_>,
 ) -> Result<(), SchemaError> {
     tighter(&mut a.min_items, b.min_items, true);
     tighter(&mut a.max_items, b.max_items, false);
     a.unique_items |= b.unique_items;
-    same(&mut a.contains, b.contains, "contains", ptr)?;
-    same(&mut a.min_contains, b.min_contains, "minContains", ptr)?;
-    same(&mut a.max_contains, b.max_contains, "maxContains", ptr)
+    same(&mut a.contains, b.contains, "contains", sides)?;
+    same(&mut a.min_contains, b.min_contains, "minContains", sides)?;
+    same(&mut a.max_contains, b.max_contains, "maxContains", sides)
 }
 
 fn merge_object_counts<'a>(a: &mut ObjectKw<'a>, b: ObjectKw<'a>) {
@@ -196,7 +304,7 @@ fn merge_object_counts<'a>(a: &mut ObjectKw<'a>, b: ObjectKw<'a>) {
 fn merge_objects<'a>(
     a: &mut ObjectKw<'a>,
     b: &mut ObjectKw<'a>,
-    ptr: &str,
+    sides: At<'_>,
 ) -> Result<(), SchemaError> {
     let a_pp = a.pattern_properties.is_some();
     let b_pp = b.pattern_properties.is_some();
@@ -204,14 +312,14 @@ fn merge_objects<'a>(
     let b_obj = b.properties.is_some() || b.additional_properties.is_some();
     if a_pp || b_pp {
         if a_pp && b_pp {
-            return Err(SchemaError::unsupported(
+            return Err(conflict(
                 "patternProperties",
-                ptr,
-                "allOf of two schemas with patternProperties",
+                sides,
+                "both have patternProperties, whose conjunction is not implemented",
             ));
         }
         if b_obj {
-            merge_into_patterns(a, b, ptr)?;
+            merge_into_patterns(a, b, sides)?;
         }
     } else if a_obj && b_obj {
         let pa = a.properties.take().unwrap_or_default();
@@ -254,18 +362,25 @@ fn merge_objects<'a>(
 fn merge_into_patterns<'a>(
     a: &mut ObjectKw<'a>,
     b: &mut ObjectKw<'a>,
-    ptr: &str,
+    sides: At<'_>,
 ) -> Result<(), SchemaError> {
     let ab = b.additional_properties.take().unwrap_or(Sub::TRUE);
     if !ab.is_true() {
+        let (p_at, a_at) = sides;
         return Err(SchemaError::unsupported(
             "patternProperties",
-            ptr,
-            "allOf of patternProperties with another schema's additionalProperties",
+            p_at,
+            format!(
+                "the patternProperties {} must hold together with additionalProperties of the \
+                 schema {} (or of a schema conjoined with it: allOf, $ref or sibling keywords), \
+                 and that conjunction is not implemented",
+                at(p_at),
+                at(a_at)
+            ),
         ));
     }
     let aa = a.additional_properties.clone().unwrap_or(Sub::TRUE);
-    let pats = pattern_properties(a, ptr)?;
+    let pats = pattern_properties(a, sides.0)?;
     let mut pa = a.properties.take().unwrap_or_default();
     let pb = b.properties.take().unwrap_or_default();
     for (k, v) in pb {

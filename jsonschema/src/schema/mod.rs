@@ -376,6 +376,61 @@ pub(crate) struct NumberKw {
     pub exclusive_maximum: Option<Number>,
     /// `multipleOf`
     pub multiple_of: Option<Number>,
+    /// Where the values above that are not the simple schema's own keywords
+    /// came from (an `allOf` member, a negation), for messages.
+    pub from: Vec<Origin>,
+}
+
+/// Where a numeric keyword's value in a merged simple schema came from.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Origin {
+    /// The keyword, as the simple schema holds it.
+    pub keyword: &'static str,
+    /// The schema object it came from.
+    pub pointer: String,
+    /// How it arose, when not written there as this keyword (`"the
+    /// complement of maximum 5"`, `"the least common multiple of …"`).
+    pub how: Option<String>,
+}
+
+impl NumberKw {
+    /// The origin of `keyword`'s value in a simple schema at `own`.
+    pub fn origin(&self, keyword: &'static str, own: &str) -> Origin {
+        self.from
+            .iter()
+            .find(|o| o.keyword == keyword)
+            .cloned()
+            .unwrap_or_else(|| Origin {
+                keyword,
+                pointer: own.to_string(),
+                how: None,
+            })
+    }
+
+    /// Records where `keyword`'s value came from.
+    pub fn set_origin(&mut self, o: Origin) {
+        self.from.retain(|x| x.keyword != o.keyword);
+        self.from.push(o);
+    }
+
+    /// `keyword`'s value and where it came from, for messages: "maximum 5
+    /// at `/allOf/1`", "exclusiveMinimum 5 (the complement of maximum 5 at
+    /// `/if`)"; `None` when the keyword is absent.
+    pub fn describe(&self, keyword: &'static str, own: &str) -> Option<String> {
+        let v = match keyword {
+            "minimum" => &self.minimum,
+            "exclusiveMinimum" => &self.exclusive_minimum,
+            "maximum" => &self.maximum,
+            "exclusiveMaximum" => &self.exclusive_maximum,
+            _ => &self.multiple_of,
+        };
+        let v = v.as_ref()?;
+        let o = self.origin(keyword, own);
+        Some(match o.how {
+            None => format!("{keyword} {v} {}", merge::at(&o.pointer)),
+            Some(how) => format!("{keyword} {v} ({how} {})", merge::at(&o.pointer)),
+        })
+    }
 }
 
 /// The string keywords.

@@ -241,6 +241,7 @@ pub(super) fn simple<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<Simple<
         maximum: number(maximum, "maximum", ptr)?,
         exclusive_maximum: number(exclusive_maximum, "exclusiveMaximum", ptr)?,
         multiple_of: number(m.get("multipleOf"), "multipleOf", ptr)?,
+        from: Vec::new(),
     };
     Ok(Simple {
         ptr: ptr.to_string(),
