@@ -646,14 +646,13 @@ impl KeyAutomaton {
     }
 }
 
-/// Moore's minimisation of a trimmed region automaton: `order` lists its
-/// states (start first; `index` maps a product state to its place there),
-/// accepting per `acc`, with transitions `trans` per atom (a target not
-/// `live` is the dead state). Returns each listed state's class (classes
-/// numbered by first appearance, so the start's is 0) and one product
-/// state per class. Each round splits classes by (class, class of the
-/// target per atom); it stops when a round splits none — at most one
-/// round per state, each linear in the transitions.
+/// Hopcroft's minimisation of a trimmed region automaton: `order` lists
+/// its states (start first; `index` maps a product state to its place
+/// there), accepting per `acc`, with transitions `trans` per atom (a target
+/// not `live` goes to one added dead state). Returns each listed state's
+/// class (classes numbered by first appearance, so the start's is 0) and
+/// one product state per class. `O(n·atoms·log n)`: a chain of counted
+/// states (a pattern under `maxLength`) costs no round per state.
 fn minimize(
     order: &[usize],
     index: &[usize],
@@ -661,42 +660,131 @@ fn minimize(
     live: &[bool],
     trans: &[Vec<u32>],
 ) -> (Vec<usize>, Vec<usize>) {
-    const DEAD: u32 = u32::MAX;
-    let mut class: Vec<u32> = order.iter().map(|&s| u32::from(acc[s])).collect();
-    let mut count = class.iter().collect::<BTreeSet<_>>().len();
-    let mut sig: Vec<u32> = Vec::new();
-    loop {
-        let mut ids: rustc_hash::FxHashMap<Vec<u32>, u32> = Default::default();
-        let mut next = Vec::with_capacity(order.len());
-        for (i, &s) in order.iter().enumerate() {
-            sig.clear();
-            sig.push(class[i]);
-            sig.extend(trans[s].iter().map(|&t| {
-                let t = t as usize;
-                if live[t] {
-                    class[index[t]]
-                } else {
-                    DEAD
-                }
-            }));
-            let n = ids.len() as u32;
-            next.push(*ids.entry(sig.clone()).or_insert(n));
+    let m = order.len();
+    let na = order.first().map_or(0, |&s| trans[s].len());
+    let sink = m;
+    let n = m + 1;
+    let target = |i: usize, a: usize| -> usize {
+        if i == sink {
+            return sink;
         }
-        let done = ids.len() == count;
-        count = ids.len();
-        class = next;
-        if done {
-            break;
+        let t = trans[order[i]][a] as usize;
+        if live[t] {
+            index[t]
+        } else {
+            sink
+        }
+    };
+    // predecessors per (atom, target), compressed rows
+    let mut start = vec![0u32; na * n + 1];
+    for i in 0..n {
+        for a in 0..na {
+            start[a * n + target(i, a) + 1] += 1;
+        }
+    }
+    for k in 1..start.len() {
+        start[k] += start[k - 1];
+    }
+    let mut fill = start.clone();
+    let mut preds = vec![0u32; n * na];
+    for i in 0..n {
+        for a in 0..na {
+            let k = a * n + target(i, a);
+            preds[fill[k] as usize] = i as u32;
+            fill[k] += 1;
+        }
+    }
+    drop(fill);
+    // blocks: members, each state's block and place in it
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(), Vec::new()];
+    let mut block = vec![0usize; n];
+    let mut place = vec![0usize; n];
+    for i in 0..n {
+        let b = usize::from(i < m && acc[order[i]]);
+        block[i] = b;
+        place[i] = members[b].len();
+        members[b].push(i as u32);
+    }
+    members.retain(|v| !v.is_empty());
+    if members.len() == 1 {
+        for i in 0..n {
+            block[i] = 0;
+        }
+    } else {
+        for (b, v) in members.iter().enumerate() {
+            for &i in v {
+                block[i as usize] = b;
+            }
+        }
+    }
+    let mut waiting: Vec<usize> = (0..members.len()).collect();
+    let mut in_waiting = vec![true; members.len()];
+    let mut marked = vec![false; n];
+    let mut hit: Vec<Vec<u32>> = Vec::new();
+    let mut touched: Vec<usize> = Vec::new();
+    while let Some(b) = waiting.pop() {
+        in_waiting[b] = false;
+        let splitter = members[b].clone();
+        for a in 0..na {
+            for &t in &splitter {
+                let k = a * n + t as usize;
+                for &p in &preds[start[k] as usize..start[k + 1] as usize] {
+                    let p = p as usize;
+                    if marked[p] {
+                        continue;
+                    }
+                    marked[p] = true;
+                    let y = block[p];
+                    if hit.len() <= y {
+                        hit.resize(y + 1, Vec::new());
+                    }
+                    if hit[y].is_empty() {
+                        touched.push(y);
+                    }
+                    hit[y].push(p as u32);
+                }
+            }
+            for y in touched.drain(..) {
+                let xs = std::mem::take(&mut hit[y]);
+                for &p in &xs {
+                    marked[p as usize] = false;
+                }
+                if xs.len() == members[y].len() {
+                    continue;
+                }
+                // split `y`: the states reaching the splitter leave
+                let z = members.len();
+                for &p in &xs {
+                    let p = p as usize;
+                    let at = place[p];
+                    let last = members[y].pop().unwrap_or(p as u32);
+                    if last as usize != p {
+                        members[y][at] = last;
+                        place[last as usize] = at;
+                    }
+                    block[p] = z;
+                }
+                for (j, &p) in xs.iter().enumerate() {
+                    place[p as usize] = j;
+                }
+                members.push(xs);
+                in_waiting.push(false);
+                if in_waiting[y] || members[z].len() <= members[y].len() {
+                    waiting.push(z);
+                    in_waiting[z] = true;
+                } else {
+                    waiting.push(y);
+                    in_waiting[y] = true;
+                }
+            }
         }
     }
     // the final numbering is by first appearance in `order`: start is 0
-    let mut reps = Vec::with_capacity(count);
-    let mut renum = vec![usize::MAX; count];
-    let class_of = class
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| {
-            let c = c as usize;
+    let mut reps = Vec::new();
+    let mut renum = vec![usize::MAX; members.len()];
+    let class_of = (0..m)
+        .map(|i| {
+            let c = block[i];
             if renum[c] == usize::MAX {
                 renum[c] = reps.len();
                 reps.push(order[i]);
