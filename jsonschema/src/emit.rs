@@ -1,8 +1,10 @@
 //! The emitter: a work queue of (nonterminal, schema node) jobs. Each job
 //! normalises its node into simple schemas and emits, per simple schema
 //! and allowed type, the alternatives of its nonterminal; subschemas get
-//! their own nonterminals, created on first use and memoised by content,
-//! so a `$ref` used many times (or recursively) is compiled once.
+//! their own nonterminals, created on first use and memoised by content
+//! (annotations such as `description` and `title` left out of the key),
+//! so a `$ref` used many times (or recursively), and copies of one
+//! definition that differ only in their documentation, are compiled once.
 
 use std::collections::VecDeque;
 

@@ -30,8 +30,12 @@
 //! terminal when it is exactly one pattern's language; else as one regex
 //! written from its automaton ([`RegionGrammar::to_regex`]) when that is
 //! acyclic up to self-loops and small; else as a right-linear grammar (one
-//! nonterminal per live product state, one rule per target with the
-//! canonical encodings of the characters leading there).
+//! nonterminal per state of the region's minimal automaton, one rule per
+//! target with the canonical encodings of the characters leading there).
+//! The product is minimised first (Hopcroft, `minimize`): it keeps
+//! apart states that no suffix tells apart — an unanchored pattern's
+//! automaton still tracks partial matches after it matched — and a
+//! region's grammar can be a hundred times smaller than its product.
 //!
 //! The same product with a character counter instead of the names
 //! ([`KeyAutomaton::with_length`]) intersects `pattern`/`format` with

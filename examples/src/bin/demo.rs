@@ -4,13 +4,15 @@
 //! (no network, no Python) it says why in one line and runs the shipped
 //! 111k-parameter byte-level model instead (`--model bytes` asks for it):
 //!
-//! JSON Schema → `grammar-xform` (compile, simplify) → `earley` (compile for
-//! the byte vocabulary) → per step: `Constraint::fill_mask` → logits from the
+//! JSON Schema → grammar IR (`zapspec-jsonschema`, the facade's options) →
+//! `earley` (compile for the model's vocabulary; the facade's path,
+//! `zapspec::compile_json_schema`) → per step: `Constraint::fill_mask` → logits from the
 //! `gpu-backend` model → masked sampling → `Constraint::advance`.
 //!
 //! For contrast it also samples the same model, same seed, without the
 //! constraint, and checks both outputs with serde_json and with the
-//! reference recognizer of `grammar-xform` (independent of `earley`).
+//! reference recognizer of `grammar-xform` (independent of `earley`), run on
+//! the grammar after `simplify` (so the check also crosses that pass).
 //!
 //! ```sh
 //! cargo run --release -p examples --bin demo -- [--schema FILE] [--seed N]
@@ -27,7 +29,7 @@ use zapspec_core::prob::{log_softmax, masked_log_softmax, sample_log, seeded_rng
 use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet, Vocabulary};
 use zapspec_earley::{Engine, EngineConfig};
 use zapspec_grammar::{simplify, Recognizer, SimplifyConfig};
-use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
+use zapspec_jsonschema::compile_json_schema;
 use zapspec_vocab::TokenVocab;
 
 #[derive(Parser)]
@@ -182,9 +184,9 @@ fn main() -> Result<()> {
         .filter(|_| json.get("tests").is_some())
         .unwrap_or(&json);
 
-    // 1. Schema → grammar → simplified grammar.
+    // 1. Schema → grammar (and, for the reference check, simplified).
     let t0 = Instant::now();
-    let grammar = compile_json_schema(schema, &JsonSchemaOptions::default())?;
+    let grammar = compile_json_schema(schema, &zapspec::json_schema_options())?;
     let simplified = simplify(&grammar, &SimplifyConfig::default())?;
     let g = simplified.grammar;
     let (before, after) = (grammar.stats(), g.stats());
@@ -242,7 +244,7 @@ fn main() -> Result<()> {
     // 3. Grammar → Earley engine over the model's vocabulary.
     let engine = Engine::new(vocab.clone());
     let t1 = Instant::now();
-    let compiled = engine.compile(&g, EngineConfig::default())?;
+    let compiled = engine.compile(&grammar, EngineConfig::default())?;
     let mut matcher = compiled.matcher();
     let first = matcher.mask();
     println!(

@@ -215,3 +215,53 @@ fn smoke_all_engines_on_small_schemas() {
         assert_eq!(z.invalidation_errors, k.invalidation_errors, "{}", z.file);
     }
 }
+
+/// MaskBench times the call a user makes: with no experiment knob set,
+/// the adapter's options are the facade's, and its compiled grammar gives
+/// the masks of the facade's `zapspec::json_schema` along an instance.
+#[test]
+fn the_adapter_compiles_what_the_facade_compiles() {
+    let knobs = [
+        "MASKBENCH_MAX_REGEX_REPEAT",
+        "MASKBENCH_STRING_BLOCKS",
+        "MASKBENCH_INTERSECTIONS",
+        "MASKBENCH_REFUSE_UNKNOWN_FORMATS",
+    ];
+    if knobs.iter().any(|k| std::env::var_os(k).is_some()) {
+        eprintln!("skipped: a MASKBENCH_* knob is set");
+        return;
+    }
+    assert_eq!(
+        zapspec::schema_options(true),
+        ::zapspec::json_schema_options()
+    );
+    let schema = json!({
+        "type": "object",
+        "properties": {"id": {"type": "integer", "minimum": 3}, "tag": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 5}},
+        "required": ["id"]
+    });
+    let v = vocab();
+    let mut adapter = zapspec::ZapAdapter::new(
+        v.clone(),
+        zapspec::variant_config("full").expect("full"),
+        zapspec::variant_index("full"),
+        false,
+    );
+    let mut ours = adapter.compile(&schema).expect("compiles");
+    let mut facade = ::zapspec::json_schema(v.clone(), &schema).expect("compiles");
+    ours.start().expect("start");
+    let tokens = v.encode(r#"{"id":42,"tag":"abc"}"#).expect("encodes");
+    let mut mask = TokenSet::new(v.len());
+    for &t in &tokens {
+        ours.compute_mask().expect("mask");
+        facade.fill_mask(&mut mask);
+        for probe in (0..v.len() as TokenId).step_by(97).chain([t, v.eos()]) {
+            assert_eq!(ours.allowed(probe), mask.contains(probe), "token {probe}");
+        }
+        ours.advance(t).expect("advance");
+        facade.advance(t).expect("advance");
+    }
+    ours.compute_mask().expect("mask");
+    facade.fill_mask(&mut mask);
+    assert!(ours.eos_allowed() && mask.contains(v.eos()));
+}
