@@ -33,6 +33,11 @@ pub(crate) struct Emitter<'a> {
     pub norm: Normalizer<'a>,
     pub opts: &'a JsonSchemaOptions,
     memo: HashMap<String, NtId>,
+    /// [`Emitter::memo`]'s answers by the address of a document schema
+    /// (borrowed for `'a`, so an address names one schema for the whole
+    /// compile): a definition `$ref`-ed from many places has its content
+    /// key written once, not once per use.
+    by_addr: HashMap<usize, NtId>,
     /// The rules a string part was written as, by its keywords: a schema's
     /// many `format: uri` or equal `pattern` fields are translated,
     /// encoded and printed once ([`Emitter::string`]).
@@ -389,6 +394,7 @@ impl<'a> Emitter<'a> {
             norm: Normalizer::new(root, opts),
             opts,
             memo: HashMap::default(),
+            by_addr: HashMap::default(),
             string_memo: HashMap::default(),
             queue: VecDeque::new(),
             depth: 0,
@@ -444,8 +450,18 @@ impl<'a> Emitter<'a> {
 
     /// The nonterminal of a subschema (created and queued on first use).
     pub fn node(&mut self, v: &Sub<'a>, ptr: &str) -> Result<NtId, SchemaError> {
+        let addr = match v {
+            Sub::Schema(x) => Some(std::ptr::from_ref::<Value>(x) as usize),
+            _ => None,
+        };
+        if let Some(&nt) = addr.and_then(|a| self.by_addr.get(&a)) {
+            return Ok(nt);
+        }
         let key = v.key();
         if let Some(&nt) = self.memo.get(&key) {
+            if let Some(a) = addr {
+                self.by_addr.insert(a, nt);
+            }
             return Ok(nt);
         }
         let depth = self.depth + 1;
@@ -462,6 +478,9 @@ impl<'a> Emitter<'a> {
         }
         let nt = self.fresh(&nt_name(ptr), ptr)?;
         self.memo.insert(key, nt);
+        if let Some(a) = addr {
+            self.by_addr.insert(a, nt);
+        }
         self.queue
             .push_back((nt, v.clone(), ptr.to_string(), depth));
         Ok(nt)

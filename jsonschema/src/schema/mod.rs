@@ -313,7 +313,7 @@ fn write_schema_key(v: &Value, out: &mut String) {
             out.push(',');
         }
         first = false;
-        out.push_str(&Value::String(k.clone()).to_string());
+        write_json_string(k, out);
         out.push(':');
         match (k.as_str(), x) {
             (
@@ -326,7 +326,7 @@ fn write_schema_key(v: &Value, out: &mut String) {
                     if i > 0 {
                         out.push(',');
                     }
-                    out.push_str(&Value::String(name.clone()).to_string());
+                    write_json_string(name, out);
                     out.push(':');
                     write_schema_key(sub, out);
                 }
@@ -360,6 +360,18 @@ fn write_schema_key(v: &Value, out: &mut String) {
         }
     }
     out.push('}');
+}
+
+/// Writes `s` as a JSON string (plain text in quotes without allocating;
+/// serde_json's escaping where a character needs it).
+fn write_json_string(s: &str, out: &mut String) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&Value::String(s.to_string()).to_string());
+    }
 }
 
 /// The numeric keywords (draft-4 boolean exclusive bounds already
