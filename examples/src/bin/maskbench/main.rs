@@ -24,7 +24,11 @@
 //! JSON grammar, schema-agnostic). Each engine runs in its own child
 //! process (this binary re-executed with `--child`), so its peak memory
 //! (VmHWM) is its own; a child that crashes or hangs past the hard limit is
-//! restarted after the offending schema, which is counted as a crash.
+//! restarted after the offending schema, which is counted as a crash. A
+//! counting global allocator (module `heap`, this binary only) records each
+//! schema's live heap before the compile, after compile + first mask and
+//! after the grammar is dropped, and the peak between; the summary's "Live
+//! heap" table gives the bytes per compiled grammar of each engine.
 //!
 //! Limits: the per-schema time limit is checked between masks, so one
 //! compile or mask that runs long (kbnf compiles of large grammars) is only
