@@ -337,61 +337,16 @@ pub fn markdown_heap(sums: &[EngineSummary]) -> String {
     if sums.iter().all(|s| s.heap.is_none()) {
         return String::new();
     }
-    let mut out = String::from(
-        "
-### Live heap (counting allocator)
-
-| metric |",
-    );
+    let mut out = String::from("\n### Live heap (counting allocator)\n\n| metric |");
     for s in sums {
         out.push_str(&format!(" {} |", s.engine));
     }
-    out.push_str(
-        "
-|---|",
-    );
+    out.push_str("\n|---|");
     for _ in sums {
         out.push_str("---:|");
     }
     out.push('\n');
-    type Row = (&'static str, fn(&HeapSummary, &EngineSummary) -> String);
-    let rows: [Row; 12] = [
-        ("bytes per compiled grammar p50", |h, _| {
-            mib(h.grammar_bytes.p50)
-        }),
-        ("bytes per compiled grammar p99", |h, _| {
-            mib(h.grammar_bytes.p99)
-        }),
-        ("bytes per compiled grammar max", |h, _| {
-            mib(h.grammar_bytes.max)
-        }),
-        ("bytes per compiled grammar mean", |h, _| {
-            mib(h.grammar_bytes.mean)
-        }),
-        ("left behind per schema p50", |h, _| {
-            mib(h.retained_bytes.p50)
-        }),
-        ("left behind per schema p99", |h, _| {
-            mib(h.retained_bytes.p99)
-        }),
-        ("left behind per schema max", |h, _| {
-            mib(h.retained_bytes.max)
-        }),
-        ("live heap before the first schema", |_, s| {
-            mib(s.baseline_heap_bytes as f64)
-        }),
-        ("left behind by the whole run", |h, _| {
-            mib(h.retained_total as f64)
-        }),
-        ("live heap after the last schema", |h, _| {
-            mib(h.final_bytes as f64)
-        }),
-        ("live heap peak", |h, _| mib(h.peak_bytes as f64)),
-        ("shared cache account, max after a schema", |h, _| {
-            h.cache_bytes_max.map_or("—".into(), |b| mib(b as f64))
-        }),
-    ];
-    for (name, f) in rows {
+    let mut row = |name: &str, f: &dyn Fn(&HeapSummary, &EngineSummary) -> String| {
         out.push_str(&format!("| {name} |"));
         for s in sums {
             match &s.heap {
@@ -400,7 +355,32 @@ pub fn markdown_heap(sums: &[EngineSummary]) -> String {
             }
         }
         out.push('\n');
+    };
+    type Pick = fn(&HeapSummary) -> &Summary;
+    let dists: [(&str, Pick); 2] = [
+        ("bytes per compiled grammar", |h| &h.grammar_bytes),
+        ("left behind per schema", |h| &h.retained_bytes),
+    ];
+    for (what, pick) in dists {
+        for (k, (p, _)) in Summary::default().rows().iter().enumerate() {
+            if matches!(*p, "p50" | "p99" | "max" | "mean") {
+                row(&format!("{what} {p}"), &|h, _| mib(pick(h).rows()[k].1));
+            }
+        }
     }
+    row("live heap before the first schema", &|_, s| {
+        mib(s.baseline_heap_bytes as f64)
+    });
+    row("left behind by the whole run", &|h, _| {
+        mib(h.retained_total as f64)
+    });
+    row("live heap after the last schema", &|h, _| {
+        mib(h.final_bytes as f64)
+    });
+    row("live heap peak", &|h, _| mib(h.peak_bytes as f64));
+    row("shared cache account, max after a schema", &|h, _| {
+        h.cache_bytes_max.map_or("—".into(), |b| mib(b as f64))
+    });
     out
 }
 
