@@ -24,8 +24,12 @@
 //! the index can evict entries not used lately when the shared cache passes
 //! its bound ([`crate::IndexConfig::max_cache_bytes`]); an evicted entry is
 //! recomputed on its next use. The bound is kept by an [`Account`]: every
-//! kept entry and every terminal adds its heap bytes when it is stored and
-//! takes them back when it is dropped, by whoever drops it last. Like ZapFormat (and unlike XGrammar) we do
+//! kept entry and every terminal adds its bytes when it is stored and
+//! takes them back when it is dropped, by whoever drops it last. The bytes
+//! are what the heap holds for it: its own allocation (the `Arc`'s header
+//! included), its tables, its key (a terminal's regex text, an entry's
+//! residual key, each stored once and shared with the index's map) and a
+//! terminal's per-state slots; the index charges its maps' tables too. Like ZapFormat (and unlike XGrammar) we do
 //! not look at the strings that may follow `T` when classifying; that work
 //! is left to the suffix walk.
 
@@ -57,11 +61,11 @@ impl Account {
         self.0.load(Ordering::Relaxed)
     }
 
-    fn add(&self, n: usize) {
+    pub(crate) fn add(&self, n: usize) {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 
-    fn sub(&self, n: usize) {
+    pub(crate) fn sub(&self, n: usize) {
         self.0.fetch_sub(n, Ordering::Relaxed);
     }
 }
@@ -76,8 +80,9 @@ impl Account {
 /// terminal's HIR.
 #[derive(Debug)]
 pub(crate) struct TermEntry {
-    /// The terminal's regex text (its key in the index).
-    pub regex: String,
+    /// The terminal's regex text (its key in the index, the same
+    /// allocation).
+    pub regex: Arc<str>,
     /// The terminal's automaton, once built.
     dfa: OnceLock<ByteDfa>,
     /// What builds it on first use (taken then).
@@ -206,8 +211,9 @@ pub(crate) struct CiEntry {
     /// The account the entry's bytes are charged to (`None`: an entry
     /// returned but not cached).
     account: Option<Arc<Account>>,
-    /// The residual key the index shares the entry under, if any.
-    pub(crate) residual: Option<Box<[u32]>>,
+    /// The residual key the index shares the entry under, if any (the
+    /// same allocation as the key of the index's map).
+    pub(crate) residual: Option<Arc<[u32]>>,
     /// The index clock when the entry was last found by its residual key.
     pub(crate) used: AtomicU64,
 }
@@ -215,17 +221,34 @@ pub(crate) struct CiEntry {
 impl Drop for CiEntry {
     fn drop(&mut self) {
         if let Some(a) = &self.account {
-            a.sub(self.heap_bytes());
+            a.sub(self.cache_bytes());
         }
     }
 }
 
+/// The header an `Arc` allocation adds to its value (strong and weak
+/// counts).
+pub(crate) const ARC_HEADER: usize = 2 * std::mem::size_of::<usize>();
+
 impl CiEntry {
-    /// Charges the entry's bytes to `account` (once, before it is shared).
+    /// Charges the entry's bytes to `account` (once, before it is shared,
+    /// with its residual key set).
     pub(crate) fn charge(&mut self, account: &Arc<Account>) {
         debug_assert!(self.account.is_none());
-        account.add(self.heap_bytes());
+        account.add(self.cache_bytes());
         self.account = Some(account.clone());
+    }
+
+    /// The bytes the cache counts for the entry: its `Arc` allocation, its
+    /// sets and suffix trie, its residual key.
+    pub(crate) fn cache_bytes(&self) -> usize {
+        ARC_HEADER
+            + std::mem::size_of::<Self>()
+            + self.heap_bytes()
+            + self
+                .residual
+                .as_ref()
+                .map_or(0, |k| ARC_HEADER + 4 * k.len())
     }
 
     /// Own heap bytes (a shared slice set is not counted).
@@ -284,7 +307,7 @@ impl TermEntry {
     /// use).
     pub fn new(regex: String, dfa: ByteDfa) -> Self {
         TermEntry {
-            regex,
+            regex: regex.into(),
             start: dfa.start(),
             nullable: dfa.is_nullable(),
             dfa: OnceLock::from(dfa),
@@ -308,7 +331,7 @@ impl TermEntry {
         facts: Facts,
     ) -> Self {
         TermEntry {
-            regex,
+            regex: regex.into(),
             start: facts.start,
             nullable: facts.nullable,
             dfa: OnceLock::new(),
@@ -437,10 +460,15 @@ impl TermEntry {
         self.swept.swap(now, Ordering::Relaxed)
     }
 
-    /// The terminal's own bytes as the cache counts them: the entry, its
-    /// automaton or pending HIR, and its key.
+    /// The terminal's own bytes as the cache counts them: its `Arc`
+    /// allocation, its automaton or pending HIR, its key (shared with the
+    /// index's map) and its per-state slots.
     pub(crate) fn cache_bytes(&self) -> usize {
-        self.heap_bytes() + self.regex.len()
+        ARC_HEADER
+            + self.heap_bytes()
+            + ARC_HEADER
+            + self.regex.len()
+            + self.ci.allocated() * std::mem::size_of::<Slot>()
     }
 
     /// Charges the terminal's bytes to `account` (before it is shared).

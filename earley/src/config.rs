@@ -41,6 +41,12 @@ pub struct EngineConfig {
     /// Maximum number of masks kept by the pruned-state cache (per compiled
     /// grammar); the cache is cleared when it is full.
     pub state_cache_capacity: usize,
+    /// Bound on the pruned-state cache's heap bytes (per compiled grammar:
+    /// each mask is a dense set over the vocabulary, with its key): the
+    /// cache is also cleared when the next mask would take it past this.
+    /// Default 32 MiB: about 1,300 masks over o200k (25 KB each), all
+    /// [`Self::state_cache_capacity`] masks over a 32k-token vocabulary.
+    pub state_cache_bytes: usize,
     /// Bounds on each terminal's NFA, DFA and DFA states (defaults:
     /// [`RegexLimits::default`], 128 MiB / 64 MiB / 100,000 states). A
     /// terminal over a bound is [`crate::EarleyError::LimitExceeded`]
@@ -88,6 +94,7 @@ impl Default for EngineConfig {
             fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
             fuse_families: true,
             state_cache_capacity: 4096,
+            state_cache_bytes: 32 << 20,
             regex_limits: RegexLimits::default(),
             max_set_items: Self::DEFAULT_MAX_SET_ITEMS,
             compile_time_budget: Self::DEFAULT_COMPILE_TIME_BUDGET,
@@ -118,6 +125,7 @@ impl EngineConfig {
             fuse_max_weight: crate::fuse::MAX_FUSED_WEIGHT,
             fuse_families: false,
             state_cache_capacity: 0,
+            state_cache_bytes: 0,
             regex_limits: RegexLimits::default(),
             max_set_items: Self::DEFAULT_MAX_SET_ITEMS,
             compile_time_budget: Self::DEFAULT_COMPILE_TIME_BUDGET,

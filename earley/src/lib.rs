@@ -140,19 +140,24 @@
 //!
 //! The shared cache of compiled terminals and their entries is bounded by
 //! [`IndexConfig::max_cache_bytes`], counted exactly (each entry and
-//! terminal adds its bytes when stored and takes them back when dropped):
+//! terminal adds its bytes when stored and takes them back when dropped:
+//! its allocation, tables, key and per-state slots; the index's own maps,
+//! terminal ring and ghost list are charged as they grow and shrink, so
+//! the live heap the index keeps across grammars is what it counts):
 //! when a cold entry or a compile takes it over, a sweep evicts entries not
 //! used since their terminal's previous visit (a CLOCK approximation of
 //! least recently used) and terminals no live grammar holds, until the
 //! cache is at three quarters of the bound; evicted entries are recomputed
 //! if used again. A sweep visits at most [`VocabIndex::SWEEP_SLOTS`] slots
-//! and runs inline: no pass over the whole cache lands in one mask, and no
-//! thread is started. A terminal that only one grammar looked up leaves
+//! of the terminals (after one pass over the map of entries shared by
+//! residual key) and runs inline: no pass over the whole cache lands in
+//! one mask, and no thread is started. A terminal that only one grammar looked up leaves
 //! the cache when that grammar is dropped (a schema's own keys and
 //! patterns are rarely met again); its hash is remembered, so one compiled
 //! again stays. The terminals of live grammars are pinned but counted;
 //! the pruned-state cache of each grammar is bounded by
-//! [`EngineConfig::state_cache_capacity`]; matchers report their chart
+//! [`EngineConfig::state_cache_capacity`] masks and
+//! [`EngineConfig::state_cache_bytes`]; matchers report their chart
 //! size with [`EarleyMatcher::memory`].
 //!
 //! ## Limits

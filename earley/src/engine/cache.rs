@@ -14,18 +14,28 @@ use crate::ci_cache::{self, Account, CiEntry, TermEntry};
 use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
 
+use super::index::{map_bytes, table_bytes};
 use super::VocabIndex;
 
 /// A bounded set of regex-text hashes, oldest forgotten first.
-#[derive(Default)]
 pub(super) struct Ghosts {
     pub(super) set: rustc_hash::FxHashSet<u64>,
     pub(super) order: std::collections::VecDeque<u64>,
+    /// Hashes remembered at most.
+    capacity: usize,
 }
 
 impl Ghosts {
-    /// Hashes remembered at most.
-    const CAPACITY: usize = 1 << 16;
+    /// Remembers one hash per 512 bytes of the cache's bound, between 256
+    /// and 65,536 (about 1.3 MiB, under the default 32 MiB bound): the
+    /// ghosts are charged to the cache, at most about 1/20 of it.
+    pub(super) fn with_capacity_for(max_cache_bytes: usize) -> Self {
+        Ghosts {
+            set: Default::default(),
+            order: Default::default(),
+            capacity: (max_cache_bytes / 512).clamp(256, 1 << 16),
+        }
+    }
 
     pub(super) fn hash(regex: &str) -> u64 {
         use std::hash::BuildHasher;
@@ -35,21 +45,68 @@ impl Ghosts {
     pub(super) fn insert(&mut self, h: u64) {
         if self.set.insert(h) {
             self.order.push_back(h);
-            if self.order.len() > Self::CAPACITY {
+            if self.order.len() > self.capacity {
                 if let Some(old) = self.order.pop_front() {
                     self.set.remove(&old);
                 }
             }
         }
     }
+
+    /// Heap bytes of the set and the queue.
+    pub(super) fn heap_bytes(&self) -> usize {
+        table_bytes(self.set.capacity(), std::mem::size_of::<u64>())
+            + self.order.capacity() * std::mem::size_of::<u64>()
+    }
 }
 
 /// The live terminals in the order eviction visits them, and where the
 /// next sweep starts ([`VocabIndex::sweep`]).
+///
+/// A terminal dropped (released with its grammar, or evicted by a sweep
+/// that did not visit its place) leaves a dead `Weak` whose allocation
+/// (the terminal's `Arc`, about a kilobyte) stays until its place is
+/// visited or the ring is compacted: [`Ring::push`] compacts it whenever it
+/// has grown by a quarter (and 64) since the last compaction, so dead
+/// places are at most about a fifth of the ring.
 #[derive(Default)]
 pub(super) struct Ring {
     pub(super) terms: Vec<Weak<TermEntry>>,
     pub(super) hand: usize,
+    /// The length at which the next push compacts.
+    compact_at: usize,
+}
+
+impl Ring {
+    /// Adds a terminal, compacting the ring first when it is due (an
+    /// amortised O(1) per push).
+    pub(super) fn push(&mut self, t: Weak<TermEntry>) {
+        if self.terms.len() >= self.compact_at {
+            self.compact();
+        }
+        self.terms.push(t);
+    }
+
+    /// Drops the places of dead terminals, keeping the hand on the same
+    /// live terminal.
+    fn compact(&mut self) {
+        let before = self.hand.min(self.terms.len());
+        self.hand = self.terms[..before]
+            .iter()
+            .filter(|w| w.strong_count() > 0)
+            .count();
+        self.terms.retain(|w| w.strong_count() > 0);
+        let n = self.terms.len();
+        if self.terms.capacity() > 2 * n + 64 {
+            self.terms.shrink_to(n + n / 4 + 64);
+        }
+        self.compact_at = n + n / 4 + 64;
+    }
+
+    /// Heap bytes of the ring's vector.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.terms.capacity() * std::mem::size_of::<Weak<TermEntry>>()
+    }
 }
 
 impl VocabIndex {
@@ -109,14 +166,19 @@ impl VocabIndex {
         {
             // Entries only the residual map holds, not found by their key
             // since the previous sweep.
+            // (a pass over the map, not counted in the sweep's slots:
+            // the map only holds charged entries, so it is bounded too,
+            // and counting it would let a large map starve the ring, the
+            // one place its entries are freed from)
             let prev = self.residual_swept.swap(now, Ordering::Relaxed);
             let mut map = self.residuals.lock().unwrap_or_else(|e| e.into_inner());
-            slots += map.len();
             map.retain(|_, e| {
                 let keep = Arc::strong_count(e) > 1 || e.used.load(Ordering::Relaxed) >= prev;
                 gone += usize::from(!keep);
                 keep
             });
+            shrink(&mut map);
+            self.tables.residuals.set(&self.account, map_bytes(&map));
         }
         let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         let turn = ring.terms.len();
@@ -149,12 +211,19 @@ impl VocabIndex {
             // the map's reference and ours: no grammar holds it
             if Arc::strong_count(&t) == 2 && t.last_used() < prev {
                 let mut map = self.lock();
-                if map.get(&t.regex).is_some_and(|x| Arc::ptr_eq(x, &t)) {
-                    map.remove(&t.regex);
+                if map.get(&*t.regex).is_some_and(|x| Arc::ptr_eq(x, &t)) {
+                    map.remove(&*t.regex);
                     gone += 1;
                 }
             }
             ring.hand = h + 1;
+        }
+        self.tables.ring.set(&self.account, ring.heap_bytes());
+        drop(ring);
+        {
+            let mut map = self.lock();
+            shrink(&mut map);
+            self.tables.terminals.set(&self.account, map_bytes(&map));
         }
         let bytes = self.account.get();
         let floor = if visited >= turn && gone == 0 && bytes > max {
@@ -183,13 +252,23 @@ impl VocabIndex {
         let mut ghosts = self.ghosts.lock().unwrap_or_else(|e| e.into_inner());
         let mut n = 0;
         for t in terms {
-            if t.single_use() && map.get(&t.regex).is_some_and(|x| Arc::ptr_eq(x, t)) {
-                map.remove(&t.regex);
+            if t.single_use() && map.get(&*t.regex).is_some_and(|x| Arc::ptr_eq(x, t)) {
+                map.remove(&*t.regex);
                 ghosts.insert(Ghosts::hash(&t.regex));
                 n += 1;
             }
         }
+        if n > 0 {
+            shrink(&mut map);
+            self.tables.terminals.set(&self.account, map_bytes(&map));
+            self.tables.ghosts.set(&self.account, ghosts.heap_bytes());
+        }
         self.released.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Charges the ring's vector after a push.
+    pub(super) fn charge_ring(&self, ring: &Ring) {
+        self.tables.ring.set(&self.account, ring.heap_bytes());
     }
 
     /// Drops an entry a slot gave up, and its residual key's reference too
@@ -213,6 +292,14 @@ impl VocabIndex {
             self.dfa_builds.load(Ordering::Relaxed),
             self.dfa_build_nanos.load(Ordering::Relaxed),
         )
+    }
+
+    /// The bytes the cache counts against
+    /// [`IndexConfig::max_cache_bytes`](crate::IndexConfig::max_cache_bytes)
+    /// now: [`CacheStats::cache_bytes`] as one atomic load
+    /// ([`Self::cache_stats`] walks the cache).
+    pub fn cache_bytes(&self) -> usize {
+        self.account.get()
     }
 
     /// Statistics of the shared terminal cache.
@@ -249,6 +336,14 @@ impl VocabIndex {
     }
 }
 
+/// Gives back most of a map's table once it is at most a quarter full
+/// (tables grow as a cache fills, and keep their size when it is swept).
+fn shrink<K: std::hash::Hash + Eq, V>(m: &mut std::collections::HashMap<K, V, FxBuildHasher>) {
+    if m.capacity() > 4 * m.len() + 64 {
+        m.shrink_to(2 * m.len());
+    }
+}
+
 /// Sizes of the shared terminal / context-independent mask cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
@@ -268,7 +363,8 @@ pub struct CacheStats {
     /// Entries and terminals those sweeps evicted.
     pub evicted: usize,
     /// Heap bytes the cache counts against `IndexConfig::max_cache_bytes`
-    /// (its entries and terminals, as last charged).
+    /// (its entries, its terminals and the index's tables, as last
+    /// charged).
     pub cache_bytes: usize,
     /// Terminals that only one grammar used, released with it (not kept
     /// in the cache past their grammar).
@@ -320,17 +416,20 @@ impl TermEntry {
         // (the matcher reports the overflow).
         let fresh = || {
             let (trie, slices, vocab_len) = (index.trie(), index.slices(), index.vocab().len());
-            let mut e = ci_cache::compute(self.dfa(), s, trie, slices, vocab_len);
-            let keep = !self.dfa().overflowed();
-            if keep {
-                e.charge(index.account());
-            }
-            (e, keep)
+            let e = ci_cache::compute(self.dfa(), s, trie, slices, vocab_len);
+            (e, !self.dfa().overflowed())
         };
         let key = index.residual_key(self.dfa(), s);
         let e = match key {
+            // charged there, with its key
             Some(key) if !self.dfa().overflowed() => index.shared_entry(key, fresh),
-            _ => Arc::new(fresh().0),
+            _ => {
+                let (mut e, keep) = fresh();
+                if keep {
+                    e.charge(index.account());
+                }
+                Arc::new(e)
+            }
         };
         if self.dfa().overflowed() {
             return e;

@@ -202,7 +202,7 @@ impl CompiledGrammar {
                 d.state_bound()
                     .filter(|_| d.overflowed())
                     .map(|max| TerminalTrouble::Overflow {
-                        regex: t.regex.clone(),
+                        regex: t.regex.to_string(),
                         max,
                     })
             });
@@ -467,9 +467,18 @@ impl CompiledGrammar {
 
     /// Stores `mask` in the pruned-state cache under the chart key `key`
     /// (the cache is emptied when it holds
-    /// [`EngineConfig::state_cache_capacity`] masks).
+    /// [`EngineConfig::state_cache_capacity`] masks, or when this one
+    /// would take it past [`EngineConfig::state_cache_bytes`]).
     pub(crate) fn cache_mask(&self, key: &[u32], mask: &TokenSet) {
-        let capacity = self.config.state_cache_capacity;
+        // a mask's bytes: its `Arc` (header, set, words) and its key
+        let each = 2 * std::mem::size_of::<usize>()
+            + std::mem::size_of::<TokenSet>()
+            + mask.heap_bytes()
+            + std::mem::size_of_val(key);
+        let capacity = self
+            .config
+            .state_cache_capacity
+            .min(self.config.state_cache_bytes / each);
         let mut cache = self.state_cache.write().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= capacity {
             cache.clear();

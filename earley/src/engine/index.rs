@@ -27,16 +27,20 @@ pub struct VocabIndex {
     pub(super) trie: TokTrie,
     pub(super) slices: Vec<Slice>,
     pub(super) config: IndexConfig,
-    pub(super) terminals: Mutex<HashMap<String, Arc<TermEntry>, FxBuildHasher>>,
+    pub(super) terminals: Mutex<HashMap<Arc<str>, Arc<TermEntry>, FxBuildHasher>>,
     /// Context-independent entries by canonical residual automaton.
-    pub(super) residuals: Mutex<HashMap<Vec<u32>, Arc<CiEntry>, FxBuildHasher>>,
+    pub(super) residuals: Mutex<HashMap<Arc<[u32]>, Arc<CiEntry>, FxBuildHasher>>,
     /// Every terminal compiled over this index and still alive (held by
     /// the map above or by a compiled grammar), in the order eviction
     /// visits them, and where the next sweep starts.
     pub(super) ring: Mutex<Ring>,
     /// Heap bytes of the shared cache: every kept context-independent
-    /// entry and every terminal still alive (see [`Account`]).
+    /// entry and every terminal still alive (see [`Account`]), and the
+    /// tables below.
     pub(super) account: Arc<Account>,
+    /// The bytes charged for the index's own tables (the two maps'
+    /// buckets, the ring, the ghosts), as last measured.
+    pub(super) tables: Tables,
     /// After a sweep that visited every terminal, evicted nothing and left
     /// the cache over its bound (all of it is in use), the byte count
     /// below which no sweep runs; 0 otherwise.
@@ -82,8 +86,11 @@ pub struct IndexConfig {
     /// would cost more than it saves).
     pub residual_max_states: usize,
     /// Bound on the shared cache: the heap bytes of its context-independent
-    /// entries and of its terminals (their automata, or the HIR a deferred
-    /// one waits on), counted exactly as they are stored and dropped. When a
+    /// entries and of its terminals (their allocations, automata or the HIR
+    /// a deferred one waits on, keys and per-state slots), counted exactly
+    /// as they are stored and dropped, and of the index's own tables (its
+    /// two maps, the ring of terminals, the remembered hashes of released
+    /// ones), charged as they grow and shrink. When a
     /// new entry or a compile takes the cache above it, a *sweep* evicts
     /// entries not used since the sweep before last visited their terminal
     /// (the CLOCK approximation of least recently used), and terminals no
@@ -152,6 +159,50 @@ impl IndexConfig {
     }
 }
 
+/// The bytes charged for each of a [`VocabIndex`]'s own tables, as last
+/// measured (each set when its table changes, under its lock).
+#[derive(Debug, Default)]
+pub(super) struct Tables {
+    pub(super) terminals: Charge,
+    pub(super) residuals: Charge,
+    pub(super) ring: Charge,
+    pub(super) ghosts: Charge,
+}
+
+/// Bytes charged to an [`Account`] for one table.
+#[derive(Debug, Default)]
+pub(super) struct Charge(AtomicUsize);
+
+impl Charge {
+    /// Charges `n` bytes in place of what was charged before.
+    pub(super) fn set(&self, account: &Account, n: usize) {
+        let old = self.0.swap(n, Ordering::Relaxed);
+        if n >= old {
+            account.add(n - old);
+        } else {
+            account.sub(old - n);
+        }
+    }
+}
+
+/// The bytes of a hash map's table: a bucket and a control byte per slot
+/// of its capacity (what `hashbrown` allocates, to within a group of
+/// control bytes).
+pub(super) fn map_bytes<K, V, S>(m: &HashMap<K, V, S>) -> usize {
+    table_bytes(m.capacity(), std::mem::size_of::<(K, V)>())
+}
+
+/// The bytes of a hash table of `cap` capacity and `size`-byte buckets
+/// ([`map_bytes`]).
+pub(super) fn table_bytes(cap: usize, size: usize) -> usize {
+    if cap == 0 {
+        return 0;
+    }
+    // buckets: a power of two, at most 7/8 full (below 8, one left free)
+    let buckets = if cap < 8 { cap + 1 } else { cap / 7 * 8 };
+    buckets * (size + 1) + 16
+}
+
 impl std::fmt::Debug for VocabIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VocabIndex")
@@ -205,6 +256,7 @@ impl VocabIndex {
             .iter()
             .map(|sp| Slice::new(&sp.regex, &sp.tiers, &trie, v))
             .collect::<Result<Vec<_>, _>>()?;
+        let ghosts = Ghosts::with_capacity_for(config.max_cache_bytes);
         Ok(Arc::new(VocabIndex {
             vocab,
             trie,
@@ -214,9 +266,10 @@ impl VocabIndex {
             residuals: Mutex::new(HashMap::default()),
             ring: Mutex::new(Ring::default()),
             account: Arc::new(Account::default()),
+            tables: Tables::default(),
             floor: AtomicUsize::new(0),
             residual_swept: AtomicU64::new(0),
-            ghosts: Mutex::new(Ghosts::default()),
+            ghosts: Mutex::new(ghosts),
             released: AtomicUsize::new(0),
             clock: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
@@ -244,13 +297,15 @@ impl VocabIndex {
 
     /// The shared entry of a residual key, computing it (outside the lock)
     /// on first use.
+    /// The entry is charged to the cache's account here, with its key
+    /// (`compute` does not charge it).
     pub(crate) fn shared_entry(
         &self,
         key: Vec<u32>,
         compute: impl FnOnce() -> (CiEntry, bool),
     ) -> Arc<CiEntry> {
         let lock = || self.residuals.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = lock().get(&key) {
+        if let Some(e) = lock().get(&*key) {
             e.used.store(self.now(), Ordering::Relaxed);
             return e.clone();
         }
@@ -260,9 +315,14 @@ impl VocabIndex {
         if !keep {
             return Arc::new(e);
         }
-        e.residual = Some(key.clone().into_boxed_slice());
+        let key: Arc<[u32]> = key.into();
+        e.residual = Some(key.clone());
         e.used = AtomicU64::new(self.tick());
-        lock().entry(key).or_insert_with(|| Arc::new(e)).clone()
+        e.charge(&self.account);
+        let mut map = lock();
+        let e = map.entry(key).or_insert_with(|| Arc::new(e)).clone();
+        self.tables.residuals.set(&self.account, map_bytes(&map));
+        e
     }
 
     /// The vocabulary slices used by cold context-independent entries.

@@ -17,6 +17,7 @@ use crate::error::EarleyError;
 use crate::terminal::ByteDfa;
 
 use super::cache::Ghosts;
+use super::index::map_bytes;
 use super::VocabIndex;
 
 impl VocabIndex {
@@ -88,7 +89,7 @@ impl VocabIndex {
         regex: String,
         build: impl FnOnce(&str) -> Result<TermEntry, EarleyError>,
     ) -> Result<Arc<TermEntry>, EarleyError> {
-        if let Some(e) = self.lock().get(&regex) {
+        if let Some(e) = self.lock().get(&*regex) {
             e.touch(self.tick());
             e.note_compile();
             return Ok(e.clone());
@@ -105,6 +106,9 @@ impl VocabIndex {
             );
         }
         let mut entry = entry?;
+        // one allocation of the text, shared by the entry and the map's key
+        let key: Arc<str> = regex.into();
+        entry.regex = key.clone();
         entry.charge(&self.account);
         let ours = Arc::new(entry);
         ours.touch(self.tick());
@@ -114,22 +118,21 @@ impl VocabIndex {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .set
-            .contains(&Ghosts::hash(&regex))
+            .contains(&Ghosts::hash(&key))
         {
             // released once already: a second grammar uses it
             ours.note_compile();
         }
-        let e = self
-            .lock()
-            .entry(regex)
-            .or_insert_with(|| ours.clone())
-            .clone();
+        let e = {
+            let mut map = self.lock();
+            let e = map.entry(key).or_insert_with(|| ours.clone()).clone();
+            self.tables.terminals.set(&self.account, map_bytes(&map));
+            e
+        };
         if Arc::ptr_eq(&e, &ours) {
-            self.ring
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .terms
-                .push(Arc::downgrade(&e));
+            let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+            ring.push(Arc::downgrade(&e));
+            self.charge_ring(&ring);
         }
         Ok(e)
     }
@@ -233,7 +236,7 @@ impl VocabIndex {
 
     pub(super) fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TermEntry>, FxBuildHasher>> {
+    ) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Arc<TermEntry>, FxBuildHasher>> {
         self.terminals.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

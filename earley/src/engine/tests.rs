@@ -68,22 +68,24 @@ fn equal_residuals_share_one_arc() {
 fn recount(index: &VocabIndex) -> usize {
     let map = index.lock();
     let mut seen = rustc_hash::FxHashSet::default();
-    let mut n = 0;
+    let mut n = index::map_bytes(&map);
     for t in map.values() {
         t.recharge();
         n += t.cache_bytes();
         for e in t.entries() {
             if seen.insert(Arc::as_ptr(&e)) {
-                n += e.heap_bytes();
+                n += e.cache_bytes();
             }
         }
     }
-    for e in index.residuals.lock().unwrap().values() {
+    let residuals = index.residuals.lock().unwrap();
+    n += index::map_bytes(&residuals);
+    for e in residuals.values() {
         if seen.insert(Arc::as_ptr(e)) {
-            n += e.heap_bytes();
+            n += e.cache_bytes();
         }
     }
-    n
+    n + index.ring.lock().unwrap().heap_bytes() + index.ghosts.lock().unwrap().heap_bytes()
 }
 
 /// The `k`th grammar of the cache tests (strings of bounded length,
@@ -135,7 +137,7 @@ fn single_use_terminals_leave_with_their_grammar() {
     assert_eq!(index.cache_stats().terminals, terms);
     // two grammars alive over a shared terminal: it stays with the second
     let a = compile(r#"root ::= [1x]{4,5}"#);
-    let shared: Vec<String> = a.rules.terms.iter().map(|t| t.regex.clone()).collect();
+    let shared: Vec<String> = a.rules.terms.iter().map(|t| t.regex.to_string()).collect();
     assert!(!shared.is_empty());
     let b = compile(r#"root ::= [1x]{4,5}"#);
     drop(a);

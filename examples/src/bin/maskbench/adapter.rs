@@ -43,6 +43,11 @@ pub trait Adapter {
     fn schema_step_us(&mut self, _schema: &Value) -> Option<f64> {
         None
     }
+    /// Bytes the engine's shared cache counts against its bound now,
+    /// where it keeps such an account (read after each schema, untimed).
+    fn cache_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A compiled schema with one current matcher state.

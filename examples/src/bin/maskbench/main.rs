@@ -24,7 +24,11 @@
 //! JSON grammar, schema-agnostic). Each engine runs in its own child
 //! process (this binary re-executed with `--child`), so its peak memory
 //! (VmHWM) is its own; a child that crashes or hangs past the hard limit is
-//! restarted after the offending schema, which is counted as a crash.
+//! restarted after the offending schema, which is counted as a crash. A
+//! counting global allocator (module `heap`, this binary only) records each
+//! schema's live heap before the compile, after compile + first mask and
+//! after the grammar is dropped, and the peak between; the summary's "Live
+//! heap" table gives the bytes per compiled grammar of each engine.
 //!
 //! Limits: the per-schema time limit is checked between masks, so one
 //! compile or mask that runs long (kbnf compiles of large grammars) is only
@@ -42,6 +46,7 @@
 //! `state_cache_capacity`.
 
 mod adapter;
+mod heap;
 mod kbnf_engine;
 mod llg;
 mod report;
@@ -61,8 +66,14 @@ use serde::{Deserialize, Serialize};
 use zapspec_vocab::{TiktokenBpe, TokenVocab};
 
 use adapter::Adapter;
-use report::{markdown_ablation, markdown_reasons, markdown_table, summarize, EngineSummary};
+use report::{
+    markdown_ablation, markdown_heap, markdown_reasons, markdown_table, summarize, EngineSummary,
+};
 use run::{InstanceOrder, SchemaResult, Status};
+
+/// Live heap bytes and their peak, per schema (`heap`; this binary only).
+#[global_allocator]
+static ALLOC: heap::Counting = heap::Counting;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -121,9 +132,17 @@ enum Line {
         /// Building the adapter (the engine's per-vocabulary work), ms.
         #[serde(default)]
         engine_build_ms: f64,
+        /// Live heap bytes then (counting allocator).
+        #[serde(default)]
+        baseline_heap: u64,
     },
     Schema {
         vmhwm_kib: u64,
+        /// VmRSS after the schema, KiB (with the live heap of
+        /// `result.heap`: resident memory the heap no longer uses shows
+        /// up as the gap).
+        #[serde(default)]
+        rss_kib: u64,
         result: Box<SchemaResult>,
     },
     End {
@@ -297,11 +316,13 @@ fn child_main(a: &Args) -> Result<()> {
         serde_json::to_string(&Line::Start {
             baseline_rss_kib: proc_status_kib("VmRSS:"),
             engine_build_ms,
+            baseline_heap: heap::live(),
         })?
     )?;
     run_engine(&engine, adapter.as_mut(), &vocab, &files, a.start, a, |r| {
         let line = Line::Schema {
             vmhwm_kib: proc_status_kib("VmHWM:"),
+            rss_kib: proc_status_kib("VmRSS:"),
             result: Box::new(r),
         };
         writeln!(out, "{}", serde_json::to_string(&line)?)?;
@@ -329,6 +350,7 @@ fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<EngineSummary> {
     let mut results: Vec<SchemaResult> = Vec::new();
     let (mut vmhwm, mut baseline, mut restarts) = (0u64, 0u64, 0usize);
     let mut build_ms = 0f64;
+    let mut baseline_heap = 0u64;
     let mut next = 0usize;
     let mut offset = 0u64;
     let t_start = Instant::now();
@@ -374,11 +396,15 @@ fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<EngineSummary> {
                     Ok(Line::Start {
                         baseline_rss_kib,
                         engine_build_ms,
+                        baseline_heap: h,
                     }) => {
                         baseline = baseline.max(baseline_rss_kib);
                         build_ms = build_ms.max(engine_build_ms);
+                        baseline_heap = baseline_heap.max(h);
                     }
-                    Ok(Line::Schema { vmhwm_kib, result }) => {
+                    Ok(Line::Schema {
+                        vmhwm_kib, result, ..
+                    }) => {
                         vmhwm = vmhwm.max(vmhwm_kib);
                         next = result.index + 1;
                         results.push(*result);
@@ -425,6 +451,7 @@ fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<EngineSummary> {
     let mut s = summarize(engine, &results);
     s.vmhwm_kib = vmhwm;
     s.baseline_rss_kib = baseline;
+    s.baseline_heap_bytes = baseline_heap;
     s.engine_build_ms = build_ms;
     s.child_restarts = restarts;
     s.wall_s = t_start.elapsed().as_secs_f64();
@@ -451,6 +478,7 @@ fn print_reports(a: &Args, sums: &[EngineSummary]) -> Result<()> {
         a.timeout_ms
     );
     md.push_str(&markdown_table(sums));
+    md.push_str(&markdown_heap(sums));
     md.push_str(&markdown_reasons(sums, 12));
     let abl: Vec<EngineSummary> = sums
         .iter()

@@ -54,12 +54,67 @@ pub struct EngineSummary {
     /// VmRSS after loading the vocabulary and building the engine, before
     /// the first schema, KiB.
     pub baseline_rss_kib: u64,
+    /// Live heap bytes at that point (the binary's counting allocator).
+    #[serde(default)]
+    pub baseline_heap_bytes: u64,
+    /// Live heap per schema (the counting allocator; `None`: no samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap: Option<HeapSummary>,
     /// Building the engine once per process (vocabulary index, tokenizer
     /// environment; not in any TTFM), ms, max over child restarts.
     #[serde(default)]
     pub engine_build_ms: f64,
     pub child_restarts: usize,
     pub wall_s: f64,
+}
+
+/// The live-heap samples of an engine's schemas ([`crate::run::HeapSample`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HeapSummary {
+    /// Bytes per compiled grammar: live heap after compile + first mask
+    /// minus before the compile, over the schemas that compiled (the
+    /// grammar, its first matcher, and what the compile added to the
+    /// engine's shared caches).
+    pub grammar_bytes: Summary,
+    /// Bytes a schema left behind once its grammar and matchers were
+    /// dropped (after minus before; negative when it freed shared cache).
+    pub retained_bytes: Summary,
+    /// Live heap after the last schema minus before the first: what the
+    /// whole run left in the engine.
+    pub retained_total: i64,
+    /// Largest live heap at any point of the run.
+    pub peak_bytes: u64,
+    /// Live heap after the last schema.
+    pub final_bytes: u64,
+    /// Largest shared-cache byte account after a schema (engines that
+    /// report it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_bytes_max: Option<u64>,
+}
+
+fn heap_summary(results: &[SchemaResult]) -> Option<HeapSummary> {
+    let samples: Vec<(&SchemaResult, crate::run::HeapSample)> = results
+        .iter()
+        .filter_map(|r| r.heap.map(|h| (r, h)))
+        .collect();
+    let (first, last) = (samples.first()?.1, samples.last()?.1);
+    let grammar: Vec<f64> = samples
+        .iter()
+        .filter(|(r, _)| r.status != Status::CompileError)
+        .filter_map(|(_, h)| h.held.map(|b| b as f64 - h.before as f64))
+        .collect();
+    let retained: Vec<f64> = samples
+        .iter()
+        .map(|(_, h)| h.after as f64 - h.before as f64)
+        .collect();
+    Some(HeapSummary {
+        grammar_bytes: Summary::of(&grammar),
+        retained_bytes: Summary::of(&retained),
+        retained_total: last.after as i64 - first.before as i64,
+        peak_bytes: samples.iter().map(|(_, h)| h.peak).max().unwrap_or(0),
+        final_bytes: last.after,
+        cache_bytes_max: results.iter().filter_map(|r| r.cache_bytes).max(),
+    })
 }
 
 pub fn summarize(engine: &str, results: &[SchemaResult]) -> EngineSummary {
@@ -111,6 +166,7 @@ pub fn summarize(engine: &str, results: &[SchemaResult]) -> EngineSummary {
         }
     }
     s.ttfm_us = Summary::of(&ttfm);
+    s.heap = heap_summary(results);
     if !automata.is_empty() {
         let share = |xs: &[(f64, f64)]| {
             let t: f64 = xs.iter().map(|x| x.0).sum();
@@ -263,6 +319,68 @@ pub fn markdown_table(sums: &[EngineSummary]) -> String {
         out.push_str(&format!(" {:.0} |", s.mask_throughput_per_s));
     }
     out.push('\n');
+    out
+}
+
+fn mib(bytes: f64) -> String {
+    let m = bytes / (1024.0 * 1024.0);
+    if m.abs() < 1.0 {
+        format!("{:.0} KiB", bytes / 1024.0)
+    } else {
+        format!("{m:.1} MiB")
+    }
+}
+
+/// Live heap per engine (the counting allocator of the binary): bytes per
+/// compiled grammar, what each schema left behind, the run's peak.
+pub fn markdown_heap(sums: &[EngineSummary]) -> String {
+    if sums.iter().all(|s| s.heap.is_none()) {
+        return String::new();
+    }
+    let mut out = String::from("\n### Live heap (counting allocator)\n\n| metric |");
+    for s in sums {
+        out.push_str(&format!(" {} |", s.engine));
+    }
+    out.push_str("\n|---|");
+    for _ in sums {
+        out.push_str("---:|");
+    }
+    out.push('\n');
+    let mut row = |name: &str, f: &dyn Fn(&HeapSummary, &EngineSummary) -> String| {
+        out.push_str(&format!("| {name} |"));
+        for s in sums {
+            match &s.heap {
+                Some(h) => out.push_str(&format!(" {} |", f(h, s))),
+                None => out.push_str(" — |"),
+            }
+        }
+        out.push('\n');
+    };
+    type Pick = fn(&HeapSummary) -> &Summary;
+    let dists: [(&str, Pick); 2] = [
+        ("bytes per compiled grammar", |h| &h.grammar_bytes),
+        ("left behind per schema", |h| &h.retained_bytes),
+    ];
+    for (what, pick) in dists {
+        for (k, (p, _)) in Summary::default().rows().iter().enumerate() {
+            if matches!(*p, "p50" | "p99" | "max" | "mean") {
+                row(&format!("{what} {p}"), &|h, _| mib(pick(h).rows()[k].1));
+            }
+        }
+    }
+    row("live heap before the first schema", &|_, s| {
+        mib(s.baseline_heap_bytes as f64)
+    });
+    row("left behind by the whole run", &|h, _| {
+        mib(h.retained_total as f64)
+    });
+    row("live heap after the last schema", &|h, _| {
+        mib(h.final_bytes as f64)
+    });
+    row("live heap peak", &|h, _| mib(h.peak_bytes as f64));
+    row("shared cache account, max after a schema", &|h, _| {
+        h.cache_bytes_max.map_or("—".into(), |b| mib(b as f64))
+    });
     out
 }
 

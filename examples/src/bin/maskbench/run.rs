@@ -171,6 +171,47 @@ pub struct SchemaResult {
     /// Max over instances of the engine's peak live items, where reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_items: Option<usize>,
+    /// Live heap around the schema (the binary's counting allocator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap: Option<HeapSample>,
+    /// The engine's shared-cache byte account after the schema (engines
+    /// that report it: ours, `CacheStats::cache_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_bytes: Option<u64>,
+}
+
+/// Live heap bytes around one schema, from the counting allocator
+/// (`heap`): what the process holds, the engine's shared state included.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct HeapSample {
+    /// Before the compile.
+    pub before: u64,
+    /// After compile + first mask, while the compiled grammar and its
+    /// first matcher are held (`held - before`: the grammar's own bytes,
+    /// and what the compile added to the engine's shared caches); `None`
+    /// when the schema did not compile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<u64>,
+    /// After the compiled grammar and its matchers are dropped (`after -
+    /// before`: what the schema left behind in the engine). The harness's
+    /// own per-schema result vectors are not counted.
+    pub after: u64,
+    /// The largest live heap in between.
+    pub peak: u64,
+}
+
+impl SchemaResult {
+    /// Heap bytes this result owns (its strings and vectors): subtracted
+    /// from the live heap so that a schema's sample counts the engine only.
+    fn own_heap_bytes(&self) -> u64 {
+        let s = |x: &Option<String>| x.as_ref().map_or(0, String::capacity);
+        (self.file.capacity()
+            + s(&self.error)
+            + s(&self.error_category)
+            + self.tbm_ns.capacity() * std::mem::size_of::<u64>()
+            + self.validation_errors.capacity() * std::mem::size_of::<(usize, usize)>()
+            + self.invalidation_errors.capacity() * std::mem::size_of::<usize>()) as u64
+    }
 }
 
 /// Runs one schema under `catch_unwind`.
@@ -185,6 +226,7 @@ pub fn run_schema(
         file: case.file.clone(),
         ..SchemaResult::default()
     };
+    let own0 = res.own_heap_bytes();
     let out = catch_unwind(AssertUnwindSafe(|| {
         run_schema_inner(adapter, case, timeout, &mut res)
     }));
@@ -197,6 +239,13 @@ pub fn run_schema(
         res.status = Status::Panic;
         res.error = Some(msg);
     }
+    // the compiled grammar and its matcher are dropped by now
+    let ours = res.own_heap_bytes().saturating_sub(own0);
+    if let Some(h) = &mut res.heap {
+        h.peak = crate::heap::peak();
+        h.after = crate::heap::live().saturating_sub(ours);
+    }
+    res.cache_bytes = adapter.cache_bytes();
     res
 }
 
@@ -208,6 +257,11 @@ fn run_schema_inner(
 ) {
     adapter.prepare();
     let built0 = adapter.automaton_build_us();
+    crate::heap::reset_peak();
+    res.heap = Some(HeapSample {
+        before: crate::heap::live(),
+        ..HeapSample::default()
+    });
     let t0 = Instant::now();
     let mut c = match adapter.compile(&case.schema) {
         Ok(c) => c,
@@ -221,6 +275,9 @@ fn run_schema_inner(
     let compiled = t0.elapsed();
     let first = c.start().and_then(|_| c.compute_mask());
     let ttfm = t0.elapsed();
+    if let (Some(h), Ok(())) = (&mut res.heap, &first) {
+        h.held = Some(crate::heap::live());
+    }
     res.ttfm_us = Some(ttfm.as_nanos() as f64 / 1000.0);
     res.ttfm_first_mask_us = Some((ttfm - compiled).as_nanos() as f64 / 1000.0);
     res.ttfm_automata_us = built0.zip(adapter.automaton_build_us()).map(|(a, b)| b - a);

@@ -139,6 +139,69 @@ impl EnumAdapter {
     }
 }
 
+/// An engine whose grammars hold 1 MiB and leave 64 KiB behind in the
+/// engine each: the heap samples see both (lower bounds only: other tests
+/// allocate in the same process meanwhile).
+struct Leaky {
+    inner: EnumAdapter,
+    kept: Vec<Vec<u8>>,
+}
+
+struct Holding {
+    inner: Box<dyn Compiled>,
+    _bytes: Vec<u8>,
+}
+
+impl Adapter for Leaky {
+    fn compile(&mut self, schema: &Value) -> Result<Box<dyn Compiled>, CompileFailure> {
+        self.kept.push(vec![1u8; 64 << 10]);
+        Ok(Box::new(Holding {
+            inner: self.inner.compile(schema)?,
+            _bytes: vec![1u8; 1 << 20],
+        }))
+    }
+}
+
+impl Compiled for Holding {
+    fn start(&mut self) -> Result<(), String> {
+        self.inner.start()
+    }
+    fn compute_mask(&mut self) -> Result<(), String> {
+        self.inner.compute_mask()
+    }
+    fn allowed(&self, t: TokenId) -> bool {
+        self.inner.allowed(t)
+    }
+    fn eos_allowed(&self) -> bool {
+        self.inner.eos_allowed()
+    }
+    fn advance(&mut self, t: TokenId) -> Result<(), String> {
+        self.inner.advance(t)
+    }
+}
+
+#[test]
+fn heap_samples_see_the_grammar_and_what_it_leaves() {
+    let v = vocab();
+    let mut ad = Leaky {
+        inner: EnumAdapter(v.clone()),
+        kept: Vec::new(),
+    };
+    let c = case(&v, json!({"enum": ["a", "b"]}), &[(true, json!("a"))]);
+    let r = run::run_schema(&mut ad, &c, 0, Duration::from_secs(10));
+    assert_eq!(r.status, Status::Pass);
+    let h = r.heap.expect("heap sampled");
+    let held = h.held.expect("compiled") as i64 - h.before as i64;
+    let left = h.after as i64 - h.before as i64;
+    assert!(held >= 1 << 20, "{h:?}");
+    assert!(left >= 64 << 10, "{h:?}");
+    assert!(h.peak >= h.before + (1 << 20), "{h:?}");
+    let s = summarize("leaky", &[r]);
+    let md = report::markdown_heap(&[s]);
+    assert!(md.contains("| bytes per compiled grammar p50 |"), "{md}");
+    assert!(md.contains("| left behind per schema max |"), "{md}");
+}
+
 /// Small shipped schemas for the smoke run.
 const SMOKE_FILES: &[&str] = &[
     "Github_easy---o10008.json",

@@ -195,6 +195,10 @@ impl Adapter for ZapAdapter {
         Some(self.engine.index().dfa_build_stats().1 as f64 / 1000.0)
     }
 
+    fn cache_bytes(&self) -> Option<u64> {
+        Some(self.engine.index().cache_bytes() as u64)
+    }
+
     fn schema_step_us(&mut self, schema: &Value) -> Option<f64> {
         let t0 = std::time::Instant::now();
         let ok = schema_grammar(schema).is_ok();
