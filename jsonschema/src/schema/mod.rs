@@ -275,26 +275,30 @@ impl<'a> Sub<'a> {
     }
 }
 
-/// Keywords that only annotate and that no part of the compiler reads
-/// (a subset of [`crate::keywords::ANNOTATIONS`]: identifiers, anchors,
-/// `$schema` and the `then`/`else` that `if` reads stay in memo keys).
-const KEY_IGNORED: &[&str] = &[
-    "$comment",
-    "title",
-    "description",
-    "default",
-    "examples",
-    "example",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-    "contentMediaType",
-    "contentEncoding",
-    "externalDocs",
+/// The annotations ([`crate::keywords::ANNOTATIONS`]) that stay in memo
+/// keys: identifiers, anchors and `$schema` change how a subschema's
+/// references resolve, and `if` reads `then`/`else`. Every other
+/// annotation is left out of the key.
+const KEY_KEPT_ANNOTATIONS: &[&str] = &[
+    "$schema",
+    "$id",
+    "id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "then",
+    "else",
 ];
 
+/// Whether a schema object's key stays out of its memo key.
+fn key_ignored(k: &str) -> bool {
+    crate::keywords::classify(k) == crate::keywords::KeywordClass::Annotation
+        && !KEY_KEPT_ANNOTATIONS.contains(&k)
+}
+
 /// Writes the memo key of a document schema: its JSON text without the
-/// annotations of [`KEY_IGNORED`] at schema positions (a property *named*
+/// annotations [`key_ignored`] names, at schema positions (a property *named*
 /// `description` stays), so subschemas that differ only in their
 /// documentation share a nonterminal — the same language, compiled once.
 /// Data (`enum`, `const`, `required`, unknown keywords) is written as is.
@@ -306,7 +310,7 @@ fn write_schema_key(v: &Value, out: &mut String) {
     out.push('{');
     let mut first = true;
     for (k, x) in m {
-        if KEY_IGNORED.contains(&k.as_str()) {
+        if key_ignored(k) {
             continue;
         }
         if !first {
