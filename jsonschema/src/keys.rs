@@ -711,9 +711,7 @@ fn minimize(
     }
     members.retain(|v| !v.is_empty());
     if members.len() == 1 {
-        for i in 0..n {
-            block[i] = 0;
-        }
+        block.fill(0);
     } else {
         for (b, v) in members.iter().enumerate() {
             for &i in v {
@@ -1227,6 +1225,16 @@ mod tests {
                 assert_eq!(in_region(&g, k), want, "{pat} minus {excluded:?}: {k:?}");
             }
         }
+    }
+
+    /// A pattern whose alternatives are anchored differently is searched
+    /// with one `.*` pair per anchoring, so the product does not track
+    /// which alternatives already matched (17,929 states before, 149 now).
+    #[test]
+    fn mixed_anchor_search_products_stay_small() {
+        let ps = pats(&["^list|date|time|string|enum|int|double|long|boolean|number$"]);
+        let ka = KeyAutomaton::with_length(&refs(&ps), &["enum"], 0, None).unwrap();
+        assert!(ka.trans.len() < 400, "{} product states", ka.trans.len());
     }
 
     #[test]

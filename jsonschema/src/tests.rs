@@ -1570,3 +1570,35 @@ fn numbers_compare_by_value_as_the_oracle_does() {
         }
     }
 }
+
+/// A `pattern` whose alternatives are anchored differently (`^ab|cd|ef$`)
+/// is searched as one `.*(?:…).*` group per anchoring: the grammar stays
+/// small (a `.*` pair per alternative made a DFA track which alternatives
+/// had matched, 2^k states for k words), and under `not: {const}` the
+/// product accepts exactly what the validator accepts, every string over
+/// the pattern's letters up to four characters.
+#[test]
+fn mixed_anchor_alternations_stay_small_and_exact() {
+    let s = json!({
+        "type": "string",
+        "pattern": "^ab|cd|ef|fa|bc|da|ce|eb$",
+        "not": {"const": "cd"}
+    });
+    let g = compile(&s);
+    assert!(g.rules.len() < 400, "{} rules", g.rules.len());
+    let oracle = jsonschema::validator_for(&s).unwrap();
+    let letters = ['a', 'b', 'c', 'd', 'e', 'f'];
+    let mut words = vec![String::new()];
+    for _ in 0..4 {
+        let next: Vec<String> = words
+            .iter()
+            .filter(|w| w.len() == words.last().map_or(0, String::len))
+            .flat_map(|w| letters.iter().map(move |c| format!("{w}{c}")))
+            .collect();
+        words.extend(next);
+    }
+    for w in &words {
+        let v = Value::String(w.clone());
+        assert_eq!(accepts(&g, &v), oracle.is_valid(&v), "{w:?}");
+    }
+}
