@@ -13,7 +13,8 @@
 //! The default run takes every 23rd file (a fixed sample, well under a
 //! minute); `cargo test -p zapspec-jsonschema --release --test maskbench_oracle
 //! -- --ignored --nocapture` runs every file with more samples. Skips with
-//! a message when `../shared/data/maskbench` is absent.
+//! a message when `../shared/data/maskbench` is absent. The same checks run
+//! on the large real-world set `../shared/data/maskbench-hard`.
 
 mod sampler;
 
@@ -28,8 +29,10 @@ use zapspec_jsonschema::{canonical_instances, compile_json_schema, JsonSchemaOpt
 
 use sampler::Sampler;
 
-fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench")
+fn data_dir(set: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data")
+        .join(set)
 }
 
 #[derive(Default, Debug)]
@@ -214,8 +217,8 @@ fn check_file(path: &PathBuf, opts: &JsonSchemaOptions, per_schema: usize, t: &m
     }
 }
 
-fn run(every: usize, per_schema: usize) {
-    let dir = data_dir();
+fn run(set: &str, every: usize, per_schema: usize) {
+    let dir = data_dir(set);
     if !dir.is_dir() {
         println!(
             "maskbench_oracle: SKIPPED, data directory {} is absent",
@@ -324,11 +327,22 @@ fn run(every: usize, per_schema: usize) {
 
 #[test]
 fn maskbench_sample_agrees_with_jsonschema() {
-    run(23, 20);
+    run("maskbench", 23, 20);
+}
+
+#[test]
+fn maskbench_hard_sample_agrees_with_jsonschema() {
+    run("maskbench-hard", 23, 20);
 }
 
 #[test]
 #[ignore = "every MaskBench file; minutes"]
 fn maskbench_all_agree_with_jsonschema() {
-    run(1, 50);
+    run("maskbench", 1, 50);
+}
+
+#[test]
+#[ignore = "every file of the large real-world set; minutes"]
+fn maskbench_hard_all_agree_with_jsonschema() {
+    run("maskbench-hard", 1, 50);
 }
