@@ -1,0 +1,478 @@
+//! # zapspec-kernels
+//!
+//! CPU kernels for block-quantised weight matrices as GGUF stores them
+//! (`Q4_0`, `Q4_1`, `Q8_0`), multiplied by activations quantised to 8
+//! bits per block of 32, with the instruction set chosen **at run time**: a
+//! default `cargo build --release` (no `target-cpu` flag) runs AVX2 or
+//! AVX-512 VNNI code where the CPU has it and a portable scalar path
+//! elsewhere. This crate knows no model: a model runtime
+//! (`zapspec-backend`'s native CPU forward) is built on it.
+//!
+//! | item | what | cost |
+//! |---|---|---|
+//! | [`blocks`] | block layouts, scalar quantise / dequantise / dot: the reference | — |
+//! | [`Isa`] | `Scalar`, `Avx2`, `Avx512Vnni`; [`Isa::detect`] picks the best the CPU has | one CPUID query |
+//! | [`Kernels`] | the dispatcher: quantise a row, dot products of one weight row with 1–4 activation rows, f32 `dot` / `axpy` | a `match` per call |
+//! | [`QMatrix`] | a `(rows, cols)` matrix of blocks, rows contiguous | `rows · cols / 32` blocks |
+//! | [`Kernels::matmul`] | `n` quantised activation rows × a [`QMatrix`], rows split over a rayon pool | each weight block is unpacked once per group of 4 activation rows |
+//!
+//! Why 8-bit activations: the 4-bit × 8-bit block product is an integer
+//! dot product (`vpmaddubsw`/`vpdpbusd`), exact per block; only the two
+//! scales are floats. This is llama.cpp's arithmetic, so the logits differ
+//! from an f32 forward over the dequantised weights by the same amount.
+//!
+//! Multi-row products are what make a forward of `n` tokens cheaper than
+//! `n` forwards of one: [`Kernels::dot_multi`] unpacks each weight block
+//! once and multiplies it with up to four activation rows.
+//!
+//! Tests (`tests/kernels.rs`): every SIMD path equals the scalar path on
+//! random blocks, and dequantisation equals candle's (an independent
+//! reader of the same formats).
+
+pub mod blocks;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::fmt;
+
+pub use blocks::{dequantize, dot_scalar, quantize_q8, quantize_q8_0, BlockQ8, QType, BLOCK};
+use rayon::prelude::*;
+
+/// An instruction set the kernels can run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Isa {
+    /// Portable Rust, no SIMD intrinsics (the reference).
+    Scalar,
+    /// AVX2 + FMA + F16C.
+    Avx2,
+    /// AVX2 plus AVX-512 VNNI on 256-bit lanes (`vpdpbusd`).
+    Avx512Vnni,
+}
+
+impl Isa {
+    /// Whether this CPU can run `self`.
+    pub fn supported(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
+                is_x86_feature_detected!("avx2")
+                    && is_x86_feature_detected!("fma")
+                    && is_x86_feature_detected!("f16c")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512Vnni => {
+                Isa::Avx2.supported()
+                    && is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx512vl")
+                    && is_x86_feature_detected!("avx512vnni")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// The best instruction set this CPU has; the environment variable
+    /// `ZAPSPEC_ISA` (`scalar`, `avx2`, `avx512vnni`) can lower it for an
+    /// ablation (a value the CPU cannot run is ignored).
+    pub fn detect() -> Isa {
+        if let Some(isa) = std::env::var("ZAPSPEC_ISA")
+            .ok()
+            .and_then(|v| v.parse::<Isa>().ok())
+            .filter(|i| i.supported())
+        {
+            return isa;
+        }
+        [Isa::Avx512Vnni, Isa::Avx2]
+            .into_iter()
+            .find(|i| i.supported())
+            .unwrap_or(Isa::Scalar)
+    }
+
+    /// Every instruction set this CPU can run, the reference first.
+    pub fn all_supported() -> Vec<Isa> {
+        [Isa::Scalar, Isa::Avx2, Isa::Avx512Vnni]
+            .into_iter()
+            .filter(|i| i.supported())
+            .collect()
+    }
+}
+
+impl fmt::Display for Isa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512Vnni => "avx512vnni",
+        })
+    }
+}
+
+impl std::str::FromStr for Isa {
+    type Err = KernelError;
+    fn from_str(s: &str) -> Result<Self, KernelError> {
+        match s {
+            "scalar" => Ok(Isa::Scalar),
+            "avx2" => Ok(Isa::Avx2),
+            "avx512vnni" | "vnni" => Ok(Isa::Avx512Vnni),
+            _ => Err(KernelError(format!(
+                "unknown instruction set `{s}` (scalar, avx2, avx512vnni)"
+            ))),
+        }
+    }
+}
+
+/// A malformed matrix or an unknown name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelError(pub String);
+
+impl fmt::Display for KernelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for KernelError {}
+
+/// The kernels of one instruction set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kernels {
+    isa: Isa,
+}
+
+impl Default for Kernels {
+    fn default() -> Self {
+        Kernels::detect()
+    }
+}
+
+impl Kernels {
+    /// The best kernels for this CPU ([`Isa::detect`]).
+    pub fn detect() -> Kernels {
+        Kernels { isa: Isa::detect() }
+    }
+
+    /// The kernels of `isa`, if this CPU can run them.
+    pub fn with_isa(isa: Isa) -> Option<Kernels> {
+        isa.supported().then_some(Kernels { isa })
+    }
+
+    /// The instruction set in use.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// Quantises `x` (a multiple of 32 long) into `out` (`x.len() / 32`
+    /// blocks); the same blocks on every instruction set.
+    ///
+    /// # Panics
+    /// If the lengths disagree.
+    pub fn quantize(&self, x: &[f32], out: &mut [BlockQ8]) {
+        assert_eq!(x.len(), out.len() * BLOCK, "quantize: lengths");
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Kernels` holds a non-scalar `isa` only when
+            // `Isa::supported` found AVX2 and FMA; lengths checked above.
+            Isa::Avx2 | Isa::Avx512Vnni => unsafe { x86::quantize_q8_avx2(x, out) },
+            _ => quantize_q8(x, out),
+        }
+    }
+
+    /// `out[t] = Σ w · xs[t·nb .. (t+1)·nb]` for `t < out.len()`: one
+    /// weight row of `nb` blocks of `ty` against `out.len()` activation
+    /// rows, the weight unpacked once per four rows.
+    ///
+    /// # Panics
+    /// If `w` or `xs` are shorter than the shapes say.
+    pub fn dot_multi(&self, ty: QType, w: &[u8], xs: &[BlockQ8], nb: usize, out: &mut [f32]) {
+        let n = out.len();
+        assert!(
+            w.len() >= nb * ty.block_bytes() && xs.len() >= n * nb,
+            "dot_multi: shapes"
+        );
+        match self.isa {
+            Isa::Scalar => {
+                for (t, o) in out.iter_mut().enumerate() {
+                    *o = dot_scalar(ty, &w[..nb * ty.block_bytes()], &xs[t * nb..(t + 1) * nb]);
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            isa => {
+                let mut t = 0;
+                while t < n {
+                    let xs_t = &xs[t * nb..];
+                    let o = &mut out[t..];
+                    let k = (n - t).min(4);
+                    let vnni = isa == Isa::Avx512Vnni;
+                    // SAFETY: the features of `isa` were detected at run
+                    // time (`Kernels` is built only for a supported `isa`);
+                    // `w` holds `nb` blocks and `xs_t` at least `k · nb`
+                    // blocks for the `k` rows handed over (checked above).
+                    unsafe {
+                        match (k, vnni) {
+                            (1, true) => x86::dot_multi_vnni::<1>(ty, w, xs_t, nb, o),
+                            (1, false) => x86::dot_multi_avx2::<1>(ty, w, xs_t, nb, o),
+                            (2, true) => x86::dot_multi_vnni::<2>(ty, w, xs_t, nb, o),
+                            (2, false) => x86::dot_multi_avx2::<2>(ty, w, xs_t, nb, o),
+                            (3, true) => x86::dot_multi_vnni::<3>(ty, w, xs_t, nb, o),
+                            (3, false) => x86::dot_multi_avx2::<3>(ty, w, xs_t, nb, o),
+                            (_, true) => x86::dot_multi_vnni::<4>(ty, w, xs_t, nb, o),
+                            (_, false) => x86::dot_multi_avx2::<4>(ty, w, xs_t, nb, o),
+                        }
+                    }
+                    t += k;
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => unreachable!("only the scalar path exists on this architecture"),
+        }
+    }
+
+    /// `Σ a_i b_i` over the common length.
+    pub fn dot_f32(&self, a: &[f32], b: &[f32]) -> f32 {
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX2 and FMA were detected (every non-scalar `isa`
+            // includes them).
+            Isa::Avx2 | Isa::Avx512Vnni => unsafe { x86::dot_f32_avx2(a, b) },
+            _ => a.iter().zip(b).map(|(x, y)| x * y).sum(),
+        }
+    }
+
+    /// `y += a · x` over the common length.
+    pub fn axpy(&self, y: &mut [f32], a: f32, x: &[f32]) {
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX2 and FMA were detected.
+            Isa::Avx2 | Isa::Avx512Vnni => unsafe { x86::axpy_avx2(y, a, x) },
+            _ => {
+                for (yi, xi) in y.iter_mut().zip(x) {
+                    *yi += a * xi;
+                }
+            }
+        }
+    }
+
+    /// `out[t · rows + r] = Σ_c w[r, c] · x[t, c]` for the `x.rows()`
+    /// activation rows and the weight rows `w.rows()`; the weight rows are
+    /// split over `pool` (or run on the calling thread when `None`).
+    /// `scratch` is reused between calls (it holds the row-major result
+    /// before the transpose when `x.rows() > 1`).
+    ///
+    /// # Panics
+    /// If `x.cols() != w.cols()` or `out` is not `x.rows() · w.rows()`.
+    pub fn matmul(
+        &self,
+        pool: Option<&rayon::ThreadPool>,
+        w: &QMatrix,
+        x: &Acts,
+        out: &mut [f32],
+        scratch: &mut Vec<f32>,
+    ) {
+        let (n, rows, nb) = (x.rows(), w.rows(), w.cols() / BLOCK);
+        assert_eq!(x.cols(), w.cols(), "matmul: inner dimensions");
+        assert_eq!(out.len(), n * rows, "matmul: output length");
+        if n == 0 || rows == 0 {
+            return;
+        }
+        let rb = w.row_bytes();
+        let threads = pool.map_or(1, |p| p.current_num_threads()).max(1);
+        // Rows per task: a few tasks per thread so that uneven cores
+        // balance, at least 16 rows so that a task outweighs its dispatch.
+        let chunk = (rows / (threads * 4)).max(16).min(rows);
+        let ty = w.ty();
+        let run_rows = |r0: usize, dst: &mut [f32]| {
+            // dst is row-major [row][token]
+            for (i, d) in dst.chunks_exact_mut(n).enumerate() {
+                let r = r0 + i;
+                self.dot_multi(ty, &w.data[r * rb..(r + 1) * rb], &x.blocks, nb, d);
+            }
+        };
+        let target: &mut [f32] = if n == 1 {
+            out
+        } else {
+            scratch.clear();
+            scratch.resize(n * rows, 0.0);
+            scratch
+        };
+        match pool {
+            Some(p) if threads > 1 && rows > chunk => p.install(|| {
+                target
+                    .par_chunks_mut(chunk * n)
+                    .enumerate()
+                    .for_each(|(c, dst)| run_rows(c * chunk, dst));
+            }),
+            _ => run_rows(0, target),
+        }
+        if n > 1 {
+            for r in 0..rows {
+                for t in 0..n {
+                    out[t * rows + r] = scratch[r * n + t];
+                }
+            }
+        }
+    }
+}
+
+/// Activation rows quantised for [`Kernels::matmul`]: `rows` rows of
+/// `cols / 32` [`BlockQ8`] blocks each.
+#[derive(Debug, Clone, Default)]
+pub struct Acts {
+    blocks: Vec<BlockQ8>,
+    rows: usize,
+    cols: usize,
+}
+
+impl Acts {
+    /// Empty, reusable storage.
+    pub fn new() -> Acts {
+        Acts::default()
+    }
+
+    /// Quantises `x` (`rows × cols`, row-major; `cols` a multiple of 32)
+    /// into `self`, reusing its storage.
+    ///
+    /// # Panics
+    /// If `cols` is not a multiple of 32 or `x.len()` not a multiple of
+    /// `cols`.
+    pub fn quantize(&mut self, k: &Kernels, x: &[f32], cols: usize) {
+        assert!(
+            cols % BLOCK == 0 && cols > 0 && x.len() % cols == 0,
+            "Acts::quantize: shapes"
+        );
+        self.rows = x.len() / cols;
+        self.cols = cols;
+        self.blocks.clear();
+        self.blocks.resize(x.len() / BLOCK, BlockQ8::default());
+        k.quantize(x, &mut self.blocks);
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Values per row.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The blocks, row after row.
+    pub fn blocks(&self) -> &[BlockQ8] {
+        &self.blocks
+    }
+}
+
+/// A `(rows, cols)` weight matrix of [`QType`] blocks, each row `cols / 32`
+/// contiguous blocks (GGUF's layout of a 2-D tensor).
+#[derive(Clone, PartialEq, Eq)]
+pub struct QMatrix {
+    ty: QType,
+    rows: usize,
+    cols: usize,
+    data: Vec<u8>,
+}
+
+impl fmt::Debug for QMatrix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "QMatrix({} {}×{})", self.ty.name(), self.rows, self.cols)
+    }
+}
+
+impl QMatrix {
+    /// A matrix over `data` (GGUF bytes); errors when `cols` is not a
+    /// multiple of 32 or `data` is not exactly `rows · cols / 32` blocks.
+    pub fn new(ty: QType, rows: usize, cols: usize, data: Vec<u8>) -> Result<QMatrix, KernelError> {
+        if cols % BLOCK != 0 {
+            return Err(KernelError(format!(
+                "{} matrix with {cols} columns: not a multiple of {BLOCK}",
+                ty.name()
+            )));
+        }
+        let want = rows
+            .checked_mul(cols / BLOCK)
+            .and_then(|b| b.checked_mul(ty.block_bytes()));
+        if want != Some(data.len()) {
+            return Err(KernelError(format!(
+                "{} matrix {rows}×{cols} needs {want:?} bytes, got {}",
+                ty.name(),
+                data.len()
+            )));
+        }
+        Ok(QMatrix {
+            ty,
+            rows,
+            cols,
+            data,
+        })
+    }
+
+    /// Quantises a dense row-major `rows × cols` matrix to `Q8_0`.
+    pub fn from_f32_q8_0(rows: usize, cols: usize, x: &[f32]) -> Result<QMatrix, KernelError> {
+        if x.len() != rows * cols || cols % BLOCK != 0 {
+            return Err(KernelError(format!(
+                "from_f32_q8_0: {} values for {rows}×{cols}",
+                x.len()
+            )));
+        }
+        QMatrix::new(QType::Q8_0, rows, cols, quantize_q8_0(x))
+    }
+
+    /// The rows of `parts` stacked (same type and width), e.g. the query,
+    /// key and value projections as one matrix; `None` otherwise.
+    pub fn stack(parts: &[&QMatrix]) -> Option<QMatrix> {
+        let first = parts.first()?;
+        if parts
+            .iter()
+            .any(|p| p.ty != first.ty || p.cols != first.cols)
+        {
+            return None;
+        }
+        let mut data = Vec::with_capacity(parts.iter().map(|p| p.data.len()).sum());
+        for p in parts {
+            data.extend_from_slice(&p.data);
+        }
+        Some(QMatrix {
+            ty: first.ty,
+            rows: parts.iter().map(|p| p.rows).sum(),
+            cols: first.cols,
+            data,
+        })
+    }
+
+    /// The block type.
+    pub fn ty(&self) -> QType {
+        self.ty
+    }
+    /// Number of rows (outputs).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Number of columns (inputs).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Bytes of one row.
+    pub fn row_bytes(&self) -> usize {
+        self.cols / BLOCK * self.ty.block_bytes()
+    }
+    /// The bytes of row `r`.
+    ///
+    /// # Panics
+    /// If `r >= rows`.
+    pub fn row(&self, r: usize) -> &[u8] {
+        let rb = self.row_bytes();
+        &self.data[r * rb..(r + 1) * rb]
+    }
+    /// Row `r` dequantised into `out` (`cols` values).
+    ///
+    /// # Panics
+    /// If `r >= rows` or `out.len() != cols`.
+    pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
+        dequantize(self.ty, self.row(r), out);
+    }
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.data.len()
+    }
+}

@@ -1,0 +1,242 @@
+//! x86-64 kernels: AVX2 (+FMA, F16C) and AVX-512 VNNI (256-bit lanes,
+//! `vpdpbusd`). Each is compiled with `#[target_feature]` and called only
+//! after [`crate::Isa::detect`] found the features at run time, so a
+//! default build (no `target-cpu` flag) runs them where the CPU has them.
+//!
+//! The integer part of every block product is exact (the same sum as the
+//! scalar reference); the scales are applied with f32 fused multiply-adds
+//! in 8 lanes, so results differ from the scalar path only by the order of
+//! f32 additions.
+
+#![allow(unsafe_op_in_unsafe_fn)]
+
+use std::arch::x86_64::*;
+
+use crate::blocks::{BlockQ8, QType, BLOCK};
+
+#[inline(always)]
+unsafe fn hsum(v: __m256) -> f32 {
+    let lo = _mm256_castps256_ps128(v);
+    let hi = _mm256_extractf128_ps(v, 1);
+    let s = _mm_add_ps(lo, hi);
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    _mm_cvtss_f32(s)
+}
+
+#[inline(always)]
+unsafe fn half(p: *const u8) -> f32 {
+    let bits = u16::from_le_bytes([*p, *p.add(1)]) as i32;
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits)))
+}
+
+/// The 32 weights of a 4-bit block as bytes 0..15, in activation order.
+#[inline(always)]
+unsafe fn nibbles(qs: *const u8) -> __m256i {
+    let q = _mm_loadu_si128(qs as *const __m128i);
+    let m4 = _mm_set1_epi8(0x0F);
+    let lo = _mm_and_si128(q, m4);
+    let hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
+    _mm256_set_m128i(hi, lo)
+}
+
+macro_rules! dot_multi_impl {
+    ($name:ident, $features:literal, $udot:ident) => {
+        /// `out[t] = Σ w · xs[t]` for `N` activation rows of `nb` blocks
+        /// each, the weight block unpacked once for all `N`.
+        ///
+        /// # Safety
+        /// The CPU must have the enabled features; `w` holds `nb` blocks of
+        /// `ty`, `xs` holds `N · nb` blocks.
+        #[target_feature(enable = $features)]
+        pub(crate) unsafe fn $name<const N: usize>(
+            ty: QType,
+            w: &[u8],
+            xs: &[BlockQ8],
+            nb: usize,
+            out: &mut [f32],
+        ) {
+            debug_assert!(w.len() >= nb * ty.block_bytes() && xs.len() >= N * nb);
+            let bb = ty.block_bytes();
+            let mut acc = [_mm256_setzero_ps(); N];
+            let mut off = [0f32; N];
+            let wp = w.as_ptr();
+            let xp = xs.as_ptr();
+            match ty {
+                QType::Q4_0 | QType::Q4_1 => {
+                    let q0 = if ty == QType::Q4_0 { 2 } else { 4 };
+                    for i in 0..nb {
+                        let b = wp.add(i * bb);
+                        let d = half(b);
+                        let m = if ty == QType::Q4_0 {
+                            -8.0 * d
+                        } else {
+                            half(b.add(2))
+                        };
+                        let wv = nibbles(b.add(q0));
+                        for t in 0..N {
+                            let a = &*xp.add(t * nb + i);
+                            let av = _mm256_loadu_si256(a.qs.as_ptr() as *const __m256i);
+                            let s = $udot(wv, av);
+                            acc[t] = _mm256_fmadd_ps(
+                                _mm256_set1_ps(d * a.d),
+                                _mm256_cvtepi32_ps(s),
+                                acc[t],
+                            );
+                            off[t] += m * a.s;
+                        }
+                    }
+                }
+                QType::Q8_0 => {
+                    for i in 0..nb {
+                        let b = wp.add(i * bb);
+                        let d = half(b);
+                        let wv = _mm256_loadu_si256(b.add(2) as *const __m256i);
+                        let aw = _mm256_sign_epi8(wv, wv);
+                        for t in 0..N {
+                            let a = &*xp.add(t * nb + i);
+                            let av = _mm256_loadu_si256(a.qs.as_ptr() as *const __m256i);
+                            let s = $udot(aw, _mm256_sign_epi8(av, wv));
+                            acc[t] = _mm256_fmadd_ps(
+                                _mm256_set1_ps(d * a.d),
+                                _mm256_cvtepi32_ps(s),
+                                acc[t],
+                            );
+                        }
+                    }
+                }
+            }
+            for t in 0..N {
+                out[t] = hsum(acc[t]) + off[t];
+            }
+        }
+    };
+}
+
+/// Unsigned × signed bytes, summed in fours into 8 i32 lanes (AVX2:
+/// `vpmaddubsw` then `vpmaddwd`; exact for the ranges used here, as the
+/// pair sums stay below 2 · 128 · 127).
+#[inline(always)]
+unsafe fn udot_avx2(u: __m256i, s: __m256i) -> __m256i {
+    _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
+}
+
+/// The same with one `vpdpbusd` (AVX-512 VNNI on 256-bit lanes).
+#[inline(always)]
+unsafe fn udot_vnni(u: __m256i, s: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
+}
+
+dot_multi_impl!(dot_multi_avx2, "avx2,fma,f16c", udot_avx2);
+dot_multi_impl!(
+    dot_multi_vnni,
+    "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    udot_vnni
+);
+
+/// `Σ a_i b_i` with 4 × 8-lane FMA accumulators.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn dot_f32_avx2(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (k, a_k) in acc.iter_mut().enumerate() {
+            *a_k = _mm256_fmadd_ps(
+                _mm256_loadu_ps(pa.add(i + 8 * k)),
+                _mm256_loadu_ps(pb.add(i + 8 * k)),
+                *a_k,
+            );
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc[0]);
+        i += 8;
+    }
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    let mut r = hsum(s);
+    while i < n {
+        r += *pa.add(i) * *pb.add(i);
+        i += 1;
+    }
+    r
+}
+
+/// `y += a · x`.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn axpy_avx2(y: &mut [f32], a: f32, x: &[f32]) {
+    let n = y.len().min(x.len());
+    let (py, px) = (y.as_mut_ptr(), x.as_ptr());
+    let av = _mm256_set1_ps(a);
+    let mut i = 0;
+    while i + 8 <= n {
+        let v = _mm256_fmadd_ps(av, _mm256_loadu_ps(px.add(i)), _mm256_loadu_ps(py.add(i)));
+        _mm256_storeu_ps(py.add(i), v);
+        i += 8;
+    }
+    while i < n {
+        *py.add(i) += a * *px.add(i);
+        i += 1;
+    }
+}
+
+/// Quantises `x` to [`BlockQ8`] blocks (the same values as
+/// [`crate::quantize_q8`]: round half away from zero, clamp to ±127).
+///
+/// # Safety
+/// The CPU must have AVX2; `x.len() == out.len() · 32`.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn quantize_q8_avx2(x: &[f32], out: &mut [BlockQ8]) {
+    let sign = _mm256_set1_ps(-0.0);
+    for (bi, o) in out.iter_mut().enumerate() {
+        let p = x.as_ptr().add(bi * BLOCK);
+        let v = [
+            _mm256_loadu_ps(p),
+            _mm256_loadu_ps(p.add(8)),
+            _mm256_loadu_ps(p.add(16)),
+            _mm256_loadu_ps(p.add(24)),
+        ];
+        let mut m = _mm256_andnot_ps(sign, v[0]);
+        for vk in &v[1..] {
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, *vk));
+        }
+        let m128 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        let m128 = _mm_max_ps(m128, _mm_movehl_ps(m128, m128));
+        let m128 = _mm_max_ss(m128, _mm_shuffle_ps(m128, m128, 1));
+        let amax = _mm_cvtss_f32(m128);
+        let d = amax / 127.0;
+        let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+        let idv = _mm256_set1_ps(id);
+        let mut sum = 0i32;
+        for (k, vk) in v.iter().enumerate() {
+            // round half away from zero: trunc(x + copysign(0.5, x))
+            let s = _mm256_mul_ps(*vk, idv);
+            let half_s = _mm256_or_ps(_mm256_and_ps(s, sign), _mm256_set1_ps(0.5));
+            let r = _mm256_round_ps(
+                _mm256_add_ps(s, half_s),
+                _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC,
+            );
+            let r = _mm256_min_ps(
+                _mm256_max_ps(r, _mm256_set1_ps(-127.0)),
+                _mm256_set1_ps(127.0),
+            );
+            let ri = _mm256_cvtps_epi32(r);
+            let mut lanes = [0i32; 8];
+            _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, ri);
+            for (j, &l) in lanes.iter().enumerate() {
+                o.qs[k * 8 + j] = l as i8;
+                sum += l;
+            }
+        }
+        o.d = d;
+        o.s = d * sum as f32;
+    }
+}
