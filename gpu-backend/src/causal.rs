@@ -1,29 +1,140 @@
 //! [`CausalLm`]: an autoregressive [`LanguageModel`] over a [`Transformer`]
-//! with a KV cache: parallel prefill (Copy-as-Decode §2.4 — a copied span of
-//! N tokens enters the cache in one forward), rollback by truncation, cheap
-//! forks (`Clone`), and verification of a whole draft tree in one forward
-//! under a tree attention mask ([`CausalLm::score_tree`]).
+//! (candle, dense) or a [`NativeModel`] (block-quantised, the native CPU
+//! forward) with a KV cache: parallel prefill (Copy-as-Decode §2.4 — a
+//! copied span of N tokens enters the cache in one forward), rollback by
+//! truncation, cheap forks (`Clone`), and verification of a whole draft
+//! tree in one forward under a tree attention mask
+//! ([`CausalLm::score_tree`]).
 
 use std::sync::Arc;
 
 use zapspec_core::{DraftTree, LanguageModel, Logits, ModelError, TokenId};
 
+use crate::config::ModelConfig;
 use crate::mask::AttnMask;
+use crate::native::{NativeKv, NativeModel};
 use crate::transformer::{to_array, KvCache, LogitRows, Transformer};
+
+/// The network under a [`CausalLm`] and its KV cache.
+#[derive(Debug, Clone)]
+enum Net {
+    /// candle's dense transformer; the cache is rebuilt per forward.
+    Candle {
+        model: Arc<Transformer>,
+        cache: KvCache,
+    },
+    /// The native quantised forward; the cache is paged and appended in
+    /// place.
+    Native {
+        model: Arc<NativeModel>,
+        cache: NativeKv,
+    },
+}
+
+impl Net {
+    fn config(&self) -> &ModelConfig {
+        match self {
+            Net::Candle { model, .. } => model.config(),
+            Net::Native { model, .. } => model.config(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Net::Candle { cache, .. } => cache.len(),
+            Net::Native { cache, .. } => cache.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keeps the first `len` cached positions (never fails: a candle cache
+    /// that cannot be narrowed is dropped, to be rebuilt by the caller).
+    fn truncate(&mut self, len: usize) {
+        match self {
+            Net::Candle { cache, .. } => {
+                if cache.truncate(len).is_err() || cache.len() != len.min(cache.len()) {
+                    *cache = KvCache::default();
+                }
+            }
+            Net::Native { cache, .. } => cache.truncate(len),
+        }
+    }
+
+    fn check_input(&self, tokens: &[TokenId], max_position: usize) -> Result<(), ModelError> {
+        let cfg = self.config();
+        if let Some(&token) = tokens.iter().find(|&&t| t as usize >= cfg.vocab_size) {
+            return Err(ModelError::TokenOutOfRange {
+                token,
+                vocab_size: cfg.vocab_size,
+            });
+        }
+        if max_position >= cfg.max_position_embeddings {
+            return Err(ModelError::ContextOverflow {
+                len: max_position + 1,
+                max: cfg.max_position_embeddings,
+            });
+        }
+        Ok(())
+    }
+
+    /// One forward of `tokens` at `positions` after the cache, appended to
+    /// it; the logits of `rows`.
+    fn forward(
+        &mut self,
+        tokens: &[TokenId],
+        positions: &[usize],
+        mask: &AttnMask,
+        rows: LogitRows,
+    ) -> Result<Option<Logits>, ModelError> {
+        match self {
+            Net::Candle { model, cache } => {
+                let out = model
+                    .forward(tokens, positions, cache, mask, rows)
+                    .map_err(crate::backend)?;
+                *cache = out.kv;
+                out.logits.as_ref().map(to_array).transpose()
+            }
+            Net::Native { model, cache } => model.forward(tokens, positions, cache, mask, rows),
+        }
+    }
+
+    /// Keeps the cached positions `base + keep[i]` at `base + i` and drops
+    /// the rest after `base` (`keep` increasing).
+    fn compact(&mut self, base: usize, keep: &[usize]) -> Result<(), ModelError> {
+        match self {
+            Net::Candle { cache, .. } => {
+                let idx: Vec<usize> = (0..base).chain(keep.iter().map(|k| base + k)).collect();
+                *cache = cache.select(&idx).map_err(crate::backend)?;
+            }
+            Net::Native { cache, .. } => cache.compact(base, keep),
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        match self {
+            Net::Candle { cache, .. } => *cache = KvCache::default(),
+            Net::Native { cache, .. } => cache.truncate(0),
+        }
+    }
+}
 
 /// A causal LM with its context and KV cache. If the config names a BOS
 /// token it is prepended internally (the context seen through the trait
 /// never contains it).
 #[derive(Debug, Clone)]
 pub struct CausalLm {
-    model: Arc<Transformer>,
+    net: Net,
     bos: Option<TokenId>,
     context: Vec<TokenId>,
-    /// KV of `bos? ++ context`.
-    cache: KvCache,
     /// Logits after `bos? ++ context`, when known.
     last: Option<Vec<f32>>,
     forwards: usize,
+    /// The last [`CausalLm::score_tree`]'s nodes, held in the cache after
+    /// `bos? ++ context` until committed or dropped.
     tree: Option<PendingTree>,
     /// Cache entries past `bos? ++ context` holding the nodes of a tree
     /// grown level by level ([`LanguageModel::tree_logits_from`]); dropped
@@ -32,26 +143,43 @@ pub struct CausalLm {
 }
 
 /// The result of the last [`CausalLm::score_tree`], kept so an accepted path
-/// can be committed without another forward.
+/// can be committed without another forward (its keys and values sit in
+/// the cache after position `base`).
 #[derive(Debug, Clone)]
 struct PendingTree {
     base: usize,
     parents: Vec<Option<usize>>,
     tokens: Vec<TokenId>,
-    kv: KvCache,
     logits: Logits,
 }
 
 impl CausalLm {
-    /// An empty context over `model`; the config's BOS (if any) is fed
-    /// before the first token.
+    /// An empty context over a dense (candle) `model`; the config's BOS (if
+    /// any) is fed before the first token.
     pub fn new(model: Arc<Transformer>) -> Self {
         let bos = model.config().bos();
+        CausalLm::over(
+            Net::Candle {
+                model,
+                cache: KvCache::default(),
+            },
+            bos,
+        )
+    }
+
+    /// An empty context over a native quantised `model`
+    /// ([`crate::native`]).
+    pub fn native(model: Arc<NativeModel>) -> Self {
+        let bos = model.config().bos();
+        let cache = model.new_cache();
+        CausalLm::over(Net::Native { model, cache }, bos)
+    }
+
+    fn over(net: Net, bos: Option<TokenId>) -> Self {
         CausalLm {
-            model,
+            net,
             bos,
             context: Vec::new(),
-            cache: KvCache::default(),
             last: None,
             forwards: 0,
             tree: None,
@@ -62,15 +190,55 @@ impl CausalLm {
     /// Builder: override the internal BOS (`None`: no BOS).
     pub fn with_bos(mut self, bos: Option<TokenId>) -> Self {
         self.bos = bos;
-        self.cache = KvCache::default();
+        self.net.clear();
         self.context.clear();
         self.last = None;
+        self.tree = None;
+        self.grown_nodes = 0;
         self
     }
 
-    /// The underlying transformer.
-    pub fn model(&self) -> &Arc<Transformer> {
-        &self.model
+    /// The dense transformer, when this model runs on candle (`None` for
+    /// the native quantised forward).
+    pub fn transformer(&self) -> Option<&Arc<Transformer>> {
+        match &self.net {
+            Net::Candle { model, .. } => Some(model),
+            Net::Native { .. } => None,
+        }
+    }
+
+    /// The native quantised model, when this model runs on it.
+    pub fn native_model(&self) -> Option<&Arc<NativeModel>> {
+        match &self.net {
+            Net::Native { model, .. } => Some(model),
+            Net::Candle { .. } => None,
+        }
+    }
+
+    /// The model's configuration.
+    pub fn config(&self) -> &ModelConfig {
+        self.net.config()
+    }
+
+    /// A fresh model (empty context, same BOS) with only the first
+    /// `layers` decoder layers, sharing every weight with `self`: an
+    /// early-exit self-speculative drafter (LayerSkip / Draft & Verify).
+    pub fn first_layers(&self, layers: usize) -> CausalLm {
+        let net = match &self.net {
+            Net::Candle { model, .. } => Net::Candle {
+                model: Arc::new(model.first_layers(layers)),
+                cache: KvCache::default(),
+            },
+            Net::Native { model, .. } => {
+                let m = model.first_layers(layers);
+                let cache = m.new_cache();
+                Net::Native {
+                    model: Arc::new(m),
+                    cache,
+                }
+            }
+        };
+        CausalLm::over(net, self.bos)
     }
 
     /// Forward passes so far (each prefill, decode or tree score is one).
@@ -80,24 +248,32 @@ impl CausalLm {
 
     /// Tokens held by the KV cache (context plus BOS if any).
     pub fn cache_len(&self) -> usize {
-        self.cache.len()
+        self.net.len() - self.extra()
+    }
+
+    /// Cache entries past `bos? ++ context` (a scored or grown tree).
+    fn extra(&self) -> usize {
+        self.grown_nodes + self.tree.as_ref().map_or(0, |t| t.tokens.len())
     }
 
     fn offset(&self) -> usize {
         usize::from(self.bos.is_some())
     }
 
-    /// Drops a grown tree's cache entries (the cache then covers
+    /// Drops a scored or grown tree's cache entries (the cache then covers
     /// `bos? ++ context` again).
     fn drop_grown(&mut self) {
-        if self.grown_nodes == 0 {
+        let extra = self.extra();
+        self.tree = None;
+        self.grown_nodes = 0;
+        if extra == 0 {
             return;
         }
-        let keep = self.cache.len().saturating_sub(self.grown_nodes);
-        self.grown_nodes = 0;
-        if self.cache.truncate(keep).is_err() || self.cache.len() != keep {
+        let keep = self.net.len().saturating_sub(extra);
+        self.net.truncate(keep);
+        if self.net.len() != keep {
             // rebuilt lazily, as `truncate` does
-            self.cache = KvCache::default();
+            self.net.clear();
             self.last = None;
             let ctx = std::mem::take(&mut self.context);
             if !ctx.is_empty() {
@@ -106,10 +282,9 @@ impl CausalLm {
         }
     }
 
-    /// Makes sure the BOS (if any) is in the cache; returns its logits row
-    /// if a forward was needed.
+    /// Makes sure the BOS (if any) is in the cache.
     fn ensure_bos(&mut self) -> Result<(), ModelError> {
-        if let (Some(b), true) = (self.bos, self.cache.is_empty()) {
+        if let (Some(b), true) = (self.bos, self.net.is_empty()) {
             self.run(&[b], LogitRows::Last).map(|_| ())?;
         }
         Ok(())
@@ -119,20 +294,17 @@ impl CausalLm {
     /// cache and returns the requested logits.
     fn run(&mut self, tokens: &[TokenId], rows: LogitRows) -> Result<Option<Logits>, ModelError> {
         self.drop_grown();
-        let past = self.cache.len();
-        self.model
+        let past = self.net.len();
+        self.net
             .check_input(tokens, past + tokens.len().saturating_sub(1))?;
         let positions: Vec<usize> = (past..past + tokens.len()).collect();
         let mask = AttnMask::causal(past, tokens.len());
-        let out = self
-            .model
-            .forward(tokens, &positions, &self.cache, &mask, rows)
-            .map_err(crate::backend)?;
+        let logits = self.net.forward(tokens, &positions, &mask, rows)?;
         self.forwards += 1;
-        self.cache = out.kv;
-        self.tree = None;
-        let logits = out.logits.as_ref().map(to_array).transpose()?;
-        self.last = logits.as_ref().map(|l| l.row(l.nrows() - 1).to_vec());
+        self.last = logits
+            .as_ref()
+            .filter(|l| l.nrows() > 0)
+            .map(|l| l.row(l.nrows() - 1).to_vec());
         Ok(logits)
     }
 
@@ -152,25 +324,17 @@ impl CausalLm {
     }
 
     /// One forward of `tokens` at `positions` over the cache under `mask`,
-    /// every row's logits returned with the keys and values (the cache's
-    /// and the new tokens'); counted in the forward total.
+    /// appended to the cache; every row's logits. Counted in the forward
+    /// total.
     fn forward_rows(
         &mut self,
         tokens: &[TokenId],
         positions: &[usize],
         mask: &AttnMask,
-    ) -> Result<(Logits, KvCache), ModelError> {
-        let out = self
-            .model
-            .forward(tokens, positions, &self.cache, mask, LogitRows::All)
-            .map_err(crate::backend)?;
+    ) -> Result<Logits, ModelError> {
+        let out = self.net.forward(tokens, positions, mask, LogitRows::All)?;
         self.forwards += 1;
-        let logits = to_array(
-            out.logits
-                .as_ref()
-                .ok_or_else(|| ModelError::Backend("no logits".into()))?,
-        )?;
-        Ok((logits, out.kv))
+        out.ok_or_else(|| ModelError::Backend("no logits".into()))
     }
 
     /// Scores a draft tree in one forward without changing the context:
@@ -189,21 +353,26 @@ impl CausalLm {
             .map_err(|e| ModelError::Backend(format!("score_tree: {e}")))?;
         self.drop_grown();
         self.ensure_bos()?;
-        let base = self.cache.len();
+        let base = self.net.len();
         let positions: Vec<usize> = shape.depths().iter().map(|d| base + d - 1).collect();
-        self.model
+        self.net
             .check_input(tokens, positions.iter().copied().max().unwrap_or(base))?;
         if tokens.is_empty() {
             return Ok(Logits::zeros((0, self.vocab_size())));
         }
         let mask = AttnMask::tree(base, parents);
-        let (logits, kv) = self.forward_rows(tokens, &positions, &mask)?;
-        let kv = kv.narrow(base, tokens.len()).map_err(crate::backend)?;
+        let logits = match self.forward_rows(tokens, &positions, &mask) {
+            Ok(l) => l,
+            Err(e) => {
+                // whatever the failed forward appended goes
+                self.net.truncate(base);
+                return Err(e);
+            }
+        };
         self.tree = Some(PendingTree {
             base,
             parents: parents.to_vec(),
             tokens: tokens.to_vec(),
-            kv,
             logits: logits.clone(),
         });
         Ok(logits)
@@ -222,7 +391,7 @@ impl CausalLm {
         let t = self.tree.as_ref().ok_or_else(|| {
             ModelError::Backend("commit_tree_path: no tree scored since the last change".into())
         })?;
-        if t.base != self.cache.len() {
+        if t.base + t.tokens.len() != self.net.len() {
             return Err(ModelError::Backend(
                 "commit_tree_path: the cache changed since score_tree".into(),
             ));
@@ -238,20 +407,23 @@ impl CausalLm {
         if path.is_empty() {
             return Ok(());
         }
-        let kv = t.kv.select(path).map_err(crate::backend)?;
         let toks: Vec<TokenId> = path.iter().map(|&i| t.tokens[i]).collect();
         let last = t.logits.row(*path.last().unwrap_or(&0)).to_vec();
-        self.cache = KvCache::cat(&self.cache, &kv).map_err(crate::backend)?;
+        let base = t.base;
+        self.tree = None;
+        if let Err(e) = self.net.compact(base, path) {
+            self.net.truncate(base);
+            return Err(e);
+        }
         self.context.extend_from_slice(&toks);
         self.last = Some(last);
-        self.tree = None;
         Ok(())
     }
 }
 
 impl LanguageModel for CausalLm {
     fn vocab_size(&self) -> usize {
-        self.model.vocab_size()
+        self.net.config().vocab_size
     }
 
     fn context(&self) -> &[TokenId] {
@@ -262,8 +434,9 @@ impl LanguageModel for CausalLm {
         if tokens.is_empty() {
             return Ok(Logits::zeros((0, self.vocab_size())));
         }
-        self.model.check_input(tokens, 0)?;
-        let rows = if let (Some(b), true) = (self.bos, self.cache.is_empty()) {
+        self.net.check_input(tokens, 0)?;
+        self.drop_grown();
+        let rows = if let (Some(b), true) = (self.bos, self.net.is_empty()) {
             // BOS and the tokens in the same forward; drop the BOS row.
             let mut feed = vec![b];
             feed.extend_from_slice(tokens);
@@ -281,7 +454,8 @@ impl LanguageModel for CausalLm {
         if let Some(l) = &self.last {
             return Ok(l.clone());
         }
-        if self.cache.is_empty() {
+        self.drop_grown();
+        if self.net.is_empty() {
             return match self.bos {
                 Some(_) => {
                     self.ensure_bos()?;
@@ -296,14 +470,20 @@ impl LanguageModel for CausalLm {
             };
         }
         // Re-run the last cached token to recover its logits.
-        let n = self.cache.len();
+        let n = self.net.len();
         let last_tok = if n == self.offset() {
             self.bos
         } else {
             self.context.get(n - self.offset() - 1).copied()
         };
         let t = last_tok.ok_or_else(|| ModelError::Backend("cache and context disagree".into()))?;
-        self.cache.truncate(n - 1).map_err(crate::backend)?;
+        self.net.truncate(n - 1);
+        if self.net.len() != n - 1 {
+            // a cache that could not be narrowed: rebuild from the context
+            let ctx = std::mem::take(&mut self.context);
+            self.net.clear();
+            return self.prefill(&ctx).and_then(|_| self.next_logits());
+        }
         self.run(&[t], LogitRows::Last)?;
         self.last
             .clone()
@@ -316,21 +496,16 @@ impl LanguageModel for CausalLm {
             return;
         }
         self.context.truncate(len);
-        let keep = if self.cache.is_empty() {
+        let keep = if self.net.is_empty() {
             0
         } else {
             len + self.offset()
         };
-        // Narrowing a tensor to a shorter length cannot fail; if it did the
-        // cache is dropped and rebuilt lazily on the next call.
-        if self.cache.truncate(keep).is_err() {
-            self.cache = KvCache::default();
-        }
+        self.net.truncate(keep);
         self.last = None;
-        self.tree = None;
-        if self.cache.len() != keep {
+        if self.net.len() != keep {
             // Rebuild lazily: the cache must cover bos ++ context.
-            self.cache = KvCache::default();
+            self.net.clear();
             let ctx = std::mem::take(&mut self.context);
             if !ctx.is_empty() {
                 let _ = self.prefill(&ctx);
@@ -339,7 +514,7 @@ impl LanguageModel for CausalLm {
     }
 
     fn max_context(&self) -> usize {
-        self.model.config().max_position_embeddings - self.offset()
+        self.net.config().max_position_embeddings - self.offset()
     }
 
     /// One forward over the new nodes `first..`, appended to the KV cache
@@ -372,14 +547,14 @@ impl LanguageModel for CausalLm {
         if first == 0 {
             self.ensure_bos()?;
         }
-        let ctx_len = self.cache.len() - self.grown_nodes;
+        let ctx_len = self.net.len() - self.grown_nodes;
         let positions: Vec<usize> = tree.depths()[first..]
             .iter()
             .map(|d| ctx_len + d - 1)
             .collect();
-        self.model
+        self.net
             .check_input(tokens, positions.iter().copied().max().unwrap_or(ctx_len))?;
-        let past = self.cache.len();
+        let past = self.net.len();
         let n = tokens.len();
         let mut mask = AttnMask::blocked(n, past + n);
         for i in 0..n {
@@ -390,8 +565,13 @@ impl LanguageModel for CausalLm {
                 a = tree.parents()[j];
             }
         }
-        let (logits, kv) = self.forward_rows(tokens, &positions, &mask)?;
-        self.cache = kv;
+        let logits = match self.forward_rows(tokens, &positions, &mask) {
+            Ok(l) => l,
+            Err(e) => {
+                self.net.truncate(past);
+                return Err(e);
+            }
+        };
         self.grown_nodes += n;
         self.tree = None;
         Ok(logits)

@@ -7,13 +7,14 @@
 //! a [`ModelError::Checkpoint`] naming the file, never a panic.
 //!
 //! Two ways to hold the weights ([`GgufWeights`]):
-//! - [`GgufWeights::Quantized`] keeps every matrix in its GGUF block format
-//!   and multiplies with candle's `QMatMul` (activations are quantised to
-//!   8 bits per block on the fly, as llama.cpp does); only the token
-//!   embedding is dequantised, for row lookups;
+//! - [`GgufWeights::Quantized`] (the default) keeps every matrix in its
+//!   GGUF block format and runs the native CPU forward
+//!   ([`crate::native`]): activations quantised to 8 bits per block as
+//!   llama.cpp does, SIMD kernels chosen at run time, a paged KV cache;
 //! - [`GgufWeights::Dequantized`] expands every tensor to f32 at load
-//!   (4 bytes per weight) and runs the dense path of the safetensors
-//!   models, so the model can also be saved or fine-tuned.
+//!   (4 bytes per weight) and runs the dense candle path of the
+//!   safetensors models, so the model can also run on CUDA, be saved or
+//!   fine-tuned; it is the exact reference of the quantised path.
 //!
 //! GGUF stores the query and key projections of a Llama model permuted for
 //! rotary embedding on adjacent pairs (llama.cpp's `convert_hf_to_gguf.py`
@@ -21,40 +22,41 @@
 //! [`ModelConfig::rope_interleaved`] set instead of the rows being permuted
 //! back: quantised rows could not be.
 //!
-//! Costs: reading the metadata is O(keys + tensors); the quantised load maps
-//! each tensor's bytes once (≈ the file size in memory plus the f32 token
-//! embedding); the dequantised load holds 4 bytes per parameter.
+//! Costs: reading the metadata is O(keys + tensors); the quantised load
+//! reads each tensor's bytes once (≈ the file size in memory; the query,
+//! key and value rows are stacked into one matrix, as are gate and up);
+//! the dequantised load holds 4 bytes per parameter.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Seek, SeekFrom};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 
-use candle_core::quantized::{gguf_file, QMatMul, QTensor};
+use candle_core::quantized::{gguf_file, QTensor};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::Linear;
 use zapspec_core::ModelError;
 
 use crate::causal::CausalLm;
 use crate::config::ModelConfig;
+use crate::native::{NativeLayer, NativeModel, NativeOptions};
 use crate::transformer::{Block, Parts, Proj, Transformer};
 use crate::weights::Weights;
+use zapspec_kernels::{QMatrix, QType, BLOCK};
 
 /// How the GGUF weights are held in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GgufWeights {
-    /// Block-quantised matrices multiplied by `QMatMul`: 2.4× less memory.
-    /// candle's quantised CPU kernels pick their SIMD code at compile time:
-    /// built with `-C target-cpu=native` this path decodes slightly faster
-    /// than the dense one but prefills ~8× slower (row-by-row matmul);
-    /// without it, it runs scalar and loses everywhere
-    /// (`examples/results/smollm2-bench/smollm2.md`).
-    Quantized,
-    /// Every tensor dequantised to f32 at load, multiplied by the `gemm`
-    /// crate (SIMD chosen at run time): the faster on a default build and
-    /// in prefill on any build.
+    /// Block-quantised matrices as the file stores them, run by the native
+    /// CPU forward ([`crate::native`]: `zapspec-kernels`, SIMD chosen at
+    /// run time, paged KV cache, a thread pool): the fast path and the
+    /// default. CPU only.
     #[default]
+    Quantized,
+    /// Every tensor dequantised to f32 at load and run by candle's dense
+    /// path (4 bytes per weight): the exact reference, the path that can
+    /// run on CUDA, be fine-tuned or saved as safetensors.
     Dequantized,
 }
 
@@ -79,6 +81,9 @@ pub struct GgufOptions {
     /// Caps the context window (and the RoPE tables) below the file's
     /// `llama.context_length`; `None`: the file's value.
     pub max_context: Option<usize>,
+    /// Threads and instruction set of the native forward
+    /// ([`GgufWeights::Quantized`]).
+    pub native: NativeOptions,
 }
 
 impl Default for GgufOptions {
@@ -86,6 +91,7 @@ impl Default for GgufOptions {
         GgufOptions {
             weights: GgufWeights::default(),
             max_context: Some(8192),
+            native: NativeOptions::default(),
         }
     }
 }
@@ -313,18 +319,27 @@ pub fn load_gguf(path: &Path, device: &Device, opts: &GgufOptions) -> Result<Cau
             ));
         }
     }
+    if opts.weights == GgufWeights::Quantized {
+        if !device.is_cpu() {
+            return Err(bad(
+                &p,
+                "the quantised GGUF path runs on the CPU; load with GgufWeights::Dequantized for a GPU",
+            ));
+        }
+        let model = load_native(&content, &mut reader, cfg, &p, opts.native)?;
+        return Ok(CausalLm::native(Arc::new(model)).with_bos(None));
+    }
     let mut load = |name: &str| {
         content
             .tensor(&mut reader, name, device)
             .map_err(|e| bad(&p, format!("tensor `{name}`: {e}")))
     };
-    let quant = opts.weights == GgufWeights::Quantized;
     let mut weights = Weights::new();
     let mut blocks = Vec::with_capacity(cfg.num_hidden_layers);
     for l in 0..cfg.num_hidden_layers {
         let g = |n: &str| format!("blk.{l}.{n}.weight");
         let h = |n: &str| format!("model.layers.{l}.{n}.weight");
-        let mut proj = |gguf: &str, hf: &str| to_proj(load(&g(gguf))?, quant, h(hf), &mut weights);
+        let mut proj = |gguf: &str, hf: &str| to_proj(load(&g(gguf))?, h(hf), &mut weights);
         let (q, k, v) = (
             proj("attn_q", "self_attn.q_proj")?,
             proj("attn_k", "self_attn.k_proj")?,
@@ -364,12 +379,9 @@ pub fn load_gguf(path: &Path, device: &Device, opts: &GgufOptions) -> Result<Cau
     let lm_head = if !cfg.tie_word_embeddings {
         to_proj(
             load("output.weight")?,
-            quant,
             "lm_head.weight".into(),
             &mut weights,
         )?
-    } else if quant {
-        Proj::Quant(QMatMul::from_qtensor(embed_q).map_err(crate::backend)?)
     } else {
         Proj::Dense(Linear::new(embed.clone(), None))
     };
@@ -397,14 +409,137 @@ fn keep_dense(q: &QTensor, hf: String, weights: &mut Weights) -> Result<Tensor, 
     Ok(w)
 }
 
-/// A weight matrix held as `QMatMul` (`quant`) or dequantised (and then
-/// recorded in `weights` under its Hugging Face name).
-fn to_proj(q: QTensor, quant: bool, hf: String, weights: &mut Weights) -> Result<Proj, ModelError> {
-    if quant {
-        QMatMul::from_qtensor(q)
-            .map(Proj::Quant)
-            .map_err(crate::backend)
-    } else {
-        Ok(Proj::Dense(Linear::new(keep_dense(&q, hf, weights)?, None)))
+/// A weight matrix dequantised (and recorded in `weights` under its
+/// Hugging Face name).
+fn to_proj(q: QTensor, hf: String, weights: &mut Weights) -> Result<Proj, ModelError> {
+    Ok(Proj::Dense(Linear::new(keep_dense(&q, hf, weights)?, None)))
+}
+
+/// A tensor as a block matrix: its own bytes when the kernels have its
+/// type, else dequantised by candle and re-blocked to `Q8_0`.
+fn read_qmatrix(
+    content: &gguf_file::Content,
+    reader: &mut BufReader<File>,
+    name: &str,
+    path: &str,
+) -> Result<QMatrix, ModelError> {
+    use candle_core::quantized::GgmlDType as G;
+    let info = &content.tensor_infos[name];
+    let dims = info.shape.dims();
+    let (rows, cols) = match dims {
+        [r, c] => (*r, *c),
+        _ => {
+            return Err(bad(
+                path,
+                format!("tensor `{name}` is not a matrix: {dims:?}"),
+            ))
+        }
+    };
+    let ty = match info.ggml_dtype {
+        G::Q4_0 => Some(QType::Q4_0),
+        G::Q4_1 => Some(QType::Q4_1),
+        G::Q8_0 => Some(QType::Q8_0),
+        _ => None,
+    };
+    match ty {
+        Some(ty) if cols % BLOCK == 0 => {
+            let bytes = rows * cols / BLOCK * ty.block_bytes();
+            let mut data = vec![0u8; bytes];
+            reader
+                .seek(SeekFrom::Start(content.tensor_data_offset + info.offset))
+                .and_then(|_| reader.read_exact(&mut data))
+                .map_err(|e| bad(path, format!("tensor `{name}`: {e}")))?;
+            QMatrix::new(ty, rows, cols, data)
+                .map_err(|e| bad(path, format!("tensor `{name}`: {e}")))
+        }
+        _ => {
+            let q = content
+                .tensor(reader, name, &Device::Cpu)
+                .map_err(|e| bad(path, format!("tensor `{name}`: {e}")))?;
+            let x: Vec<f32> = dequantize(&q)?
+                .flatten_all()
+                .and_then(|t| t.to_vec1())
+                .map_err(crate::backend)?;
+            QMatrix::from_f32_q8_0(rows, cols, &x)
+                .map_err(|e| bad(path, format!("tensor `{name}`: {e}")))
+        }
     }
+}
+
+/// A 1-D f32 tensor (a norm weight).
+fn read_vector(
+    content: &gguf_file::Content,
+    reader: &mut BufReader<File>,
+    name: &str,
+    path: &str,
+) -> Result<Vec<f32>, ModelError> {
+    let q = content
+        .tensor(reader, name, &Device::Cpu)
+        .map_err(|e| bad(path, format!("tensor `{name}`: {e}")))?;
+    dequantize(&q)?
+        .flatten_all()
+        .and_then(|t| t.to_vec1())
+        .map_err(crate::backend)
+}
+
+/// Matrices stacked by rows; re-blocked to `Q8_0` when their types differ.
+fn stack(parts: &[QMatrix]) -> Result<QMatrix, ModelError> {
+    let refs: Vec<&QMatrix> = parts.iter().collect();
+    if let Some(m) = QMatrix::stack(&refs) {
+        return Ok(m);
+    }
+    let cols = parts[0].cols();
+    let rows: usize = parts.iter().map(QMatrix::rows).sum();
+    let mut x = vec![0f32; rows * cols];
+    let mut r0 = 0;
+    for m in parts {
+        for r in 0..m.rows() {
+            m.dequantize_row(r, &mut x[(r0 + r) * cols..(r0 + r + 1) * cols]);
+        }
+        r0 += m.rows();
+    }
+    QMatrix::from_f32_q8_0(rows, cols, &x).map_err(|e| ModelError::Backend(e.to_string()))
+}
+
+/// The native model of a checked GGUF file.
+fn load_native(
+    content: &gguf_file::Content,
+    reader: &mut BufReader<File>,
+    cfg: ModelConfig,
+    path: &str,
+    opts: NativeOptions,
+) -> Result<NativeModel, ModelError> {
+    if cfg.hidden_size % BLOCK != 0 || cfg.intermediate_size % BLOCK != 0 {
+        return Err(bad(
+            path,
+            format!(
+                "hidden ({}) and feed-forward ({}) widths must be multiples of {BLOCK} for the quantised path",
+                cfg.hidden_size, cfg.intermediate_size
+            ),
+        ));
+    }
+    let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+    for l in 0..cfg.num_hidden_layers {
+        let g = |n: &str| format!("blk.{l}.{n}.weight");
+        let mut m = |n: &str| read_qmatrix(content, reader, &g(n), path);
+        let (q, k, v) = (m("attn_q")?, m("attn_k")?, m("attn_v")?);
+        let o = m("attn_output")?;
+        let (gate, up, down) = (m("ffn_gate")?, m("ffn_up")?, m("ffn_down")?);
+        layers.push(NativeLayer {
+            ln1: read_vector(content, reader, &g("attn_norm"), path)?,
+            ln2: read_vector(content, reader, &g("ffn_norm"), path)?,
+            qkv: stack(&[q, k, v])?,
+            o,
+            gate_up: stack(&[gate, up])?,
+            down,
+        });
+    }
+    let embed = Arc::new(read_qmatrix(content, reader, "token_embd.weight", path)?);
+    let head = if cfg.tie_word_embeddings {
+        embed.clone()
+    } else {
+        Arc::new(read_qmatrix(content, reader, "output.weight", path)?)
+    };
+    let norm = read_vector(content, reader, "output_norm.weight", path)?;
+    NativeModel::new(cfg, embed, head, norm, layers, opts)
 }

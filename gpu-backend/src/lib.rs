@@ -58,6 +58,7 @@ pub mod config;
 pub mod diffusion;
 pub mod gguf;
 pub mod mask;
+pub mod native;
 pub mod train;
 pub mod transformer;
 pub mod weights;
@@ -71,8 +72,10 @@ pub use config::{DiffusionAttention, ModelConfig, ModelKind};
 pub use diffusion::{DiffusionCache, DiffusionLm};
 pub use gguf::{load_gguf, GgufOptions, GgufWeights};
 pub use mask::AttnMask;
+pub use native::{NativeKv, NativeModel, NativeOptions};
 pub use transformer::{KvCache, LogitRows, Transformer};
 use zapspec_core::ModelError;
+pub use zapspec_kernels::Isa;
 
 /// Maps a candle error to [`ModelError::Backend`].
 pub fn backend(e: candle_core::Error) -> ModelError {

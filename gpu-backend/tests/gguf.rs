@@ -134,6 +134,7 @@ fn opts(weights: GgufWeights) -> GgufOptions {
     GgufOptions {
         weights,
         max_context: None,
+        ..GgufOptions::default()
     }
 }
 
@@ -153,12 +154,19 @@ fn f32_gguf_equals_the_hugging_face_layout() {
     let path = tmp("f32.gguf");
     write_gguf(&path, &cfg, &w, GgmlDType::F32, "llama");
     let want = hf_model(&cfg, &w).prefill(&TOKENS).unwrap();
+    let scale = want.iter().map(|x| x.abs()).fold(0.0, f32::max);
     for mode in [GgufWeights::Dequantized, GgufWeights::Quantized] {
         let mut lm = load_gguf(&path, &Device::Cpu, &opts(mode)).unwrap();
-        assert!(lm.model().config().rope_interleaved);
+        assert!(lm.config().rope_interleaved);
         let got = lm.prefill(&TOKENS).unwrap();
         let d = max_diff(&got, &want);
-        assert!(d < 1e-4, "{mode:?}: max |Δlogit| {d}");
+        // The quantised path re-blocks f32 matrices to Q8_0 and quantises
+        // activations to 8 bits: close, not exact.
+        let tol = match mode {
+            GgufWeights::Dequantized => 1e-4,
+            GgufWeights::Quantized => 0.05 * scale,
+        };
+        assert!(d < tol, "{mode:?}: max |Δlogit| {d}");
         // Incremental decoding over the KV cache gives the same rows.
         lm.truncate(0);
         lm.prefill(&TOKENS[..5]).unwrap();
@@ -174,7 +182,7 @@ fn f32_gguf_equals_the_hugging_face_layout() {
                     .collect::<Vec<_>>()
             })
             .fold(0.0, f32::max);
-        assert!(d < 1e-4, "{mode:?} incremental: {d}");
+        assert!(d < tol, "{mode:?} incremental: {d}");
     }
 }
 

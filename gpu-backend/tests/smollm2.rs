@@ -29,6 +29,7 @@ fn load(p: &Path, weights: GgufWeights) -> CausalLm {
     let opts = GgufOptions {
         weights,
         max_context: Some(512),
+        ..GgufOptions::default()
     };
     load_gguf(p, &Device::Cpu, &opts).expect("load")
 }

@@ -337,7 +337,7 @@ impl Acts {
     /// `cols`.
     pub fn quantize(&mut self, k: &Kernels, x: &[f32], cols: usize) {
         assert!(
-            cols % BLOCK == 0 && cols > 0 && x.len() % cols == 0,
+            cols.is_multiple_of(BLOCK) && cols > 0 && x.len().is_multiple_of(cols),
             "Acts::quantize: shapes"
         );
         self.rows = x.len() / cols;
@@ -383,7 +383,7 @@ impl QMatrix {
     /// A matrix over `data` (GGUF bytes); errors when `cols` is not a
     /// multiple of 32 or `data` is not exactly `rows · cols / 32` blocks.
     pub fn new(ty: QType, rows: usize, cols: usize, data: Vec<u8>) -> Result<QMatrix, KernelError> {
-        if cols % BLOCK != 0 {
+        if !cols.is_multiple_of(BLOCK) {
             return Err(KernelError(format!(
                 "{} matrix with {cols} columns: not a multiple of {BLOCK}",
                 ty.name()
@@ -409,7 +409,7 @@ impl QMatrix {
 
     /// Quantises a dense row-major `rows × cols` matrix to `Q8_0`.
     pub fn from_f32_q8_0(rows: usize, cols: usize, x: &[f32]) -> Result<QMatrix, KernelError> {
-        if x.len() != rows * cols || cols % BLOCK != 0 {
+        if x.len() != rows * cols || !cols.is_multiple_of(BLOCK) {
             return Err(KernelError(format!(
                 "from_f32_q8_0: {} values for {rows}×{cols}",
                 x.len()

@@ -148,9 +148,17 @@ fn the_block_dot_is_the_dot_of_the_dequantised_values() {
             .flat_map(|b| b.qs.iter().map(move |&q| b.d * q as f32))
             .collect();
         let exact: f64 = dw.iter().zip(&dx).map(|(a, b)| *a as f64 * *b as f64).sum();
-        let mag: f64 = dw.iter().zip(&dx).map(|(a, b)| (*a as f64 * *b as f64).abs()).sum();
+        let mag: f64 = dw
+            .iter()
+            .zip(&dx)
+            .map(|(a, b)| (*a as f64 * *b as f64).abs())
+            .sum();
         let got = dot_scalar(ty, &w, &xs) as f64;
-        assert!((got - exact).abs() <= 1e-5 * (mag + 1.0), "{}: {got} vs {exact}", ty.name());
+        assert!(
+            (got - exact).abs() <= 1e-5 * (mag + 1.0),
+            "{}: {got} vs {exact}",
+            ty.name()
+        );
     }
 }
 
@@ -178,11 +186,19 @@ fn f32_kernels_equal_the_scalar_ones() {
 #[test]
 fn matmul_on_a_pool_equals_row_by_row_dots() {
     let mut rng = ChaCha8Rng::seed_from_u64(6);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
     for ty in TYPES {
         let (rows, cols) = (203, 96);
-        let w = QMatrix::new(ty, rows, cols, random_blocks(ty, rows * cols / BLOCK, &mut rng))
-            .unwrap();
+        let w = QMatrix::new(
+            ty,
+            rows,
+            cols,
+            random_blocks(ty, rows * cols / BLOCK, &mut rng),
+        )
+        .unwrap();
         for n in [1, 2, 5] {
             let x = random_acts(n * cols, &mut rng);
             for isa in Isa::all_supported() {

@@ -89,6 +89,7 @@ impl Model {
                 &GgufOptions {
                     weights: opts.gguf_weights,
                     max_context: opts.max_context,
+                    ..GgufOptions::default()
                 },
             )?;
             let tok = Tokenizer::new(Arc::new(vocab));

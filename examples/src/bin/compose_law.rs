@@ -22,7 +22,7 @@
 use anyhow::{anyhow, Result};
 use clap::Parser;
 use zapspec::{Builder, Constraint, Drafter, NoDraft, PhiEstimator, PromptLookup};
-use zapspec_backend::{CausalLm, GgufWeights};
+use zapspec_backend::GgufWeights;
 use zapspec_core::prob::{seeded_rng, tv};
 use zapspec_core::LanguageModel;
 use zapspec_phi::NoModel;
@@ -135,12 +135,7 @@ fn main() -> Result<()> {
     let exp = |v: Vec<f64>| v.into_iter().map(f64::exp).collect::<Vec<f64>>();
     let (proj, star) = (exp(tree.log_mu_proj()), exp(tree.log_mu_star()));
     let index = tree.member_index();
-    let full = m.lm.model().clone();
-    let selfspec = || {
-        MemoLm::new(CausalLm::new(std::sync::Arc::new(
-            full.first_layers(args.draft_layers),
-        )))
-    };
+    let selfspec = || MemoLm::new(m.lm.first_layers(args.draft_layers));
     let target = || MemoLm::new(m.lm.clone());
     let base = |seed: u64| {
         Builder::new(target(), c.clone())

@@ -20,12 +20,11 @@
 //!
 //! `cargo run --profile release-fast -p examples --bin fvo_real -- --out DIR`
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
 use clap::Parser;
-use zapspec_backend::{CausalLm, GgufWeights, Transformer};
+use zapspec_backend::{CausalLm, GgufWeights};
 use zapspec_core::prob::seeded_rng;
 use zapspec_core::LanguageModel;
 use zapspec_earley::{EarleyMatcher, Engine, EngineConfig};
@@ -121,8 +120,7 @@ fn main() -> Result<()> {
         .matcher();
     let prompt = m.prompt(None, &args.prompt)?;
     let target = || m.lm.clone();
-    let full: &Arc<Transformer> = m.lm.model();
-    let draft = || CausalLm::new(Arc::new(full.first_layers(args.draft_layers)));
+    let draft = || m.lm.first_layers(args.draft_layers);
     let cfg = SpecConfig {
         gamma: args.gamma,
         verifier: VerifierKind::FvoSpec,

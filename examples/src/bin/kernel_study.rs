@@ -162,7 +162,9 @@ fn study(name: &str, model: Arc<Transformer>, full_layers: usize, a: &Args) -> R
         layers: cfg.num_hidden_layers,
         full_layers,
         params: cfg.num_params(),
-        dtype: format!("{:?}", base.model().dtype()),
+        dtype: base
+            .transformer()
+            .map_or_else(String::new, |t| format!("{:?}", t.dtype())),
         rows,
     })
 }
@@ -223,14 +225,19 @@ fn main() -> Result<()> {
     if a.model == Which::Smollm2 {
         let path = examples::smollm2::require_model()?;
         let opts = zapspec_backend::GgufOptions {
-            weights: zapspec_backend::GgufWeights::default(),
+            weights: zapspec_backend::GgufWeights::Dequantized,
             max_context: Some(need),
+            ..Default::default()
         };
         let lm = zapspec_backend::load_gguf(&path, &device, &opts)?;
-        let l = lm.model().config().num_hidden_layers;
+        let l = lm.config().num_hidden_layers;
+        let model = lm
+            .transformer()
+            .expect("the dequantised load runs on candle")
+            .clone();
         studies.push(study(
             "SmolLM2-135M-Instruct (Q4_1 GGUF dequantised to f32, real weights)",
-            lm.model().clone(),
+            model,
             l,
             &a,
         )?);

@@ -1,7 +1,6 @@
 //! The tree lines: sampled draft trees on schemas, tree lookup on
 //! edit tasks.
 
-use std::sync::Arc;
 
 use anyhow::Result;
 use zapspec::{NoDraft, OneStepCheap, TreeConfig, TreeLookup, TreeVerify};
@@ -30,9 +29,8 @@ pub(crate) fn tree_sampled_variants(
     let mut base = m.lm.clone();
     base.truncate(0);
     base.prefill(prompt)?;
-    let full = m.lm.model().clone();
     let selfspec = || -> Result<CausalLm> {
-        let mut d = CausalLm::new(Arc::new(full.first_layers(args.draft_layers)));
+        let mut d = m.lm.first_layers(args.draft_layers);
         d.prefill(prompt)?;
         Ok(d)
     };

@@ -1,6 +1,5 @@
 //! The variant sets of the schema sweep and of the Φ study.
 
-use std::sync::Arc;
 
 use anyhow::Result;
 use zapspec::{Constraint, NoDraft, OneStepCheap, PhiEstimator, PromptLookup};
@@ -31,10 +30,9 @@ pub(crate) fn variants(
     let mut base = m.lm.clone();
     base.truncate(0);
     base.prefill(prompt)?;
-    let full = m.lm.model().clone();
     // the draft model's prompt cache is filled here, untimed, like the target's
     let selfspec = || -> Result<CausalLm> {
-        let mut d = CausalLm::new(Arc::new(full.first_layers(args.draft_layers)));
+        let mut d = m.lm.first_layers(args.draft_layers);
         d.prefill(prompt)?;
         Ok(d)
     };
