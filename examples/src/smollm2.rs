@@ -46,12 +46,19 @@ impl SmolLm2 {
     /// Loads model and tokenizer with weights held as `weights`, through
     /// the facade's [`zapspec::Model::load_with`].
     pub fn load(weights: GgufWeights, max_context: usize) -> Result<Self> {
+        Self::load_threads(weights, max_context, 0)
+    }
+
+    /// [`SmolLm2::load`] with the native forward's worker threads (0:
+    /// `RAYON_NUM_THREADS` when set, else every core).
+    pub fn load_threads(weights: GgufWeights, max_context: usize, threads: usize) -> Result<Self> {
         let p = require_model()?;
         let m = zapspec::Model::load_with(
             &p,
             &zapspec::LoadOptions {
                 gguf_weights: weights,
                 max_context: Some(max_context),
+                threads,
                 ..zapspec::LoadOptions::default()
             },
         )?;

@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | [`blocks`] | block layouts, scalar quantise / dequantise / dot: the reference | — |
 //! | [`Isa`] | `Scalar`, `Avx2`, `Avx512Vnni`; [`Isa::detect`] picks the best the CPU has | one CPUID query |
-//! | [`Kernels`] | the dispatcher: quantise a row, dot products of one weight row with 1–4 activation rows, f32 `dot` / `axpy` | a `match` per call |
+//! | [`Kernels`] | the dispatcher: quantise a row, dot products of one weight row with 1–4 activation rows, f32 `dot` / `axpy`, attention over a run of cached keys and values for the query heads of one KV head ([`Kernels::attn_scores`], [`Kernels::attn_weighted_sum`]) | a `match` per call |
 //! | [`QMatrix`] | a `(rows, cols)` matrix of blocks, rows contiguous | `rows · cols / 32` blocks |
 //! | [`Kernels::matmul`] | `n` quantised activation rows × a [`QMatrix`], rows split over a rayon pool | each weight block is unpacked once per group of 4 activation rows |
 //!
@@ -236,6 +236,143 @@ impl Kernels {
             // includes them).
             Isa::Avx2 | Isa::Avx512Vnni => unsafe { x86::dot_f32_avx2(a, b) },
             _ => a.iter().zip(b).map(|(x, y)| x * y).sum(),
+        }
+    }
+
+    /// Attention scores of `g` queries against a run of keys:
+    /// `out[i · stride + j] = q[i · d ..][..d] · keys[j · d ..][..d]` for
+    /// `i < g`, `j < keys.len() / d`. Each key is read once for all `g`
+    /// queries (the query heads that share one KV head).
+    ///
+    /// # Panics
+    /// If `q` is shorter than `g · d`, `keys.len()` not a multiple of `d`,
+    /// or `out` shorter than `(g − 1) · stride + keys.len() / d`.
+    pub fn attn_scores(
+        &self,
+        q: &[f32],
+        g: usize,
+        keys: &[f32],
+        d: usize,
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        assert!(
+            d > 0 && keys.len().is_multiple_of(d),
+            "attn_scores: key shape"
+        );
+        let m = keys.len() / d;
+        if g == 0 || m == 0 {
+            return;
+        }
+        assert!(
+            q.len() >= g * d && stride >= m && out.len() >= (g - 1) * stride + m,
+            "attn_scores: shapes"
+        );
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 | Isa::Avx512Vnni if d.is_multiple_of(8) => {
+                let mut i = 0;
+                while i < g {
+                    let k = (g - i).min(4);
+                    let (qi, oi) = (&q[i * d..], &mut out[i * stride..]);
+                    // SAFETY: AVX2 and FMA were detected; d % 8 == 0 and
+                    // the lengths were checked above for all g queries.
+                    unsafe {
+                        match k {
+                            1 => x86::attn_scores_avx2::<1>(qi, keys, d, m, oi, stride),
+                            2 => x86::attn_scores_avx2::<2>(qi, keys, d, m, oi, stride),
+                            3 => x86::attn_scores_avx2::<3>(qi, keys, d, m, oi, stride),
+                            _ => x86::attn_scores_avx2::<4>(qi, keys, d, m, oi, stride),
+                        }
+                    }
+                    i += k;
+                }
+            }
+            _ => {
+                for i in 0..g {
+                    let qi = &q[i * d..(i + 1) * d];
+                    for (j, kr) in keys.chunks_exact(d).enumerate() {
+                        out[i * stride + j] = qi.iter().zip(kr).map(|(a, b)| a * b).sum();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The attention-weighted sum of a run of values:
+    /// `out[i · d + c] += Σ_j p[i · stride + j] · values[j · d + c]` for
+    /// `i < g`. Each value row is read once for all `g` weight rows.
+    ///
+    /// # Panics
+    /// If `values.len()` is not a multiple of `d`, `p` shorter than
+    /// `(g − 1) · stride + values.len() / d`, or `out` shorter than `g · d`.
+    pub fn attn_weighted_sum(
+        &self,
+        p: &[f32],
+        stride: usize,
+        g: usize,
+        values: &[f32],
+        d: usize,
+        out: &mut [f32],
+    ) {
+        assert!(
+            d > 0 && values.len().is_multiple_of(d),
+            "attn_weighted_sum: value shape"
+        );
+        let m = values.len() / d;
+        if g == 0 || m == 0 {
+            return;
+        }
+        assert!(
+            stride >= m && p.len() >= (g - 1) * stride + m && out.len() >= g * d,
+            "attn_weighted_sum: shapes"
+        );
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 | Isa::Avx512Vnni if d.is_multiple_of(8) => {
+                let wide = d.is_multiple_of(32);
+                let mut i = 0;
+                while i < g {
+                    let k = (g - i).min(3);
+                    let (pi, oi) = (&p[i * stride..], &mut out[i * d..]);
+                    // SAFETY: AVX2 and FMA were detected; d % 8 == 0 (d %
+                    // 32 == 0 for W = 4) and the lengths were checked above.
+                    unsafe {
+                        match (k, wide) {
+                            (1, true) => {
+                                x86::attn_weighted_sum_avx2::<1, 4>(pi, stride, values, d, m, oi)
+                            }
+                            (2, true) => {
+                                x86::attn_weighted_sum_avx2::<2, 4>(pi, stride, values, d, m, oi)
+                            }
+                            (_, true) => {
+                                x86::attn_weighted_sum_avx2::<3, 4>(pi, stride, values, d, m, oi)
+                            }
+                            (1, false) => {
+                                x86::attn_weighted_sum_avx2::<1, 1>(pi, stride, values, d, m, oi)
+                            }
+                            (2, false) => {
+                                x86::attn_weighted_sum_avx2::<2, 1>(pi, stride, values, d, m, oi)
+                            }
+                            (_, false) => {
+                                x86::attn_weighted_sum_avx2::<3, 1>(pi, stride, values, d, m, oi)
+                            }
+                        }
+                    }
+                    i += k;
+                }
+            }
+            _ => {
+                for i in 0..g {
+                    let o = &mut out[i * d..(i + 1) * d];
+                    for (j, vr) in values.chunks_exact(d).enumerate() {
+                        let w = p[i * stride + j];
+                        for (oc, &v) in o.iter_mut().zip(vr) {
+                            *oc += w * v;
+                        }
+                    }
+                }
+            }
         }
     }
 

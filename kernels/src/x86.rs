@@ -244,3 +244,84 @@ pub(crate) unsafe fn quantize_q8_avx2(x: &[f32], out: &mut [BlockQ8]) {
         o.s = d * sum as f32;
     }
 }
+
+/// `out[g · stride + j] = Σ_c q[g · d + c] · keys[j · d + c]` for `G`
+/// queries and `m = keys.len() / d` keys: each key row is loaded once for
+/// the `G` queries (grouped-query attention's heads of one KV head).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `d % 8 == 0`, `q.len() >= G · d`,
+/// `keys.len() >= m · d`, `out.len() >= (G − 1) · stride + m`.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn attn_scores_avx2<const G: usize>(
+    q: &[f32],
+    keys: &[f32],
+    d: usize,
+    m: usize,
+    out: &mut [f32],
+    stride: usize,
+) {
+    let (qp, kp, op) = (q.as_ptr(), keys.as_ptr(), out.as_mut_ptr());
+    for j in 0..m {
+        let kr = kp.add(j * d);
+        let mut acc = [_mm256_setzero_ps(); G];
+        let mut c = 0;
+        while c < d {
+            let kv = _mm256_loadu_ps(kr.add(c));
+            for (g, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_fmadd_ps(_mm256_loadu_ps(qp.add(g * d + c)), kv, *a);
+            }
+            c += 8;
+        }
+        for (g, a) in acc.iter().enumerate() {
+            *op.add(g * stride + j) = hsum(*a);
+        }
+    }
+}
+
+/// `out[g · d + c] += Σ_j p[g · stride + j] · values[j · d + c]` for `G`
+/// weight rows and `m` value rows, `8 · W` columns at a time held in
+/// registers.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `d % (8 · W) == 0`, `p.len() >= (G − 1)
+/// · stride + m`, `values.len() >= m · d`, `out.len() >= G · d`.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn attn_weighted_sum_avx2<const G: usize, const W: usize>(
+    p: &[f32],
+    stride: usize,
+    values: &[f32],
+    d: usize,
+    m: usize,
+    out: &mut [f32],
+) {
+    let (pp, vp, op) = (p.as_ptr(), values.as_ptr(), out.as_mut_ptr());
+    let mut c = 0;
+    while c < d {
+        let mut acc = [[_mm256_setzero_ps(); W]; G];
+        for (g, row) in acc.iter_mut().enumerate() {
+            for (u, a) in row.iter_mut().enumerate() {
+                *a = _mm256_loadu_ps(op.add(g * d + c + 8 * u));
+            }
+        }
+        for j in 0..m {
+            let vr = vp.add(j * d + c);
+            let mut vv = [_mm256_setzero_ps(); W];
+            for (u, v) in vv.iter_mut().enumerate() {
+                *v = _mm256_loadu_ps(vr.add(8 * u));
+            }
+            for (g, row) in acc.iter_mut().enumerate() {
+                let w = _mm256_set1_ps(*pp.add(g * stride + j));
+                for (a, v) in row.iter_mut().zip(&vv) {
+                    *a = _mm256_fmadd_ps(w, *v, *a);
+                }
+            }
+        }
+        for (g, row) in acc.iter().enumerate() {
+            for (u, a) in row.iter().enumerate() {
+                _mm256_storeu_ps(op.add(g * d + c + 8 * u), *a);
+            }
+        }
+        c += 8 * W;
+    }
+}

@@ -104,6 +104,36 @@ impl NativeKv {
         &self.pages[p].0[off..off + self.head_dim]
     }
 
+    /// The keys (`kv = 0`) or values (`kv = 1`) of `head` at the slots
+    /// `start..end`, contiguous (`(end − start) · head_dim` values); the
+    /// slots must lie in one page (see [`NativeKv::page_runs`]).
+    #[inline]
+    pub(crate) fn span(
+        &self,
+        layer: usize,
+        kv: usize,
+        head: usize,
+        start: usize,
+        end: usize,
+    ) -> &[f32] {
+        debug_assert!(start < end && start / PAGE == (end - 1) / PAGE);
+        let (p, off) = self.offset(layer, kv, head, start);
+        &self.pages[p].0[off..off + (end - start) * self.head_dim]
+    }
+
+    /// `range` cut at page boundaries: the runs [`NativeKv::span`] takes.
+    pub(crate) fn page_runs(range: std::ops::Range<usize>) -> impl Iterator<Item = (usize, usize)> {
+        let mut a = range.start;
+        std::iter::from_fn(move || {
+            (a < range.end).then(|| {
+                let b = ((a / PAGE + 1) * PAGE).min(range.end);
+                let run = (a, b);
+                a = b;
+                run
+            })
+        })
+    }
+
     /// Writes the key or value of `head` at `slot` (copying the page first
     /// if a fork shares it).
     pub(crate) fn set(&mut self, layer: usize, kv: usize, head: usize, slot: usize, x: &[f32]) {

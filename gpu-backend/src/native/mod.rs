@@ -359,45 +359,67 @@ impl NativeModel {
                     kv.set(l, 1, g, past + i, &vv[g * hd..(g + 1) * hd]);
                 }
             }
-            // attention: one task per (row, query head)
+            // attention: one task per (row, KV head), for the query heads
+            // that share it; keys and values read a page run at a time
             let kv_ref = &*kv;
             let qkv_ref = &qkv;
             let visible = &visible;
             let head_task = |idx: usize, out: &mut [f32]| {
-                let (i, hh) = (idx / hq, idx % hq);
-                let g = hh / group;
-                let q = &qkv_ref[i * qkv_w + hh * hd..i * qkv_w + (hh + 1) * hd];
+                let (i, g) = (idx / hkv, idx % hkv);
+                let q = &qkv_ref[i * qkv_w + g * group * hd..i * qkv_w + (g + 1) * group * hd];
                 let slots: usize = visible[i].iter().map(|r| r.len()).sum();
-                let mut scores = Vec::with_capacity(slots);
+                let mut p = vec![0f32; group * slots];
+                let mut col = 0;
                 for r in &visible[i] {
-                    for j in r.clone() {
-                        scores.push(k.dot_f32(q, kv_ref.get(l, 0, g, j)));
+                    for (a, b) in NativeKv::page_runs(r.clone()) {
+                        k.attn_scores(
+                            q,
+                            group,
+                            kv_ref.span(l, 0, g, a, b),
+                            hd,
+                            &mut p[col..],
+                            slots,
+                        );
+                        col += b - a;
                     }
                 }
-                let m = scores.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-                let mut z = 0f32;
-                for s in scores.iter_mut() {
-                    *s = (*s - m).exp();
-                    z += *s;
+                for row in p.chunks_exact_mut(slots.max(1)) {
+                    let m = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+                    let mut z = 0f32;
+                    for s in row.iter_mut() {
+                        *s = (*s - m).exp();
+                        z += *s;
+                    }
+                    let inv = 1.0 / z;
+                    for s in row.iter_mut() {
+                        *s *= inv;
+                    }
                 }
                 out.fill(0.0);
-                let mut si = 0;
+                let mut col = 0;
                 for r in &visible[i] {
-                    for j in r.clone() {
-                        k.axpy(out, scores[si] / z, kv_ref.get(l, 1, g, j));
-                        si += 1;
+                    for (a, b) in NativeKv::page_runs(r.clone()) {
+                        k.attn_weighted_sum(
+                            &p[col..],
+                            slots,
+                            group,
+                            kv_ref.span(l, 1, g, a, b),
+                            hd,
+                            out,
+                        );
+                        col += b - a;
                     }
                 }
             };
             let work = n * hq * (past + n);
             match &self.pool {
-                Some(p) if work >= 4096 => p.install(|| {
-                    att.par_chunks_mut(hd)
+                Some(pool) if work >= 4096 => pool.install(|| {
+                    att.par_chunks_mut(group * hd)
                         .enumerate()
                         .for_each(|(idx, out)| head_task(idx, out))
                 }),
                 _ => att
-                    .chunks_mut(hd)
+                    .chunks_mut(group * hd)
                     .enumerate()
                     .for_each(|(idx, out)| head_task(idx, out)),
             }
