@@ -42,7 +42,12 @@
 //!   randomness per call) is simply not asked; its draws at the other
 //!   positions are as independent as before.
 //! * **Equality diagnostic**: its one-step marginal
-//!   `p_i(1 + q_i − ⟨p, q⟩)` is 1 on a one-point valid set as well.
+//!   `p_i(1 + q_i − ⟨p, q⟩)` is 1 on a one-point valid set as well, so
+//!   greedy outputs are unchanged. Its sampled law is biased and depends
+//!   on where blocks start (a bonus position is drawn from `π` without
+//!   the bias); forcing moves block starts, so its sampled law may differ
+//!   with forcing on — as it differs between two values of γ. It is a
+//!   diagnostic, not a sampler of a target law.
 //! * **Greedy**: the argmax of a one-point law is its point. Greedy
 //!   decoding consumes no randomness, so greedy outputs are identical
 //!   with forcing on or off, for every drafter and verifier, linear or
@@ -131,16 +136,28 @@ mod tests {
         let mut c = TrieConstraint::new(trie.clone(), 8, 7);
         let mut scratch = TokenSet::new(0);
         let mut out = Vec::new();
-        assert_eq!(advance_forced(&mut c, &mut scratch, 10, &mut out).unwrap(), 0);
+        assert_eq!(
+            advance_forced(&mut c, &mut scratch, 10, &mut out).unwrap(),
+            0
+        );
         c.advance(0).unwrap();
-        assert_eq!(advance_forced(&mut c, &mut scratch, 1, &mut out).unwrap(), 1);
-        assert_eq!(advance_forced(&mut c, &mut scratch, 10, &mut out).unwrap(), 1);
+        assert_eq!(
+            advance_forced(&mut c, &mut scratch, 1, &mut out).unwrap(),
+            1
+        );
+        assert_eq!(
+            advance_forced(&mut c, &mut scratch, 10, &mut out).unwrap(),
+            1
+        );
         assert_eq!(out, vec![1, 2]);
         assert_eq!(c.num_tokens(), 3);
         let mut c = TrieConstraint::new(trie, 8, 7);
         c.advance(5).unwrap();
         out.clear();
-        assert_eq!(advance_forced(&mut c, &mut scratch, 10, &mut out).unwrap(), 1);
+        assert_eq!(
+            advance_forced(&mut c, &mut scratch, 10, &mut out).unwrap(),
+            1
+        );
         assert_eq!(out, vec![6]);
         assert!(c.is_accepting() && !c.is_finished(), "EOS is never forced");
     }
