@@ -17,7 +17,10 @@
 //! limit, stop strings, a [`Tokenizer`] (text and chat prompts, text out,
 //! streaming), and tree mode ([`Builder::tree`] with a [`TreeConfig`]: draft trees,
 //! e.g. from [`TreeLookup`], cut by the constraint's masks at every node,
-//! scored in one target call, walked losslessly).
+//! scored in one target call, walked losslessly), and grammar-forced
+//! tokens ([`Builder::forced_tokens`], on by default: tokens the constraint
+//! leaves no choice over are committed without sampling and scored with
+//! the next draft).
 //!
 //! On a real model — SmolLM2-135M-Instruct, fetched by
 //! `scripts/fetch-smollm2.sh` — a [`Model`] is loaded by path with its
@@ -76,7 +79,8 @@
 
 //! ## Costs
 //!
-//! A round costs one target forward over the drafted block (plus the
+//! A round costs one target forward over the grammar-forced tokens and
+//! the drafted block (plus the
 //! drafter's own work: nothing for [`NoDraft`], a context scan for
 //! [`PromptLookup`], one draft forward per token for a draft model), one
 //! mask per verified position, and, under FVO-Spec, one Φ̂ call per
