@@ -76,29 +76,50 @@ fn fixture() -> Vec<Case> {
         .collect()
 }
 
-/// Max |Δ logit| over the recorded entries, and the fraction of positions
-/// whose arg-max (over the recorded entries) agrees.
-fn compare(
-    lm: &mut CausalLm,
-    cases: &[Case],
-    pick: impl Fn(&Row) -> Option<&Vec<f64>>,
-) -> (f64, f64) {
-    let (mut worst, mut agree, mut n) = (0f64, 0usize, 0usize);
+/// Distances of one set of logits from another over the recorded entries.
+#[derive(Debug, Clone, Copy)]
+struct Dist {
+    /// Max |Δ logit|.
+    max: f64,
+    /// Mean |Δ logit|.
+    mean: f64,
+    /// Fraction of positions whose arg-max (over the recorded entries)
+    /// agrees.
+    agree: f64,
+}
+
+fn dist<'a>(pairs: impl Iterator<Item = (Vec<f64>, &'a Vec<f64>)>) -> Dist {
+    let (mut max, mut sum, mut m, mut agree, mut n) = (0f64, 0f64, 0usize, 0usize, 0usize);
+    let am = |v: &[f64]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
+    for (got, want) in pairs {
+        for (g, w) in got.iter().zip(want) {
+            max = max.max((g - w).abs());
+            sum += (g - w).abs();
+            m += 1;
+        }
+        agree += usize::from(am(&got) == am(want));
+        n += 1;
+    }
+    Dist {
+        max,
+        mean: sum / m.max(1) as f64,
+        agree: agree as f64 / n.max(1) as f64,
+    }
+}
+
+/// Our logits against `pick`'s reference on every recorded position.
+fn compare(lm: &mut CausalLm, cases: &[Case], pick: impl Fn(&Row) -> Option<&Vec<f64>>) -> Dist {
+    let mut pairs = Vec::new();
     for c in cases {
         lm.truncate(0);
         let logits = lm.prefill(&c.ids).expect("prefill");
         for (p, r) in c.rows.iter().enumerate() {
             let Some(want) = pick(r) else { continue };
             let got: Vec<f64> = r.ids.iter().map(|&i| logits[[p, i]] as f64).collect();
-            for (g, w) in got.iter().zip(want) {
-                worst = worst.max((g - w).abs());
-            }
-            let am = |v: &[f64]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
-            agree += usize::from(am(&got) == am(want));
-            n += 1;
+            pairs.push((got, want));
         }
     }
-    (worst, agree as f64 / n.max(1) as f64)
+    dist(pairs.into_iter())
 }
 
 #[test]
@@ -106,35 +127,63 @@ fn dequantized_matches_numpy_reference() {
     let Some(p) = model_path() else { return };
     let cases = fixture();
     let mut lm = load(&p, GgufWeights::Dequantized);
-    let (worst, agree) = compare(&mut lm, &cases, |r| Some(&r.numpy));
-    eprintln!("dequantized vs numpy: max |Δlogit| {worst:.5}, arg-max agreement {agree:.3}");
-    assert!(worst < 2e-3, "max |Δlogit| {worst}");
-    assert_eq!(agree, 1.0);
+    let d = compare(&mut lm, &cases, |r| Some(&r.numpy));
+    eprintln!("dequantized vs numpy: {d:?}");
+    assert!(d.max < 1e-3, "max |Δlogit| {}", d.max);
+    assert_eq!(d.agree, 1.0);
 }
 
 /// The quantised path multiplies 8-bit-quantised activations with the
-/// Q4_1 blocks (as llama.cpp does), so it is not equal to the f64 forward
-/// over dequantised weights: measured max |Δlogit| 1.10 over the recorded
-/// entries, arg-max agreement 0.979. The bounds below (2.0, 0.95) are that
-/// with a margin; against llama.cpp (same arithmetic class) when the fixture
-/// has its logits.
+/// Q4_1 blocks, as llama.cpp does, so it is not equal to the f64 forward
+/// over dequantised weights; it must be about as close to it as llama.cpp
+/// is (the fixture holds llama.cpp's logits at the same positions).
+///
+/// "About": two correct quantised forwards differ from each other by about
+/// as much as each differs from the exact one, because an f32 rounding
+/// difference flips some 8-bit activation roundings downstream. Measured
+/// on this fixture (max / mean |Δlogit| vs numpy): llama.cpp 1.00 / 0.173;
+/// ours 1.20 / 0.196 with the SIMD kernels, 0.85 / 0.180 with only the
+/// attention kernels switched to the scalar ones (the same sums in another
+/// order), 1.03 / 0.179 all scalar. Bounds: mean ≤ 1.2×, max ≤ 1.5×
+/// llama.cpp's, arg-max agreement at least llama.cpp's minus one position
+/// in 32.
 #[test]
-fn quantized_matches_references() {
+fn quantized_is_as_close_to_the_exact_forward_as_llama_cpp() {
     let Some(p) = model_path() else { return };
     let cases = fixture();
     let mut lm = load(&p, GgufWeights::Quantized);
-    let (w_np, a_np) = compare(&mut lm, &cases, |r| Some(&r.numpy));
-    eprintln!("quantized vs numpy (f64, dequantised weights): max |Δlogit| {w_np:.4}, arg-max agreement {a_np:.3}");
-    assert!(w_np < 2.0, "max |Δlogit| vs numpy {w_np}");
-    assert!(a_np >= 0.95, "arg-max agreement vs numpy {a_np}");
-    if cases
+    let ours = compare(&mut lm, &cases, |r| Some(&r.numpy));
+    eprintln!("quantized vs numpy (f64, dequantised weights): {ours:?}");
+    let lc: Vec<(Vec<f64>, &Vec<f64>)> = cases
         .iter()
-        .any(|c| c.rows.iter().any(|r| r.llama_cpp.is_some()))
-    {
-        let (w_lc, a_lc) = compare(&mut lm, &cases, |r| r.llama_cpp.as_ref());
-        eprintln!("quantized vs llama.cpp: max |Δlogit| {w_lc:.4}, arg-max agreement {a_lc:.3}");
-        assert!(w_lc < 2.0, "max |Δlogit| vs llama.cpp {w_lc}");
-    } else {
+        .flat_map(|c| &c.rows)
+        .filter_map(|r| Some((r.llama_cpp.clone()?, &r.numpy)))
+        .collect();
+    if lc.is_empty() {
         eprintln!("the fixture has no llama.cpp logits (llama-cpp-python was not installed when it was made)");
+        assert!(ours.max < 2.0 && ours.agree >= 0.95, "{ours:?}");
+        return;
     }
+    let peer = dist(lc.into_iter());
+    eprintln!("llama.cpp vs numpy: {peer:?}");
+    assert!(
+        ours.max <= 1.5 * peer.max,
+        "max |Δlogit| {} vs llama.cpp's {}",
+        ours.max,
+        peer.max
+    );
+    assert!(
+        ours.mean <= 1.2 * peer.mean,
+        "mean |Δlogit| {} vs llama.cpp's {}",
+        ours.mean,
+        peer.mean
+    );
+    assert!(
+        ours.agree >= peer.agree - 1.0 / 32.0,
+        "arg-max agreement {} vs llama.cpp's {}",
+        ours.agree,
+        peer.agree
+    );
+    let vs_peer = compare(&mut lm, &cases, |r| r.llama_cpp.as_ref());
+    eprintln!("quantized vs llama.cpp: {vs_peer:?}");
 }
