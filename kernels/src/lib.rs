@@ -376,6 +376,26 @@ impl Kernels {
         }
     }
 
+    /// `x[i] = exp(x[i] − shift)`, returning `Σ x[i]`: the exponentials
+    /// of a softmax. The SIMD paths use a polynomial `exp` within 2 ulp of
+    /// the scalar path's (`f32::exp`) on `[−87, 0]`; below −87 they give
+    /// ≈ 1e−38 (a weight of 0 in any softmax whose largest term is 1).
+    pub fn exp_sum(&self, x: &mut [f32], shift: f32) -> f32 {
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX2 and FMA were detected.
+            Isa::Avx2 | Isa::Avx512Vnni => unsafe { x86::exp_sum_avx2(x, shift) },
+            _ => {
+                let mut s = 0f32;
+                for v in x.iter_mut() {
+                    *v = (*v - shift).exp();
+                    s += *v;
+                }
+                s
+            }
+        }
+    }
+
     /// `y += a · x` over the common length.
     pub fn axpy(&self, y: &mut [f32], a: f32, x: &[f32]) {
         match self.isa {

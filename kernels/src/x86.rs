@@ -325,3 +325,73 @@ pub(crate) unsafe fn attn_weighted_sum_avx2<const G: usize, const W: usize>(
         c += 8 * W;
     }
 }
+
+/// `x[i] = exp(x[i] − shift)`, returning `Σ x[i]`: the exponential of a
+/// softmax, 8 lanes at a time (Cephes' single-precision `expf`: a range
+/// reduction by ln 2 in two parts and a degree-6 polynomial, within 2 ulp
+/// of the correctly rounded value on `[−87, 0]`; arguments below −87 give
+/// ≈ 1e−38 instead of a subnormal, a zero weight next to the largest
+/// term's 1).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn exp_sum_avx2(x: &mut [f32], shift: f32) -> f32 {
+    let n = x.len();
+    let p = x.as_mut_ptr();
+    let sh = _mm256_set1_ps(shift);
+    let mut sum = _mm256_setzero_ps();
+    let mut i = 0;
+    while i + 8 <= n {
+        let v = _mm256_sub_ps(_mm256_loadu_ps(p.add(i)), sh);
+        let e = exp8(v);
+        _mm256_storeu_ps(p.add(i), e);
+        sum = _mm256_add_ps(sum, e);
+        i += 8;
+    }
+    let mut s = hsum(sum);
+    if i < n {
+        let mut tail = [f32::NEG_INFINITY; 8];
+        tail[..n - i].copy_from_slice(&x[i..]);
+        let v = _mm256_sub_ps(_mm256_loadu_ps(tail.as_ptr()), sh);
+        _mm256_storeu_ps(tail.as_mut_ptr(), exp8(v));
+        for (k, t) in tail[..n - i].iter().enumerate() {
+            x[i + k] = *t;
+            s += *t;
+        }
+    }
+    s
+}
+
+#[inline(always)]
+unsafe fn exp8(x: __m256) -> __m256 {
+    let x = _mm256_min_ps(
+        _mm256_max_ps(x, _mm256_set1_ps(-87.0)),
+        _mm256_set1_ps(88.0),
+    );
+    // n = round(x / ln 2); r = x − n · ln 2 (ln 2 in two parts)
+    let fx = _mm256_round_ps(
+        _mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)),
+        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC,
+    );
+    let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693_359_4), x);
+    let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.121_944_4e-4), r);
+    let mut y = _mm256_set1_ps(1.987_569_1e-4);
+    for c in [
+        1.398_199_9e-3,
+        8.333_452e-3,
+        4.166_579_6e-2,
+        0.166_666_65,
+        0.5,
+    ] {
+        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(c));
+    }
+    let r2 = _mm256_mul_ps(r, r);
+    let y = _mm256_add_ps(_mm256_fmadd_ps(y, r2, r), _mm256_set1_ps(1.0));
+    // 2^n through the exponent bits (n ∈ [−126, 127] after the clamp)
+    let pow2n = _mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)),
+        23,
+    ));
+    _mm256_mul_ps(y, pow2n)
+}

@@ -237,6 +237,38 @@ fn attention_kernels_equal_the_definition() {
     }
 }
 
+/// The softmax exponential against `f32::exp` over its whole useful range
+/// (and −∞, a masked score), for lengths with and without a SIMD tail.
+#[test]
+fn exp_sum_equals_the_scalar_exp() {
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    for len in [0usize, 1, 7, 8, 9, 64, 1000] {
+        let mut x: Vec<f32> = (0..len).map(|_| rng.random_range(-90.0f32..0.0)).collect();
+        if len > 2 {
+            x[1] = f32::NEG_INFINITY;
+            x[2] = 0.0;
+        }
+        let shift = 0.25f32;
+        for isa in Isa::all_supported() {
+            let k = Kernels::with_isa(isa).unwrap();
+            let mut got = x.clone();
+            let s = k.exp_sum(&mut got, shift);
+            let mut want_sum = 0f32;
+            for (g, &v) in got.iter().zip(&x) {
+                let want = (v - shift).exp();
+                want_sum += want;
+                let ok =
+                    (g - want).abs() <= 4.0 * f32::EPSILON * want || (want < 1e-37 && *g < 2e-38);
+                assert!(ok, "{isa:?}: exp({}) = {g}, want {want}", v - shift);
+            }
+            assert!(
+                (s - want_sum).abs() <= 1e-5 * want_sum.max(1e-30),
+                "{isa:?}: sum {s} vs {want_sum}"
+            );
+        }
+    }
+}
+
 #[test]
 fn matmul_on_a_pool_equals_row_by_row_dots() {
     let mut rng = ChaCha8Rng::seed_from_u64(6);

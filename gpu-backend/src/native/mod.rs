@@ -37,6 +37,35 @@ use crate::config::ModelConfig;
 use crate::mask::AttnMask;
 use crate::transformer::LogitRows;
 
+/// Rows of a forward that share one pass over the cached keys and values
+/// in attention.
+const ATT_ROWS: usize = 16;
+
+/// Softmax of `row` over the slots in `visible` (sorted, disjoint ranges);
+/// every other slot gets 0.
+fn softmax_visible(k: &Kernels, row: &mut [f32], visible: &[std::ops::Range<usize>]) {
+    let m = visible
+        .iter()
+        .flat_map(|r| row[r.clone()].iter())
+        .fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let mut z = 0f32;
+    let mut next = 0;
+    for r in visible {
+        row[next..r.start].fill(0.0);
+        z += k.exp_sum(&mut row[r.clone()], m);
+        next = r.end;
+    }
+    row[next..].fill(0.0);
+    if z > 0.0 {
+        let inv = 1.0 / z;
+        for r in visible {
+            for s in &mut row[r.clone()] {
+                *s *= inv;
+            }
+        }
+    }
+}
+
 /// Options of the native forward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NativeOptions {
@@ -359,69 +388,61 @@ impl NativeModel {
                     kv.set(l, 1, g, past + i, &vv[g * hd..(g + 1) * hd]);
                 }
             }
-            // attention: one task per (row, KV head), for the query heads
-            // that share it; keys and values read a page run at a time
+            // attention: one task per (KV head, block of up to ATT_ROWS
+            // rows): the queries of those rows' heads that share the KV
+            // head against every page run of the slots any of them sees,
+            // so each cached key and value is read once per task, not once
+            // per row; a slot a row does not see gets weight 0 (scores and
+            // sums per row are the same operations in the same order as
+            // for that row alone)
             let kv_ref = &*kv;
             let qkv_ref = &qkv;
             let visible = &visible;
-            let head_task = |idx: usize, out: &mut [f32]| {
-                let (i, g) = (idx / hkv, idx % hkv);
-                let q = &qkv_ref[i * qkv_w + g * group * hd..i * qkv_w + (g + 1) * group * hd];
-                let slots: usize = visible[i].iter().map(|r| r.len()).sum();
-                let mut p = vec![0f32; group * slots];
-                let mut col = 0;
-                for r in &visible[i] {
-                    for (a, b) in NativeKv::page_runs(r.clone()) {
-                        k.attn_scores(
-                            q,
-                            group,
-                            kv_ref.span(l, 0, g, a, b),
-                            hd,
-                            &mut p[col..],
-                            slots,
-                        );
-                        col += b - a;
+            let blocks = n.div_ceil(ATT_ROWS);
+            let task = |idx: usize| -> Vec<f32> {
+                let (g, c) = (idx % hkv, idx / hkv);
+                let rows = c * ATT_ROWS..((c + 1) * ATT_ROWS).min(n);
+                let span = rows
+                    .clone()
+                    .filter_map(|i| visible[i].last().map(|r| r.end))
+                    .max()
+                    .unwrap_or(0);
+                let nq = rows.len() * group;
+                let mut q = Vec::with_capacity(nq * hd);
+                for i in rows.clone() {
+                    let at = i * qkv_w + g * group * hd;
+                    q.extend_from_slice(&qkv_ref[at..at + group * hd]);
+                }
+                let mut p = vec![0f32; nq * span];
+                for (a, b) in NativeKv::page_runs(0..span) {
+                    k.attn_scores(&q, nq, kv_ref.span(l, 0, g, a, b), hd, &mut p[a..], span);
+                }
+                for (ri, i) in rows.clone().enumerate() {
+                    for h in 0..group {
+                        let row = &mut p[(ri * group + h) * span..(ri * group + h + 1) * span];
+                        softmax_visible(k, row, &visible[i]);
                     }
                 }
-                for row in p.chunks_exact_mut(slots.max(1)) {
-                    let m = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-                    let mut z = 0f32;
-                    for s in row.iter_mut() {
-                        *s = (*s - m).exp();
-                        z += *s;
-                    }
-                    let inv = 1.0 / z;
-                    for s in row.iter_mut() {
-                        *s *= inv;
-                    }
+                let mut o = vec![0f32; nq * hd];
+                for (a, b) in NativeKv::page_runs(0..span) {
+                    k.attn_weighted_sum(&p[a..], span, nq, kv_ref.span(l, 1, g, a, b), hd, &mut o);
                 }
-                out.fill(0.0);
-                let mut col = 0;
-                for r in &visible[i] {
-                    for (a, b) in NativeKv::page_runs(r.clone()) {
-                        k.attn_weighted_sum(
-                            &p[col..],
-                            slots,
-                            group,
-                            kv_ref.span(l, 1, g, a, b),
-                            hd,
-                            out,
-                        );
-                        col += b - a;
-                    }
-                }
+                o
             };
             let work = n * hq * (past + n);
-            match &self.pool {
-                Some(pool) if work >= 4096 => pool.install(|| {
-                    att.par_chunks_mut(group * hd)
-                        .enumerate()
-                        .for_each(|(idx, out)| head_task(idx, out))
-                }),
-                _ => att
-                    .chunks_mut(group * hd)
-                    .enumerate()
-                    .for_each(|(idx, out)| head_task(idx, out)),
+            let outs: Vec<Vec<f32>> = match &self.pool {
+                Some(pool) if work >= 4096 => {
+                    pool.install(|| (0..blocks * hkv).into_par_iter().map(task).collect())
+                }
+                _ => (0..blocks * hkv).map(task).collect(),
+            };
+            for (idx, o) in outs.iter().enumerate() {
+                let (g, c) = (idx % hkv, idx / hkv);
+                for (ri, i) in (c * ATT_ROWS..((c + 1) * ATT_ROWS).min(n)).enumerate() {
+                    let at = i * hq * hd + g * group * hd;
+                    att[at..at + group * hd]
+                        .copy_from_slice(&o[ri * group * hd..(ri + 1) * group * hd]);
+                }
             }
             acts.quantize(k, &att, hq * hd);
             self.matmul(&layer.o, &acts, &mut proj, &mut scratch);
