@@ -13,7 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use zapspec_backend::{load_causal, load_gguf, CausalLm, GgufOptions, GgufWeights};
+use zapspec_backend::{
+    load_causal, load_gguf, CausalLm, GgufOptions, GgufWeights, NativeOptions,
+};
 use zapspec_core::{LanguageModel, Vocabulary};
 use zapspec_earley::{EarleyMatcher, Engine, EngineConfig};
 use zapspec_phi::Uniform;
@@ -33,6 +35,10 @@ pub struct LoadOptions {
     /// Caps a GGUF model's context window (and its RoPE tables); `None`:
     /// the file's value.
     pub max_context: Option<usize>,
+    /// Threads and instruction set of the native quantised forward
+    /// ([`GgufWeights::Quantized`], the default for GGUF files); threads
+    /// 0: `RAYON_NUM_THREADS` if set, else every core.
+    pub native: NativeOptions,
 }
 
 impl Default for LoadOptions {
@@ -41,6 +47,7 @@ impl Default for LoadOptions {
             backend: zapspec_backend::Backend::Cpu,
             gguf_weights: GgufWeights::default(),
             max_context: Some(8192),
+            native: NativeOptions::default(),
         }
     }
 }
@@ -89,7 +96,7 @@ impl Model {
                 &GgufOptions {
                     weights: opts.gguf_weights,
                     max_context: opts.max_context,
-                    ..GgufOptions::default()
+                    native: opts.native,
                 },
             )?;
             let tok = Tokenizer::new(Arc::new(vocab));
