@@ -138,6 +138,22 @@ pub trait Constraint: Clone {
         f.advance(t).is_ok()
     }
 
+    /// The sole allowed next token, when the mask has exactly one member
+    /// (EOS included: a forced EOS is returned like any other token);
+    /// `None` when it has none or several. `scratch` is a mask the caller
+    /// reuses; its contents afterwards are unspecified. Default: fill the
+    /// mask into `scratch` and ask [`TokenSet::single`]. An engine that can
+    /// tell a singleton without building the whole mask (a cached mask, a
+    /// state with one outgoing edge) may override it; the answer must equal
+    /// the default's.
+    fn fill_mask_single(&mut self, scratch: &mut TokenSet) -> Option<TokenId> {
+        if scratch.universe() != self.vocab_size() {
+            *scratch = TokenSet::new(self.vocab_size());
+        }
+        self.fill_mask(scratch);
+        scratch.single()
+    }
+
     /// Tokens that are forced: while the mask has exactly one member and it
     /// is not EOS, that token is the only continuation (fast-forwarding,
     /// ZapFormat §5 / "jump-forward"). Returns them without consuming them;
@@ -147,8 +163,7 @@ pub trait Constraint: Clone {
         let mut out = Vec::new();
         let mut m = TokenSet::new(self.vocab_size());
         while out.len() < limit {
-            f.fill_mask(&mut m);
-            match m.single() {
+            match f.fill_mask_single(&mut m) {
                 Some(t) if t != f.eos() => {
                     if f.advance(t).is_err() {
                         break;

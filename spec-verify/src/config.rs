@@ -85,6 +85,54 @@ pub struct SpecConfig {
     /// deterministic children are verified naively either way.
     #[serde(default)]
     pub tree_verify: crate::tree::TreeVerify,
+    /// Grammar-forced tokens (jump-forward inside speculation, see
+    /// [`crate::forced`]): where the constraint allows exactly one
+    /// non-EOS token, it is committed without sampling and scored in the
+    /// same target forward as the round's draft. On by default; the
+    /// output law is unchanged either way.
+    #[serde(default)]
+    pub forced_tokens: ForcedTokens,
+}
+
+/// Whether (and how far) a round commits grammar-forced tokens before it
+/// drafts ([`SpecConfig::forced_tokens`], [`crate::forced`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ForcedTokens {
+    /// Commit forced tokens at all.
+    pub enabled: bool,
+    /// At most this many forced tokens per round (the rest are forced in
+    /// the next round, or drafted and verified like any other token).
+    pub max_len: usize,
+}
+
+impl ForcedTokens {
+    /// No forcing: every token is drafted or sampled (plain speculative
+    /// decoding, as in the FVO paper's figures).
+    pub fn off() -> Self {
+        ForcedTokens {
+            enabled: false,
+            max_len: 0,
+        }
+    }
+
+    /// The most forced tokens a round takes (0 when disabled).
+    pub fn limit(&self) -> usize {
+        if self.enabled {
+            self.max_len
+        } else {
+            0
+        }
+    }
+}
+
+impl Default for ForcedTokens {
+    /// Enabled, at most 256 forced tokens per round.
+    fn default() -> Self {
+        ForcedTokens {
+            enabled: true,
+            max_len: 256,
+        }
+    }
 }
 
 fn one() -> f64 {
@@ -101,6 +149,7 @@ impl Default for SpecConfig {
             top_p: 1.0,
             tree: None,
             tree_verify: crate::tree::TreeVerify::default(),
+            forced_tokens: ForcedTokens::default(),
         }
     }
 }

@@ -1,10 +1,15 @@
 //! The speculate–verify–rollback loop shared by all three verifiers.
 //!
 //! One round (§3.2, Appendix A):
+//! 0. **Force.** While the constraint allows exactly one token and it is
+//!    not EOS, that token is committed without sampling (it has
+//!    probability 1 under every verifier's law; [`crate::forced`],
+//!    [`SpecConfig::forced_tokens`]). The target scores the forced tokens
+//!    in step 2's forward, as the lead of the block.
 //! 1. **Speculate.** The drafter ([`crate::drafter::Drafter`]) proposes up
-//!    to γ tokens — a draft model `q` from the locally masked draft
-//!    `q̃_t(y) = q_t(y)·1[y∈A_t]/Z_q` (Def. 1 applied to `q`), prompt lookup
-//!    from the context — on a *fork* of the constraint, so the committed
+//!    to γ tokens after the committed (and forced) tokens — a draft model
+//!    `q` from the locally masked draft `q̃_t(y) = q_t(y)·1[y∈A_t]/Z_q`
+//!    (Def. 1 applied to `q`), prompt lookup from the context — on a *fork* of the constraint, so the committed
 //!    matcher state is untouched (axiom B1) and only allowed tokens are
 //!    proposed.
 //! 2. **Verify.** One target forward over the block gives `p_t` at every
@@ -39,6 +44,7 @@ use zapspec_phi::{NoModel, PhiError, PhiEstimator, PhiQuery, ValidList};
 use crate::config::{Mode, SpecConfig, VerifierKind};
 use crate::drafter::common_prefix;
 use crate::drafter::{DraftContext, Drafter};
+use crate::forced::advance_forced;
 use crate::phi::{compact_log_law, compact_log_law_aligned};
 use crate::tree::{TreeConfig, TreeVerify};
 use crate::verify::{
@@ -71,6 +77,13 @@ pub struct RoundStats {
     /// fed).
     #[serde(default)]
     pub nodes_scored: usize,
+    /// Grammar-forced tokens committed without sampling
+    /// ([`SpecConfig::forced_tokens`], [`crate::forced`]); included in
+    /// [`RoundStats::emitted`], not in `drafted` or `accepted`. A round
+    /// that only forces tokens (the length limit reached) calls no model
+    /// and is not counted in `rounds`.
+    #[serde(default)]
+    pub forced: usize,
 }
 
 impl RoundStats {
@@ -112,6 +125,7 @@ impl RoundStats {
         self.draft_calls += o.draft_calls;
         self.nodes_drafted += o.nodes_drafted;
         self.nodes_scored += o.nodes_scored;
+        self.forced += o.forced;
     }
 
     /// These counters less an earlier snapshot `o` of them.
@@ -125,6 +139,7 @@ impl RoundStats {
             draft_calls: self.draft_calls - o.draft_calls,
             nodes_drafted: self.nodes_drafted - o.nodes_drafted,
             nodes_scored: self.nodes_scored - o.nodes_scored,
+            forced: self.forced - o.forced,
         }
     }
 }
@@ -175,9 +190,13 @@ impl<C: Constraint> DecodeState<C> {
     }
 }
 
-/// What one round did.
+/// What one round did: the forced tokens, then the drafted block's
+/// accepted part, then the extra token, in commit order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoundReport {
+    /// Grammar-forced tokens committed at the start of the round, before
+    /// the draft ([`crate::forced`]); empty when forcing is off.
+    pub forced: Vec<TokenId>,
     /// The drafted block; in tree mode, the accepted path through the tree.
     pub drafted: Vec<TokenId>,
     /// How many of its tokens were accepted.
@@ -254,6 +273,8 @@ pub struct SpeculativeDecoder<P, Q, F> {
     phi_compact: Vec<f64>,
     /// The target's logits on `A_t` (aligned with its list), reused.
     id_logits: Vec<f32>,
+    /// Scratch mask of the forced-token scan, reused.
+    forced_mask: TokenSet,
     /// Tokens both models condition on before the first generated token
     /// (outside the constraint); see [`Self::with_prompt`].
     prompt: Vec<TokenId>,
@@ -281,6 +302,7 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
             phi_buf: Vec::new(),
             phi_compact: Vec::new(),
             id_logits: Vec::new(),
+            forced_mask: TokenSet::new(0),
             prompt: Vec::new(),
         })
     }
@@ -463,18 +485,65 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         F: PhiEstimator<C, NoModel>,
         R: Rng + ?Sized,
     {
-        let eos = state.constraint.eos();
         let pos0 = state.committed.len();
         if state.is_finished() {
             return Ok(RoundReport {
+                forced: Vec::new(),
                 drafted: Vec::new(),
                 accepted: 0,
                 extra: None,
             });
         }
-        if let Some(shape) = self.config.tree {
-            return self.tree_round(state, &shape, rng);
+        // 0. Grammar-forced tokens: committed without sampling (probability
+        //    1 under every verifier's law, see crate::forced), never past
+        //    the length limit; the target scores them with the draft.
+        let mut forced = Vec::new();
+        let limit = self
+            .config
+            .forced_tokens
+            .limit()
+            .min(self.config.max_tokens.saturating_sub(pos0));
+        if limit > 0 {
+            let mut scratch = std::mem::replace(&mut self.forced_mask, TokenSet::new(0));
+            let taken = advance_forced(&mut state.constraint, &mut scratch, limit, &mut forced);
+            self.forced_mask = scratch;
+            // the matcher consumed exactly `forced`, even on an error
+            state.committed.extend_from_slice(&forced);
+            self.stats.forced += forced.len();
+            self.stats.emitted += forced.len();
+            taken?;
+            if !forced.is_empty() && state.committed.len() >= self.config.max_tokens {
+                return Ok(RoundReport {
+                    forced,
+                    drafted: Vec::new(),
+                    accepted: 0,
+                    extra: None,
+                });
+            }
         }
+        let mut report = match self.config.tree {
+            Some(shape) => self.tree_round(state, &shape, rng)?,
+            None => self.linear_round(state, rng)?,
+        };
+        report.forced = forced;
+        Ok(report)
+    }
+
+    /// One round in linear mode: draft a block, score it in one target
+    /// forward, verify it position by position, roll back at the first
+    /// rejection.
+    fn linear_round<C, R>(
+        &mut self,
+        state: &mut DecodeState<C>,
+        rng: &mut R,
+    ) -> Result<RoundReport, VerifyError>
+    where
+        C: Constraint,
+        F: PhiEstimator<C, NoModel>,
+        R: Rng + ?Sized,
+    {
+        let eos = state.constraint.eos();
+        let pos0 = state.committed.len();
         let vocab = state.constraint.vocab_size();
         let sampled = self.config.mode == Mode::Sampled;
 
@@ -669,6 +738,7 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         self.stats.accepted += accepted;
         self.stats.emitted += state.committed.len() - pos0;
         Ok(RoundReport {
+            forced: Vec::new(),
             drafted: drafts,
             accepted,
             extra,
@@ -952,6 +1022,7 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         self.stats.accepted += accepted;
         self.stats.emitted += state.committed.len() - pos0;
         Ok(RoundReport {
+            forced: Vec::new(),
             drafted: drafted_path,
             accepted,
             extra,

@@ -13,7 +13,8 @@
 //!
 //! | module | holds |
 //! |---|---|
-//! | [`config`] | [`SpecConfig`] (γ, sampled/greedy, verifier, length cap) |
+//! | [`config`] | [`SpecConfig`] (γ, sampled/greedy, verifier, length cap, [`ForcedTokens`]) |
+//! | [`forced`] | grammar-forced tokens: [`forced::advance_forced`] commits the tokens a singleton mask leaves no choice over, scored in the round's one target forward with the draft (jump-forward inside speculation); why the output law is unchanged |
 //! | [`phi`] | the target law at one position: masked `p̃_t`, or Doob-transformed by per-candidate `log Φ̂_t(y)` |
 //! | [`verify`] | the one-position kernels: Leviathan rejection, SpecInfer's multi-step speculative sampling over several i.i.d. drafts, equality diagnostic, greedy; [`DraftLaw`] |
 //! | [`drafter`] | the [`Drafter`] trait and its drafters: a draft model (any `LanguageModel`), prompt lookup ([`PromptLookup`]), multi-match prompt lookup as a draft tree ([`TreeLookup`]); each proposes only tokens the constraint allows |
@@ -73,13 +74,14 @@ pub mod config;
 pub mod decoder;
 pub mod drafter;
 pub mod error;
+pub mod forced;
 pub mod law;
 pub mod memo;
 pub mod phi;
 pub mod tree;
 pub mod verify;
 
-pub use config::{Mode, SpecConfig, VerifierKind};
+pub use config::{ForcedTokens, Mode, SpecConfig, VerifierKind};
 pub use decoder::{
     DecodeState, Generation, RoundReport, RoundStats, SpeculativeDecoder, StopReason,
 };

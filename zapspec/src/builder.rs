@@ -189,6 +189,25 @@ impl<M, C, D, F> Builder<M, C, D, F> {
         self
     }
 
+    /// Grammar-forced tokens (on by default; "jump-forward" inside
+    /// speculation, `zapspec_verify::forced`): where the constraint allows
+    /// exactly one token (not EOS) — a fixed JSON key, a closing bracket —
+    /// it is committed without sampling and scored in the same target
+    /// forward as the round's draft, so forced stretches cost no target
+    /// call of their own. The output is unchanged (token for token when
+    /// greedy, in law when sampled): a token the mask leaves alone has
+    /// probability 1 under every verifier's law. Counted in
+    /// [`RoundStats::forced`] and [`RoundReport::forced`]. `false` drafts
+    /// and verifies every token ([`zapspec_verify::ForcedTokens::off`]).
+    pub fn forced_tokens(mut self, on: bool) -> Self {
+        self.settings.spec.forced_tokens = if on {
+            zapspec_verify::ForcedTokens::default()
+        } else {
+            zapspec_verify::ForcedTokens::off()
+        };
+        self
+    }
+
     /// Linear drafts verified by the verifier's rejection rule (the
     /// default; undoes [`Builder::tree`]).
     pub fn linear(mut self) -> Self {
@@ -291,11 +310,11 @@ pub struct Generation {
     /// never an error, so the output is never lost.
     pub stop: StopReason,
     /// The loop's counters for this sequence (rounds, drafted and accepted
-    /// tokens, target and draft calls).
+    /// tokens, grammar-forced tokens, target and draft calls).
     pub stats: RoundStats,
-    /// Each round in order: the drafted block (in tree mode, the accepted
-    /// path), how many of its tokens were accepted, the correction or bonus
-    /// token.
+    /// Each round in order: the grammar-forced tokens, the drafted block
+    /// (in tree mode, the accepted path), how many of its tokens were
+    /// accepted, the correction or bonus token.
     pub rounds: Vec<RoundReport>,
 }
 

@@ -17,7 +17,10 @@
 //! limit, stop strings, a [`Tokenizer`] (text and chat prompts, text out,
 //! streaming), and tree mode ([`Builder::tree`] with a [`TreeConfig`]: draft trees,
 //! e.g. from [`TreeLookup`], cut by the constraint's masks at every node,
-//! scored in one target call, walked losslessly).
+//! scored in one target call, walked losslessly), and grammar-forced
+//! tokens ([`Builder::forced_tokens`], on by default: tokens the constraint
+//! leaves no choice over are committed without sampling and scored with
+//! the next draft).
 //!
 //! On a real model — SmolLM2-135M-Instruct, fetched by
 //! `scripts/fetch-smollm2.sh` — a [`Model`] is loaded by path with its

@@ -38,7 +38,9 @@ use zapspec_testkit::stats::{chi_square, mean_sd, tv_counts};
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
-use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind};
+use zapspec_verify::{
+    ForcedTokens, MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, VerifierKind,
+};
 
 /// Significance level of the goodness-of-fit verdict.
 const ALPHA: f64 = 1e-3;
@@ -94,6 +96,8 @@ fn run<C: Constraint, P: LanguageModel, Q: LanguageModel>(
     let cfg = SpecConfig {
         gamma: 4,
         verifier: VerifierKind::Leviathan,
+        // no grammar-forced tokens: keeps the published figures comparable
+        forced_tokens: ForcedTokens::off(),
         ..SpecConfig::default()
     };
     let mut dec = SpeculativeDecoder::new(p, MemoLm::new(draft), Uniform, cfg)?;

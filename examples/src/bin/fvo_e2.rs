@@ -43,7 +43,9 @@ use zapspec_testkit::bytelm::NoisyLm;
 use zapspec_testkit::stats::mean_sd;
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::{DyckConstraint, DyckSpec};
-use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
+use zapspec_verify::{
+    ForcedTokens, MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind,
+};
 
 type Est = Box<dyn PhiEstimator<DyckConstraint, BigramLm>>;
 
@@ -247,6 +249,8 @@ fn main() -> anyhow::Result<()> {
                 let cfg = SpecConfig {
                     gamma: 4,
                     verifier: VerifierKind::FvoSpec,
+                    // no grammar-forced tokens: keeps the published figures comparable
+                    forced_tokens: ForcedTokens::off(),
                     ..SpecConfig::default()
                 };
                 let draft = MemoLm::new(NoisyLm::new(target(lm_seed), 0.5, 99));

@@ -21,7 +21,9 @@ use zapspec_phi::{NoModel, PhiEstimator};
 use zapspec_testkit::bytelm::{CharBigramLm, NoisyLm, BYTE_EOS, BYTE_VOCAB};
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::TrieConstraint;
-use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
+use zapspec_verify::{
+    ForcedTokens, MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind,
+};
 
 fn sample<F: PhiEstimator<TrieConstraint, NoModel>>(
     c: &TrieConstraint,
@@ -35,6 +37,8 @@ fn sample<F: PhiEstimator<TrieConstraint, NoModel>>(
     let cfg = SpecConfig {
         gamma: 4,
         verifier: VerifierKind::FvoSpec,
+        // no grammar-forced tokens: keeps the published figures comparable
+        forced_tokens: ForcedTokens::off(),
         ..SpecConfig::default()
     };
     let draft = MemoLm::new(NoisyLm::new(lm.clone(), 0.5, seed));

@@ -16,7 +16,9 @@ use zapspec_phi::{Frozen, WithModel};
 use zapspec_testkit::bytelm::NoisyLm;
 use zapspec_testkit::toy::BigramLm;
 use zapspec_testkit::{DyckConstraint, DyckSpec};
-use zapspec_verify::{MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind};
+use zapspec_verify::{
+    ForcedTokens, MemoLm, PrefixTree, SpecConfig, SpeculativeDecoder, TreePhi, VerifierKind,
+};
 
 fn max_depth(s: &[TokenId]) -> usize {
     let (mut d, mut m) = (0i64, 0i64);
@@ -131,6 +133,8 @@ fn main() -> anyhow::Result<()> {
         let cfg = SpecConfig {
             gamma: 4,
             verifier: kind,
+            // no grammar-forced tokens: keeps the published figures comparable
+            forced_tokens: ForcedTokens::off(),
             ..SpecConfig::default()
         };
         let draft = MemoLm::new(NoisyLm::new(BigramLm::new(3, lm_seed), 0.5, 55));

@@ -47,7 +47,7 @@ use zapspec_phi::{
 use zapspec_testkit::toy::{splitmix64, BigramLm};
 use zapspec_testkit::TokenTrie;
 use zapspec_testkit::{DyckConstraint, DyckSpec, TrieConstraint};
-use zapspec_verify::{DecodeState, SpecConfig, SpeculativeDecoder, VerifierKind};
+use zapspec_verify::{DecodeState, ForcedTokens, SpecConfig, SpeculativeDecoder, VerifierKind};
 use zapspec_vocab::TiktokenBpe;
 use zapspec_vocab::TokenVocab;
 
@@ -250,6 +250,8 @@ fn measure<C: LookAhead>(
         gamma: GAMMA,
         verifier: VerifierKind::FvoSpec,
         max_tokens: usize::MAX,
+        // no grammar-forced tokens: keeps the published figures comparable
+        forced_tokens: ForcedTokens::off(),
         ..SpecConfig::default()
     };
     let target = || BigramLm::new(vocab, 1);

@@ -32,7 +32,9 @@ use zapspec_grammar::{simplify, SimplifyConfig};
 use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions};
 use zapspec_phi::NoModel;
 use zapspec_phi::{OneStepCheap, PhiEstimator, Uniform};
-use zapspec_verify::{DecodeState, RoundStats, SpecConfig, SpeculativeDecoder, VerifierKind};
+use zapspec_verify::{
+    DecodeState, ForcedTokens, RoundStats, SpecConfig, SpeculativeDecoder, VerifierKind,
+};
 
 use examples::fvo::{progress, Timed};
 use examples::report::{write_json, MarkdownTable};
@@ -125,6 +127,8 @@ fn main() -> Result<()> {
         gamma: args.gamma,
         verifier: VerifierKind::FvoSpec,
         max_tokens: usize::MAX,
+        // no grammar-forced tokens: keeps the published figures comparable
+        forced_tokens: ForcedTokens::off(),
         ..SpecConfig::default()
     };
     let mut du = SpeculativeDecoder::new(target(), draft(), Timed::new(Uniform), cfg.clone())?

@@ -1,7 +1,6 @@
 //! The tree lines: sampled draft trees on schemas, tree lookup on
 //! edit tasks.
 
-
 use anyhow::Result;
 use zapspec::{NoDraft, OneStepCheap, TreeConfig, TreeLookup, TreeVerify};
 use zapspec_backend::CausalLm;

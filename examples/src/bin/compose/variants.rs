@@ -1,6 +1,5 @@
 //! The variant sets of the schema sweep and of the Φ study.
 
-
 use anyhow::Result;
 use zapspec::{Constraint, NoDraft, OneStepCheap, PhiEstimator, PromptLookup};
 use zapspec_backend::CausalLm;
