@@ -169,4 +169,3 @@ pub fn edit_tasks(
     }
     Ok((out, looked))
 }
-

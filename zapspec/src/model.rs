@@ -13,9 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use zapspec_backend::{
-    load_causal, load_gguf, CausalLm, GgufOptions, GgufWeights, NativeOptions,
-};
+use zapspec_backend::{load_causal, load_gguf, CausalLm, GgufOptions, GgufWeights, NativeOptions};
 use zapspec_core::{LanguageModel, Vocabulary};
 use zapspec_earley::{EarleyMatcher, Engine, EngineConfig};
 use zapspec_phi::Uniform;

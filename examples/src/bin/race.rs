@@ -77,7 +77,11 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "0,0.7")]
     temperature: Vec<f64>,
     /// zapspec variants (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "plain,forced,lookup,tree,fvo")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "plain,forced,lookup,tree,fvo"
+    )]
     variants: Vec<Variant>,
     /// Output directory.
     #[arg(long, default_value = "examples/results/race")]
@@ -193,6 +197,9 @@ struct Row {
     /// Target forward calls (llama.cpp: `llama_decode` calls).
     #[serde(default)]
     forwards: usize,
+    /// Output tokens the grammar forced (zapspec).
+    #[serde(default)]
+    forced: usize,
     #[serde(default)]
     stop: String,
     #[serde(default)]
@@ -209,7 +216,11 @@ struct Row {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    if args.temperature.iter().any(|t| !(t.is_finite() && *t >= 0.0)) {
+    if args
+        .temperature
+        .iter()
+        .any(|t| !(t.is_finite() && *t >= 0.0))
+    {
         bail!("temperatures must be finite and ≥ 0");
     }
     let t0 = Instant::now();
@@ -289,7 +300,8 @@ fn main() -> Result<()> {
                     .map(|p| same_output(&r.output_tokens, &p.output_tokens, args.max_tokens));
             }
         }
-        rows.splice(0..0, ll);
+        ll.append(&mut rows);
+        rows = ll;
     }
     report(&args, &tasks, looked, load_s, &rows, llama_info)
 }
@@ -429,10 +441,7 @@ fn forced<D, F>(
     b: Builder<CausalLm, EarleyMatcher, D, F>,
     on: bool,
 ) -> Builder<CausalLm, EarleyMatcher, D, F> {
-    // The builder has no forced-token switch on this branch yet: (c) and
-    // (d) run the same loop until it lands.
-    let _ = on;
-    b
+    b.forced_tokens(on)
 }
 
 /// One generation of `variant` on `task` at `temp`.
@@ -455,12 +464,14 @@ fn run_variant(
     let edit = task.family == "edit";
     let lookup_gamma = if edit { args.copy_gamma } else { args.gamma };
     let m = match variant {
-        Variant::Plain => measure(forced(b, false), &task.prompt)?,
-        Variant::Forced => measure(forced(b, true), &task.prompt)?,
+        Variant::Plain => measure(forced(b, false).drafter(NoDraft), &task.prompt)?,
+        Variant::Forced => measure(forced(b, true).drafter(NoDraft), &task.prompt)?,
         Variant::Lookup | Variant::Fvo => {
             let b = forced(b, true).gamma(lookup_gamma);
             match (edit, variant == Variant::Fvo) {
-                (true, false) => measure(b.drafter(CopyDraft::new(task.source.clone())), &task.prompt)?,
+                (true, false) => {
+                    measure(b.drafter(CopyDraft::new(task.source.clone())), &task.prompt)?
+                }
                 (true, true) => measure(
                     b.drafter(CopyDraft::new(task.source.clone()))
                         .fvo_spec(OneStepCheap::new()),
@@ -500,6 +511,7 @@ fn run_variant(
         total_s: m.total_s,
         ttft_s: m.ttft_s,
         forwards: m.forwards,
+        forced: m.forced,
         stop: m.stop,
         valid: None,
         equal_to_plain: None,
@@ -516,6 +528,7 @@ struct Measured {
     total_s: f64,
     ttft_s: Option<f64>,
     forwards: usize,
+    forced: usize,
 }
 
 /// Builds the pipeline and streams one generation: wall time of the whole
@@ -544,6 +557,7 @@ where
         stop,
         total_s,
         forwards: g.stats.target_calls,
+        forced: g.stats.forced,
     })
 }
 
@@ -559,6 +573,7 @@ fn error_row(task: &Task, variant: &str, temp: f64, e: &str) -> Row {
         total_s: 0.0,
         ttft_s: None,
         forwards: 0,
+        forced: 0,
         stop: String::new(),
         valid: None,
         equal_to_plain: None,
@@ -622,6 +637,7 @@ struct Summary {
     ttft_ms_p50: Option<f64>,
     ttft_ms_p90: Option<f64>,
     forwards_per_token: Option<f64>,
+    forced_per_token: Option<f64>,
     valid: usize,
     equal_to_plain: usize,
     compared: usize,
@@ -645,10 +661,15 @@ fn summarize(rows: &[&Row], variant: &str, family: &str, temp: f64) -> Summary {
         .filter(|r| r.total_s > 0.0)
         .map(|r| r.tokens as f64 / r.total_s)
         .collect();
-    let mut ttft: Vec<f64> = ok.iter().filter_map(|r| r.ttft_s).map(|s| s * 1e3).collect();
+    let mut ttft: Vec<f64> = ok
+        .iter()
+        .filter_map(|r| r.ttft_s)
+        .map(|s| s * 1e3)
+        .collect();
     let tokens: usize = ok.iter().map(|r| r.tokens).sum();
     let total_s: f64 = ok.iter().map(|r| r.total_s).sum();
     let forwards: usize = ok.iter().map(|r| r.forwards).sum();
+    let forced: usize = ok.iter().map(|r| r.forced).sum();
     Summary {
         variant: variant.into(),
         family: family.into(),
@@ -663,6 +684,7 @@ fn summarize(rows: &[&Row], variant: &str, family: &str, temp: f64) -> Summary {
         ttft_ms_p50: quantile(&mut ttft, 0.5),
         ttft_ms_p90: quantile(&mut ttft, 0.9),
         forwards_per_token: (tokens > 0).then(|| forwards as f64 / tokens as f64),
+        forced_per_token: (tokens > 0).then(|| forced as f64 / tokens as f64),
         valid: ok.iter().filter(|r| r.valid == Some(true)).count(),
         equal_to_plain: ok.iter().filter(|r| r.equal_to_plain == Some(true)).count(),
         compared: ok.iter().filter(|r| r.equal_to_plain.is_some()).count(),
@@ -757,7 +779,7 @@ fn report(
     md.push(
         "Columns: tokens/s per task = output tokens (EOS excluded) / wall time of the whole call (zapspec: `Builder::build` + `Pipeline::generate_stream`; llama.cpp: `Llama.generate` until EOS or the cap), mean and median over tasks, and aggregate = Σ tokens / Σ time. \
          TTFT: zapspec, the first `generate_stream` text callback (after the round that decided the first token: prefill + mask + first token); llama.cpp, the first token the generator yields (prefill + sampling). \
-         Forwards per token: target forward calls (llama.cpp: `llama_decode` calls) / output tokens. Valid: the output parses and the `jsonschema` crate's `validator_for` accepts it. \
+         Forwards per token: target forward calls (llama.cpp: `llama_decode` calls) / output tokens; forced per token: output tokens zapspec committed as grammar-forced (`RoundStats::forced`) / output tokens. Valid: the output parses and the `jsonschema` crate's `validator_for` accepts it. \
          = (c): the output's tokens equal those of (c) on the same task and temperature (up to the cap when both hit it); for llama.cpp rows a cross-engine comparison.".into(),
     );
     md.push(String::new());
@@ -786,6 +808,7 @@ fn report(
                 "TTFT p50 ms",
                 "TTFT p90 ms",
                 "forwards / token",
+                "forced / token",
                 "valid",
                 "= (c)",
                 "edit applied",
@@ -806,6 +829,7 @@ fn report(
                     f(s.ttft_ms_p50, 0),
                     f(s.ttft_ms_p90, 0),
                     f(s.forwards_per_token, 2),
+                    f(s.forced_per_token, 2),
                     format!("{}/{}", s.valid, s.generated),
                     if s.compared > 0 {
                         format!("{}/{}", s.equal_to_plain, s.compared)
@@ -827,7 +851,14 @@ fn report(
             let d = Variant::Forced.label();
             let e = Variant::Lookup.label();
             let mut ratios = Vec::new();
-            for (num, den) in [(d, c), (e, c), (d, LLAMA), (d, LLAMA_GRAMMAR), (e, LLAMA), (e, LLAMA_GRAMMAR)] {
+            for (num, den) in [
+                (d, c),
+                (e, c),
+                (d, LLAMA),
+                (d, LLAMA_GRAMMAR),
+                (e, LLAMA),
+                (e, LLAMA_GRAMMAR),
+            ] {
                 let (Some(n), Some(dd)) = (by.get(num), by.get(den)) else {
                     continue;
                 };
@@ -836,18 +867,17 @@ fn report(
                     .zip(dd.tok_s_aggregate)
                     .map(|(a, b)| a / b);
                 let med = paired_median(&fam, num, den);
-                rt.row(&[
-                    format!("{num} / {den}"),
-                    f(agg, 2),
-                    f(med, 2),
-                ]);
-                ratios.push(serde_json::json!({"num": num, "den": den, "aggregate": agg, "median": med}));
+                rt.row(&[format!("{num} / {den}"), f(agg, 2), f(med, 2)]);
+                ratios.push(
+                    serde_json::json!({"num": num, "den": den, "aggregate": agg, "median": med}),
+                );
             }
             if !ratios.is_empty() {
                 md.push(String::new());
                 md.push(rt.render());
             }
-            ratios_all.push(serde_json::json!({"family": family, "temperature": temp, "ratios": ratios}));
+            ratios_all
+                .push(serde_json::json!({"family": family, "temperature": temp, "ratios": ratios}));
             md.push(String::new());
         }
     }
@@ -870,7 +900,12 @@ fn report(
     md.push("## Tasks".into());
     md.push(String::new());
     for t in tasks {
-        md.push(format!("- `{}`: `{}` ({} prompt tokens)", t.id, t.file, t.prompt.len()));
+        md.push(format!(
+            "- `{}`: `{}` ({} prompt tokens)",
+            t.id,
+            t.file,
+            t.prompt.len()
+        ));
     }
     md.push(String::new());
     md.push("![tokens/s per variant and task family](race.png)".into());
@@ -909,7 +944,8 @@ fn plot(path: &Path, args: &Args, variants: &[String], sums: &[Summary]) -> Resu
     }
     let cols = args.temperature.len().max(1);
     let rows_n = panels.len().div_ceil(cols);
-    let root = BitMapBackend::new(path, (560 * cols as u32, 400 * rows_n as u32)).into_drawing_area();
+    let root =
+        BitMapBackend::new(path, (560 * cols as u32, 400 * rows_n as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let areas = root.split_evenly((rows_n, cols));
     let palette = [
