@@ -210,7 +210,8 @@ struct Row {
     edit_applied: Option<bool>,
     #[serde(default)]
     text: String,
-    #[serde(default)]
+    /// The output's token ids (read from llama.cpp's rows; not written).
+    #[serde(default, skip_serializing)]
     output_tokens: Vec<TokenId>,
 }
 
@@ -270,7 +271,7 @@ fn main() -> Result<()> {
                 };
                 finish_row(&mut r, task);
                 if v == Variant::Plain {
-                    plain = Some(r.output_tokens.clone());
+                    plain = (r.status == "ok").then(|| r.output_tokens.clone());
                 }
                 r.equal_to_plain = plain
                     .as_ref()
@@ -636,6 +637,7 @@ struct Summary {
     tok_s_aggregate: Option<f64>,
     ttft_ms_p50: Option<f64>,
     ttft_ms_p90: Option<f64>,
+    after_ttft_tok_s_aggregate: Option<f64>,
     forwards_per_token: Option<f64>,
     forced_per_token: Option<f64>,
     valid: usize,
@@ -670,6 +672,11 @@ fn summarize(rows: &[&Row], variant: &str, family: &str, temp: f64) -> Summary {
     let total_s: f64 = ok.iter().map(|r| r.total_s).sum();
     let forwards: usize = ok.iter().map(|r| r.forwards).sum();
     let forced: usize = ok.iter().map(|r| r.forced).sum();
+    // the tokens after the first and the time after TTFT
+    let (after_tokens, after_s) = ok
+        .iter()
+        .filter_map(|r| Some((r.tokens.saturating_sub(1), r.total_s - r.ttft_s?)))
+        .fold((0, 0.0), |(n, s), (k, t)| (n + k, s + t));
     Summary {
         variant: variant.into(),
         family: family.into(),
@@ -683,6 +690,7 @@ fn summarize(rows: &[&Row], variant: &str, family: &str, temp: f64) -> Summary {
         tok_s_aggregate: (total_s > 0.0).then(|| tokens as f64 / total_s),
         ttft_ms_p50: quantile(&mut ttft, 0.5),
         ttft_ms_p90: quantile(&mut ttft, 0.9),
+        after_ttft_tok_s_aggregate: (after_s > 0.0).then(|| after_tokens as f64 / after_s),
         forwards_per_token: (tokens > 0).then(|| forwards as f64 / tokens as f64),
         forced_per_token: (tokens > 0).then(|| forced as f64 / tokens as f64),
         valid: ok.iter().filter(|r| r.valid == Some(true)).count(),
@@ -778,7 +786,7 @@ fn report(
     md.push(String::new());
     md.push(
         "Columns: tokens/s per task = output tokens (EOS excluded) / wall time of the whole call (zapspec: `Builder::build` + `Pipeline::generate_stream`; llama.cpp: `Llama.generate` until EOS or the cap), mean and median over tasks, and aggregate = Σ tokens / Σ time. \
-         TTFT: zapspec, the first `generate_stream` text callback (after the round that decided the first token: prefill + mask + first token); llama.cpp, the first token the generator yields (prefill + sampling). \
+         Tok/s after TTFT: Σ (tokens − 1) / Σ (time − TTFT), the decoding rate without the prefill. TTFT: zapspec, the first `generate_stream` text callback (after the round that decided the first token: prefill + mask + first token); llama.cpp, the first token the generator yields (prefill + sampling). \
          Forwards per token: target forward calls (llama.cpp: `llama_decode` calls) / output tokens; forced per token: output tokens zapspec committed as grammar-forced (`RoundStats::forced`) / output tokens. Valid: the output parses and the `jsonschema` crate's `validator_for` accepts it. \
          = (c): the output's tokens equal those of (c) on the same task and temperature (up to the cap when both hit it); for llama.cpp rows a cross-engine comparison.".into(),
     );
@@ -807,6 +815,7 @@ fn report(
                 "tok/s aggregate",
                 "TTFT p50 ms",
                 "TTFT p90 ms",
+                "tok/s after TTFT",
                 "forwards / token",
                 "forced / token",
                 "valid",
@@ -828,6 +837,7 @@ fn report(
                     f(s.tok_s_aggregate, 1),
                     f(s.ttft_ms_p50, 0),
                     f(s.ttft_ms_p90, 0),
+                    f(s.after_ttft_tok_s_aggregate, 1),
                     f(s.forwards_per_token, 2),
                     f(s.forced_per_token, 2),
                     format!("{}/{}", s.valid, s.generated),
@@ -880,6 +890,29 @@ fn report(
                 .push(serde_json::json!({"family": family, "temperature": temp, "ratios": ratios}));
             md.push(String::new());
         }
+    }
+    // greedy decoding with Leviathan (drafts, trees, forced tokens) is
+    // lossless: its outputs must be those of (c)
+    let lossless = [
+        Variant::Forced.label(),
+        Variant::Lookup.label(),
+        Variant::Tree.label(),
+    ];
+    let differ: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.temperature == 0.0 && lossless.contains(&r.variant.as_str()))
+        .filter(|r| r.equal_to_plain == Some(false))
+        .collect();
+    if args.temperature.contains(&0.0) {
+        md.push("## Greedy outputs that differ from (c)".into());
+        md.push(String::new());
+        if differ.is_empty() {
+            md.push("None: at T = 0 every output of (d), (e) and (e′) equals (c)'s.".into());
+        }
+        for r in differ {
+            md.push(format!("- {} on `{}`", r.variant, r.task));
+        }
+        md.push(String::new());
     }
     let errors: Vec<&Row> = rows.iter().filter(|r| r.status != "ok").collect();
     if !errors.is_empty() {
