@@ -23,8 +23,10 @@ in ``--out``, is read by ``race --llama-json``.
 
 Usage (from the repository root)::
 
-    cargo run --profile release-fast -p examples --bin race -- --dump-tasks examples/results/race/race_tasks.json
-    python examples/python/race_llama_cpp.py --tasks examples/results/race/race_tasks.json
+    OUT=examples/results/race
+    cargo run --profile release-fast -p examples --bin race -- --dump-tasks $OUT/race_tasks.json
+    python examples/python/race_llama_cpp.py --tasks $OUT/race_tasks.json --out $OUT
+    cargo run --profile release-fast -p examples --bin race -- --llama-json $OUT/race_llama_cpp.json --out $OUT
 """
 
 from __future__ import annotations

@@ -26,9 +26,10 @@
 //! prompt's prefill (as on the llama.cpp side).
 //!
 //! ```sh
-//! cargo run --profile release-fast -p examples --bin race -- --dump-tasks examples/results/race/race_tasks.json
-//! /work/venv/bin/python examples/python/race_llama_cpp.py --tasks examples/results/race/race_tasks.json
-//! cargo run --profile release-fast -p examples --bin race -- --llama-json examples/results/race/race_llama_cpp.json
+//! OUT=examples/results/race
+//! cargo run --profile release-fast -p examples --bin race -- --dump-tasks $OUT/race_tasks.json
+//! python examples/python/race_llama_cpp.py --tasks $OUT/race_tasks.json --out $OUT
+//! cargo run --profile release-fast -p examples --bin race -- --llama-json $OUT/race_llama_cpp.json --out $OUT
 //! ```
 
 use std::path::{Path, PathBuf};
