@@ -63,7 +63,8 @@ pub struct RoundStats {
     pub drafted: usize,
     /// Drafted tokens the verifier accepted.
     pub accepted: usize,
-    /// Tokens committed (accepted drafts + corrections + bonus tokens).
+    /// Tokens committed (grammar-forced tokens + accepted drafts +
+    /// corrections + bonus tokens).
     pub emitted: usize,
     /// Target forward calls (`prefill`/`next_logits`).
     pub target_calls: usize,

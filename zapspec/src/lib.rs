@@ -79,7 +79,8 @@
 
 //! ## Costs
 //!
-//! A round costs one target forward over the drafted block (plus the
+//! A round costs one target forward over the grammar-forced tokens and
+//! the drafted block (plus the
 //! drafter's own work: nothing for [`NoDraft`], a context scan for
 //! [`PromptLookup`], one draft forward per token for a draft model), one
 //! mask per verified position, and, under FVO-Spec, one Φ̂ call per
