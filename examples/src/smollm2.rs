@@ -58,7 +58,10 @@ impl SmolLm2 {
             &zapspec::LoadOptions {
                 gguf_weights: weights,
                 max_context: Some(max_context),
-                threads,
+                native: zapspec_backend::NativeOptions {
+                    threads,
+                    ..Default::default()
+                },
                 ..zapspec::LoadOptions::default()
             },
         )?;

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use zapspec_backend::{load_causal, load_gguf, CausalLm, GgufOptions, GgufWeights};
+use zapspec_backend::{load_causal, load_gguf, CausalLm, GgufOptions, GgufWeights, NativeOptions};
 use zapspec_core::{LanguageModel, Vocabulary};
 use zapspec_earley::{EarleyMatcher, Engine, EngineConfig};
 use zapspec_phi::Uniform;
@@ -32,12 +32,13 @@ pub struct LoadOptions {
     /// default, and the faster) or dequantised to f32 on candle (see
     /// [`GgufWeights`]).
     pub gguf_weights: GgufWeights,
-    /// Worker threads of the native CPU forward; 0 (the default):
-    /// `RAYON_NUM_THREADS` when set, else every core.
-    pub threads: usize,
     /// Caps a GGUF model's context window (and its RoPE tables); `None`:
     /// the file's value.
     pub max_context: Option<usize>,
+    /// Threads and instruction set of the native quantised forward
+    /// ([`GgufWeights::Quantized`], the default for GGUF files); threads
+    /// 0: `RAYON_NUM_THREADS` if set, else every core.
+    pub native: NativeOptions,
 }
 
 impl Default for LoadOptions {
@@ -46,7 +47,7 @@ impl Default for LoadOptions {
             backend: zapspec_backend::Backend::Cpu,
             gguf_weights: GgufWeights::default(),
             max_context: Some(8192),
-            threads: 0,
+            native: NativeOptions::default(),
         }
     }
 }
@@ -95,10 +96,7 @@ impl Model {
                 &GgufOptions {
                     weights: opts.gguf_weights,
                     max_context: opts.max_context,
-                    native: zapspec_backend::NativeOptions {
-                        threads: opts.threads,
-                        ..Default::default()
-                    },
+                    native: opts.native,
                 },
             )?;
             let tok = Tokenizer::new(Arc::new(vocab));

@@ -11,124 +11,12 @@ use llguidance::ParserFactory;
 
 use crate::run::{llg_run, run, same_output, Row};
 use crate::Args;
+pub(crate) use examples::schema_tasks::EditTask;
 
-/// One edit task: a valid instance of a MaskBench schema, written in the
-/// grammar's key order, and an instruction to change one value.
-pub(crate) struct EditTask {
-    pub(crate) file: String,
-    pub(crate) schema: serde_json::Value,
-    /// The document as the prompt quotes it (compact JSON).
-    pub(crate) doc: String,
-    /// The edited document.
-    pub(crate) expected: serde_json::Value,
-    /// The user turn.
-    pub(crate) instruction: String,
-}
-
-/// The leaves (strings, numbers, booleans) of `v` with their JSON pointers.
-fn leaves(v: &serde_json::Value, ptr: String, out: &mut Vec<(String, serde_json::Value)>) {
-    use serde_json::Value;
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                let k = k.replace('~', "~0").replace('/', "~1");
-                leaves(x, format!("{ptr}/{k}"), out);
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                leaves(x, format!("{ptr}/{i}"), out);
-            }
-        }
-        Value::Null => {}
-        x => out.push((ptr, x.clone())),
-    }
-}
-
-/// A changed value of the same type: `s` → `s-v2`, `n` → `n + 1`, `b` → `!b`.
-fn changed(v: &serde_json::Value) -> Option<serde_json::Value> {
-    use serde_json::Value;
-    match v {
-        Value::String(x) => Some(Value::String(format!("{x}-v2"))),
-        Value::Bool(b) => Some(Value::Bool(!b)),
-        Value::Number(n) => n
-            .as_i64()
-            .map(|i| Value::from(i + 1))
-            .or_else(|| n.as_f64().map(|f| Value::from(f + 1.0))),
-        _ => None,
-    }
-}
-
-/// Edit tasks from the MaskBench files in seeded order: the first valid
-/// test instance of each schema that zapspec compiles, rewritten in the
-/// grammar's key order (`canonical_instances`), of 60 to `--max-doc-bytes`
-/// bytes, and the first leaf (in seeded order) whose changed value keeps
-/// the document valid (the `jsonschema` crate).
+/// The edit tasks of `--edits`, `--max-doc-bytes` and `--seed`
+/// ([`examples::schema_tasks::edit_tasks`]) and how many files were looked at.
 pub(crate) fn edit_tasks(args: &Args) -> Result<(Vec<EditTask>, usize)> {
-    use rand::seq::SliceRandom;
-    let files = examples::schema_tasks::shuffled_schema_files(&args.maskbench, args.seed)?;
-    let mut rng = zapspec_core::prob::seeded_rng(args.seed);
-    let (mut out, mut looked) = (Vec::new(), 0);
-    for f in &files {
-        if out.len() == args.edits {
-            break;
-        }
-        looked += 1;
-        let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f)?)?;
-        let Some(schema) = file.get("schema").cloned() else {
-            continue;
-        };
-        let Ok(validator) = jsonschema::validator_for(&schema) else {
-            continue;
-        };
-        let Some(inst) = file["tests"].as_array().and_then(|t| {
-            t.iter()
-                .find(|x| x["valid"] == true && (x["data"].is_object() || x["data"].is_array()))
-                .map(|x| x["data"].clone())
-        }) else {
-            continue;
-        };
-        let opts = zapspec_jsonschema::JsonSchemaOptions::default();
-        if zapspec_jsonschema::compile_json_schema(&schema, &opts).is_err() {
-            continue;
-        }
-        let Some(doc) = zapspec_jsonschema::canonical_instances(&schema, &inst, &opts)
-            .ok()
-            .and_then(|c| c.into_iter().next())
-        else {
-            continue;
-        };
-        let text = serde_json::to_string(&doc)?;
-        if text.len() < 60 || text.len() > args.max_doc_bytes || !validator.is_valid(&doc) {
-            continue;
-        }
-        let mut ls = Vec::new();
-        leaves(&doc, String::new(), &mut ls);
-        ls.shuffle(&mut rng);
-        let edit = ls.into_iter().find_map(|(ptr, old)| {
-            let new = changed(&old)?;
-            let mut e = doc.clone();
-            *e.pointer_mut(&ptr)? = new.clone();
-            validator.is_valid(&e).then_some((ptr, old, new, e))
-        });
-        let Some((ptr, old, new, expected)) = edit else {
-            continue;
-        };
-        let instruction = format!(
-            "Here is a JSON document:\n{text}\n\nChange the value at JSON pointer {ptr} from {old} to {new} and keep everything else unchanged. Reply with the whole updated JSON document only, on one line."
-        );
-        out.push(EditTask {
-            file: f
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            schema,
-            doc: text,
-            expected,
-            instruction,
-        });
-    }
-    Ok((out, looked))
+    examples::schema_tasks::edit_tasks(&args.maskbench, args.seed, args.edits, args.max_doc_bytes)
 }
 
 /// What every row of an edit task shares: the ChatML prompt, the schema's
