@@ -217,11 +217,14 @@ fn greedy_output_is_the_same_with_forcing_on_and_off() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
 
-    /// The same over random target models and block lengths.
+    /// The same over random target models and block lengths (the
+    /// equality is asserted inside; whether a random model's greedy path
+    /// meets a forced stretch at all depends on the model, so no count is
+    /// asserted here).
     #[test]
     fn greedy_output_does_not_depend_on_forcing(seed in 0u64..1_000_000, gamma in 1usize..6) {
-        let [on, _] = greedy_all(seed, gamma);
-        prop_assert!(on.forced > 0);
+        let [_, off] = greedy_all(seed, gamma);
+        prop_assert_eq!(off.forced, 0);
     }
 }
 

@@ -79,14 +79,17 @@ fn max_tokens_keeps_the_output() {
         assert_eq!(out.stop, StopReason::MaxTokens, "gamma {gamma}");
         assert_eq!(out.text, "aaaaa");
         assert_eq!(out.tokens.len(), 5);
-        // per round: what was drafted and kept; the rounds add up
+        // per round: what was forced by the grammar (the first `a`: the
+        // grammar allows nothing else), drafted and kept; the rounds add up
         assert_eq!(out.rounds.len(), out.stats.rounds);
         let accepted: usize = out.rounds.iter().map(|r| r.accepted).sum();
         assert_eq!(accepted, out.stats.accepted);
+        let forced: usize = out.rounds.iter().map(|r| r.forced.len()).sum();
+        assert_eq!(forced, out.stats.forced);
         let emitted: usize = out
             .rounds
             .iter()
-            .map(|r| r.accepted + usize::from(r.extra.is_some()))
+            .map(|r| r.forced.len() + r.accepted + usize::from(r.extra.is_some()))
             .sum();
         assert!(emitted >= 5);
     }

@@ -73,6 +73,10 @@ struct Args {
     /// Run one measurement in this process and print it as JSON.
     #[arg(long, hide = true)]
     worker: Option<String>,
+    /// Redraw `smollm2_bench.png` in `--out` from the `smollm2_bench.json`
+    /// a run wrote there, measuring nothing.
+    #[arg(long)]
+    replot: bool,
     /// Accepted for reproducibility; nothing here is random.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -258,6 +262,14 @@ fn main() -> Result<()> {
         println!("{}", serde_json::to_string(&worker(&engine, t, &a)?)?);
         return Ok(());
     }
+    if a.replot {
+        let dir = a.out.clone().context("--replot needs --out")?;
+        let meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("smollm2_bench.json"))?)?;
+        let summary = meta["summary"].as_array().cloned().unwrap_or_default();
+        plot(&dir.join("smollm2_bench.png"), &a, &summary)?;
+        return Ok(());
+    }
     examples::smollm2::require_model()?;
     let cells: Vec<(String, usize)> = a
         .threads
@@ -422,6 +434,7 @@ fn render(a: &Args, s: &[Value]) -> String {
 }
 
 fn plot(path: &std::path::Path, a: &Args, s: &[Value]) -> Result<()> {
+    examples::host::register_font()?;
     let root = BitMapBackend::new(path, (1200, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let (l, r) = root.split_horizontally(600);

@@ -315,6 +315,23 @@ impl NativeModel {
         mask: &AttnMask,
         rows: LogitRows,
     ) -> Result<Option<Logits>, ModelError> {
+        // The whole forward runs on a worker of the pool: each parallel
+        // product inside it then splits its rows by work stealing, without
+        // a round trip to a waiting caller thread per product.
+        match &self.pool {
+            Some(pool) => pool.install(|| self.forward_in_pool(tokens, positions, kv, mask, rows)),
+            None => self.forward_in_pool(tokens, positions, kv, mask, rows),
+        }
+    }
+
+    fn forward_in_pool(
+        &self,
+        tokens: &[TokenId],
+        positions: &[usize],
+        kv: &mut NativeKv,
+        mask: &AttnMask,
+        rows: LogitRows,
+    ) -> Result<Option<Logits>, ModelError> {
         let n = tokens.len();
         let past = kv.len();
         if positions.len() != n || mask.rows() != n || mask.cols() != past + n {
