@@ -1,9 +1,12 @@
 //! # zapspec-backend
 //!
-//! A transformer runtime on [candle](https://github.com/huggingface/candle)
-//! implementing zapspec's [`LanguageModel`](zapspec_core::LanguageModel) and
-//! [`DiffusionModel`](zapspec_core::DiffusionModel). CPU by default; the
-//! `cuda` cargo feature enables candle's CUDA backend ([`Backend::Cuda`]).
+//! Transformer runtimes implementing zapspec's
+//! [`LanguageModel`](zapspec_core::LanguageModel) and
+//! [`DiffusionModel`](zapspec_core::DiffusionModel): dense models on
+//! [candle](https://github.com/huggingface/candle) (CPU by default; the
+//! `cuda` cargo feature enables candle's CUDA backend, [`Backend::Cuda`]),
+//! and [`native`], a CPU forward over `zapspec-kernels` that keeps GGUF
+//! weights block-quantised (the default for GGUF files).
 //! Nothing here downloads anything: checkpoints are local directories in
 //! Hugging Face layout.
 //!
@@ -13,7 +16,8 @@
 //!   (`config.json` + safetensors) → [`CausalLm`] / [`DiffusionLm`], with
 //!   every tensor checked by name and shape ([`ModelError`] otherwise).
 //! * [`load_gguf`]: a Llama GGUF file (llama.cpp's format, e.g. SmolLM2
-//!   `Q4_1`) → [`CausalLm`], quantised (`QMatMul`) or dequantised to f32
+//!   `Q4_1`) → [`CausalLm`] on the native quantised forward (threads and
+//!   instruction set in [`NativeOptions`]) or dequantised to f32 on candle
 //!   ([`GgufOptions`]).
 //! * [`Backend`]: `cpu`, `cuda`, `cuda:N` → a candle [`Device`] and dtype.
 //! * [`Transformer::forward`]: the one primitive — new tokens at arbitrary
@@ -26,6 +30,7 @@
 //! | [`weights`] | tensor names/shapes, safetensors load/save with checked errors, seeded random init |
 //! | [`mask`] | [`AttnMask`]: causal, tree, Spiffy draft-block (Fig. 3), blockwise-causal masks |
 //! | [`gguf`] | Llama checkpoints in one GGUF file: config from metadata, quantised or dequantised weights |
+//! | [`native`] | [`NativeModel`]: the CPU forward over block-quantised weights (activations quantised per block, SIMD chosen at run time, rows split over a rayon pool, attention per KV head over a block of rows) and [`NativeKv`], its paged copy-on-write KV cache |
 //! | [`transformer`] | [`Transformer`]: the decoder; one forward = new tokens at any positions over a [`KvCache`] under any mask |
 //! | [`causal`] | [`CausalLm`]: parallel prefill (Copy-as-Decode §2.4), truncate, fork, draft-tree scoring |
 //! | [`diffusion`] | [`DiffusionLm`]: masked diffusion LM with Spiffy draft blocks (§4.3), prefix/dual caches, blockwise-causal variant |
@@ -47,8 +52,8 @@
 //! `models/README.md` (recorded training results:
 //! `examples/results/history/backend.md`).
 //!
-//! Not done: no fused attention kernels (attention is plain matmul +
-//! softmax, so long contexts cost O(n²) memory); the `cuda` feature is not
+//! Not done: no fused attention kernels on candle (attention is plain
+//! matmul + softmax, so long contexts cost O(n²) memory); the `cuda` feature is not
 //! built in CI (no CUDA toolkit there); quantised weights only from GGUF
 //! files of the Llama architecture; no
 //! `rope_scaling` (Llama 3.1-style) support.

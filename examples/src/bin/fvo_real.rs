@@ -5,7 +5,7 @@
 //!
 //! Target: SmolLM2 (30 layers, dequantised GGUF, CPU). Draft: the same model
 //! cut after its first `--draft-layers` layers (early exit into the shared
-//! final norm and LM head, [`Transformer::first_layers`]) — a
+//! final norm and LM head, [`CausalLm::first_layers`]) — a
 //! self-speculative drafter: it shares the tokenizer and every weight, needs
 //! no second checkpoint, and costs `draft_layers / 30` of a target forward;
 //! an n-gram drafter would propose nothing at most JSON positions.

@@ -88,7 +88,8 @@ struct Args {
     #[arg(long, default_value = "examples/results/race")]
     out: PathBuf,
     /// llama.cpp's rows, written by `examples/python/race_llama_cpp.py`,
-    /// merged into the report.
+    /// merged into the report (read once zapspec's runs are done, so the
+    /// script may run beside this binary).
     #[arg(long)]
     llama_json: Option<PathBuf>,
     /// Write the task list (prompt token ids, schemas, seeds) to this file
@@ -244,10 +245,6 @@ fn main() -> Result<()> {
         println!("wrote {} tasks to {}", tasks.len(), path.display());
         return Ok(());
     }
-    let llama = match &args.llama_json {
-        Some(p) => Some(read_llama(p, &tasks, &args)?),
-        None => None,
-    };
     std::fs::create_dir_all(&args.out)?;
 
     // warm-up (not recorded): the first forward after loading is slower
@@ -284,6 +281,12 @@ fn main() -> Result<()> {
         }
     }
     bar.finish();
+    // read after zapspec's runs, so that the llama.cpp side may run at the
+    // same time in another process (each on its own core)
+    let llama = match &args.llama_json {
+        Some(p) => Some(read_llama(p, &tasks, &args)?),
+        None => None,
+    };
     let llama_info = llama
         .as_ref()
         .map(|l| (l.command.clone(), l.versions.to_string()));
