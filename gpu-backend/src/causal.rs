@@ -388,6 +388,10 @@ impl CausalLm {
     /// Appends an accepted root-to-node path of the last scored tree to the
     /// context, reusing its keys and values (no forward).
     pub fn commit_tree_path(&mut self, path: &[usize]) -> Result<(), ModelError> {
+        if path.is_empty() {
+            // nothing to append (also after scoring an empty tree)
+            return Ok(());
+        }
         let t = self.tree.as_ref().ok_or_else(|| {
             ModelError::Backend("commit_tree_path: no tree scored since the last change".into())
         })?;
