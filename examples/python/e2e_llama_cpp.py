@@ -664,15 +664,19 @@ def summarize(args: argparse.Namespace, records: List[Dict[str, Any]], schemas: 
     return summary
 
 
-def machine_note(args: argparse.Namespace) -> str:
-    cpu = platform.processor() or platform.machine()
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or platform.machine()
+
+
+def machine_note(args: argparse.Namespace) -> str:
+    cpu = cpu_name()
     return f"{cpu}, {os.cpu_count()} logical cores (a 2-core VM), llama.cpp threads = {args.threads} (decode and batch), grammar compiler threads = {args.threads}"
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -44,7 +43,7 @@ from types import SimpleNamespace
 from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_llama_cpp import Engines, patch_llama_cpp  # noqa: E402
+from e2e_llama_cpp import Engines, cpu_name, patch_llama_cpp  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 UNCONSTRAINED = "(a) llama.cpp"
@@ -270,15 +269,7 @@ def supervise(args: argparse.Namespace, argv: List[str]) -> int:
 
 
 def machine_note(threads: int) -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} logical cores, llama.cpp threads = {threads} (decode and batch)"
+    return f"{cpu_name()}, {os.cpu_count()} logical cores, llama.cpp threads = {threads} (decode and batch)"
 
 
 def write_result(args: argparse.Namespace, argv: List[str]) -> None:

@@ -169,3 +169,17 @@ pub fn edit_tasks(
     }
     Ok((out, looked))
 }
+
+/// Whether two outputs of generation loops over the same task are the
+/// same: equal, or, where both stopped at the cap of `cap` tokens
+/// (`zapspec::StopReason::MaxTokens`: the output is cut there), equal on
+/// their common prefix.
+pub fn same_output(a: &[zapspec_core::TokenId], b: &[zapspec_core::TokenId], cap: usize) -> bool {
+    let capped = |x: &[zapspec_core::TokenId]| x.len() >= cap;
+    if capped(a) && capped(b) {
+        let n = a.len().min(b.len());
+        a[..n] == b[..n]
+    } else {
+        a == b
+    }
+}

@@ -47,6 +47,7 @@ use zapspec_backend::CausalLm;
 use zapspec_phi::NoModel;
 
 use examples::report::{write_json, MarkdownTable as Table};
+use examples::schema_tasks::same_output;
 
 #[derive(Parser, Clone)]
 #[command(about = "End-to-end race on SmolLM2: zapspec's facade vs llama.cpp")]
@@ -603,18 +604,6 @@ fn finish_row(r: &mut Row, task: &Task) {
         .expected
         .as_ref()
         .map(|e| parsed.as_ref().is_some_and(|j| j == e));
-}
-
-/// Whether two outputs are the same: equal, or, where both stopped at the
-/// cap of `cap` tokens, equal on their common prefix.
-fn same_output(a: &[TokenId], b: &[TokenId], cap: usize) -> bool {
-    let capped = |x: &[TokenId]| x.len() >= cap;
-    if capped(a) && capped(b) {
-        let n = a.len().min(b.len());
-        a[..n] == b[..n]
-    } else {
-        a == b
-    }
 }
 
 fn name_of(p: &Path) -> String {

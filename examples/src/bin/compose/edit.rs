@@ -9,8 +9,9 @@ use zapspec_core::{LanguageModel, TokenId};
 use examples::smollm2::SmolLm2;
 use llguidance::ParserFactory;
 
-use crate::run::{llg_run, run, same_output, Row};
+use crate::run::{llg_run, run, Row};
 use crate::Args;
+use examples::schema_tasks::same_output;
 pub(crate) use examples::schema_tasks::EditTask;
 
 /// The edit tasks of `--edits`, `--max-doc-bytes` and `--seed`

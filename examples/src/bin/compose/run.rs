@@ -235,19 +235,6 @@ where
     Ok((g.tokens, g.stats, capped))
 }
 
-/// Whether two outputs of the same loop are the same: equal, or, where
-/// both stopped at the cap of `cap` tokens ([`zapspec::StopReason::MaxTokens`]:
-/// the output is cut there), equal on their common prefix.
-pub(crate) fn same_output(a: &[TokenId], b: &[TokenId], cap: usize) -> bool {
-    let capped = |x: &[TokenId]| x.len() >= cap;
-    if capped(a) && capped(b) {
-        let n = a.len().min(b.len());
-        a[..n] == b[..n]
-    } else {
-        a == b
-    }
-}
-
 /// The llguidance-masked row: the same loop with llguidance's matcher as
 /// the constraint (its compact JSON, like zapspec's); a schema llguidance
 /// refuses gives an empty row (no tokens, validity unknown) that says so.

@@ -9,8 +9,9 @@ use zapspec_phi::{CandidateCut, MonteCarlo, MonteCarloConfig, NoModel, WithModel
 use examples::smollm2::SmolLm2;
 use llguidance::ParserFactory;
 
-use crate::run::{llg_run, run, same_output, Row, Timed};
+use crate::run::{llg_run, run, Row, Timed};
 use crate::Args;
+use examples::schema_tasks::same_output;
 
 /// Every variant on one task; the prompt is prefilled once into `base`.
 pub(crate) fn variants(
