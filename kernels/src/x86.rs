@@ -395,3 +395,79 @@ unsafe fn exp8(x: __m256) -> __m256 {
     ));
     _mm256_mul_ps(y, pow2n)
 }
+
+/// `out[t · 16 + j] = Σ w_j · xs[t]` for the 16 rows `j` of one group of
+/// an interleaved matrix ([`crate::packed`]) and `N` activation rows:
+/// per block, each of the 8 weight quads is one 512-bit vector (4 weights
+/// of each of the 16 rows), multiplied by the activation row's matching
+/// 4 bytes broadcast; the scales are applied to 16 rows at once.
+///
+/// `Q` is the type: 0 = `Q4_0`, 1 = `Q4_1`, 2 = `Q8_0`.
+///
+/// # Safety
+/// The CPU must have AVX-512 F, BW and VNNI and F16C; `g` points at `nb`
+/// group-blocks of type `Q`; `xs` at `N · nb` blocks (row `t` from
+/// `t · nb`); `out` at `16 · N` floats.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vnni")]
+pub(crate) unsafe fn gemm_group_vnni<const Q: u8, const N: usize>(
+    g: *const u8,
+    nb: usize,
+    xs: *const BlockQ8,
+    out: *mut f32,
+) {
+    let (sb, gb) = match Q {
+        0 => (32, 288),
+        1 => (64, 320),
+        _ => (32, 544),
+    };
+    let m4 = _mm512_set1_epi8(0x0F);
+    let mut acc = [_mm512_setzero_ps(); N];
+    for i in 0..nb {
+        let b = g.add(i * gb);
+        let d = _mm512_cvtph_ps(_mm256_loadu_si256(b as *const __m256i));
+        let m = match Q {
+            0 => _mm512_mul_ps(d, _mm512_set1_ps(-8.0)),
+            1 => _mm512_cvtph_ps(_mm256_loadu_si256(b.add(32) as *const __m256i)),
+            _ => _mm512_mul_ps(d, _mm512_set1_ps(-128.0)),
+        };
+        let qs = b.add(sb);
+        let mut wq = [_mm512_setzero_si512(); 8];
+        if Q == 2 {
+            for (k, w) in wq.iter_mut().enumerate() {
+                *w = _mm512_loadu_si512(qs.add(64 * k) as *const _);
+            }
+        } else {
+            for p in 0..4 {
+                let v = _mm512_loadu_si512(qs.add(64 * p) as *const _);
+                wq[p] = _mm512_and_si512(v, m4);
+                wq[p + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            }
+        }
+        for (t, a_t) in acc.iter_mut().enumerate() {
+            let a = &*xs.add(t * nb + i);
+            let ap = a.qs.as_ptr() as *const i32;
+            // two chains of four products (the integer sum is exact in
+            // any order)
+            let mut s0 = _mm512_setzero_si512();
+            let mut s1 = _mm512_setzero_si512();
+            for k in 0..4 {
+                s0 = _mm512_dpbusd_epi32(
+                    s0,
+                    wq[2 * k],
+                    _mm512_set1_epi32(ap.add(2 * k).read_unaligned()),
+                );
+                s1 = _mm512_dpbusd_epi32(
+                    s1,
+                    wq[2 * k + 1],
+                    _mm512_set1_epi32(ap.add(2 * k + 1).read_unaligned()),
+                );
+            }
+            let s = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1));
+            *a_t = _mm512_fmadd_ps(s, _mm512_mul_ps(d, _mm512_set1_ps(a.d)), *a_t);
+            *a_t = _mm512_fmadd_ps(m, _mm512_set1_ps(a.s), *a_t);
+        }
+    }
+    for (t, a_t) in acc.iter().enumerate() {
+        _mm512_storeu_ps(out.add(16 * t), *a_t);
+    }
+}

@@ -300,10 +300,93 @@ fn matmul_on_a_pool_equals_row_by_row_dots() {
                     for r in 0..rows {
                         let want = dot_scalar(
                             ty,
-                            w.row(r),
+                            w.row(r).unwrap(),
                             &acts.blocks()[t * cols / BLOCK..(t + 1) * cols / BLOCK],
                         );
                         assert!((a[t * rows + r] - want).abs() <= 1e-3 * (want.abs() + 1.0));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The interleaved layout (what [`Kernels::prepare`] makes on AVX-512
+/// VNNI) against the row layout and the scalar dot: every type, 1–19
+/// activation rows (the 8-row tiles and their remainders), on a pool and
+/// on the calling thread, and on every instruction set (the others take
+/// the rebuild-each-row fallback).
+#[test]
+fn interleaved_matmul_equals_the_row_layout() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    let vnni = Kernels::with_isa(Isa::Avx512Vnni);
+    eprintln!("AVX-512 VNNI here: {}", vnni.is_some());
+    for ty in TYPES {
+        let (rows, cols) = (80, 160);
+        let rowwise = QMatrix::new(
+            ty,
+            rows,
+            cols,
+            random_blocks(ty, rows * cols / BLOCK, &mut rng),
+        )
+        .unwrap();
+        // packed by the VNNI kernels where the CPU has them; otherwise
+        // nothing to compare (prepare keeps the row layout)
+        let Some(kv) = vnni else { continue };
+        let packed = kv.prepare(rowwise.clone());
+        assert!(packed.is_packed() && packed.row(0).is_none());
+        assert_eq!(packed.bytes(), rowwise.bytes());
+        let mut a = vec![0f32; cols];
+        let mut b = vec![0f32; cols];
+        for r in 0..rows {
+            rowwise.dequantize_row(r, &mut a);
+            packed.dequantize_row(r, &mut b);
+            assert_eq!(a, b, "{} dequantised row {r}", ty.name());
+        }
+        for n in [1, 2, 3, 7, 8, 9, 16, 19] {
+            let x = random_acts(n * cols, &mut rng);
+            for isa in Isa::all_supported() {
+                let k = Kernels::with_isa(isa).unwrap();
+                let mut acts = Acts::new();
+                acts.quantize(&k, &x, cols);
+                let mut scratch = Vec::new();
+                let (mut p1, mut p2) = (vec![0f32; n * rows], vec![0f32; n * rows]);
+                k.matmul(Some(&pool), &packed, &acts, &mut p1, &mut scratch);
+                k.matmul(None, &packed, &acts, &mut p2, &mut scratch);
+                assert_eq!(p1, p2, "{isa} {} n {n}: pool vs caller thread", ty.name());
+                // one row alone gives the same bits as inside a batch
+                if n > 1 {
+                    let mut one = Acts::new();
+                    one.quantize(&k, &x[(n - 1) * cols..], cols);
+                    let mut last = vec![0f32; rows];
+                    k.matmul(None, &packed, &one, &mut last, &mut scratch);
+                    assert_eq!(
+                        last,
+                        p1[(n - 1) * rows..],
+                        "{isa} {} n {n}: batch",
+                        ty.name()
+                    );
+                }
+                for t in 0..n {
+                    let xb = &acts.blocks()[t * cols / BLOCK..(t + 1) * cols / BLOCK];
+                    for r in 0..rows {
+                        let want = dot_scalar(ty, rowwise.row(r).unwrap(), xb);
+                        rowwise.dequantize_row(r, &mut a);
+                        let mag: f32 = a
+                            .iter()
+                            .zip(&x[t * cols..])
+                            .map(|(w, v)| (w * v).abs())
+                            .sum();
+                        let got = p1[t * rows + r];
+                        assert!(
+                            (got - want).abs() <= 1e-5 * (mag + 1.0),
+                            "{isa} {} n {n} row {t}/{r}: {got} vs {want}",
+                            ty.name()
+                        );
                     }
                 }
             }
