@@ -457,10 +457,10 @@ impl Kernels {
                 self.dot_multi(ty, &w.data[r * rb..(r + 1) * rb], &x.blocks, nb, d);
             }
         };
+        // every element of the target is written: resized, not zeroed
         let target: &mut [f32] = if n == 1 {
             out
         } else {
-            scratch.clear();
             scratch.resize(n * rows, 0.0);
             scratch
         };
@@ -547,10 +547,10 @@ impl Kernels {
                 }
             }
         };
+        // every element of the target is written: resized, not zeroed
         let target: &mut [f32] = if n == 1 {
             out
         } else {
-            scratch.clear();
             scratch.resize(n * rows, 0.0);
             scratch
         };

@@ -219,8 +219,8 @@ pub(crate) unsafe fn quantize_q8_avx2(x: &[f32], out: &mut [BlockQ8]) {
         let d = amax / 127.0;
         let id = if d > 0.0 { 1.0 / d } else { 0.0 };
         let idv = _mm256_set1_ps(id);
-        let mut sum = 0i32;
-        for (k, vk) in v.iter().enumerate() {
+        let mut ri = [_mm256_setzero_si256(); 4];
+        for (r_k, vk) in ri.iter_mut().zip(&v) {
             // round half away from zero: trunc(x + copysign(0.5, x))
             let s = _mm256_mul_ps(*vk, idv);
             let half_s = _mm256_or_ps(_mm256_and_ps(s, sign), _mm256_set1_ps(0.5));
@@ -232,14 +232,25 @@ pub(crate) unsafe fn quantize_q8_avx2(x: &[f32], out: &mut [BlockQ8]) {
                 _mm256_max_ps(r, _mm256_set1_ps(-127.0)),
                 _mm256_set1_ps(127.0),
             );
-            let ri = _mm256_cvtps_epi32(r);
-            let mut lanes = [0i32; 8];
-            _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, ri);
-            for (j, &l) in lanes.iter().enumerate() {
-                o.qs[k * 8 + j] = l as i8;
-                sum += l;
-            }
+            *r_k = _mm256_cvtps_epi32(r);
         }
+        // the sum of the 32 values, then the values narrowed to bytes
+        // (within ±127, so the saturating packs are exact; the packs work
+        // per 128-bit lane, the permutation restores the order)
+        let t = _mm256_add_epi32(
+            _mm256_add_epi32(ri[0], ri[1]),
+            _mm256_add_epi32(ri[2], ri[3]),
+        );
+        let t = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+        let t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0b01_00_11_10));
+        let t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0b10_11_00_01));
+        let sum = _mm_cvtsi128_si32(t);
+        let p = _mm256_packs_epi16(
+            _mm256_packs_epi32(ri[0], ri[1]),
+            _mm256_packs_epi32(ri[2], ri[3]),
+        );
+        let p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(o.qs.as_mut_ptr() as *mut __m256i, p);
         o.d = d;
         o.s = d * sum as f32;
     }

@@ -288,7 +288,7 @@ impl NativeModel {
     }
 
     fn matmul(&self, w: &QMatrix, x: &Acts, out: &mut Vec<f32>, scratch: &mut Vec<f32>) {
-        out.clear();
+        // every element is written by the product: no need to zero
         out.resize(x.rows() * w.rows(), 0.0);
         self.kernels
             .matmul(self.pool.as_deref(), w, x, out, scratch);
@@ -308,12 +308,18 @@ impl NativeModel {
         }
     }
 
-    fn rope(&self, x: &mut [f32], pos: usize) {
+    /// The rotation of position `pos`: `(sin, cos)` per frequency.
+    fn rope_angles(&self, pos: usize, out: &mut Vec<(f32, f32)>) {
+        out.clear();
+        out.extend(self.inv_freq.iter().map(|&f| (pos as f32 * f).sin_cos()));
+    }
+
+    /// Rotates every head of `x` by the angles of [`Self::rope_angles`].
+    fn rope(&self, x: &mut [f32], angles: &[(f32, f32)]) {
         let hd = self.cfg.head_dim();
         let half = hd / 2;
         for head in x.chunks_exact_mut(hd) {
-            for (i, &f) in self.inv_freq.iter().enumerate() {
-                let (s, c) = (pos as f32 * f).sin_cos();
+            for (i, &(s, c)) in angles.iter().enumerate() {
                 let (a, b) = if self.cfg.rope_interleaved {
                     (2 * i, 2 * i + 1)
                 } else {
@@ -411,6 +417,13 @@ impl NativeModel {
         let (mut qkv, mut proj, mut gu) = (Vec::new(), Vec::new(), Vec::new());
         let mut att = vec![0f32; n * hq * hd];
         let mut act = vec![0f32; n * inter];
+        // each row's rotation, computed once for all its heads and layers
+        let mut angles = Vec::with_capacity(n * hd / 2);
+        let mut one = Vec::new();
+        for &pos in positions {
+            self.rope_angles(pos, &mut one);
+            angles.extend_from_slice(&one);
+        }
         for (l, layer) in self.layers.iter().enumerate() {
             self.rms_norm(&x, &layer.ln1, &mut h);
             acts.quantize(k, &h, d);
@@ -418,8 +431,9 @@ impl NativeModel {
             for (i, row) in qkv.chunks_exact_mut(qkv_w).enumerate() {
                 let (q, kvv) = row.split_at_mut(hq * hd);
                 let (kk, vv) = kvv.split_at_mut(hkv * hd);
-                self.rope(q, positions[i]);
-                self.rope(kk, positions[i]);
+                let angles = &angles[i * hd / 2..(i + 1) * hd / 2];
+                self.rope(q, angles);
+                self.rope(kk, angles);
                 for v in q.iter_mut() {
                     *v *= scale;
                 }
@@ -492,10 +506,15 @@ impl NativeModel {
             self.rms_norm(&x, &layer.ln2, &mut h);
             acts.quantize(k, &h, d);
             self.matmul(&layer.gate_up, &acts, &mut gu, &mut scratch);
+            // SiLU(gate) · up, the exponentials by the SIMD kernel
             for (row, a) in gu.chunks_exact(2 * inter).zip(act.chunks_exact_mut(inter)) {
                 let (g, u) = row.split_at(inter);
+                for (o, &gv) in a.iter_mut().zip(g) {
+                    *o = -gv;
+                }
+                k.exp_sum(a, 0.0);
                 for ((o, &gv), &uv) in a.iter_mut().zip(g).zip(u) {
-                    *o = gv / (1.0 + (-gv).exp()) * uv;
+                    *o = gv / (1.0 + *o) * uv;
                 }
             }
             acts.quantize(k, &act, inter);
