@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | [`blocks`] | block layouts, scalar quantise / dequantise / dot: the reference | — |
 //! | [`Isa`] | `Scalar`, `Avx2`, `Avx512Vnni`; [`Isa::detect`] picks the best the CPU has | one CPUID query |
-//! | [`Kernels`] | the dispatcher: quantise a row, dot products of one weight row with 1–4 activation rows, f32 `dot` / `axpy`, attention over a run of cached keys and values for the query heads of one KV head ([`Kernels::attn_scores`], [`Kernels::attn_weighted_sum`]) | a `match` per call |
+//! | [`Kernels`] | the dispatcher: quantise a row, dot products of one weight row with 1–4 activation rows, f32 `dot` / `axpy`, attention over a run of cached keys and values for the query heads of one KV head ([`Kernels::attn_scores`] on row-major keys, [`Kernels::attn_scores_t`] on dimension-major keys, [`Kernels::attn_weighted_sum`]) | a `match` per call |
 //! | [`QMatrix`] | a `(rows, cols)` matrix of blocks, rows contiguous (GGUF's layout) or interleaved in groups of 16 ([`packed`]) | `rows · cols / 32` blocks either way |
 //! | [`Kernels::prepare`] | a matrix in the layout the kernels multiply fastest (interleaved on AVX-512 VNNI) | one pass over the bytes, at load |
 //! | [`Kernels::matmul`] | `n` quantised activation rows × a [`QMatrix`], rows split over a rayon pool | row layout: each weight block unpacked once per 4 activation rows; interleaved: once per 8 activation rows, and each product covers 16 weight rows |
@@ -307,6 +307,85 @@ impl Kernels {
         }
     }
 
+    /// Attention scores of `g` queries against keys stored
+    /// dimension-major (a page of cached keys, transposed):
+    /// `out[i · stride + j] = Σ_c q[i · d + c] · keys_t[c · ld + j]` for
+    /// `i < g`, `j < m`. The SIMD paths hold a vector of slots per
+    /// accumulator, so no horizontal sum is needed (4 fused multiply-adds
+    /// per score at `d = 64` on AVX-512, against ≈ 12 operations for
+    /// [`Kernels::attn_scores`] on row-major keys).
+    ///
+    /// # Panics
+    /// If `m > ld`, `keys_t` is shorter than `(d − 1) · ld + m`, `q`
+    /// shorter than `g · d`, or `out` shorter than `(g − 1) · stride + m`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attn_scores_t(
+        &self,
+        q: &[f32],
+        g: usize,
+        keys_t: &[f32],
+        ld: usize,
+        d: usize,
+        m: usize,
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        if g == 0 || m == 0 || d == 0 {
+            return;
+        }
+        assert!(
+            m <= ld
+                && keys_t.len() >= (d - 1) * ld + m
+                && q.len() >= g * d
+                && stride >= m
+                && out.len() >= (g - 1) * stride + m,
+            "attn_scores_t: shapes"
+        );
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 | Isa::Avx512Vnni => {
+                let wide = self.isa == Isa::Avx512Vnni;
+                let mut i = 0;
+                while i < g {
+                    let k = (g - i).min(6);
+                    let (qi, oi) = (&q[i * d..], &mut out[i * stride..]);
+                    macro_rules! go {
+                        ($f:ident, $k:literal) => {
+                            x86::$f::<$k, 2>(qi, keys_t, ld, d, m, oi, stride)
+                        };
+                    }
+                    // SAFETY: AVX2 and FMA (and AVX-512 F for `wide`) were
+                    // detected; the lengths were checked above.
+                    unsafe {
+                        match (k, wide) {
+                            (1, true) => go!(attn_scores_t_avx512, 1),
+                            (2, true) => go!(attn_scores_t_avx512, 2),
+                            (3, true) => go!(attn_scores_t_avx512, 3),
+                            (4, true) => go!(attn_scores_t_avx512, 4),
+                            (5, true) => go!(attn_scores_t_avx512, 5),
+                            (_, true) => go!(attn_scores_t_avx512, 6),
+                            (1, false) => go!(attn_scores_t_avx2, 1),
+                            (2, false) => go!(attn_scores_t_avx2, 2),
+                            (3, false) => go!(attn_scores_t_avx2, 3),
+                            (4, false) => go!(attn_scores_t_avx2, 4),
+                            (5, false) => go!(attn_scores_t_avx2, 5),
+                            (_, false) => go!(attn_scores_t_avx2, 6),
+                        }
+                    }
+                    i += k;
+                }
+            }
+            _ => {
+                for i in 0..g {
+                    for j in 0..m {
+                        out[i * stride + j] =
+                            (0..d).map(|c| q[i * d + c] * keys_t[c * ld + j]).sum();
+                    }
+                }
+            }
+        }
+    }
+
     /// The attention-weighted sum of a run of values:
     /// `out[i · d + c] += Σ_j p[i · stride + j] · values[j · d + c]` for
     /// `i < g`. Each value row is read once for all `g` weight rows.
@@ -336,6 +415,34 @@ impl Kernels {
             "attn_weighted_sum: shapes"
         );
         match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512Vnni if d.is_multiple_of(64) => {
+                let mut i = 0;
+                while i < g {
+                    let k = (g - i).min(4);
+                    let (pi, oi) = (&p[i * stride..], &mut out[i * d..]);
+                    // SAFETY: AVX-512 F was detected (part of
+                    // `Isa::Avx512Vnni`); d % 64 == 0 and the lengths were
+                    // checked above.
+                    unsafe {
+                        match k {
+                            1 => {
+                                x86::attn_weighted_sum_avx512::<1, 4>(pi, stride, values, d, m, oi)
+                            }
+                            2 => {
+                                x86::attn_weighted_sum_avx512::<2, 4>(pi, stride, values, d, m, oi)
+                            }
+                            3 => {
+                                x86::attn_weighted_sum_avx512::<3, 4>(pi, stride, values, d, m, oi)
+                            }
+                            _ => {
+                                x86::attn_weighted_sum_avx512::<4, 4>(pi, stride, values, d, m, oi)
+                            }
+                        }
+                    }
+                    i += k;
+                }
+            }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 | Isa::Avx512Vnni if d.is_multiple_of(8) => {
                 let wide = d.is_multiple_of(32);

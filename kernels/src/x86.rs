@@ -482,3 +482,165 @@ pub(crate) unsafe fn gemm_group_vnni<const Q: u8, const N: usize>(
         _mm512_storeu_ps(out.add(16 * t), *a_t);
     }
 }
+
+macro_rules! attn_scores_t_impl {
+    ($name:ident, $features:literal, $v:ty, $lanes:literal, $zero:ident, $set1:ident, $fmadd:ident,
+     $load:expr, $store:expr) => {
+        /// `out[g · stride + j] = Σ_c q[g · d + c] · keys_t[c · ld + j]`
+        /// for `G` queries and `j < m`: keys stored dimension-major (a
+        /// cache page's keys transposed), so `W` vectors of slots
+        /// accumulate in lanes with no horizontal sum; each key vector is
+        /// loaded once for the `G` queries.
+        ///
+        /// # Safety
+        /// The CPU must have the enabled features; `q.len() >= G · d`,
+        /// `keys_t.len() >= (d − 1) · ld + m`, `out.len() >= (G − 1) ·
+        /// stride + m`, `m <= ld`.
+        #[target_feature(enable = $features)]
+        pub(crate) unsafe fn $name<const G: usize, const W: usize>(
+            q: &[f32],
+            keys_t: &[f32],
+            ld: usize,
+            d: usize,
+            m: usize,
+            out: &mut [f32],
+            stride: usize,
+        ) {
+            let (qp, kp, op) = (q.as_ptr(), keys_t.as_ptr(), out.as_mut_ptr());
+            let mut j0 = 0;
+            while j0 < m {
+                let mut acc = [[$zero(); W]; G];
+                for c in 0..d {
+                    let kr = kp.add(c * ld + j0);
+                    let mut kv = [$zero(); W];
+                    for (u, v) in kv.iter_mut().enumerate() {
+                        *v = $load(kr.add(u * $lanes), m.saturating_sub(j0 + u * $lanes));
+                    }
+                    for (g, row) in acc.iter_mut().enumerate() {
+                        let qv = $set1(*qp.add(g * d + c));
+                        for (a, v) in row.iter_mut().zip(&kv) {
+                            *a = $fmadd(qv, *v, *a);
+                        }
+                    }
+                }
+                for (g, row) in acc.iter().enumerate() {
+                    for (u, a) in row.iter().enumerate() {
+                        let left = m.saturating_sub(j0 + u * $lanes);
+                        $store(op.add(g * stride + j0 + u * $lanes), *a, left);
+                    }
+                }
+                j0 += W * $lanes;
+            }
+        }
+    };
+}
+
+/// Loads the first `min(n, 8)` floats at `p` (the rest 0; nothing past
+/// them is read).
+#[inline(always)]
+unsafe fn load8_upto(p: *const f32, n: usize) -> __m256 {
+    if n >= 8 {
+        _mm256_loadu_ps(p)
+    } else {
+        let mut t = [0f32; 8];
+        std::ptr::copy_nonoverlapping(p, t.as_mut_ptr(), n);
+        _mm256_loadu_ps(t.as_ptr())
+    }
+}
+
+#[inline(always)]
+unsafe fn store8_upto(p: *mut f32, v: __m256, n: usize) {
+    if n >= 8 {
+        _mm256_storeu_ps(p, v)
+    } else if n > 0 {
+        let mut t = [0f32; 8];
+        _mm256_storeu_ps(t.as_mut_ptr(), v);
+        std::ptr::copy_nonoverlapping(t.as_ptr(), p, n);
+    }
+}
+
+#[inline(always)]
+unsafe fn load16_upto(p: *const f32, n: usize) -> __m512 {
+    if n >= 16 {
+        _mm512_loadu_ps(p)
+    } else {
+        _mm512_maskz_loadu_ps(((1u32 << n) - 1) as __mmask16, p)
+    }
+}
+
+#[inline(always)]
+unsafe fn store16_upto(p: *mut f32, v: __m512, n: usize) {
+    if n >= 16 {
+        _mm512_storeu_ps(p, v)
+    } else {
+        _mm512_mask_storeu_ps(p, ((1u32 << n) - 1) as __mmask16, v)
+    }
+}
+
+attn_scores_t_impl!(
+    attn_scores_t_avx2,
+    "avx2,fma",
+    __m256,
+    8,
+    _mm256_setzero_ps,
+    _mm256_set1_ps,
+    _mm256_fmadd_ps,
+    load8_upto,
+    store8_upto
+);
+attn_scores_t_impl!(
+    attn_scores_t_avx512,
+    "avx2,fma,avx512f",
+    __m512,
+    16,
+    _mm512_setzero_ps,
+    _mm512_set1_ps,
+    _mm512_fmadd_ps,
+    load16_upto,
+    store16_upto
+);
+
+/// [`attn_weighted_sum_avx2`] with 16-lane vectors.
+///
+/// # Safety
+/// The CPU must have AVX-512 F; `d % (16 · W) == 0`, `p.len() >= (G − 1)
+/// · stride + m`, `values.len() >= m · d`, `out.len() >= G · d`.
+#[target_feature(enable = "avx2,fma,avx512f")]
+pub(crate) unsafe fn attn_weighted_sum_avx512<const G: usize, const W: usize>(
+    p: &[f32],
+    stride: usize,
+    values: &[f32],
+    d: usize,
+    m: usize,
+    out: &mut [f32],
+) {
+    let (pp, vp, op) = (p.as_ptr(), values.as_ptr(), out.as_mut_ptr());
+    let mut c = 0;
+    while c < d {
+        let mut acc = [[_mm512_setzero_ps(); W]; G];
+        for (g, row) in acc.iter_mut().enumerate() {
+            for (u, a) in row.iter_mut().enumerate() {
+                *a = _mm512_loadu_ps(op.add(g * d + c + 16 * u));
+            }
+        }
+        for j in 0..m {
+            let vr = vp.add(j * d + c);
+            let mut vv = [_mm512_setzero_ps(); W];
+            for (u, v) in vv.iter_mut().enumerate() {
+                *v = _mm512_loadu_ps(vr.add(16 * u));
+            }
+            for (g, row) in acc.iter_mut().enumerate() {
+                let w = _mm512_set1_ps(*pp.add(g * stride + j));
+                for (a, v) in row.iter_mut().zip(&vv) {
+                    *a = _mm512_fmadd_ps(w, *v, *a);
+                }
+            }
+        }
+        for (g, row) in acc.iter().enumerate() {
+            for (u, a) in row.iter().enumerate() {
+                _mm512_storeu_ps(op.add(g * d + c + 16 * u), *a);
+            }
+        }
+        c += 16 * W;
+    }
+}

@@ -190,9 +190,9 @@ fn f32_kernels_equal_the_scalar_ones() {
 #[test]
 fn attention_kernels_equal_the_definition() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    for &d in &[8usize, 24, 64, 12] {
+    for &d in &[8usize, 24, 64, 12, 128] {
         for g in 1..=7 {
-            for m in [1usize, 5, 64] {
+            for m in [1usize, 5, 17, 33, 64] {
                 let stride = m + 3;
                 let q = random_acts(g * d, &mut rng);
                 let keys = random_acts(m * d, &mut rng);
@@ -202,6 +202,17 @@ fn attention_kernels_equal_the_definition() {
                     let k = Kernels::with_isa(isa).unwrap();
                     let mut s = vec![f32::NAN; (g - 1) * stride + m];
                     k.attn_scores(&q, g, &keys, d, &mut s, stride);
+                    // the same keys dimension-major, rows `ld` apart (the
+                    // slack after each row holds NaN: it must not be read)
+                    let ld = m + 5;
+                    let mut keys_t = vec![f32::NAN; (d - 1) * ld + m];
+                    for j in 0..m {
+                        for c in 0..d {
+                            keys_t[c * ld + j] = keys[j * d + c];
+                        }
+                    }
+                    let mut st = vec![f32::NAN; (g - 1) * stride + m];
+                    k.attn_scores_t(&q, g, &keys_t, ld, d, m, &mut st, stride);
                     let mut o = init.clone();
                     k.attn_weighted_sum(&p, stride, g, &keys, d, &mut o);
                     for i in 0..g {
@@ -209,11 +220,15 @@ fn attention_kernels_equal_the_definition() {
                             let want: f32 = (0..d).map(|c| q[i * d + c] * keys[j * d + c]).sum();
                             let mag: f32 =
                                 (0..d).map(|c| (q[i * d + c] * keys[j * d + c]).abs()).sum();
-                            let got = s[i * stride + j];
-                            assert!(
-                                (got - want).abs() <= 1e-5 * (mag + 1.0),
-                                "{isa:?} d {d} g {g} m {m}: score ({i},{j}) {got} vs {want}"
-                            );
+                            for (got, how) in [
+                                (s[i * stride + j], "rows"),
+                                (st[i * stride + j], "transposed"),
+                            ] {
+                                assert!(
+                                    (got - want).abs() <= 1e-5 * (mag + 1.0),
+                                    "{isa:?} {how} d {d} g {g} m {m}: score ({i},{j}) {got} vs {want}"
+                                );
+                            }
                         }
                         for c in 0..d {
                             let want = init[i * d + c]

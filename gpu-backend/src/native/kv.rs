@@ -9,8 +9,11 @@
 //!   (`Arc`); the first write to a shared page copies that page only
 //!   (copy-on-write), so a fork costs O(pages) plus one page per writer.
 //!
-//! Layout of a page: `[layer][k|v][kv_head][slot][head_dim]` f32, so the
-//! keys of one head over a page's slots are contiguous.
+//! Layout of a page: `[layer][k|v][kv_head]`, then the keys
+//! dimension-major (`[head_dim][slot]`: a vector of slots per dimension,
+//! so scores accumulate in SIMD lanes, [`zapspec_kernels::Kernels::attn_scores_t`])
+//! and the values slot-major (`[slot][head_dim]`: a value row per slot,
+//! what the weighted sum adds), f32.
 
 use std::sync::Arc;
 
@@ -90,35 +93,48 @@ impl NativeKv {
         self.len = self.len.max(len);
     }
 
+    /// The page of `slot` and the start of `head`'s keys (`kv = 0`) or
+    /// values (`kv = 1`) of `layer` in it.
     #[inline]
-    fn offset(&self, layer: usize, kv: usize, head: usize, slot: usize) -> (usize, usize) {
-        let hd = self.head_dim;
-        let off = (((layer * 2 + kv) * self.heads + head) * PAGE + slot % PAGE) * hd;
+    fn base(&self, layer: usize, kv: usize, head: usize, slot: usize) -> (usize, usize) {
+        let off = ((layer * 2 + kv) * self.heads + head) * PAGE * self.head_dim;
         (slot / PAGE, off)
     }
 
-    /// The key (`kv = 0`) or value (`kv = 1`) of `head` at `slot`.
-    #[inline]
-    pub(crate) fn get(&self, layer: usize, kv: usize, head: usize, slot: usize) -> &[f32] {
-        let (p, off) = self.offset(layer, kv, head, slot);
-        &self.pages[p].0[off..off + self.head_dim]
+    /// Copies the key (`kv = 0`) or value (`kv = 1`) of `head` at `slot`
+    /// into `out` (`head_dim` values).
+    pub(crate) fn read(&self, layer: usize, kv: usize, head: usize, slot: usize, out: &mut [f32]) {
+        let (p, base) = self.base(layer, kv, head, slot);
+        let page = &self.pages[p].0;
+        let (hd, s) = (self.head_dim, slot % PAGE);
+        if kv == 0 {
+            for (c, o) in out[..hd].iter_mut().enumerate() {
+                *o = page[base + c * PAGE + s];
+            }
+        } else {
+            out[..hd].copy_from_slice(&page[base + s * hd..base + (s + 1) * hd]);
+        }
     }
 
-    /// The keys (`kv = 0`) or values (`kv = 1`) of `head` at the slots
-    /// `start..end`, contiguous (`(end − start) · head_dim` values); the
-    /// slots must lie in one page (see [`NativeKv::page_runs`]).
+    /// The keys of `head` at the slots `start..end` (in one page, see
+    /// [`NativeKv::page_runs`]), dimension-major: key `j`'s dimension `c`
+    /// at `[c · PAGE + j]` ([`zapspec_kernels::Kernels::attn_scores_t`]
+    /// with `ld = PAGE`, `m = end − start`).
     #[inline]
-    pub(crate) fn span(
-        &self,
-        layer: usize,
-        kv: usize,
-        head: usize,
-        start: usize,
-        end: usize,
-    ) -> &[f32] {
+    pub(crate) fn keys_t(&self, layer: usize, head: usize, start: usize, end: usize) -> &[f32] {
         debug_assert!(start < end && start / PAGE == (end - 1) / PAGE);
-        let (p, off) = self.offset(layer, kv, head, start);
-        &self.pages[p].0[off..off + (end - start) * self.head_dim]
+        let (p, base) = self.base(layer, 0, head, start);
+        &self.pages[p].0[base + start % PAGE..base + PAGE * self.head_dim]
+    }
+
+    /// The values of `head` at the slots `start..end` (in one page),
+    /// contiguous (`(end − start) · head_dim` values, a row per slot).
+    #[inline]
+    pub(crate) fn values(&self, layer: usize, head: usize, start: usize, end: usize) -> &[f32] {
+        debug_assert!(start < end && start / PAGE == (end - 1) / PAGE);
+        let (p, base) = self.base(layer, 1, head, start);
+        let hd = self.head_dim;
+        &self.pages[p].0[base + (start % PAGE) * hd..base + (end - (start / PAGE) * PAGE) * hd]
     }
 
     /// `range` cut at page boundaries: the runs [`NativeKv::span`] takes.
@@ -137,9 +153,16 @@ impl NativeKv {
     /// Writes the key or value of `head` at `slot` (copying the page first
     /// if a fork shares it).
     pub(crate) fn set(&mut self, layer: usize, kv: usize, head: usize, slot: usize, x: &[f32]) {
-        let (p, off) = self.offset(layer, kv, head, slot);
-        let hd = self.head_dim;
-        Arc::make_mut(&mut self.pages[p]).0[off..off + hd].copy_from_slice(&x[..hd]);
+        let (p, base) = self.base(layer, kv, head, slot);
+        let (hd, s) = (self.head_dim, slot % PAGE);
+        let page = &mut Arc::make_mut(&mut self.pages[p]).0;
+        if kv == 0 {
+            for (c, &v) in x[..hd].iter().enumerate() {
+                page[base + c * PAGE + s] = v;
+            }
+        } else {
+            page[base + s * hd..base + (s + 1) * hd].copy_from_slice(&x[..hd]);
+        }
     }
 
     /// Moves the slots `base + keep[i]` to `base + i` (every layer, head,
@@ -156,7 +179,7 @@ impl NativeKv {
             for layer in 0..self.layers {
                 for kv in 0..2 {
                     for h in 0..self.heads {
-                        tmp.copy_from_slice(self.get(layer, kv, h, from));
+                        self.read(layer, kv, h, from, &mut tmp);
                         self.set(layer, kv, h, to, &tmp);
                     }
                 }

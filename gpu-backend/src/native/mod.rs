@@ -469,7 +469,8 @@ impl NativeModel {
                 }
                 let mut p = vec![0f32; nq * span];
                 for (a, b) in NativeKv::page_runs(0..span) {
-                    k.attn_scores(&q, nq, kv_ref.span(l, 0, g, a, b), hd, &mut p[a..], span);
+                    let keys = kv_ref.keys_t(l, g, a, b);
+                    k.attn_scores_t(&q, nq, keys, kv::PAGE, hd, b - a, &mut p[a..], span);
                 }
                 for (ri, i) in rows.clone().enumerate() {
                     for h in 0..group {
@@ -479,7 +480,7 @@ impl NativeModel {
                 }
                 let mut o = vec![0f32; nq * hd];
                 for (a, b) in NativeKv::page_runs(0..span) {
-                    k.attn_weighted_sum(&p[a..], span, nq, kv_ref.span(l, 1, g, a, b), hd, &mut o);
+                    k.attn_weighted_sum(&p[a..], span, nq, kv_ref.values(l, g, a, b), hd, &mut o);
                 }
                 o
             };
