@@ -528,8 +528,9 @@ impl Kernels {
     /// `out[t · rows + r] = Σ_c w[r, c] · x[t, c]` for the `x.rows()`
     /// activation rows and the weight rows `w.rows()`; the weight rows are
     /// split over `pool` (or run on the calling thread when `None`).
-    /// `scratch` is reused between calls (it holds the row-major result
-    /// before the transpose when `x.rows() > 1`).
+    /// `scratch` is reused between calls (for a matrix in the row layout
+    /// it holds the row-major result before the transpose when
+    /// `x.rows() > 1`; the interleaved layout writes `out` directly).
     ///
     /// # Panics
     /// If `x.cols() != w.cols()` or `out` is not `x.rows() · w.rows()`.
@@ -549,7 +550,7 @@ impl Kernels {
         }
         let threads = pool.map_or(1, |p| p.current_num_threads()).max(1);
         if w.packed {
-            self.matmul_packed(pool, threads, w, x, out, scratch);
+            self.matmul_packed(pool, threads, w, x, out);
             return;
         }
         let rb = w.row_bytes();
@@ -615,24 +616,27 @@ impl Kernels {
         w: &QMatrix,
         x: &Acts,
         out: &mut [f32],
-        scratch: &mut Vec<f32>,
     ) {
         use packed::GROUP;
         let (n, rows, nb) = (x.rows(), w.rows(), w.cols() / BLOCK);
         let groups = rows / GROUP;
         let gbytes = nb * packed::group_block_bytes(w.ty);
-        // dst holds [group][token][16]; equal to `out` when n == 1
-        let run = |g0: usize, dst: &mut [f32], row: &mut Vec<u8>| {
-            for (gi, d) in dst.chunks_exact_mut(n * GROUP).enumerate() {
-                let g = g0 + gi;
+        debug_assert_eq!(out.len(), n * rows);
+        // Each task writes the 16 columns of its groups in every token's
+        // row of `out` (strided, so not a slice of its own).
+        let dst = OutPtr(out.as_mut_ptr());
+        let run = |gs: std::ops::Range<usize>, row: &mut Vec<u8>| {
+            for g in gs {
                 let wg = &w.data[g * gbytes..(g + 1) * gbytes];
                 if self.isa != Isa::Avx512Vnni {
                     let mut o = vec![0f32; n];
                     for j in 0..GROUP {
                         packed::unpack_row(w.ty, nb, &w.data, g * GROUP + j, row);
                         self.dot_multi(w.ty, row, &x.blocks, nb, &mut o);
-                        for t in 0..n {
-                            d[t * GROUP + j] = o[t];
+                        for (t, &v) in o.iter().enumerate() {
+                            // SAFETY: t < n and g · 16 + j < rows, an
+                            // element of `out` only this group's task writes.
+                            unsafe { *dst.at(t * rows + g * GROUP + j) = v };
                         }
                     }
                     continue;
@@ -643,41 +647,59 @@ impl Kernels {
                     while t < n {
                         let k = (n - t).min(8);
                         let xs = x.blocks[t * nb..(t + k) * nb].as_ptr();
-                        let o = d[t * GROUP..(t + k) * GROUP].as_mut_ptr();
                         // SAFETY: AVX-512 F/BW/VNNI and F16C were detected
                         // (`Isa::Avx512Vnni`); `wg` is the group's `nb`
                         // group-blocks, `xs` the `k · nb` blocks of rows
-                        // t..t+k, `o` the `16 · k` floats of those rows.
-                        unsafe { gemm_group(w.ty, k, wg.as_ptr(), nb, xs, o) };
+                        // t..t+k; the kernel writes 16 floats at each of
+                        // `dst + (t + i) · rows + 16 g`, i < k: inside `out`
+                        // (n · rows long) and written by this task only.
+                        unsafe {
+                            gemm_group(
+                                w.ty,
+                                k,
+                                wg.as_ptr(),
+                                nb,
+                                xs,
+                                dst.at(t * rows + g * GROUP),
+                                rows,
+                            )
+                        };
                         t += k;
                     }
                 }
             }
         };
-        // every element of the target is written: resized, not zeroed
-        let target: &mut [f32] = if n == 1 {
-            out
-        } else {
-            scratch.resize(n * rows, 0.0);
-            scratch
-        };
         let chunk = (groups / (threads * 4)).max(1);
         match pool {
             Some(p) if threads > 1 && groups > chunk => p.install(|| {
-                target
-                    .par_chunks_mut(chunk * n * GROUP)
-                    .enumerate()
-                    .for_each_init(Vec::new, |row, (c, dst)| run(c * chunk, dst, row));
+                (0..groups.div_ceil(chunk))
+                    .into_par_iter()
+                    .for_each_init(Vec::new, |row, c| {
+                        run(c * chunk..((c + 1) * chunk).min(groups), row)
+                    });
             }),
-            _ => run(0, target, &mut Vec::new()),
+            _ => run(0..groups, &mut Vec::new()),
         }
-        if n > 1 {
-            for (g, src) in scratch.chunks_exact(n * GROUP).enumerate() {
-                for (t, s) in src.chunks_exact(GROUP).enumerate() {
-                    out[t * rows + g * GROUP..][..GROUP].copy_from_slice(s);
-                }
-            }
-        }
+    }
+}
+
+/// `out`'s pointer, shared by the tasks of [`Kernels::matmul`] that write
+/// disjoint elements of it.
+struct OutPtr(*mut f32);
+
+// SAFETY: only used to write disjoint elements from the tasks of one
+// product, which all end before the product returns.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    /// The element at `i` (taken through a method so that closures
+    /// capture the whole `Sync` wrapper, not its raw field).
+    ///
+    /// # Safety
+    /// `i` must lie inside the slice the pointer was taken from.
+    unsafe fn at(&self, i: usize) -> *mut f32 {
+        unsafe { self.0.add(i) }
     }
 }
 
@@ -693,20 +715,21 @@ unsafe fn gemm_group(
     nb: usize,
     xs: *const BlockQ8,
     o: *mut f32,
+    ostride: usize,
 ) {
     macro_rules! by_rows {
         // SAFETY: forwarded from the caller's contract.
         ($q:literal) => {
             unsafe {
                 match k {
-                    1 => x86::gemm_group_vnni::<$q, 1>(g, nb, xs, o),
-                    2 => x86::gemm_group_vnni::<$q, 2>(g, nb, xs, o),
-                    3 => x86::gemm_group_vnni::<$q, 3>(g, nb, xs, o),
-                    4 => x86::gemm_group_vnni::<$q, 4>(g, nb, xs, o),
-                    5 => x86::gemm_group_vnni::<$q, 5>(g, nb, xs, o),
-                    6 => x86::gemm_group_vnni::<$q, 6>(g, nb, xs, o),
-                    7 => x86::gemm_group_vnni::<$q, 7>(g, nb, xs, o),
-                    _ => x86::gemm_group_vnni::<$q, 8>(g, nb, xs, o),
+                    1 => x86::gemm_group_vnni::<$q, 1>(g, nb, xs, o, ostride),
+                    2 => x86::gemm_group_vnni::<$q, 2>(g, nb, xs, o, ostride),
+                    3 => x86::gemm_group_vnni::<$q, 3>(g, nb, xs, o, ostride),
+                    4 => x86::gemm_group_vnni::<$q, 4>(g, nb, xs, o, ostride),
+                    5 => x86::gemm_group_vnni::<$q, 5>(g, nb, xs, o, ostride),
+                    6 => x86::gemm_group_vnni::<$q, 6>(g, nb, xs, o, ostride),
+                    7 => x86::gemm_group_vnni::<$q, 7>(g, nb, xs, o, ostride),
+                    _ => x86::gemm_group_vnni::<$q, 8>(g, nb, xs, o, ostride),
                 }
             }
         };

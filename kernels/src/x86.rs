@@ -407,7 +407,7 @@ unsafe fn exp8(x: __m256) -> __m256 {
     _mm256_mul_ps(y, pow2n)
 }
 
-/// `out[t · 16 + j] = Σ w_j · xs[t]` for the 16 rows `j` of one group of
+/// `out[t · ostride + j] = Σ w_j · xs[t]` for the 16 rows `j` of one group of
 /// an interleaved matrix ([`crate::packed`]) and `N` activation rows:
 /// per block, each of the 8 weight quads is one 512-bit vector (4 weights
 /// of each of the 16 rows), multiplied by the activation row's matching
@@ -418,13 +418,14 @@ unsafe fn exp8(x: __m256) -> __m256 {
 /// # Safety
 /// The CPU must have AVX-512 F, BW and VNNI and F16C; `g` points at `nb`
 /// group-blocks of type `Q`; `xs` at `N · nb` blocks (row `t` from
-/// `t · nb`); `out` at `16 · N` floats.
+/// `t · nb`); `out + t · ostride` at 16 writable floats for each `t < N`.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn gemm_group_vnni<const Q: u8, const N: usize>(
     g: *const u8,
     nb: usize,
     xs: *const BlockQ8,
     out: *mut f32,
+    ostride: usize,
 ) {
     let (sb, gb) = match Q {
         0 => (32, 288),
@@ -479,7 +480,7 @@ pub(crate) unsafe fn gemm_group_vnni<const Q: u8, const N: usize>(
         }
     }
     for (t, a_t) in acc.iter().enumerate() {
-        _mm512_storeu_ps(out.add(16 * t), *a_t);
+        _mm512_storeu_ps(out.add(ostride * t), *a_t);
     }
 }
 
