@@ -498,8 +498,11 @@ impl Kernels {
     pub fn exp_sum(&self, x: &mut [f32], shift: f32) -> f32 {
         match self.isa {
             #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX-512 F was detected (part of `Isa::Avx512Vnni`).
+            Isa::Avx512Vnni => unsafe { x86::exp_sum_avx512(x, shift) },
+            #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX2 and FMA were detected.
-            Isa::Avx2 | Isa::Avx512Vnni => unsafe { x86::exp_sum_avx2(x, shift) },
+            Isa::Avx2 => unsafe { x86::exp_sum_avx2(x, shift) },
             _ => {
                 let mut s = 0f32;
                 for v in x.iter_mut() {

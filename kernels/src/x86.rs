@@ -645,3 +645,61 @@ pub(crate) unsafe fn attn_weighted_sum_avx512<const G: usize, const W: usize>(
         c += 16 * W;
     }
 }
+
+/// [`exp_sum_avx2`] with 16 lanes (the same polynomial, so the same
+/// values lane for lane up to the order of the final sum).
+///
+/// # Safety
+/// The CPU must have AVX-512 F.
+#[target_feature(enable = "avx2,fma,avx512f")]
+pub(crate) unsafe fn exp_sum_avx512(x: &mut [f32], shift: f32) -> f32 {
+    let n = x.len();
+    let p = x.as_mut_ptr();
+    let sh = _mm512_set1_ps(shift);
+    let mut sum = _mm512_setzero_ps();
+    let mut i = 0;
+    while i + 16 <= n {
+        let e = exp16(_mm512_sub_ps(_mm512_loadu_ps(p.add(i)), sh));
+        _mm512_storeu_ps(p.add(i), e);
+        sum = _mm512_add_ps(sum, e);
+        i += 16;
+    }
+    if i < n {
+        let mask = ((1u32 << (n - i)) - 1) as __mmask16;
+        let v = _mm512_mask_loadu_ps(_mm512_set1_ps(f32::NEG_INFINITY), mask, p.add(i));
+        let e = exp16(_mm512_sub_ps(v, sh));
+        _mm512_mask_storeu_ps(p.add(i), mask, e);
+        sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(mask, e));
+    }
+    _mm512_reduce_add_ps(sum)
+}
+
+#[inline(always)]
+unsafe fn exp16(x: __m512) -> __m512 {
+    let x = _mm512_min_ps(
+        _mm512_max_ps(x, _mm512_set1_ps(-87.0)),
+        _mm512_set1_ps(88.0),
+    );
+    let fx = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+        _mm512_mul_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E)),
+    );
+    let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693_359_4), x);
+    let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.121_944_4e-4), r);
+    let mut y = _mm512_set1_ps(1.987_569_1e-4);
+    for c in [
+        1.398_199_9e-3,
+        8.333_452e-3,
+        4.166_579_6e-2,
+        0.166_666_65,
+        0.5,
+    ] {
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(c));
+    }
+    let r2 = _mm512_mul_ps(r, r);
+    let y = _mm512_add_ps(_mm512_fmadd_ps(y, r2, r), _mm512_set1_ps(1.0));
+    let pow2n = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
+        _mm512_cvtps_epi32(fx),
+        _mm512_set1_epi32(127),
+    )));
+    _mm512_mul_ps(y, pow2n)
+}

@@ -257,7 +257,7 @@ fn attention_kernels_equal_the_definition() {
 #[test]
 fn exp_sum_equals_the_scalar_exp() {
     let mut rng = ChaCha8Rng::seed_from_u64(12);
-    for len in [0usize, 1, 7, 8, 9, 64, 1000] {
+    for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 33, 64, 1000] {
         let mut x: Vec<f32> = (0..len).map(|_| rng.random_range(-90.0f32..0.0)).collect();
         if len > 2 {
             x[1] = f32::NEG_INFINITY;

@@ -43,6 +43,11 @@ use crate::transformer::LogitRows;
 /// in attention.
 const ATT_ROWS: usize = 16;
 
+thread_local! {
+    /// Each worker thread's attention-score buffer, reused across tasks.
+    static SCORES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// Softmax of `row` over the slots in `visible` (sorted, disjoint ranges);
 /// every other slot gets 0.
 fn softmax_visible(k: &Kernels, row: &mut [f32], visible: &[std::ops::Range<usize>]) {
@@ -467,7 +472,14 @@ impl NativeModel {
                     let at = i * qkv_w + g * group * hd;
                     q.extend_from_slice(&qkv_ref[at..at + group * hd]);
                 }
-                let mut p = vec![0f32; nq * span];
+                // the scores, in this thread's buffer (every element in
+                // 0..span of each row is written before it is read, so it
+                // is neither zeroed nor allocated per task)
+                let mut buf = SCORES.with(|c| c.take());
+                if buf.len() < nq * span {
+                    buf.resize(nq * span, 0.0);
+                }
+                let p = &mut buf[..nq * span];
                 for (a, b) in NativeKv::page_runs(0..span) {
                     let keys = kv_ref.keys_t(l, g, a, b);
                     k.attn_scores_t(&q, nq, keys, kv::PAGE, hd, b - a, &mut p[a..], span);
@@ -482,6 +494,7 @@ impl NativeModel {
                 for (a, b) in NativeKv::page_runs(0..span) {
                     k.attn_weighted_sum(&p[a..], span, nq, kv_ref.values(l, g, a, b), hd, &mut o);
                 }
+                SCORES.with(|c| c.set(buf));
                 o
             };
             let work = n * hq * (past + n);
