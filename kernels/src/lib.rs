@@ -693,6 +693,7 @@ struct OutPtr(*mut f32);
 // SAFETY: only used to write disjoint elements from the tasks of one
 // product, which all end before the product returns.
 unsafe impl Send for OutPtr {}
+// SAFETY: as for `Send`: no element is written by two tasks, none is read.
 unsafe impl Sync for OutPtr {}
 
 impl OutPtr {
@@ -702,6 +703,8 @@ impl OutPtr {
     /// # Safety
     /// `i` must lie inside the slice the pointer was taken from.
     unsafe fn at(&self, i: usize) -> *mut f32 {
+        // SAFETY: `i` lies inside the pointer's slice (the caller's
+        // contract), so the offset stays in the same allocation.
         unsafe { self.0.add(i) }
     }
 }
@@ -721,8 +724,8 @@ unsafe fn gemm_group(
     ostride: usize,
 ) {
     macro_rules! by_rows {
-        // SAFETY: forwarded from the caller's contract.
         ($q:literal) => {
+            // SAFETY: forwarded from the caller's contract.
             unsafe {
                 match k {
                     1 => x86::gemm_group_vnni::<$q, 1>(g, nb, xs, o, ostride),
