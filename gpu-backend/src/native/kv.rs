@@ -137,7 +137,8 @@ impl NativeKv {
         &self.pages[p].0[base + (start % PAGE) * hd..base + (end - (start / PAGE) * PAGE) * hd]
     }
 
-    /// `range` cut at page boundaries: the runs [`NativeKv::span`] takes.
+    /// `range` cut at page boundaries: the runs [`NativeKv::keys_t`] and
+    /// [`NativeKv::values`] take.
     pub(crate) fn page_runs(range: std::ops::Range<usize>) -> impl Iterator<Item = (usize, usize)> {
         let mut a = range.start;
         std::iter::from_fn(move || {
