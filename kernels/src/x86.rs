@@ -290,52 +290,80 @@ pub(crate) unsafe fn attn_scores_avx2<const G: usize>(
     }
 }
 
-/// `out[g · d + c] += Σ_j p[g · stride + j] · values[j · d + c]` for `G`
-/// weight rows and `m` value rows, `8 · W` columns at a time held in
-/// registers.
-///
-/// # Safety
-/// The CPU must have AVX2 and FMA; `d % (8 · W) == 0`, `p.len() >= (G − 1)
-/// · stride + m`, `values.len() >= m · d`, `out.len() >= G · d`.
-#[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn attn_weighted_sum_avx2<const G: usize, const W: usize>(
-    p: &[f32],
-    stride: usize,
-    values: &[f32],
-    d: usize,
-    m: usize,
-    out: &mut [f32],
-) {
-    let (pp, vp, op) = (p.as_ptr(), values.as_ptr(), out.as_mut_ptr());
-    let mut c = 0;
-    while c < d {
-        let mut acc = [[_mm256_setzero_ps(); W]; G];
-        for (g, row) in acc.iter_mut().enumerate() {
-            for (u, a) in row.iter_mut().enumerate() {
-                *a = _mm256_loadu_ps(op.add(g * d + c + 8 * u));
-            }
-        }
-        for j in 0..m {
-            let vr = vp.add(j * d + c);
-            let mut vv = [_mm256_setzero_ps(); W];
-            for (u, v) in vv.iter_mut().enumerate() {
-                *v = _mm256_loadu_ps(vr.add(8 * u));
-            }
-            for (g, row) in acc.iter_mut().enumerate() {
-                let w = _mm256_set1_ps(*pp.add(g * stride + j));
-                for (a, v) in row.iter_mut().zip(&vv) {
-                    *a = _mm256_fmadd_ps(w, *v, *a);
+macro_rules! attn_weighted_sum_impl {
+    ($name:ident, $features:literal, $lanes:literal, $zero:ident, $set1:ident, $fmadd:ident,
+     $load:ident, $store:ident) => {
+        /// `out[g · d + c] += Σ_j p[g · stride + j] · values[j · d + c]`
+        /// for `G` weight rows and `m` value rows, `lanes · W` columns at
+        /// a time held in registers; each value row is loaded once for the
+        /// `G` weight rows.
+        ///
+        /// # Safety
+        /// The CPU must have the enabled features; `d % (lanes · W) == 0`,
+        /// `p.len() >= (G − 1) · stride + m`, `values.len() >= m · d`,
+        /// `out.len() >= G · d`.
+        #[target_feature(enable = $features)]
+        pub(crate) unsafe fn $name<const G: usize, const W: usize>(
+            p: &[f32],
+            stride: usize,
+            values: &[f32],
+            d: usize,
+            m: usize,
+            out: &mut [f32],
+        ) {
+            let (pp, vp, op) = (p.as_ptr(), values.as_ptr(), out.as_mut_ptr());
+            let mut c = 0;
+            while c < d {
+                let mut acc = [[$zero(); W]; G];
+                for (g, row) in acc.iter_mut().enumerate() {
+                    for (u, a) in row.iter_mut().enumerate() {
+                        *a = $load(op.add(g * d + c + $lanes * u));
+                    }
                 }
+                for j in 0..m {
+                    let vr = vp.add(j * d + c);
+                    let mut vv = [$zero(); W];
+                    for (u, v) in vv.iter_mut().enumerate() {
+                        *v = $load(vr.add($lanes * u));
+                    }
+                    for (g, row) in acc.iter_mut().enumerate() {
+                        let w = $set1(*pp.add(g * stride + j));
+                        for (a, v) in row.iter_mut().zip(&vv) {
+                            *a = $fmadd(w, *v, *a);
+                        }
+                    }
+                }
+                for (g, row) in acc.iter().enumerate() {
+                    for (u, a) in row.iter().enumerate() {
+                        $store(op.add(g * d + c + $lanes * u), *a);
+                    }
+                }
+                c += $lanes * W;
             }
         }
-        for (g, row) in acc.iter().enumerate() {
-            for (u, a) in row.iter().enumerate() {
-                _mm256_storeu_ps(op.add(g * d + c + 8 * u), *a);
-            }
-        }
-        c += 8 * W;
-    }
+    };
 }
+
+attn_weighted_sum_impl!(
+    attn_weighted_sum_avx2,
+    "avx2,fma",
+    8,
+    _mm256_setzero_ps,
+    _mm256_set1_ps,
+    _mm256_fmadd_ps,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps
+);
+attn_weighted_sum_impl!(
+    attn_weighted_sum_avx512,
+    "avx2,fma,avx512f",
+    16,
+    _mm512_setzero_ps,
+    _mm512_set1_ps,
+    _mm512_fmadd_ps,
+    _mm512_loadu_ps,
+    _mm512_storeu_ps
+);
 
 /// `x[i] = exp(x[i] − shift)`, returning `Σ x[i]`: the exponential of a
 /// softmax, 8 lanes at a time (Cephes' single-precision `expf`: a range
@@ -374,6 +402,21 @@ pub(crate) unsafe fn exp_sum_avx2(x: &mut [f32], shift: f32) -> f32 {
     s
 }
 
+/// ln 2 in two parts for the range reduction of [`exp8`] / [`exp16`]
+/// (Cephes' `expf`): the high part exact in few bits, the low part the rest.
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+/// Cephes' `expf` polynomial in `r`, highest degree first (the terms `r`
+/// and 1 are added after).
+const EXP_POLY: [f32; 6] = [
+    1.987_569_1e-4,
+    1.398_199_9e-3,
+    8.333_452e-3,
+    4.166_579_6e-2,
+    0.166_666_65,
+    0.5,
+];
+
 #[inline(always)]
 unsafe fn exp8(x: __m256) -> __m256 {
     let x = _mm256_min_ps(
@@ -385,17 +428,11 @@ unsafe fn exp8(x: __m256) -> __m256 {
         _mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)),
         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC,
     );
-    let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693_359_4), x);
-    let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.121_944_4e-4), r);
-    let mut y = _mm256_set1_ps(1.987_569_1e-4);
-    for c in [
-        1.398_199_9e-3,
-        8.333_452e-3,
-        4.166_579_6e-2,
-        0.166_666_65,
-        0.5,
-    ] {
-        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(c));
+    let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(LN2_HI), x);
+    let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(LN2_LO), r);
+    let mut y = _mm256_set1_ps(EXP_POLY[0]);
+    for c in &EXP_POLY[1..] {
+        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(*c));
     }
     let r2 = _mm256_mul_ps(r, r);
     let y = _mm256_add_ps(_mm256_fmadd_ps(y, r2, r), _mm256_set1_ps(1.0));
@@ -601,51 +638,6 @@ attn_scores_t_impl!(
     store16_upto
 );
 
-/// [`attn_weighted_sum_avx2`] with 16-lane vectors.
-///
-/// # Safety
-/// The CPU must have AVX-512 F; `d % (16 · W) == 0`, `p.len() >= (G − 1)
-/// · stride + m`, `values.len() >= m · d`, `out.len() >= G · d`.
-#[target_feature(enable = "avx2,fma,avx512f")]
-pub(crate) unsafe fn attn_weighted_sum_avx512<const G: usize, const W: usize>(
-    p: &[f32],
-    stride: usize,
-    values: &[f32],
-    d: usize,
-    m: usize,
-    out: &mut [f32],
-) {
-    let (pp, vp, op) = (p.as_ptr(), values.as_ptr(), out.as_mut_ptr());
-    let mut c = 0;
-    while c < d {
-        let mut acc = [[_mm512_setzero_ps(); W]; G];
-        for (g, row) in acc.iter_mut().enumerate() {
-            for (u, a) in row.iter_mut().enumerate() {
-                *a = _mm512_loadu_ps(op.add(g * d + c + 16 * u));
-            }
-        }
-        for j in 0..m {
-            let vr = vp.add(j * d + c);
-            let mut vv = [_mm512_setzero_ps(); W];
-            for (u, v) in vv.iter_mut().enumerate() {
-                *v = _mm512_loadu_ps(vr.add(16 * u));
-            }
-            for (g, row) in acc.iter_mut().enumerate() {
-                let w = _mm512_set1_ps(*pp.add(g * stride + j));
-                for (a, v) in row.iter_mut().zip(&vv) {
-                    *a = _mm512_fmadd_ps(w, *v, *a);
-                }
-            }
-        }
-        for (g, row) in acc.iter().enumerate() {
-            for (u, a) in row.iter().enumerate() {
-                _mm512_storeu_ps(op.add(g * d + c + 16 * u), *a);
-            }
-        }
-        c += 16 * W;
-    }
-}
-
 /// [`exp_sum_avx2`] with 16 lanes (the same polynomial, so the same
 /// values lane for lane up to the order of the final sum).
 ///
@@ -683,17 +675,11 @@ unsafe fn exp16(x: __m512) -> __m512 {
     let fx = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
         _mm512_mul_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E)),
     );
-    let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693_359_4), x);
-    let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.121_944_4e-4), r);
-    let mut y = _mm512_set1_ps(1.987_569_1e-4);
-    for c in [
-        1.398_199_9e-3,
-        8.333_452e-3,
-        4.166_579_6e-2,
-        0.166_666_65,
-        0.5,
-    ] {
-        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(c));
+    let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(LN2_HI), x);
+    let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(LN2_LO), r);
+    let mut y = _mm512_set1_ps(EXP_POLY[0]);
+    for c in &EXP_POLY[1..] {
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(*c));
     }
     let r2 = _mm512_mul_ps(r, r);
     let y = _mm512_add_ps(_mm512_fmadd_ps(y, r2, r), _mm512_set1_ps(1.0));

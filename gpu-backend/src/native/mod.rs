@@ -313,13 +313,8 @@ impl NativeModel {
         }
     }
 
-    /// The rotation of position `pos`: `(sin, cos)` per frequency.
-    fn rope_angles(&self, pos: usize, out: &mut Vec<(f32, f32)>) {
-        out.clear();
-        out.extend(self.inv_freq.iter().map(|&f| (pos as f32 * f).sin_cos()));
-    }
-
-    /// Rotates every head of `x` by the angles of [`Self::rope_angles`].
+    /// Rotates every head of `x` by `angles`, one `(sin, cos)` per
+    /// frequency.
     fn rope(&self, x: &mut [f32], angles: &[(f32, f32)]) {
         let hd = self.cfg.head_dim();
         let half = hd / 2;
@@ -423,12 +418,14 @@ impl NativeModel {
         let mut att = vec![0f32; n * hq * hd];
         let mut act = vec![0f32; n * inter];
         // each row's rotation, computed once for all its heads and layers
-        let mut angles = Vec::with_capacity(n * hd / 2);
-        let mut one = Vec::new();
-        for &pos in positions {
-            self.rope_angles(pos, &mut one);
-            angles.extend_from_slice(&one);
-        }
+        let angles: Vec<(f32, f32)> = positions
+            .iter()
+            .flat_map(|&pos| {
+                self.inv_freq
+                    .iter()
+                    .map(move |&f| (pos as f32 * f).sin_cos())
+            })
+            .collect();
         for (l, layer) in self.layers.iter().enumerate() {
             self.rms_norm(&x, &layer.ln1, &mut h);
             acts.quantize(k, &h, d);
