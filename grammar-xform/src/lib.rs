@@ -92,10 +92,15 @@ pub mod useless;
 
 pub use dfa::TerminalDfa;
 
-/// The generic JSON grammar (RFC 8259, any whitespace around every token)
-/// in GBNF: `grammars/json.gbnf`, what XGrammar calls the builtin JSON
-/// grammar.
+/// The generic JSON grammar (RFC 8259: any JSON value, any whitespace
+/// around every token) in GBNF: `grammars/json.gbnf`.
 pub const JSON_GBNF: &str = include_str!("../grammars/json.gbnf");
+
+/// A JSON object or array, whitespace inside it but none around it, in
+/// GBNF (`grammars/json_container.gbnf`): what XGrammar's builtin JSON
+/// grammar admits (`"x"`, `1`, `" {}"` and `"{} "` are refused), and what
+/// the Python package's `builtin_json_grammar` compiles.
+pub const JSON_CONTAINER_GBNF: &str = include_str!("../grammars/json_container.gbnf");
 pub use error::GrammarError;
 pub use gbnf::{parse_gbnf, ParsedGrammar, Warning, WarningKind};
 pub use inline::{dedupe, eliminate_units, inline_nonterminals, InlineConfig};

@@ -11,7 +11,8 @@
 //!   (RFC 4291 §2.2, all three text forms with `::` compression),
 //!   `uri` / `uri-reference` (RFC 3986 `URI` / `URI-reference`, IP
 //!   literals included), `json-pointer` (RFC 6901),
-//!   `relative-json-pointer` (draft-handrews-relative-json-pointer-01).
+//!   `relative-json-pointer` (draft-handrews-relative-json-pointer-01),
+//!   `uri-template` (RFC 6570 §2: literals and level-4 expressions).
 //! * **Sound bounded subsets**, where the exact language needs a counter
 //!   no small automaton has; every string accepted is valid, and the
 //!   strings left out are listed here:
@@ -32,7 +33,7 @@
 //! * **Refused** (no regular or no practical exact language):
 //!   `idn-email`, `idn-hostname` (IDNA 2008 tables), `iri`,
 //!   `iri-reference` (RFC 3987's `ucschar` ranges and their interplay
-//!   with IP literals are not covered yet), `uri-template` (RFC 6570),
+//!   with IP literals are not covered yet),
 //!   `regex` (ECMA-262 syntax nests parentheses: not regular). The
 //!   compiler refuses them unless [`super::JsonSchemaOptions::lenient_formats`]
 //!   is set, which treats them as annotations and records a warning.
@@ -152,6 +153,19 @@ fn uri(absolute: bool) -> String {
     }
 }
 
+/// RFC 6570 §2 `URI-Template`: literals (`literals`, with `ucschar`,
+/// `iprivate` and `pct-encoded`) and expressions `{` operator? varspec
+/// (`,` varspec)* `}`, varspec = varname (`:` max-length | `*`)?.
+fn uri_template() -> String {
+    let pct = "%[0-9A-Fa-f]{2}";
+    let ucschar = r"\x{A0}-\x{D7FF}\x{F900}-\x{FDCF}\x{FDF0}-\x{FFEF}\x{10000}-\x{1FFFD}\x{20000}-\x{2FFFD}\x{30000}-\x{3FFFD}\x{40000}-\x{4FFFD}\x{50000}-\x{5FFFD}\x{60000}-\x{6FFFD}\x{70000}-\x{7FFFD}\x{80000}-\x{8FFFD}\x{90000}-\x{9FFFD}\x{A0000}-\x{AFFFD}\x{B0000}-\x{BFFFD}\x{C0000}-\x{CFFFD}\x{D0000}-\x{DFFFD}\x{E1000}-\x{EFFFD}";
+    let iprivate = r"\x{E000}-\x{F8FF}\x{F0000}-\x{FFFFD}\x{100000}-\x{10FFFD}";
+    let literal = format!(r"(?:[!#$&(-;=?-\[\]_a-z~{ucschar}{iprivate}]|{pct})");
+    let varchar = format!("(?:[A-Za-z0-9_]|{pct})");
+    let varspec = format!(r"{varchar}(?:\.?{varchar})*(?::[1-9][0-9]{{0,3}}|\*)?");
+    format!(r"(?:{literal}|\{{[+#./;?&=,!@|]?{varspec}(?:,{varspec})*\}})*")
+}
+
 /// How the compiler treats the format `name` (module docs).
 pub(crate) fn lookup(name: &str) -> FormatKind {
     static TABLE: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
@@ -184,6 +198,7 @@ pub(crate) fn lookup(name: &str) -> FormatKind {
             ("uri", uri(true)),
             ("uri-reference", uri(false)),
             ("json-pointer", pointer.into()),
+            ("uri-template", uri_template()),
             (
                 "relative-json-pointer",
                 format!("(?:0|[1-9][0-9]*)(?:#|{pointer})"),
@@ -199,9 +214,6 @@ pub(crate) fn lookup(name: &str) -> FormatKind {
         }
         "iri" | "iri-reference" => {
             FormatKind::Refused("RFC 3987 IRIs are not compiled exactly yet")
-        }
-        "uri-template" => {
-            FormatKind::Refused("RFC 6570 URI templates are not compiled exactly yet")
         }
         "regex" => FormatKind::Refused("ECMA-262 regex syntax is not a regular language"),
         _ => FormatKind::Unknown,
@@ -272,6 +284,27 @@ mod tests {
                 &["P", "PT", "P1Y1D", "P1W1D", "PT1H1S", "P1D1M"],
             ),
             ("json-pointer", &["", "/a~0b/~1", "/"], &["a", "/~2"]),
+            (
+                "uri-template",
+                &[
+                    "",
+                    "http://example.com/{id}",
+                    "/s{?q,lang}",
+                    "{+path:6}/x{#frag*}",
+                    "a%20b{x.y}",
+                ],
+                &[
+                    "{}",
+                    "{a",
+                    "a}",
+                    "{a b}",
+                    "{?}",
+                    "%zz",
+                    "{x:0}",
+                    "{x:12345}",
+                    "a b",
+                ],
+            ),
             (
                 "relative-json-pointer",
                 &["0", "1/a", "10#"],

@@ -197,11 +197,11 @@
 //!   product automaton of the patterns and a character counter, written
 //!   like a region above (refused above 20,000 states).
 //! * **`format`** (module `formats`): `date`, `duration`, `uuid`, `ipv4`,
-//!   `ipv6`, `uri`, `uri-reference`, `json-pointer` and
+//!   `ipv6`, `uri`, `uri-reference`, `uri-template`, `json-pointer` and
 //!   `relative-json-pointer` are exact; `time`, `date-time`, `hostname`
 //!   and `email` are sound bounded subsets of their RFC languages (a leap
 //!   second only in UTC; length limits in tiers; no quoted local parts);
-//!   `idn-email`, `idn-hostname`, `iri`, `iri-reference`, `uri-template`
+//!   `idn-email`, `idn-hostname`, `iri`, `iri-reference`
 //!   and `regex` are refused unless [`JsonSchemaOptions::lenient_formats`]
 //!   (then annotations, with a warning in [`CompileReport::warnings`]);
 //!   names that are no format of the specification are annotations (as
@@ -279,6 +279,18 @@ mod strings;
 mod unique;
 
 pub use canonical::canonical_instances;
+
+/// An ECMA-262 regex (the dialect of JSON Schema's `pattern`, and of
+/// XGrammar's `Grammar.from_regex`) rewritten in `regex-syntax`'s
+/// dialect, meaning kept: `\d`, `\w` and `\b` are ASCII, `\s` is
+/// ECMA-262's white space, `.` excludes the four ECMA line terminators, a
+/// `[` inside a class is literal. Anchors and quantifiers are left as
+/// written. `Err` is a message for a pattern the rewrite refuses (a
+/// trailing backslash, a back-reference, …); the result may still be
+/// refused by `regex-syntax`'s parser.
+pub fn ecma_regex_to_regex_syntax(pattern: &str) -> Result<String, String> {
+    strings::ecma_to_regex_syntax(pattern).map_err(|e| e.to_string())
+}
 pub use error::SchemaError;
 
 pub use zapspec_grammar::ir::Grammar;
@@ -536,7 +548,7 @@ pub struct JsonSchemaOptions {
     pub time_budget: std::time::Duration,
     /// What to do with a `format` of the specification that has no exact
     /// (or documented sound) regex here (`idn-email`, `idn-hostname`,
-    /// `iri`, `iri-reference`, `uri-template`, `regex`; module `formats`).
+    /// `iri`, `iri-reference`, `regex`; module `formats`).
     /// `false` (the default): refuse the schema with
     /// [`SchemaError::Unsupported`] on `format`, since a grammar that
     /// ignored the format would accept invalid instances. `true`: treat it
@@ -570,11 +582,15 @@ pub struct JsonSchemaOptions {
     /// defaults to `true`). `true` is what many serving stacks do
     /// (OpenAI's structured outputs, XGrammar's strict mode) and an
     /// intentional narrowing: the grammar then accepts a subset of the
-    /// valid instances (never an invalid one). It applies to every
-    /// object the grammar writes for a schema without
-    /// `additionalProperties`, `{}` and `true` included: `{"type":
-    /// "object"}` and a property declared `{}` accept only `{}` as an
-    /// object. It applies to the objects the grammar writes,
+    /// valid instances (never an invalid one). It applies to the objects
+    /// that declare their members (`properties` or `patternProperties`,
+    /// `"properties": {}` included) and say nothing of
+    /// `additionalProperties`. An object schema that declares no member
+    /// (`{"type": "object"}`, which vLLM compiles for `response_format:
+    /// json_object`, or a free-form tool parameter; `{}` and `true` as
+    /// values) stays open: any object, as in XGrammar's strict mode, and
+    /// `minProperties` without `properties` stays satisfiable. It applies
+    /// to the objects the grammar writes,
     /// not to `not`/`oneOf` reasoning, which keeps the specification's
     /// meaning (so closing stays sound under complements), and an
     /// undeclared `required` name is then unsatisfiable unless a

@@ -187,7 +187,8 @@ pub(crate) fn key_filter<'a>(
 /// The layout of an object schema; [`Sat::No`] when a required member is
 /// impossible. `norm` and `notes` serve `propertyNames`, whose schema is
 /// normalised against the same document. `closed`: an absent
-/// `additionalProperties` is `false` ([`JsonSchemaOptions::closed_objects`],
+/// `additionalProperties` is `false` in an object that declares
+/// `properties` or `patternProperties` ([`JsonSchemaOptions::closed_objects`],
 /// a narrowing applied only where objects are emitted, never inside the
 /// proofs and complements of `normalize`).
 ///
@@ -203,7 +204,14 @@ pub(crate) fn object_layout<'a>(
     let no_props = Vec::new();
     let props = o.properties.as_ref().unwrap_or(&no_props);
     let required = &o.required;
-    let absent = if closed { Sub::FALSE } else { Sub::TRUE };
+    // strict mode closes the objects that declare their members; one that
+    // declares none (`{"type": "object"}`, vLLM's `json_object`) stays open
+    let declares = o.properties.is_some() || o.pattern_properties.is_some();
+    let absent = if closed && declares {
+        Sub::FALSE
+    } else {
+        Sub::TRUE
+    };
     let additional = o.additional_properties.clone().unwrap_or(absent);
     let patterns = pattern_properties(o, ptr)?;
     let filter = key_filter(s, norm, notes)?;

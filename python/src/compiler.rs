@@ -15,7 +15,7 @@ use zapspec_jsonschema::compile_json_schema;
 
 use crate::errors::{earley_error, guard, kind, raise, schema_error};
 use crate::grammar::{schema_options, schema_value, Grammar, GrammarInner};
-use crate::tokenizer::{TokInner, TokenizerInfo};
+use crate::tokenizer::{check_serialized, TokInner, TokenizerInfo, SERIALIZATION_VERSION};
 
 /// A grammar compiled for one tokenizer.
 #[derive(Debug)]
@@ -61,6 +61,67 @@ impl CompiledGrammar {
     #[getter]
     fn memory_size_bytes(&self) -> usize {
         self.inner.bytes
+    }
+
+    /// This compiled grammar as JSON: its grammar (`Grammar.serialize_json`)
+    /// and its tokenizer's metadata. The engine's caches are not written:
+    /// `deserialize_json` compiles the grammar again for the tokenizer
+    /// info it is given (the same masks; the time of one compile).
+    fn serialize_json(&self) -> String {
+        let g = Grammar {
+            inner: self.inner.grammar.clone(),
+        };
+        let t = TokenizerInfo {
+            inner: self.inner.tok.clone(),
+        };
+        serde_json::json!({
+            "__VERSION__": SERIALIZATION_VERSION,
+            "kind": "CompiledGrammar",
+            "grammar": g.to_json(),
+            "tokenizer_metadata": t.metadata_json(),
+        })
+        .to_string()
+    }
+
+    /// A compiled grammar from `serialize_json`'s text, for
+    /// `tokenizer_info` (compiled again; see `serialize_json`).
+    #[staticmethod]
+    fn deserialize_json(
+        py: Python<'_>,
+        json_str: &str,
+        tokenizer_info: &TokenizerInfo,
+    ) -> PyResult<CompiledGrammar> {
+        guard(|| {
+            let v = check_serialized(py, json_str, "CompiledGrammar")?;
+            let gv = v.get("grammar").ok_or_else(|| {
+                raise(
+                    py,
+                    "DeserializeFormatError",
+                    "serialized CompiledGrammar: no \"grammar\"",
+                    kind("format"),
+                )
+            })?;
+            let grammar = Grammar::from_json(py, gv)?;
+            let tok = tokenizer_info.inner.clone();
+            let vocab = tok.vocab.clone();
+            let index = py
+                .detach(|| VocabIndex::with_config(vocab, IndexConfig::default()))
+                .map_err(|e| earley_error(py, &e))?;
+            let engine = Engine::with_index(index);
+            let g = py
+                .detach(|| engine.compile(&grammar.ir, EngineConfig::default()))
+                .map_err(|e| earley_error(py, &e))?;
+            let (terminals, positions) = g.size();
+            let bytes = grammar.key.len() + 48 * positions + 512 * terminals;
+            Ok(CompiledGrammar {
+                inner: Arc::new(CompiledInner {
+                    g,
+                    tok,
+                    grammar,
+                    bytes,
+                }),
+            })
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -307,7 +368,7 @@ impl GrammarCompiler {
     /// `Grammar.builtin_json_grammar()` compiled.
     fn compile_builtin_json_grammar(&self, py: Python<'_>) -> PyResult<CompiledGrammar> {
         guard(|| {
-            let g = Grammar::ebnf(py, zapspec_grammar::JSON_GBNF, "root")?;
+            let g = Grammar::ebnf(py, zapspec_grammar::JSON_CONTAINER_GBNF, "root")?;
             self.compile_with(py, g.key.clone(), move |_| Ok(g))
         })
     }

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use zapspec_grammar::{Grammar as Ir, Symbol, Terminal, JSON_GBNF};
+use zapspec_grammar::{Grammar as Ir, Symbol, Terminal, JSON_CONTAINER_GBNF};
 use zapspec_jsonschema::{
     compile_json_schema, JsonSchemaOptions, OneOfMode, PropertyOrder, UnknownFormats,
     UnknownKeywords, Whitespace, EARLEY_MAX_REGEX_REPEAT,
 };
 
 use crate::errors::{grammar_error, guard, kind, raise, schema_error, Fields};
+use crate::tokenizer::{check_serialized, SERIALIZATION_VERSION};
 
 /// A grammar and the text it was made from.
 #[derive(Debug)]
@@ -47,9 +48,14 @@ pub(crate) fn schema_options(
         max_regex_repeat: EARLEY_MAX_REGEX_REPEAT,
         // XGrammar's strict_mode=True default
         closed_objects: true,
+        // XGrammar compiles a `oneOf` whose branches overlap as `anyOf`
+        // (a looser grammar); `one_of="require_disjoint"` is zapspec's
+        // exact reading (refused unless the branches are disjoint)
+        one_of: OneOfMode::AsAnyOf,
         ..JsonSchemaOptions::default()
     };
-    let mut any_whitespace = false;
+    // XGrammar's default: any whitespace between tokens
+    let mut any_whitespace = true;
     let mut indent: Option<i64> = None;
     let mut separators: Option<(String, String)> = None;
     let mut max_ws: Option<usize> = None;
@@ -69,6 +75,10 @@ pub(crate) fn schema_options(
                 "indent" => indent = v.extract()?,
                 "separators" => separators = v.extract()?,
                 "max_whitespace_cnt" => max_ws = v.extract()?,
+                // XGrammar's debugging switch: the GBNF is `str(grammar)`
+                "print_converted_ebnf" => {
+                    let _: bool = v.extract()?;
+                }
                 "strict_mode" => o.closed_objects = v.extract()?,
                 "any_order" => {
                     o.property_order = if v.extract()? {
@@ -126,11 +136,12 @@ pub(crate) fn schema_options(
             }
         }
     }
-    if indent.is_some() {
+    // XGrammar: any_whitespace=True ignores indent and separators
+    if indent.is_some() && !any_whitespace {
         return Err(raise(
             py,
             "SchemaError",
-            "indent is not supported: zapspec writes JSON on one line (use separators, or any_whitespace=True)",
+            "indent with any_whitespace=False is not supported: zapspec writes JSON on one line (use separators, or any_whitespace=True, which admits indented JSON)",
             kind("option"),
         ));
     }
@@ -186,7 +197,7 @@ pub(crate) fn schema_value(
     serde_json::from_str(&text).map_err(|e| {
         raise(
             py,
-            "SchemaError",
+            "InvalidJSONError",
             format!("the schema is not valid JSON: {e}"),
             Fields {
                 kind: Some("invalid json".into()),
@@ -198,6 +209,43 @@ pub(crate) fn schema_value(
 }
 
 impl Grammar {
+    /// The serialized form (`serialize_json`).
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "__VERSION__": SERIALIZATION_VERSION,
+            "kind": "Grammar",
+            "gbnf": self.inner.ir.to_string(),
+            "key": self.inner.key,
+        })
+    }
+
+    /// The grammar of a serialized form whose version was checked.
+    pub(crate) fn from_json(py: Python<'_>, v: &serde_json::Value) -> PyResult<Arc<GrammarInner>> {
+        let field = |k: &str| {
+            v.get(k).and_then(|x| x.as_str()).ok_or_else(|| {
+                raise(
+                    py,
+                    "DeserializeFormatError",
+                    format!("serialized Grammar: no string {k:?}"),
+                    kind("format"),
+                )
+            })
+        };
+        let (gbnf, key) = (field("gbnf")?, field("key")?);
+        let ir = Ir::from_gbnf(gbnf).map_err(|e| {
+            raise(
+                py,
+                "DeserializeFormatError",
+                format!("serialized Grammar: its GBNF does not parse: {e}"),
+                kind("format"),
+            )
+        })?;
+        Ok(Arc::new(GrammarInner {
+            ir,
+            key: key.to_string(),
+        }))
+    }
+
     pub(crate) fn json_schema(
         py: Python<'_>,
         schema: &Bound<'_, PyAny>,
@@ -234,7 +282,22 @@ impl Grammar {
         }))
     }
 
-    pub(crate) fn regex(py: Python<'_>, pattern: &str) -> PyResult<Arc<GrammarInner>> {
+    pub(crate) fn regex(py: Python<'_>, source: &str) -> PyResult<Arc<GrammarInner>> {
+        // XGrammar's regexes are ECMAScript's (a `[` inside a class is
+        // literal, `\d` is ASCII): rewritten for the engine's dialect
+        let translated = zapspec_jsonschema::ecma_regex_to_regex_syntax(source).map_err(|m| {
+            raise(
+                py,
+                "GrammarError",
+                format!("bad regex: {m}"),
+                Fields {
+                    kind: Some("regex".into()),
+                    position: Some((1, 1)),
+                    ..Fields::default()
+                },
+            )
+        })?;
+        let pattern = translated.as_str();
         if let Err(e) = regex_syntax::Parser::new().parse(pattern) {
             let (offset, msg) = match &e {
                 regex_syntax::Error::Parse(p) => (p.span().start.offset, p.kind().to_string()),
@@ -258,7 +321,7 @@ impl Grammar {
         ir.start = root;
         Ok(Arc::new(GrammarInner {
             ir,
-            key: format!("regex\u{0}{pattern}"),
+            key: format!("regex\u{0}{source}"),
         }))
     }
 }
@@ -267,7 +330,7 @@ impl Grammar {
 impl Grammar {
     /// The grammar of JSON documents valid under `schema` (a `str`, a
     /// `dict`, or a Pydantic model class). XGrammar's keywords
-    /// (`any_whitespace=False`, `indent=None` — only `None` —,
+    /// (`any_whitespace=True` — any whitespace, `indent` and `separators` then ignored —, `indent=None` — only `None` with `any_whitespace=False` —,
     /// `separators=None` → `(", ", ": ")`, `strict_mode=True`: objects
     /// without `additionalProperties` are closed, `max_whitespace_cnt`,
     /// `any_order`) and every option of zapspec's compiler (`one_of`,
@@ -306,7 +369,9 @@ impl Grammar {
         })
     }
 
-    /// The strings fully matched by `regex` (Rust `regex` syntax, Unicode).
+    /// The strings fully matched by `regex`, in ECMAScript syntax as
+    /// XGrammar reads it (`\d` and `\w` ASCII, a `[` inside a class
+    /// literal, `^` / `$` at the ends allowed).
     #[staticmethod]
     fn from_regex(py: Python<'_>, regex_string: &str) -> PyResult<Self> {
         guard(|| {
@@ -316,12 +381,33 @@ impl Grammar {
         })
     }
 
-    /// Any JSON document (RFC 8259), with any whitespace between tokens.
+    /// A JSON object or array (RFC 8259 inside), whitespace between its
+    /// tokens but none before or after it: XGrammar's builtin JSON
+    /// grammar (`"x"`, `1`, `" {}"`, `"{} "` are refused).
     #[staticmethod]
     fn builtin_json_grammar(py: Python<'_>) -> PyResult<Self> {
         guard(|| {
             Ok(Grammar {
-                inner: Self::ebnf(py, JSON_GBNF, "root")?,
+                inner: Self::ebnf(py, JSON_CONTAINER_GBNF, "root")?,
+            })
+        })
+    }
+
+    /// This grammar as JSON (its GBNF and its cache key);
+    /// `deserialize_json` rebuilds it.
+    fn serialize_json(&self) -> String {
+        self.to_json().to_string()
+    }
+
+    /// A grammar from `serialize_json`'s text: `zapspec.InvalidJSONError`,
+    /// `DeserializeFormatError` or `DeserializeVersionError` for text it
+    /// did not write.
+    #[staticmethod]
+    fn deserialize_json(py: Python<'_>, json_string: &str) -> PyResult<Self> {
+        guard(|| {
+            let v = check_serialized(py, json_string, "Grammar")?;
+            Ok(Grammar {
+                inner: Self::from_json(py, &v)?,
             })
         })
     }

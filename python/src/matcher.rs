@@ -38,7 +38,12 @@ pub(crate) struct State {
 pub struct GrammarMatcher {
     c: Arc<CompiledInner>,
     stop: Arc<[TokenId]>,
-    max_rollback: Option<usize>,
+    /// XGrammar's `terminate_without_stop_token`: the sequence ends when
+    /// the grammar completes; stop tokens are never accepted.
+    no_stop: bool,
+    /// `default_temperature` as given (zapspec's grammars carry no
+    /// per-rule temperature, so it is the temperature everywhere).
+    temperature: Option<f64>,
     st: Mutex<State>,
 }
 
@@ -71,7 +76,8 @@ impl GrammarMatcher {
         GrammarMatcher {
             c: self.c.clone(),
             stop: self.stop.clone(),
-            max_rollback: self.max_rollback,
+            no_stop: self.no_stop,
+            temperature: self.temperature,
             st: Mutex::new(State {
                 m,
                 scratch: TokenSet::new(n),
@@ -98,7 +104,10 @@ impl GrammarMatcher {
         if m.is_finished() {
             return Ok(false);
         }
-        if self.stop.contains(&t) && m.is_accepting() {
+        if self.stop.contains(&t) {
+            if self.no_stop || !m.is_accepting() {
+                return Ok(false);
+            }
             let eos = self.eos();
             return Ok(m.advance(eos).is_ok());
         }
@@ -113,11 +122,85 @@ impl GrammarMatcher {
         }
     }
 
+    /// Whether the sequence is over: a stop token was accepted, or, under
+    /// `terminate_without_stop_token`, the grammar is complete.
+    fn ended(&self, m: &EarleyMatcher) -> bool {
+        m.is_finished() || (self.no_stop && m.is_accepting())
+    }
+
     /// Fills `row` for the locked state (GIL released by the caller).
     fn fill(&self, st: &mut State, row: &mut [i32]) -> bool {
         let (vs, eos) = (self.vs(), self.eos());
         let State { m, scratch } = st;
         m.with_mask(scratch, |set| write_row(set, row, vs, eos, &self.stop))
+    }
+}
+
+/// A draft tree as `traverse_draft_tree` takes it.
+struct Tree<'a> {
+    next: &'a [i64],
+    sib: &'a [i64],
+    toks: &'a [i64],
+    cols: usize,
+    deadline: Option<std::time::Duration>,
+    start: std::time::Instant,
+}
+
+impl GrammarMatcher {
+    /// Visits node `pos` (child of `parent`) and its later siblings, with
+    /// `st` at the parent's state; `false` when the time ran out. The
+    /// recursion depth is the tree's depth (a draft of tens of tokens).
+    fn traverse(
+        &self,
+        t: &Tree<'_>,
+        pos: usize,
+        parent: Option<usize>,
+        st: &mut State,
+        data: &mut [i32],
+        depth: usize,
+    ) -> bool {
+        let mut pos = pos;
+        loop {
+            let row = pos * t.cols..(pos + 1) * t.cols;
+            let allowed = match parent {
+                None => true,
+                Some(p) => {
+                    let tok = t.toks[pos];
+                    tok >= 0
+                        && (tok as usize) < t.cols * 32
+                        && (data[p * t.cols + tok as usize / 32] as u32 >> (tok % 32)) & 1 == 1
+                }
+            };
+            if allowed && parent.is_some() {
+                if let Some(d) = t.deadline {
+                    if t.start.elapsed() > d {
+                        return false;
+                    }
+                }
+            }
+            let advanced = allowed
+                && (parent.is_none()
+                    || matches!(self.accept(st, t.toks[pos] as TokenId), Ok(true)));
+            if advanced && !self.ended(&st.m) {
+                self.fill(st, &mut data[row]);
+                let child = t.next[pos];
+                if child >= 0 && !self.traverse(t, child as usize, Some(pos), st, data, depth + 1) {
+                    if parent.is_some() {
+                        let _ = st.m.rollback(1);
+                    }
+                    return false;
+                }
+            } else {
+                data[row].fill(0);
+            }
+            if advanced && parent.is_some() {
+                let _ = st.m.rollback(1);
+            }
+            match t.sib[pos] {
+                s if s >= 0 => pos = s as usize,
+                _ => return true,
+            }
+        }
     }
 }
 
@@ -132,35 +215,46 @@ fn terminated(py: Python<'_>) -> PyErr {
 
 #[pymethods]
 impl GrammarMatcher {
-    /// A matcher at the start of `compiled_grammar`'s language.
-    /// `override_stop_tokens`: the tokens that end the sequence (default:
-    /// the tokenizer's); `max_rollback_tokens`: -1 for no bound (the
-    /// default), else the most tokens one `rollback` may undo.
+    /// A matcher at the start of `compiled_grammar`'s language
+    /// (XGrammar's signature and defaults). `override_stop_tokens`: the
+    /// tokens that end the sequence (an id or a list; default: the
+    /// tokenizer's); `terminate_without_stop_token`: the sequence ends
+    /// when the grammar completes and stop tokens are never accepted
+    /// (`is_terminated()` is then `is_completed()`);
+    /// `max_rollback_tokens`: accepted and ignored, as in XGrammar —
+    /// rollback is unbounded (the property reads -1); vLLM passes its
+    /// number of speculative tokens there. `default_temperature`: what
+    /// the `temperature` property reports (zapspec's grammars set no
+    /// per-rule temperature).
     #[new]
-    #[pyo3(signature = (compiled_grammar, *, override_stop_tokens = None, max_rollback_tokens = -1))]
+    #[pyo3(signature = (compiled_grammar, *, override_stop_tokens = None, terminate_without_stop_token = false, max_rollback_tokens = -1, default_temperature = None))]
     fn new(
         py: Python<'_>,
-        compiled_grammar: &CompiledGrammar,
+        compiled_grammar: &Bound<'_, PyAny>,
         override_stop_tokens: Option<&Bound<'_, PyAny>>,
+        terminate_without_stop_token: bool,
         max_rollback_tokens: i64,
+        default_temperature: Option<f64>,
     ) -> PyResult<Self> {
+        let _ = max_rollback_tokens;
+        let Ok(compiled_grammar) = compiled_grammar.cast::<CompiledGrammar>() else {
+            return Err(raise(
+                py,
+                "GrammarError",
+                "The grammar should be compiled before passing it to GrammarMatcher (GrammarCompiler.compile_*)",
+                kind("not compiled"),
+            ));
+        };
+        let compiled_grammar = compiled_grammar.get();
         guard(|| {
             let c = compiled_grammar.inner.clone();
-            let stop: Vec<TokenId> = match override_stop_tokens {
+            let stop: Vec<TokenId> = match override_stop_tokens.filter(|o| !o.is_none()) {
                 None => c.tok.stop.clone(),
                 Some(o) => {
                     let ids: Vec<i64> = match o.extract::<i64>() {
                         Ok(i) => vec![i],
                         Err(_) => o.extract()?,
                     };
-                    if ids.is_empty() {
-                        return Err(raise(
-                            py,
-                            "InvalidTokenError",
-                            "override_stop_tokens is empty",
-                            kind("stop token"),
-                        ));
-                    }
                     let mut out = Vec::new();
                     for id in ids {
                         if id < 0 || id as u64 >= c.tok.vocab_size as u64 {
@@ -184,7 +278,8 @@ impl GrammarMatcher {
             Ok(GrammarMatcher {
                 c,
                 stop: stop.into(),
-                max_rollback: usize::try_from(max_rollback_tokens).ok(),
+                no_stop: terminate_without_stop_token,
+                temperature: default_temperature,
                 st: Mutex::new(State {
                     m,
                     scratch: TokenSet::new(n),
@@ -199,13 +294,15 @@ impl GrammarMatcher {
     /// some token (XGrammar's `need_apply`). Does not change the state;
     /// releases the GIL. On a terminated matcher:
     /// `zapspec.MatcherTerminatedError`.
-    #[pyo3(signature = (bitmask, index = 0))]
+    #[pyo3(signature = (bitmask, index = 0, *, debug_print = false))]
     fn fill_next_token_bitmask(
         &self,
         py: Python<'_>,
         bitmask: &Bound<'_, PyAny>,
         index: i64,
+        debug_print: bool,
     ) -> PyResult<bool> {
+        let _ = debug_print;
         guard(|| {
             let arr = as_int32_array(py, bitmask)?;
             let (rows, cols) = rows_cols(&arr);
@@ -236,7 +333,9 @@ impl GrammarMatcher {
     /// or the matcher has terminated). A stop token while the grammar
     /// accepts terminates the matcher. An id outside the vocabulary is
     /// `zapspec.InvalidTokenError`; an engine limit `zapspec.LimitExceeded`.
-    fn accept_token(&self, py: Python<'_>, token_id: i64) -> PyResult<bool> {
+    #[pyo3(signature = (token_id, *, debug_print = false))]
+    fn accept_token(&self, py: Python<'_>, token_id: i64, debug_print: bool) -> PyResult<bool> {
+        let _ = debug_print;
         guard(|| {
             let t = self.token(py, token_id)?;
             let mut st = self.lock(py);
@@ -247,7 +346,14 @@ impl GrammarMatcher {
     /// Accepts a string (or bytes) as one step (one `rollback` undoes
     /// it), not necessarily token-aligned. `False` and the state
     /// unchanged when it does not continue the grammar.
-    fn accept_string(&self, py: Python<'_>, input_str: &Bound<'_, PyAny>) -> PyResult<bool> {
+    #[pyo3(signature = (input_str, *, debug_print = false))]
+    fn accept_string(
+        &self,
+        py: Python<'_>,
+        input_str: &Bound<'_, PyAny>,
+        debug_print: bool,
+    ) -> PyResult<bool> {
+        let _ = debug_print;
         guard(|| {
             let bytes: Vec<u8> = if let Ok(s) = input_str.cast::<PyString>() {
                 s.extract::<String>()?.into_bytes()
@@ -267,8 +373,8 @@ impl GrammarMatcher {
     }
 
     /// Undoes the last `num_tokens` accepted tokens (a stop token and an
-    /// accepted string count as one each). More than were accepted, or
-    /// more than `max_rollback_tokens`, is `zapspec.RollbackError`.
+    /// accepted string count as one each). More than were accepted is
+    /// `zapspec.RollbackError`.
     #[pyo3(signature = (num_tokens = 1))]
     fn rollback(&self, py: Python<'_>, num_tokens: i64) -> PyResult<()> {
         guard(|| {
@@ -282,14 +388,6 @@ impl GrammarMatcher {
                     kind("rollback"),
                 )
             })?;
-            if let Some(max) = self.max_rollback.filter(|&m| n > m) {
-                return Err(raise(
-                    py,
-                    "RollbackError",
-                    format!("cannot roll back {n} tokens: max_rollback_tokens is {max}"),
-                    kind("rollback"),
-                ));
-            }
             st.m.rollback(n).map_err(|_| {
                 raise(
                     py,
@@ -301,9 +399,11 @@ impl GrammarMatcher {
         })
     }
 
-    /// Whether a stop token was accepted (the sequence is over).
+    /// Whether the sequence is over: a stop token was accepted (or, under
+    /// `terminate_without_stop_token`, the grammar is complete).
     fn is_terminated(&self, py: Python<'_>) -> bool {
-        self.lock(py).m.is_finished()
+        let st = self.lock(py);
+        self.ended(&st.m)
     }
 
     /// Whether the text so far is a complete member of the language
@@ -415,10 +515,102 @@ impl GrammarMatcher {
         self.stop.to_vec()
     }
 
-    /// The bound on one rollback (-1: none).
+    /// -1: rollback is unbounded (XGrammar's value; the constructor's
+    /// argument is ignored).
     #[getter]
     fn max_rollback_tokens(&self) -> i64 {
-        self.max_rollback.map_or(-1, |m| m as i64)
+        -1
+    }
+
+    /// The sampling temperature for the next token: `default_temperature`.
+    #[getter]
+    fn temperature(&self) -> Option<f64> {
+        self.temperature
+    }
+
+    /// Fills the bitmask row of every node of a draft token tree that the
+    /// grammar reaches (XGrammar's `traverse_draft_tree`, as SGLang's
+    /// EAGLE path calls it). Node 0 is the token the target model just
+    /// produced (already accepted); `retrieve_next_token[i]` is node
+    /// `i`'s first child, `retrieve_next_sibling[i]` its next sibling
+    /// (-1: none), `draft_tokens[i]` its token. A node whose token its
+    /// parent's mask bans, that the grammar refuses, or after which the
+    /// sequence has ended gets an all-zero row. `time_threshold` > 0:
+    /// stop after that many seconds and return `False` (the rows not
+    /// reached are unchanged). `temperatures` (float32, one per node):
+    /// -1 for every node (no per-rule temperature; `default_temperature`
+    /// where one was given). The matcher's state is unchanged.
+    #[pyo3(signature = (retrieve_next_token, retrieve_next_sibling, draft_tokens, token_bitmask, time_threshold = -1.0, temperatures = None))]
+    fn traverse_draft_tree(
+        &self,
+        py: Python<'_>,
+        retrieve_next_token: &Bound<'_, PyAny>,
+        retrieve_next_sibling: &Bound<'_, PyAny>,
+        draft_tokens: &Bound<'_, PyAny>,
+        token_bitmask: &Bound<'_, PyAny>,
+        time_threshold: f64,
+        temperatures: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        guard(|| {
+            let ids = |a: &Bound<'_, PyAny>| -> PyResult<Vec<i64>> {
+                if a.hasattr("tolist")? {
+                    a.call_method0("tolist")?.extract()
+                } else {
+                    a.extract()
+                }
+            };
+            let (next, sib, toks) = (
+                ids(retrieve_next_token)?,
+                ids(retrieve_next_sibling)?,
+                ids(draft_tokens)?,
+            );
+            let n = toks.len();
+            let err = |m: String| raise(py, "BitmaskError", m, kind("draft tree"));
+            if next.len() != n || sib.len() != n {
+                return Err(err(format!(
+                    "the draft tree's arrays differ in length ({}, {}, {})",
+                    next.len(),
+                    sib.len(),
+                    n
+                )));
+            }
+            if let Some(&bad) = next.iter().chain(&sib).find(|&&x| x < -1 || x >= n as i64) {
+                return Err(err(format!(
+                    "node index {bad} is outside the tree of {n} nodes"
+                )));
+            }
+            let arr = as_int32_array(py, token_bitmask)?;
+            let (rows, cols) = rows_cols(&arr);
+            check_cols(py, cols, self.vs())?;
+            if rows < n {
+                return Err(err(format!("the bitmask has {rows} rows for {n} nodes")));
+            }
+            if let Some(t) = temperatures.filter(|t| !t.is_none()) {
+                t.call_method1("fill_", (self.temperature.unwrap_or(-1.0),))
+                    .or_else(|_| t.call_method1("fill", (self.temperature.unwrap_or(-1.0),)))?;
+            }
+            if n == 0 {
+                return Ok(true);
+            }
+            let m = self.lock(py).m.clone();
+            // SAFETY: from `as_int32_array`; the only reference to the data
+            let data = unsafe { rows_mut(&arr) };
+            let mut st = State {
+                m,
+                scratch: TokenSet::new(self.c.tok.vocab.len()),
+            };
+            let start = std::time::Instant::now();
+            let tree = Tree {
+                next: &next,
+                sib: &sib,
+                toks: &toks,
+                cols,
+                deadline: (time_threshold > 0.0)
+                    .then(|| std::time::Duration::from_secs_f64(time_threshold)),
+                start,
+            };
+            Ok(py.detach(|| self.traverse(&tree, 0, None, &mut st, data, 0)))
+        })
     }
 
     /// The model's vocabulary size (bitmask columns: its `ceil(/32)`).

@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use zapspec_core::{TokenId, Vocabulary};
 use zapspec_vocab::{decode_token_text, TiktokenBpe, TokenText, TokenVocab};
 
-use crate::errors::{guard, kind, raise, vocab_error};
+use crate::errors::{guard, kind, raise, vocab_error, Fields};
 
 /// Token strings that end a turn or a document in common chat models,
 /// looked up (as special tokens) when no stop token is given.
@@ -33,8 +33,20 @@ pub(crate) struct TokInner {
     pub vocab: Arc<TokenVocab>,
     /// The model's vocabulary size: bitmask rows cover `0..vocab_size`.
     pub vocab_size: usize,
-    /// Tokens that end generation once the grammar accepts.
+    /// Tokens that end generation once the grammar accepts (may be
+    /// empty: then nothing ends it but the grammar's own end, see
+    /// `GrammarMatcher(terminate_without_stop_token=True)`).
     pub stop: Vec<TokenId>,
+    /// Ids the tokenizer defines: `vocab.len()`, or one less when the
+    /// engine's vocabulary ends with a hidden end-of-sequence token (a
+    /// tokenizer without stop tokens, or an empty one: the engine needs
+    /// an EOS id to say "the grammar accepts"; the hidden id is never in
+    /// a bitmask row, never accepted, never reported).
+    pub n_tokens: usize,
+    /// XGrammar's `VocabType` value (0 raw, 1 byte fallback, 2 byte level).
+    pub vocab_type: u8,
+    /// Whether the tokenizer prepends a space to the text it encodes.
+    pub add_prefix_space: bool,
 }
 
 impl TokInner {
@@ -79,21 +91,16 @@ impl TokInner {
                 out
             }
         };
-        let mut stop = stop;
-        stop.sort_unstable();
-        stop.dedup();
-        if stop.is_empty() {
-            return Err(raise(
-                py,
-                "TokenizerError",
-                "stop_token_ids must not be empty",
-                kind("stop token"),
-            ));
-        }
+        // duplicates dropped, the caller's order kept
+        let mut seen = std::collections::HashSet::new();
+        let stop: Vec<TokenId> = stop.into_iter().filter(|t| seen.insert(*t)).collect();
         Ok(TokInner {
+            n_tokens: n,
             vocab: Arc::new(vocab),
             vocab_size,
             stop,
+            vocab_type: 0,
+            add_prefix_space: false,
         })
     }
 }
@@ -144,6 +151,17 @@ fn token_text_kind(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<TokenText> 
 }
 
 impl TokenizerInfo {
+    /// `dump_metadata()` as a JSON value.
+    pub(crate) fn metadata_json(&self) -> serde_json::Value {
+        let t = &self.inner;
+        serde_json::json!({
+            "vocab_type": t.vocab_type,
+            "vocab_size": t.vocab_size,
+            "add_prefix_space": t.add_prefix_space,
+            "stop_token_ids": t.stop,
+        })
+    }
+
     /// A loaded vocabulary with the model's size and its stop tokens
     /// (`stop`, else EOS and `extra_stop`): what every constructor ends with.
     fn build(
@@ -153,9 +171,226 @@ impl TokenizerInfo {
         stop: Option<Vec<i64>>,
         extra_stop: &[TokenId],
     ) -> PyResult<Self> {
+        Self::build_with(py, vocab, vocab_size, stop, extra_stop, Meta::default())
+    }
+
+    /// [`Self::build`] with the vocabulary's metadata.
+    fn build_with(
+        py: Python<'_>,
+        vocab: TokenVocab,
+        vocab_size: Option<usize>,
+        stop: Option<Vec<i64>>,
+        extra_stop: &[TokenId],
+        meta: Meta,
+    ) -> PyResult<Self> {
+        let mut inner = TokInner::new(py, vocab, vocab_size, stop, extra_stop)?;
+        inner.vocab_type = meta.vocab_type;
+        inner.add_prefix_space = meta.add_prefix_space;
+        if meta.hidden_eos {
+            inner.n_tokens -= 1;
+            if vocab_size.is_none() {
+                inner.vocab_size = inner.n_tokens;
+            }
+        }
         Ok(TokenizerInfo {
-            inner: Arc::new(TokInner::new(py, vocab, vocab_size, stop, extra_stop)?),
+            inner: Arc::new(inner),
         })
+    }
+
+    /// The vocabulary of `encoded_vocab` written as `vocab_type` says
+    /// (XGrammar's constructor; see `new`).
+    #[allow(clippy::too_many_arguments)]
+    fn from_list(
+        py: Python<'_>,
+        encoded_vocab: &Bound<'_, PyAny>,
+        kind_: TokenText,
+        vocab_type: u8,
+        vocab_size: Option<usize>,
+        stop_token_ids: Option<Vec<i64>>,
+        special_token_ids: Option<Vec<i64>>,
+        add_prefix_space: bool,
+    ) -> PyResult<Self> {
+        let mut tokens: Vec<Vec<u8>> = Vec::new();
+        let mut names: std::collections::HashMap<String, TokenId> = Default::default();
+        for (i, item) in encoded_vocab.try_iter()?.enumerate() {
+            let item = item?;
+            let bytes = if let Ok(b) = item.cast::<PyBytes>() {
+                b.as_bytes().to_vec()
+            } else if let Ok(s) = item.cast::<PyString>() {
+                let s: String = s.extract()?;
+                let s = s.as_str();
+                names.entry(s.to_string()).or_insert(i as TokenId);
+                decode_token_text(s, kind_).ok_or_else(|| {
+                    raise(
+                        py,
+                        "TokenizerError",
+                        format!(
+                            "token {i} ({s:?}) has a character outside the byte-level alphabet"
+                        ),
+                        kind("format"),
+                    )
+                })?
+            } else {
+                return Err(raise(
+                    py,
+                    "TokenizerError",
+                    format!("encoded_vocab[{i}] is neither str nor bytes"),
+                    kind("format"),
+                ));
+            };
+            tokens.push(bytes);
+        }
+        let n = tokens.len();
+        let mut special: Vec<TokenId> = Vec::new();
+        for id in special_token_ids.unwrap_or_default() {
+            if id < 0 || id as usize >= n {
+                return Err(raise(
+                    py,
+                    "TokenizerError",
+                    format!("special token id {id} is outside the vocabulary ({n} tokens)"),
+                    kind("special token"),
+                ));
+            }
+            special.push(id as TokenId);
+        }
+        let limit = vocab_size.unwrap_or(n).max(n);
+        let stops: Vec<TokenId> = match &stop_token_ids {
+            Some(ids) => {
+                let mut out = Vec::with_capacity(ids.len());
+                for &id in ids {
+                    if id < 0 || id as usize >= limit {
+                        return Err(raise(
+                            py,
+                            "TokenizerError",
+                            format!("stop token id {id} is outside the vocabulary ({limit} ids)"),
+                            kind("stop token"),
+                        ));
+                    }
+                    out.push(id as TokenId);
+                }
+                out
+            }
+            None => STOP_NAMES
+                .iter()
+                .filter_map(|s| names.get(*s).copied())
+                .collect(),
+        };
+        // the engine's end-of-sequence id: the first stop token the
+        // tokenizer defines, else a hidden empty token after the last
+        let (eos, hidden_eos) = match stops.iter().find(|&&t| (t as usize) < n) {
+            Some(&t) => (t, false),
+            None => {
+                tokens.push(Vec::new());
+                (n as TokenId, true)
+            }
+        };
+        // stop tokens are control tokens: never grammar text
+        special.extend(stops.iter().copied().filter(|&t| (t as usize) < n));
+        let vocab = TokenVocab::from_tokens("encoded_vocab", tokens, &special, eos)
+            .map_err(|e| vocab_error(py, &e))?;
+        let stop = Some(stops.iter().map(|&t| t as i64).collect());
+        Self::build_with(
+            py,
+            vocab,
+            vocab_size,
+            stop,
+            &[],
+            Meta {
+                vocab_type,
+                add_prefix_space,
+                hidden_eos,
+            },
+        )
+    }
+}
+
+/// What a tokenizer says of its vocabulary beside the tokens.
+#[derive(Default, Clone, Copy)]
+struct Meta {
+    vocab_type: u8,
+    add_prefix_space: bool,
+    hidden_eos: bool,
+}
+
+/// XGrammar's `VocabType` value of a `TokenText`.
+fn vocab_type_value(k: TokenText) -> u8 {
+    match k {
+        TokenText::Raw => 0,
+        TokenText::ByteFallback => 1,
+        TokenText::ByteLevel => 2,
+    }
+}
+
+/// The `VocabType` and `add_prefix_space` a Hugging Face `tokenizer.json`
+/// describes: byte level when its decoder or pre-tokenizer is
+/// `ByteLevel`, byte fallback when its model has byte pieces (`<0x0A>`)
+/// or a `▁` decoder; a prefix space when its normalizer prepends `▁` or
+/// its `Metaspace` step adds one.
+fn hf_metadata(json: &str) -> Meta {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
+        return Meta::default();
+    };
+    fn has_type(v: Option<&serde_json::Value>, ty: &str) -> bool {
+        let Some(v) = v else { return false };
+        if v.get("type").and_then(|t| t.as_str()) == Some(ty) {
+            return true;
+        }
+        ["decoders", "pretokenizers", "normalizers"]
+            .iter()
+            .any(|k| {
+                v.get(*k)
+                    .and_then(|a| a.as_array())
+                    .is_some_and(|a| a.iter().any(|x| has_type(Some(x), ty)))
+            })
+    }
+    fn find<'a>(v: Option<&'a serde_json::Value>, ty: &str) -> Option<&'a serde_json::Value> {
+        let v = v?;
+        if v.get("type").and_then(|t| t.as_str()) == Some(ty) {
+            return Some(v);
+        }
+        ["decoders", "pretokenizers", "normalizers"]
+            .iter()
+            .find_map(|k| {
+                v.get(*k)?
+                    .as_array()?
+                    .iter()
+                    .find_map(|x| find(Some(x), ty))
+            })
+    }
+    let decoder = v.get("decoder");
+    let pre = v.get("pre_tokenizer");
+    let norm = v.get("normalizer");
+    let byte_pieces = v
+        .get("model")
+        .and_then(|m| m.get("vocab"))
+        .and_then(|m| m.as_object())
+        .map_or(0, |m| {
+            (0..=255u32)
+                .filter(|b| m.contains_key(&format!("<0x{b:02X}>")))
+                .count()
+        });
+    let vocab_type = if has_type(decoder, "ByteLevel") || has_type(pre, "ByteLevel") {
+        2
+    } else if byte_pieces >= 128 || has_type(decoder, "ByteFallback") {
+        1
+    } else {
+        0
+    };
+    let prepend = find(norm, "Prepend")
+        .and_then(|p| p.get("prepend"))
+        .and_then(|p| p.as_str())
+        .is_some_and(|p| p == "▁" || p == " ");
+    let metaspace = find(pre, "Metaspace").is_some_and(|m| {
+        m.get("add_prefix_space").and_then(|a| a.as_bool()) == Some(true)
+            || matches!(
+                m.get("prepend_scheme").and_then(|a| a.as_str()),
+                Some("always") | Some("first")
+            )
+    });
+    Meta {
+        vocab_type,
+        add_prefix_space: vocab_type == 1 && (prepend || metaspace),
+        hidden_eos: false,
     }
 }
 
@@ -163,17 +398,22 @@ impl TokenizerInfo {
 impl TokenizerInfo {
     /// A tokenizer from its vocabulary as a list of token strings (or
     /// bytes), index = token id, written as `vocab_type` says (XGrammar's
-    /// constructor). Empty entries and `special_token_ids` are special;
-    /// the stop tokens default to the first of `</s>`, `<|endoftext|>`,
-    /// `<|im_end|>`, `<|eot_id|>`, `<eos>` … that the vocabulary has.
+    /// constructor and defaults). Empty entries and `special_token_ids`
+    /// are special; `stop_token_ids` (an id or a list; default: the first
+    /// of `</s>`, `<|endoftext|>`, `<|im_end|>`, `<|eot_id|>`, `<eos>` …
+    /// that the vocabulary has) may be empty, and so may the vocabulary
+    /// (a matcher over it accepts strings, not tokens).
+    /// `add_prefix_space`: whether the tokenizer prepends a space to what
+    /// it encodes (vLLM passes it for Mistral tokenizers).
     #[new]
-    #[pyo3(signature = (encoded_vocab, vocab_type = None, *, vocab_size = None, stop_token_ids = None, special_token_ids = None))]
+    #[pyo3(signature = (encoded_vocab, vocab_type = None, *, vocab_size = None, stop_token_ids = None, add_prefix_space = false, special_token_ids = None))]
     fn new(
         py: Python<'_>,
         encoded_vocab: &Bound<'_, PyAny>,
         vocab_type: Option<&Bound<'_, PyAny>>,
         vocab_size: Option<usize>,
-        stop_token_ids: Option<Vec<i64>>,
+        stop_token_ids: Option<&Bound<'_, PyAny>>,
+        add_prefix_space: bool,
         special_token_ids: Option<Vec<i64>>,
     ) -> PyResult<Self> {
         guard(|| {
@@ -181,85 +421,229 @@ impl TokenizerInfo {
                 Some(v) => token_text_kind(py, v)?,
                 None => TokenText::Raw,
             };
-            let mut tokens: Vec<Vec<u8>> = Vec::new();
-            let mut names: std::collections::HashMap<String, TokenId> = Default::default();
-            for (i, item) in encoded_vocab.try_iter()?.enumerate() {
-                let item = item?;
-                let bytes = if let Ok(b) = item.cast::<PyBytes>() {
-                    b.as_bytes().to_vec()
-                } else if let Ok(s) = item.cast::<PyString>() {
-                    let s: String = s.extract()?;
-                    let s = s.as_str();
-                    names.entry(s.to_string()).or_insert(i as TokenId);
-                    decode_token_text(s, kind_).ok_or_else(|| {
-                        raise(
-                            py,
-                            "TokenizerError",
-                            format!(
-                                "token {i} ({s:?}) has a character outside the byte-level alphabet"
-                            ),
-                            kind("format"),
-                        )
-                    })?
-                } else {
-                    return Err(raise(
-                        py,
-                        "TokenizerError",
-                        format!("encoded_vocab[{i}] is neither str nor bytes"),
-                        kind("format"),
-                    ));
-                };
-                tokens.push(bytes);
-            }
-            if tokens.is_empty() {
-                return Err(raise(
-                    py,
-                    "TokenizerError",
-                    "encoded_vocab is empty",
-                    kind("format"),
-                ));
-            }
-            let n = tokens.len();
-            let mut special: Vec<TokenId> = Vec::new();
-            for id in special_token_ids.unwrap_or_default() {
-                if id < 0 || id as usize >= n {
-                    return Err(raise(
-                        py,
-                        "TokenizerError",
-                        format!("special token id {id} is outside the vocabulary ({n} tokens)"),
-                        kind("special token"),
-                    ));
-                }
-                special.push(id as TokenId);
-            }
-            let stops: Vec<TokenId> = match &stop_token_ids {
-                Some(ids) => ids
-                    .iter()
-                    .filter(|&&i| i >= 0 && (i as usize) < n)
-                    .map(|&i| i as TokenId)
-                    .collect(),
-                None => STOP_NAMES
-                    .iter()
-                    .filter_map(|s| names.get(*s).copied())
-                    .collect(),
-            };
-            let Some(&eos) = stops.first() else {
-                return Err(raise(
-                    py,
-                    "TokenizerError",
-                    format!(
-                        "no stop token: give stop_token_ids (none of {STOP_NAMES:?} is in the vocabulary)"
-                    ),
-                    kind("no eos"),
-                ));
-            };
-            // stop tokens are control tokens: never grammar text
-            special.extend(stops.iter().copied());
-            let vocab = TokenVocab::from_tokens("encoded_vocab", tokens, &special, eos)
-                .map_err(|e| vocab_error(py, &e))?;
-            let stop = stop_token_ids.or_else(|| Some(stops.iter().map(|&t| t as i64).collect()));
-            Self::build(py, vocab, vocab_size, stop, &[])
+            let stops = stop_ids(stop_token_ids)?;
+            Self::from_list(
+                py,
+                encoded_vocab,
+                kind_,
+                vocab_type_value(kind_),
+                vocab_size,
+                stops,
+                special_token_ids,
+                add_prefix_space,
+            )
         })
+    }
+
+    /// XGrammar's `from_vocab_and_metadata`: the vocabulary list and the
+    /// JSON of `dump_metadata()` (`vocab_type`, `vocab_size`,
+    /// `add_prefix_space`, `stop_token_ids`).
+    #[staticmethod]
+    fn from_vocab_and_metadata(
+        py: Python<'_>,
+        encoded_vocab: &Bound<'_, PyAny>,
+        metadata: &str,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let m: serde_json::Value = serde_json::from_str(metadata).map_err(|e| {
+                raise(
+                    py,
+                    "InvalidJSONError",
+                    format!("the metadata is not valid JSON: {e}"),
+                    Fields {
+                        kind: Some("invalid json".into()),
+                        position: Some((e.line(), e.column())),
+                        ..Fields::default()
+                    },
+                )
+            })?;
+            let bad = |what: &str| {
+                raise(
+                    py,
+                    "DeserializeFormatError",
+                    format!("the metadata has no valid {what:?}"),
+                    kind("format"),
+                )
+            };
+            let vt = m
+                .get("vocab_type")
+                .and_then(|v| v.as_u64())
+                .filter(|&v| v <= 2)
+                .ok_or_else(|| bad("vocab_type"))? as u8;
+            let vocab_size = m
+                .get("vocab_size")
+                .and_then(|v| v.as_u64())
+                .ok_or_else(|| bad("vocab_size"))? as usize;
+            let aps = m
+                .get("add_prefix_space")
+                .and_then(|v| v.as_bool())
+                .ok_or_else(|| bad("add_prefix_space"))?;
+            let stops = m
+                .get("stop_token_ids")
+                .and_then(|v| v.as_array())
+                .ok_or_else(|| bad("stop_token_ids"))?
+                .iter()
+                .map(|x| x.as_i64().ok_or_else(|| bad("stop_token_ids")))
+                .collect::<PyResult<Vec<i64>>>()?;
+            let kind_ = [
+                TokenText::Raw,
+                TokenText::ByteFallback,
+                TokenText::ByteLevel,
+            ][vt as usize];
+            Self::from_list(
+                py,
+                encoded_vocab,
+                kind_,
+                vt,
+                Some(vocab_size),
+                Some(stops),
+                None,
+                aps,
+            )
+        })
+    }
+
+    /// The metadata that, with the vocabulary list, rebuilds this
+    /// tokenizer info (`from_vocab_and_metadata`): compact JSON with
+    /// `vocab_type`, `vocab_size`, `add_prefix_space`, `stop_token_ids`,
+    /// in XGrammar's layout.
+    fn dump_metadata(&self) -> String {
+        let t = &self.inner;
+        format!(
+            "{{\"vocab_type\":{},\"vocab_size\":{},\"add_prefix_space\":{},\"stop_token_ids\":{}}}",
+            t.vocab_type,
+            t.vocab_size,
+            t.add_prefix_space,
+            serde_json::to_string(&t.stop).unwrap_or_else(|_| "[]".into())
+        )
+    }
+
+    /// This tokenizer info as JSON: its metadata, the bytes of every
+    /// token (hex) and its special ids; `deserialize_json` rebuilds it
+    /// (same ids, bytes, stop and special tokens; its `encode` is then
+    /// greedy longest match, not the original tokenizer's merges).
+    fn serialize_json(&self) -> String {
+        let t = &self.inner;
+        let v = &t.vocab;
+        let tokens: Vec<String> = (0..t.n_tokens as TokenId)
+            .map(|i| hex(v.token_bytes(i)))
+            .collect();
+        serde_json::json!({
+            "__VERSION__": SERIALIZATION_VERSION,
+            "kind": "TokenizerInfo",
+            "name": v.name(),
+            "vocab_type": t.vocab_type,
+            "vocab_size": t.vocab_size,
+            "add_prefix_space": t.add_prefix_space,
+            "stop_token_ids": t.stop,
+            "special_token_ids": (0..t.n_tokens as TokenId).filter(|&i| v.is_special(i)).collect::<Vec<_>>(),
+            "decoded_vocab_hex": tokens,
+        })
+        .to_string()
+    }
+
+    /// A tokenizer info from `serialize_json`'s text.
+    /// `zapspec.InvalidJSONError`, `DeserializeFormatError`,
+    /// `DeserializeVersionError` for text it did not write.
+    #[staticmethod]
+    fn deserialize_json(py: Python<'_>, json_string: &str) -> PyResult<Self> {
+        guard(|| {
+            let v = check_serialized(py, json_string, "TokenizerInfo")?;
+            let bad = |what: &str| {
+                raise(
+                    py,
+                    "DeserializeFormatError",
+                    format!("serialized TokenizerInfo: no valid {what:?}"),
+                    kind("format"),
+                )
+            };
+            let ids = |k: &str| -> PyResult<Vec<i64>> {
+                v.get(k)
+                    .and_then(|x| x.as_array())
+                    .ok_or_else(|| bad(k))?
+                    .iter()
+                    .map(|x| x.as_i64().ok_or_else(|| bad(k)))
+                    .collect()
+            };
+            let tokens: Vec<Vec<u8>> = v
+                .get("decoded_vocab_hex")
+                .and_then(|x| x.as_array())
+                .ok_or_else(|| bad("decoded_vocab_hex"))?
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .and_then(unhex)
+                        .ok_or_else(|| bad("decoded_vocab_hex"))
+                })
+                .collect::<PyResult<_>>()?;
+            let vt = v
+                .get("vocab_type")
+                .and_then(|x| x.as_u64())
+                .filter(|&x| x <= 2);
+            let vt = vt.ok_or_else(|| bad("vocab_type"))? as u8;
+            let vocab_size = v.get("vocab_size").and_then(|x| x.as_u64());
+            let vocab_size = vocab_size.ok_or_else(|| bad("vocab_size"))? as usize;
+            let aps = v.get("add_prefix_space").and_then(|x| x.as_bool());
+            let aps = aps.ok_or_else(|| bad("add_prefix_space"))?;
+            let list = PyList::new(py, tokens.iter().map(|b| PyBytes::new(py, b)))?;
+            let special = ids("special_token_ids")?
+                .into_iter()
+                .filter(|&i| i >= 0 && (i as usize) < tokens.len())
+                .collect();
+            Self::from_list(
+                py,
+                list.as_any(),
+                TokenText::Raw,
+                vt,
+                Some(vocab_size),
+                Some(ids("stop_token_ids")?),
+                Some(special),
+                aps,
+            )
+        })
+    }
+
+    /// XGrammar's detection of a vocabulary's type from its `{token: id}`
+    /// dict: byte fallback when it has at least 128 of the byte pieces
+    /// `<0x00>`…`<0xFF>`, byte level when at least 128 of GPT-2's 256
+    /// byte characters are tokens and 99% of the tokens are spelt in
+    /// them, else `None`.
+    #[staticmethod]
+    fn _detect_vocab_type_from_vocab<'py>(
+        py: Python<'py>,
+        vocab_dict: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let keys: Vec<String> = vocab_dict
+            .try_iter()?
+            .map(|k| k.and_then(|k| k.extract::<String>()))
+            .collect::<PyResult<_>>()?;
+        let set: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let pieces = (0..=255u32)
+            .filter(|b| set.contains(format!("<0x{b:02X}>").as_str()))
+            .count();
+        let vt = if pieces >= 128 {
+            Some(1)
+        } else {
+            let in_charset = |c: char| {
+                let mut b = [0u8; 4];
+                decode_token_text(c.encode_utf8(&mut b), TokenText::ByteLevel).is_some()
+            };
+            let singles = keys
+                .iter()
+                .filter(|k| {
+                    let mut cs = k.chars();
+                    matches!((cs.next(), cs.next()), (Some(c), None) if in_charset(c))
+                })
+                .count();
+            let spelt = keys.iter().filter(|k| k.chars().all(in_charset)).count();
+            (singles >= 128 && spelt as f64 >= 0.99 * keys.len() as f64).then_some(2)
+        };
+        match vt {
+            None => Ok(None),
+            Some(v) => Ok(Some(
+                py.import("zapspec")?.getattr("VocabType")?.call1((v,))?,
+            )),
+        }
     }
 
     /// From a Hugging Face tokenizer object: a `transformers` fast
@@ -274,9 +658,18 @@ impl TokenizerInfo {
         py: Python<'_>,
         tokenizer: &Bound<'_, PyAny>,
         vocab_size: Option<usize>,
-        stop_token_ids: Option<Vec<i64>>,
+        stop_token_ids: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         guard(|| {
+            let stop_token_ids = stop_ids(stop_token_ids)?;
+            if stop_token_ids.as_ref().is_some_and(|s| s.is_empty()) {
+                return Err(raise(
+                    py,
+                    "TokenizerError",
+                    "stop_token_ids cannot be empty",
+                    kind("stop token"),
+                ));
+            }
             let backend = if tokenizer.hasattr("backend_tokenizer")? {
                 tokenizer.getattr("backend_tokenizer")?
             } else {
@@ -332,7 +725,7 @@ impl TokenizerInfo {
             let stop = stop_token_ids.or_else(|| (!eos_ids.is_empty()).then(|| eos_ids.clone()));
             let ids = stop_name_ids(&json);
             let extra = detect_stops(&vocab, |s| ids.get(s).copied());
-            Self::build(py, vocab, vocab_size, stop, &extra)
+            Self::build_with(py, vocab, vocab_size, stop, &extra, hf_metadata(&json))
         })
     }
 
@@ -367,7 +760,14 @@ impl TokenizerInfo {
                 .map_err(|e| vocab_error(py, &e))?;
             let ids = stop_name_ids(&text);
             let extra = detect_stops(&vocab, |s| ids.get(s).copied());
-            Self::build(py, vocab, vocab_size, stop_token_ids, &extra)
+            Self::build_with(
+                py,
+                vocab,
+                vocab_size,
+                stop_token_ids,
+                &extra,
+                hf_metadata(&text),
+            )
         })
     }
 
@@ -387,7 +787,11 @@ impl TokenizerInfo {
                 .detach(|| TokenVocab::from_gguf(&path))
                 .map_err(|e| vocab_error(py, &e))?;
             let extra = detect_stops(&vocab, |s| info.control.get(s).copied());
-            Self::build(py, vocab, vocab_size, stop_token_ids, &extra)
+            let meta = Meta {
+                vocab_type: 2,
+                ..Meta::default()
+            };
+            Self::build_with(py, vocab, vocab_size, stop_token_ids, &extra, meta)
         })
     }
 
@@ -419,7 +823,7 @@ impl TokenizerInfo {
     /// Number of token ids the tokenizer itself defines.
     #[getter]
     fn tokenizer_vocab_size(&self) -> usize {
-        self.inner.vocab.len()
+        self.inner.n_tokens
     }
 
     /// Tokens that end generation once the grammar accepts.
@@ -428,23 +832,48 @@ impl TokenizerInfo {
         self.inner.stop.clone()
     }
 
-    /// Control tokens and unused ids: never allowed as grammar text.
+    /// Control tokens, unused ids and the padding ids past the
+    /// tokenizer's (`tokenizer_vocab_size..vocab_size`): never allowed as
+    /// grammar text.
     #[getter]
     fn special_token_ids(&self) -> Vec<TokenId> {
-        let v = &self.inner.vocab;
-        (0..v.len() as TokenId)
-            .filter(|&t| v.is_special(t))
+        let t = &self.inner;
+        let v = &t.vocab;
+        (0..t.n_tokens as TokenId)
+            .filter(|&i| v.is_special(i))
+            .chain(t.n_tokens as TokenId..t.vocab_size as TokenId)
             .collect()
+    }
+
+    /// How the vocabulary list writes token bytes (`zapspec.VocabType`;
+    /// `RAW` for tokenizers built from bytes).
+    #[getter]
+    fn vocab_type<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("zapspec")?
+            .getattr("VocabType")?
+            .call1((self.inner.vocab_type,))
+    }
+
+    /// Whether the tokenizer prepends a space to the text it encodes.
+    #[getter]
+    fn add_prefix_space(&self) -> bool {
+        self.inner.add_prefix_space
+    }
+
+    /// XGrammar's older name of `add_prefix_space`.
+    #[getter]
+    fn prepend_space_in_tokenization(&self) -> bool {
+        self.inner.add_prefix_space
     }
 
     /// The exact bytes of every token id of the tokenizer (special tokens
     /// are empty).
     #[getter]
     fn decoded_vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let v = &self.inner.vocab;
+        let t = &self.inner;
         PyList::new(
             py,
-            (0..v.len() as TokenId).map(|t| PyBytes::new(py, v.token_bytes(t))),
+            (0..t.n_tokens as TokenId).map(|i| PyBytes::new(py, t.vocab.token_bytes(i))),
         )
     }
 
@@ -470,7 +899,7 @@ impl TokenizerInfo {
         let v = &self.inner.vocab;
         let mut out = Vec::new();
         for id in ids {
-            if id >= 0 && (id as usize) < v.len() {
+            if id >= 0 && (id as usize) < self.inner.n_tokens {
                 out.extend_from_slice(v.token_bytes(id as TokenId));
             }
         }
@@ -481,7 +910,7 @@ impl TokenizerInfo {
         format!(
             "TokenizerInfo(name={:?}, tokenizer_vocab_size={}, vocab_size={}, stop_token_ids={:?})",
             self.inner.vocab.name(),
-            self.inner.vocab.len(),
+            self.inner.n_tokens,
             self.inner.vocab_size,
             self.inner.stop
         )
@@ -516,4 +945,87 @@ fn stem(p: &Path) -> String {
     p.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "tokenizer".into())
+}
+
+/// The version `serialize_json` writes and `deserialize_json` reads.
+pub(crate) const SERIALIZATION_VERSION: &str = "zapspec-v1";
+
+/// `bytes` as lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Lowercase or uppercase hex as bytes; `None` for anything else.
+pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The JSON object of a `serialize_json` text of `kind`, or the package's
+/// `InvalidJSONError` / `DeserializeFormatError` /
+/// `DeserializeVersionError`.
+pub(crate) fn check_serialized(
+    py: Python<'_>,
+    text: &str,
+    kind_: &str,
+) -> PyResult<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        raise(
+            py,
+            "InvalidJSONError",
+            format!("not valid JSON: {e}"),
+            Fields {
+                kind: Some("invalid json".into()),
+                position: Some((e.line(), e.column())),
+                ..Fields::default()
+            },
+        )
+    })?;
+    match v.get("__VERSION__").and_then(|x| x.as_str()) {
+        Some(SERIALIZATION_VERSION) => {}
+        Some(other) => {
+            return Err(raise(
+                py,
+                "DeserializeVersionError",
+                format!(
+                    "serialized by version {other:?}; this package reads {SERIALIZATION_VERSION:?}"
+                ),
+                kind("version"),
+            ))
+        }
+        None => {
+            return Err(raise(
+                py,
+                "DeserializeFormatError",
+                format!("not a serialized {kind_}: no \"__VERSION__\""),
+                kind("format"),
+            ))
+        }
+    }
+    if v.get("kind").and_then(|x| x.as_str()) != Some(kind_) {
+        return Err(raise(
+            py,
+            "DeserializeFormatError",
+            format!("not a serialized {kind_}"),
+            kind("format"),
+        ));
+    }
+    Ok(v)
+}
+
+/// `stop_token_ids` as XGrammar takes it: `None`, an id, or a list.
+fn stop_ids(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
+    match v {
+        None => Ok(None),
+        Some(v) if v.is_none() => Ok(None),
+        Some(v) => match v.extract::<i64>() {
+            Ok(i) => Ok(Some(vec![i])),
+            Err(_) => Ok(Some(v.extract()?)),
+        },
+    }
 }

@@ -26,7 +26,7 @@ def walk(matcher, ids):
 
 
 def test_json_schema_walk_stop_and_rollback(info, compiler):
-    cg = compiler.compile_json_schema(SCHEMA, separators=(",", ":"))
+    cg = compiler.compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":"))
     m = zapspec.GrammarMatcher(cg)
     bm = zapspec.allocate_token_bitmask(1, info.vocab_size, framework="numpy")
     ids = info.encode('{"name":"Bob","age":42}')
@@ -55,7 +55,7 @@ def test_json_schema_walk_stop_and_rollback(info, compiler):
 
 
 def test_rejected_token_leaves_state_usable(info, compiler):
-    cg = compiler.compile_json_schema(SCHEMA, separators=(",", ":"))
+    cg = compiler.compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":"))
     m = zapspec.GrammarMatcher(cg)
     bm = zapspec.allocate_token_bitmask(1, info.vocab_size, framework="numpy")
     before = None
@@ -74,7 +74,7 @@ def test_rejected_token_leaves_state_usable(info, compiler):
 
 
 def test_fork_reset_and_validate_tokens(info, compiler):
-    cg = compiler.compile_json_schema(SCHEMA, separators=(",", ":"))
+    cg = compiler.compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":"))
     m = zapspec.GrammarMatcher(cg)
     ids = info.encode('{"name":"Bob","age":42}')
     walk(m, ids[:3])
@@ -90,7 +90,7 @@ def test_fork_reset_and_validate_tokens(info, compiler):
 
 
 def test_jump_forward_and_forced_tokens(info, compiler):
-    cg = compiler.compile_json_schema(SCHEMA, separators=(",", ":"))
+    cg = compiler.compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":"))
     m = zapspec.GrammarMatcher(cg)
     assert m.find_jump_forward_string() == '{"name":"'
     forced = m.compute_forced_tokens()
@@ -104,7 +104,7 @@ def test_jump_forward_and_forced_tokens(info, compiler):
 
 
 def test_accept_string_is_one_step(info, compiler):
-    m = zapspec.GrammarMatcher(compiler.compile_json_schema(SCHEMA, separators=(",", ":")))
+    m = zapspec.GrammarMatcher(compiler.compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":")))
     assert m.accept_string('{"name":"B')
     assert m.num_tokens == 1
     assert not m.accept_string("\n")
@@ -136,10 +136,18 @@ def test_whitespace_and_strict_mode(info, compiler):
     m = zapspec.GrammarMatcher(loose)
     walk(m, info.encode('{ "name" : "B",\n  "age": 3, "extra": [1] }'))
     assert m.is_accepting()
-    default = zapspec.GrammarMatcher(compiler.compile_json_schema(SCHEMA))  # XGrammar: ", " and ": "
-    walk(default, info.encode('{"name": "B", "age": 3}'))
-    assert default.is_accepting()
-    strict = zapspec.GrammarMatcher(compiler.compile_json_schema(SCHEMA, separators=(",", ":")))
+    # XGrammar's defaults: any whitespace, so compact JSON (pydantic's
+    # model_dump_json) and json.dumps' spacing both pass
+    for text in ('{"name":"B","age":3}', '{"name": "B", "age": 3}', '{\n  "name": "B",\n  "age": 3\n}'):
+        default = zapspec.GrammarMatcher(compiler.compile_json_schema(SCHEMA))
+        walk(default, info.encode(text))
+        assert default.is_accepting()
+    # any_whitespace=False without separators: json.dumps' ", " and ": "
+    fixed = zapspec.GrammarMatcher(compiler.compile_json_schema(SCHEMA, any_whitespace=False))
+    walk(fixed, info.encode('{"name": "B", "age": 3}'))
+    assert fixed.is_accepting()
+    assert fixed.fork().validate_tokens(info.encode(" ")) == 0
+    strict = zapspec.GrammarMatcher(compiler.compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":")))
     assert strict.validate_tokens(info.encode('{"name":"B","age":3,"x":1}')) < len(info.encode('{"name":"B","age":3,"x":1}'))
 
 
@@ -147,7 +155,8 @@ def test_raw_vocabulary_with_padding_and_stop_override():
     vocab = ["<eos>", "a", "b", "ab", "Ġc"]
     info = zapspec.TokenizerInfo(vocab, zapspec.VocabType.BYTE_LEVEL, vocab_size=70, stop_token_ids=[0])
     assert info.vocab_size == 70 and info.tokenizer_vocab_size == 5
-    assert info.decoded_vocab[4] == b" c" and info.special_token_ids == [0]
+    # padding ids are special too (XGrammar reports them)
+    assert info.decoded_vocab[4] == b" c" and info.special_token_ids == [0] + list(range(5, 70))
     cg = zapspec.GrammarCompiler(info).compile_regex("(ab)+ c")
     m = zapspec.GrammarMatcher(cg)
     bm = zapspec.allocate_token_bitmask(2, 70, framework="numpy")
@@ -173,7 +182,7 @@ def test_compiler_cache(info):
     assert size > 0
     b = c.compile_json_schema(json.dumps(SCHEMA))  # same canonical schema: a hit
     assert c.get_cache_size_bytes() == size
-    c.compile_json_schema(SCHEMA, any_whitespace=True)  # other options: a new entry
+    c.compile_json_schema(SCHEMA, any_whitespace=False)  # other options: a new entry
     assert c.get_cache_size_bytes() > size
     c.clear_cache()
     assert c.get_cache_size_bytes() == 0

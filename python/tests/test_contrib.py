@@ -38,7 +38,7 @@ def test_llama_cpp_processor_protocol(info, compiler, seed):
     """input_ids = prompt + generated so far, scores = next logits: every
     sampled output is a valid instance that ends with a stop token."""
     rng = np.random.default_rng(seed)
-    proc = LlamaCppProcessor(compiler.compile_json_schema(SCHEMA, separators=(",", ":")))
+    proc = LlamaCppProcessor(compiler.compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":")))
     ids = [1, 2, 3]
     for _ in range(200):
         scores = rng.normal(size=info.vocab_size).astype(np.float32)
@@ -72,7 +72,7 @@ def test_llama_cpp_real_model(info):
     llama_cpp.llama_model_default_params = no_extra_bufts
     llm = llama_cpp.Llama(model_path=str(GGUF), n_ctx=512, n_threads=1, verbose=False, seed=0)
     info = zapspec.TokenizerInfo.from_gguf(str(GGUF), vocab_size=llm.n_vocab())
-    compiled = zapspec.GrammarCompiler(info).compile_json_schema(SCHEMA, separators=(",", ":"))
+    compiled = zapspec.GrammarCompiler(info).compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":"))
     prompt = (
         "<|im_start|>user\nGive a JSON object with a boolean ok, a number n and a short tag.<|im_end|>\n"
         "<|im_start|>assistant\n"
@@ -107,7 +107,7 @@ def test_transformers_generate():
         num_attention_heads=2, num_key_value_heads=2, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
     )
     model = transformers.LlamaForCausalLM(cfg).eval()
-    compiled = zapspec.GrammarCompiler(info).compile_json_schema(SCHEMA, separators=(",", ":"))
+    compiled = zapspec.GrammarCompiler(info).compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":"))
     inputs = tok(["hello", "hello world"], return_tensors="pt", padding=True)
     out = model.generate(
         **inputs, max_new_tokens=40, do_sample=True, logits_processor=[HfProcessor(compiled)],

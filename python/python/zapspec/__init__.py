@@ -8,7 +8,7 @@ swaps backends by changing an import::
 
     info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=model_vocab_size)
     compiler = xgr.GrammarCompiler(info)
-    compiled = compiler.compile_json_schema(schema, any_whitespace=False)
+    compiled = compiler.compile_json_schema(schema)   # any_whitespace=True, as XGrammar
     matcher = xgr.GrammarMatcher(compiled)
     bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
     matcher.fill_next_token_bitmask(bitmask)
@@ -21,8 +21,6 @@ What is llguidance's rather than XGrammar's: ``GrammarMatcher.validate_tokens``
 ``zapspec.contrib.hf`` (transformers' ``generate``) and
 ``zapspec.contrib.llama_cpp`` (llama-cpp-python).
 """
-
-from enum import IntEnum
 
 from ._zapspec import (
     CompiledGrammar,
@@ -40,7 +38,13 @@ from .bitmask import (
     get_bitmask_shape,
     reset_token_bitmask,
 )
+from . import exception, testing
+from ._vocab_type import VocabType
 from .errors import (
+    DeserializeFormatError,
+    DeserializeVersionError,
+    InvalidJSONError,
+    InvalidStructuralTagError,
     BitmaskError,
     GrammarError,
     InternalError,
@@ -52,17 +56,7 @@ from .errors import (
     TokenizerError,
     ZapspecError,
 )
-
-
-class VocabType(IntEnum):
-    """How a vocabulary list writes token bytes (``TokenizerInfo(encoded_vocab, vocab_type)``)."""
-
-    RAW = 0
-    """The text is the token's bytes."""
-    BYTE_FALLBACK = 1
-    """SentencePiece: ``▁`` is a space, ``<0xHH>`` the byte ``HH``."""
-    BYTE_LEVEL = 2
-    """GPT-2's byte-level alphabet (``Ġ`` for a space, ...)."""
+from .matcher import BatchGrammarMatcher
 
 
 __all__ = [
@@ -72,6 +66,7 @@ __all__ = [
     "GrammarCompiler",
     "CompiledGrammar",
     "GrammarMatcher",
+    "BatchGrammarMatcher",
     "batch_fill_next_token_bitmask",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
@@ -88,5 +83,11 @@ __all__ = [
     "BitmaskError",
     "MatcherTerminatedError",
     "InternalError",
+    "InvalidJSONError",
+    "DeserializeFormatError",
+    "DeserializeVersionError",
+    "InvalidStructuralTagError",
+    "exception",
+    "testing",
     "__version__",
 ]

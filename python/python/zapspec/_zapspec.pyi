@@ -18,16 +18,37 @@ class TokenizerInfo:
         vocab_type: Any = ...,
         *,
         vocab_size: Optional[int] = None,
-        stop_token_ids: Optional[List[int]] = None,
+        stop_token_ids: Optional[Union[int, List[int]]] = None,
+        add_prefix_space: bool = False,
         special_token_ids: Optional[List[int]] = None,
     ) -> None:
         """From the vocabulary as a list (index = token id), written as
         ``vocab_type`` (``VocabType.RAW`` by default, ``BYTE_FALLBACK``,
         ``BYTE_LEVEL``). Empty entries, ``special_token_ids`` and the stop
-        tokens are special (never grammar text). Raises ``TokenizerError``."""
+        tokens are special (never grammar text). The list and the stop
+        tokens may be empty (XGrammar's constructor). Raises
+        ``TokenizerError``."""
+    @staticmethod
+    def from_vocab_and_metadata(encoded_vocab: Sequence[Union[str, bytes]], metadata: str) -> "TokenizerInfo":
+        """The list and ``dump_metadata()``'s JSON."""
+    def dump_metadata(self) -> str:
+        """``{"vocab_type":…,"vocab_size":…,"add_prefix_space":…,"stop_token_ids":[…]}``."""
+    def serialize_json(self) -> str: ...
+    @staticmethod
+    def deserialize_json(json_string: str) -> "TokenizerInfo":
+        """``InvalidJSONError``, ``DeserializeFormatError``, ``DeserializeVersionError``."""
+    @staticmethod
+    def _detect_vocab_type_from_vocab(vocab_dict: Any) -> Optional[Any]: ...
+    @property
+    def vocab_type(self) -> Any:
+        """``zapspec.VocabType``."""
+    @property
+    def add_prefix_space(self) -> bool: ...
+    @property
+    def prepend_space_in_tokenization(self) -> bool: ...
     @staticmethod
     def from_huggingface(
-        tokenizer: Any, vocab_size: Optional[int] = None, *, stop_token_ids: Optional[List[int]] = None
+        tokenizer: Any, vocab_size: Optional[int] = None, *, stop_token_ids: Optional[Union[int, List[int]]] = None
     ) -> "TokenizerInfo":
         """From a transformers fast tokenizer or a ``tokenizers.Tokenizer``
         (duck-typed). Stop tokens: given, else ``eos_token_id``, else the
@@ -106,20 +127,28 @@ class Grammar:
         time_budget_s: float = 60.0,
     ) -> "Grammar":
         """JSON documents valid under ``schema`` (str, dict, or Pydantic model
-        class). ``separators=None`` means ``(", ", ": ")`` as in XGrammar;
-        ``strict_mode`` closes objects without ``additionalProperties``;
-        ``indent`` must be ``None``. A schema that cannot be enforced exactly
-        raises ``SchemaError`` (``pointer``, ``kind``); a bound,
+        class). ``any_whitespace=True`` (default, as XGrammar) allows any
+        whitespace and ignores ``indent`` and ``separators``; with
+        ``any_whitespace=False``, ``separators=None`` means ``(", ", ": ")``
+        and ``indent`` must be ``None``. ``strict_mode`` closes objects that
+        declare ``properties`` or ``patternProperties`` and say nothing of
+        ``additionalProperties``; ``{"type": "object"}`` is any object.
+        ``one_of="as_any_of"`` (default) compiles overlapping ``oneOf`` as
+        ``anyOf``; ``"require_disjoint"`` refuses it. A schema that cannot
+        be enforced raises ``SchemaError`` (``pointer``, ``kind``); a bound,
         ``LimitExceeded``."""
     @staticmethod
     def from_ebnf(ebnf_string: str, *, root_rule_name: str = "root") -> "Grammar":
         """GBNF (llama.cpp's format) with ``/regex/`` terminals; ``GrammarError`` with ``position``."""
     @staticmethod
     def from_regex(regex_string: str) -> "Grammar":
-        """Strings fully matched by the regex (Rust ``regex`` syntax)."""
+        """Strings fully matched by the regex (ECMAScript syntax, as XGrammar)."""
     @staticmethod
     def builtin_json_grammar() -> "Grammar":
-        """Any JSON document, any whitespace between tokens."""
+        """A JSON object or array, whitespace inside but not around it."""
+    def serialize_json(self) -> str: ...
+    @staticmethod
+    def deserialize_json(json_string: str) -> "Grammar": ...
 
 class CompiledGrammar:
     """A grammar compiled for a tokenizer: immutable, shared by matchers on any thread."""
@@ -158,6 +187,10 @@ class GrammarCompiler:
     def cache_limit_bytes(self) -> int: ...
     @property
     def tokenizer_info(self) -> TokenizerInfo: ...
+    def serialize_json(self) -> str: ...
+    @staticmethod
+    def deserialize_json(json_str: str, tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
+        """Compiles the serialized grammar again for ``tokenizer_info``."""
 
 class GrammarMatcher:
     """One sequence's parser state (XGrammar's semantics)."""
@@ -167,17 +200,35 @@ class GrammarMatcher:
         compiled_grammar: CompiledGrammar,
         *,
         override_stop_tokens: Optional[Union[int, List[int]]] = None,
+        terminate_without_stop_token: bool = False,
         max_rollback_tokens: int = -1,
-    ) -> None: ...
-    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> bool:
+        default_temperature: Optional[float] = None,
+    ) -> None:
+        """``terminate_without_stop_token``: the sequence ends when the
+        grammar completes. ``max_rollback_tokens`` is ignored (rollback is
+        unbounded, as XGrammar)."""
+    def traverse_draft_tree(
+        self,
+        retrieve_next_token: Any,
+        retrieve_next_sibling: Any,
+        draft_tokens: Any,
+        token_bitmask: Any,
+        time_threshold: float = -1.0,
+        temperatures: Any = None,
+    ) -> bool:
+        """Fills the row of every draft tree node the grammar reaches (others
+        all-zero); ``False`` when ``time_threshold`` seconds ran out."""
+    @property
+    def temperature(self) -> Optional[float]: ...
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0, *, debug_print: bool = False) -> bool:
         """Writes the next token's mask into row ``index`` (int32 numpy array
         or CPU torch tensor, ``ceil(vocab_size/32)`` words per row). Returns
         whether some token is banned. ``MatcherTerminatedError`` after a stop
         token; ``BitmaskError`` for a bad array."""
-    def accept_token(self, token_id: int) -> bool:
+    def accept_token(self, token_id: int, *, debug_print: bool = False) -> bool:
         """Advance by one token; ``False`` (state unchanged) when refused.
         ``InvalidTokenError`` for an id outside the vocabulary."""
-    def accept_string(self, input_str: Union[str, bytes]) -> bool:
+    def accept_string(self, input_str: Union[str, bytes], *, debug_print: bool = False) -> bool:
         """Advance by a string as one step."""
     def rollback(self, num_tokens: int = 1) -> None:
         """Undo tokens; ``RollbackError`` past the start or ``max_rollback_tokens``."""

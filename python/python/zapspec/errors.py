@@ -1,8 +1,16 @@
 """The exceptions of zapspec.
 
-Every error the package raises on purpose is a :class:`ZapspecError`; each
-subclass also inherits the builtin it refines (``ValueError`` for bad input,
-``RuntimeError`` for bad state), so ``except ValueError`` keeps working.
+Every error the package raises on purpose is a :class:`ZapspecError`, and
+every :class:`ZapspecError` is a ``RuntimeError``: that is what XGrammar
+raises for a refused schema, grammar or regex, and what serving engines
+catch (SGLang's ``dispatch_json`` / ``dispatch_ebnf`` / ``dispatch_regex``
+turn a ``RuntimeError`` into an invalid-grammar object). Errors of bad
+input also inherit ``ValueError``, so ``except ValueError`` keeps working.
+The names XGrammar's ``xgrammar.exception`` defines are here too, as
+subclasses of the package's own classes: :class:`InvalidJSONError` (a
+schema or document that is not JSON: a :class:`SchemaError`),
+:class:`DeserializeFormatError` and :class:`DeserializeVersionError`
+(``deserialize_json``), :class:`InvalidStructuralTagError`.
 Each carries the Rust error's structured fields:
 
 - ``kind``: a short category (``"unsupported `uniqueItems`"``, ``"syntax"``,
@@ -28,10 +36,14 @@ __all__ = [
     "BitmaskError",
     "MatcherTerminatedError",
     "InternalError",
+    "InvalidJSONError",
+    "DeserializeFormatError",
+    "DeserializeVersionError",
+    "InvalidStructuralTagError",
 ]
 
 
-class ZapspecError(Exception):
+class ZapspecError(RuntimeError):
     """Base class of every exception zapspec raises."""
 
     def __init__(
@@ -88,3 +100,23 @@ class MatcherTerminatedError(ZapspecError, RuntimeError):
 
 class InternalError(ZapspecError, RuntimeError):
     """A bug in zapspec (a Rust panic); please report it."""
+
+
+class InvalidJSONError(SchemaError):
+    """A schema (or serialized object) that is not valid JSON (XGrammar's
+    ``InvalidJSONError``); ``position`` is its ``(line, column)``."""
+
+
+class DeserializeFormatError(ZapspecError, ValueError):
+    """A ``deserialize_json`` input that is JSON but not the layout
+    ``serialize_json`` writes (XGrammar's ``DeserializeFormatError``)."""
+
+
+class DeserializeVersionError(ZapspecError, ValueError):
+    """A ``deserialize_json`` input written by another serialization
+    version (XGrammar's ``DeserializeVersionError``)."""
+
+
+class InvalidStructuralTagError(ZapspecError, ValueError):
+    """A structural tag the compiler refuses (XGrammar's
+    ``InvalidStructuralTagError``)."""

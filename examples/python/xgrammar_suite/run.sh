@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# XGrammar's Python test suite, run on xgrammar and on zapspec with only the
+# imports changed (`xgrammar` -> `zapspec`, `xgrammar.testing` ->
+# `zapspec.testing`, ...). The tests come from a checkout of mlc-ai/xgrammar
+# and are never copied into this repository.
+#
+#   XGR_REPO=path/to/xgrammar          a checkout (or `git archive` of tests/python)
+#   XGR_SUITE_TOKENIZERS=dir           local tokenizers (see conftest_adapt.py)
+#   PYTHON=venv/bin/python             with xgrammar==0.2.8, zapspec, torch,
+#                                      transformers, pytest, pytest-timeout
+#   run.sh xgrammar|zapspec OUTDIR [pytest args, e.g. test files]
+# writes OUTDIR/<engine>.xml (JUnit) and OUTDIR/<engine>.log; then
+#   compare.py OUTDIR/xgrammar.xml OUTDIR/zapspec.xml > table.md
+set -u
+eng=$1
+out=$(realpath "$2")
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+cp -r "$XGR_REPO/tests/python/." "$work/"
+cp "$here/conftest_adapt.py" "$work/conftest.py"
+if [ "$eng" = zapspec ]; then
+    sed -i -E 's/\bimport xgrammar as xgr\b/import zapspec as xgr/; s/\bfrom xgrammar(\.[a-z_]+)? import/from zapspec\1 import/; s/^import xgrammar$/import zapspec as xgrammar/' "$work"/*.py
+fi
+mkdir -p "$out"
+(cd "$work" && "${PYTHON:-python}" -m pytest -q -p no:cacheprovider --continue-on-collection-errors \
+    --timeout=300 --junitxml="$out/$eng.xml" "$@" > "$out/$eng.log" 2>&1)
+tail -1 "$out/$eng.log"
+rm -rf "$work"

@@ -1,0 +1,252 @@
+"""XGrammar's semantics where serving engines rely on them: defaults,
+error classes, empty and stop-less vocabularies, termination without a stop
+token, draft trees, the batch matcher, serialization. Where xgrammar is
+importable, the same inputs are run through it and the answers compared."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import zapspec
+from zapspec.testing import (
+    _get_masked_tokens_from_bitmask,
+    _is_grammar_accept_string,
+    bitmask_to_bool_mask,
+    bool_mask_to_bitmask,
+)
+
+try:  # the peer, for side-by-side answers (skipped where it is absent)
+    import xgrammar as xgr
+    from xgrammar.testing import _is_grammar_accept_string as xgr_accepts
+except Exception:  # pragma: no cover - depends on the environment
+    xgr = None
+
+VOCAB = ["a", "b", "c", "{", "}", '"', ":", ",", " ", "true", "false", "null", "[", "]", "1"]
+
+
+def both(schema_or_grammar, texts, **kw):
+    """zapspec's acceptance of each text, checked against xgrammar's when
+    it is importable."""
+    if isinstance(schema_or_grammar, str) and "::=" in schema_or_grammar:
+        g = zapspec.Grammar.from_ebnf(schema_or_grammar)
+        peer = xgr and xgr.Grammar.from_ebnf(schema_or_grammar)
+    elif schema_or_grammar is None:
+        g = zapspec.Grammar.builtin_json_grammar()
+        peer = xgr and xgr.Grammar.builtin_json_grammar()
+    else:
+        g = zapspec.Grammar.from_json_schema(schema_or_grammar, **kw)
+        peer = xgr and xgr.Grammar.from_json_schema(json.dumps(schema_or_grammar), **kw)
+    got = [_is_grammar_accept_string(g, t) for t in texts]
+    if peer is not None:
+        assert got == [xgr_accepts(peer, t) for t in texts]
+    return got
+
+
+def test_default_whitespace_is_any():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a", "b"]}
+    texts = ['{"a":1,"b":"x"}', '{"a": 1, "b": "x"}', '{\n  "a": 1,\n  "b": "x"\n}', '{"a":1}']
+    assert both(schema, texts) == [True, True, True, False]
+    # json.dumps' separators when whitespace is fixed
+    assert both(schema, texts, any_whitespace=False) == [False, True, False, False]
+    assert both(schema, texts, any_whitespace=False, separators=(",", ":")) == [True, False, False, False]
+
+
+def test_object_without_members_is_any_object():
+    # vLLM compiles response_format json_object as exactly this schema
+    texts = ["{}", '{"x": 1}', '{"x": {"y": [1, "z"]}}', "[]", "1"]
+    assert both({"type": "object"}, texts) == [True, True, True, False, False]
+    # annotations do not declare members
+    assert both({"type": "object", "title": "t", "description": "d"}, texts[:2]) == [True, True]
+    # declared members close the object under strict mode, `{}` included
+    assert both({"type": "object", "properties": {}}, texts[:2]) == [True, False]
+    assert both({"type": "object", "properties": {"p": {"type": "object"}}}, ['{"p": {"x": 1}}', '{"p": {}, "q": 1}']) == [True, False]
+    # a free-form tool parameter stays free
+    g = zapspec.Grammar.from_json_schema({"type": "object", "properties": {"args": {"type": "object"}}, "required": ["args"]})
+    assert _is_grammar_accept_string(g, '{"args": {"k": [true]}}')
+    # minProperties without properties is satisfiable (XGrammar refuses it)
+    g = zapspec.Grammar.from_json_schema({"type": "object", "minProperties": 1})
+    assert not _is_grammar_accept_string(g, "{}") and _is_grammar_accept_string(g, '{"k": null}')
+
+
+def test_builtin_json_grammar_is_object_or_array():
+    texts = ["{}", "[]", '{"a": [1, {"b": null}]}', '"x"', "1", " {}", "{} ", "[1, 2 ]"]
+    assert both(None, texts) == [True, True, True, False, False, False, False, True]
+
+
+def test_errors_are_runtime_errors():
+    compiler = zapspec.GrammarCompiler(zapspec.TokenizerInfo(VOCAB))
+    bad = [
+        lambda: compiler.compile_json_schema('{"type": '),
+        lambda: compiler.compile_json_schema({"type": "string", "format": "iri"}),
+        lambda: compiler.compile_grammar('root ::= "a" ('),
+        lambda: compiler.compile_regex("(a"),
+    ]
+    for f in bad:
+        # what SGLang's dispatch_json / dispatch_ebnf / dispatch_regex catch
+        with pytest.raises(RuntimeError) as e:
+            f()
+        assert isinstance(e.value, zapspec.ZapspecError) and isinstance(e.value, ValueError)
+        assert e.value.kind
+    with pytest.raises(zapspec.InvalidJSONError) as e:
+        compiler.compile_json_schema('{"type": ')
+    assert e.value.position == (1, 9)
+
+
+def test_empty_and_stopless_vocabularies():
+    empty = zapspec.TokenizerInfo([])
+    assert empty.vocab_size == 0 and empty.decoded_vocab == [] and empty.stop_token_ids == []
+    m = zapspec.GrammarMatcher(zapspec.GrammarCompiler(empty).compile_grammar('root ::= "ab" "c"*'))
+    assert m.accept_string("ab") and m.is_completed() and not m.is_terminated()
+    info = zapspec.TokenizerInfo(VOCAB, stop_token_ids=[])
+    assert info.stop_token_ids == [] and info.vocab_size == len(VOCAB)
+    c = zapspec.GrammarCompiler(info).compile_builtin_json_grammar()
+    m = zapspec.GrammarMatcher(c)
+    bm = zapspec.allocate_token_bitmask(1, info.vocab_size, framework="numpy")
+    for t in [3, 4]:  # "{", "}"
+        m.fill_next_token_bitmask(bm)
+        assert t not in _get_masked_tokens_from_bitmask(bm, info.vocab_size)
+        assert m.accept_token(t)
+    m.fill_next_token_bitmask(bm)  # complete, nothing may follow, no stop token to allow
+    assert _get_masked_tokens_from_bitmask(bm, info.vocab_size) == list(range(len(VOCAB)))
+    # an int is a list of one stop token, as in XGrammar
+    assert zapspec.TokenizerInfo(VOCAB, stop_token_ids=11).stop_token_ids == [11]
+
+
+def test_tokenizer_metadata_and_serialization():
+    vocab = ["<s>", "</s>", "▁a", "<0x0A>", "b"]
+    info = zapspec.TokenizerInfo(vocab, zapspec.VocabType.BYTE_FALLBACK, vocab_size=8, stop_token_ids=[1], add_prefix_space=True)
+    assert info.vocab_type == zapspec.VocabType.BYTE_FALLBACK and info.add_prefix_space
+    assert info.special_token_ids[-3:] == [5, 6, 7]  # padding ids
+    meta = info.dump_metadata()
+    assert meta == '{"vocab_type":1,"vocab_size":8,"add_prefix_space":true,"stop_token_ids":[1]}'
+    again = zapspec.TokenizerInfo.from_vocab_and_metadata(vocab, meta)
+    assert again.decoded_vocab == info.decoded_vocab and again.dump_metadata() == meta
+    if xgr is not None:
+        assert xgr.TokenizerInfo(vocab, xgr.VocabType.BYTE_FALLBACK, vocab_size=8, stop_token_ids=[1], add_prefix_space=True).dump_metadata() == meta
+    s = info.serialize_json()
+    back = zapspec.TokenizerInfo.deserialize_json(s)
+    assert back.serialize_json() == s and back.decoded_vocab == info.decoded_vocab
+    assert back.special_token_ids == info.special_token_ids and back.stop_token_ids == [1]
+    for bad, cls in [("not json", zapspec.InvalidJSONError), ("{}", zapspec.DeserializeFormatError),
+                     (json.dumps({**json.loads(s), "__VERSION__": "v0"}), zapspec.DeserializeVersionError)]:
+        with pytest.raises(cls):
+            zapspec.TokenizerInfo.deserialize_json(bad)
+        with pytest.raises(RuntimeError):
+            zapspec.Grammar.deserialize_json(bad)
+    g = zapspec.Grammar.from_json_schema({"type": "object", "properties": {"n": {"type": "integer"}}})
+    gs = g.serialize_json()
+    assert zapspec.Grammar.deserialize_json(gs).serialize_json() == gs
+    assert str(zapspec.Grammar.deserialize_json(gs)) == str(g)
+    tok = zapspec.TokenizerInfo(VOCAB)
+    cg = zapspec.GrammarCompiler(tok).compile_grammar(g)
+    cs = cg.serialize_json()
+    cg2 = zapspec.CompiledGrammar.deserialize_json(cs, tok)
+    assert cg2.serialize_json() == cs
+    a, b = zapspec.GrammarMatcher(cg), zapspec.GrammarMatcher(cg2)
+    ba, bb = (zapspec.allocate_token_bitmask(1, tok.vocab_size, framework="numpy") for _ in range(2))
+    for t in [3, 5]:
+        a.fill_next_token_bitmask(ba)
+        b.fill_next_token_bitmask(bb)
+        assert (ba == bb).all() and a.accept_token(t) == b.accept_token(t)
+
+
+def test_terminate_without_stop_token():
+    info = zapspec.TokenizerInfo(VOCAB + ["<eos>"], stop_token_ids=[len(VOCAB)])
+    c = zapspec.GrammarCompiler(info).compile_grammar('root ::= "a" "b"*')
+    m = zapspec.GrammarMatcher(c, terminate_without_stop_token=True)
+    assert m.accept_token(0) and m.is_terminated() and m.is_completed()
+    assert not m.accept_token(len(VOCAB))  # stop tokens are never accepted
+    assert m.accept_token(1) and m.is_terminated()  # the grammar may still go on
+    plain = zapspec.GrammarMatcher(c)
+    assert plain.accept_token(0) and not plain.is_terminated()
+    assert plain.accept_token(len(VOCAB)) and plain.is_terminated()
+
+
+def brute_force_tree(matcher, nxt, sib, toks, vocab_size):
+    """The rows traverse_draft_tree must write, from fork/accept/fill."""
+    n = len(toks)
+    rows = np.full((n, (vocab_size + 31) // 32), -1, dtype=np.int32)
+
+    def visit(pos, parent, m):
+        while pos != -1:
+            ok = parent is None or (0 <= toks[pos] < vocab_size and not rows[parent][toks[pos] // 32] >> (toks[pos] % 32) & 1 == 0)
+            f = m.fork()
+            if ok and (parent is None or f.accept_token(toks[pos])) and not f.is_terminated():
+                f.fill_next_token_bitmask(rows, pos)
+                if nxt[pos] != -1:
+                    visit(nxt[pos], pos, f)
+            else:
+                rows[pos] = 0
+            pos = sib[pos]
+
+    visit(0, None, matcher)
+    return rows
+
+
+def test_traverse_draft_tree_equals_brute_force():
+    info = zapspec.TokenizerInfo(VOCAB, stop_token_ids=[])
+    c = zapspec.GrammarCompiler(info).compile_builtin_json_grammar()
+    rng = random.Random(7)
+    for _ in range(60):
+        n = rng.randint(1, 9)
+        parent = [-1] + [rng.randrange(i) for i in range(1, n)]
+        children = [[j for j in range(n) if parent[j] == i] for i in range(n)]
+        nxt = [ch[0] if ch else -1 for ch in children]
+        sib = [-1] * n
+        for ch in children:
+            for a, b in zip(ch, ch[1:]):
+                sib[a] = b
+        toks = [rng.choice([3, 4, 5, 12, 13, 14, 0, 6]) for _ in range(n)]
+        m = zapspec.GrammarMatcher(c)
+        m.accept_token(3)  # "{"
+        want = brute_force_tree(m, nxt, sib, toks, info.vocab_size)
+        got = zapspec.allocate_token_bitmask(n, info.vocab_size, framework="numpy")
+        before = m.num_tokens
+        assert m.traverse_draft_tree(np.array(nxt), np.array(sib), np.array(toks), got)
+        assert (got == want).all() and m.num_tokens == before
+
+
+def test_batch_matcher_equals_loops():
+    info = zapspec.TokenizerInfo(VOCAB)
+    c = zapspec.GrammarCompiler(info).compile_builtin_json_grammar()
+    ms = [zapspec.GrammarMatcher(c) for _ in range(5)]
+    singles = [zapspec.GrammarMatcher(c) for _ in range(5)]
+    b = zapspec.BatchGrammarMatcher()
+    for step in [[3, 12, 3, 0, 12], [5, 14, 4, 0, 13]]:
+        assert b.batch_accept_token(ms, step) == [s.accept_token(t) for s, t in zip(singles, step)]
+        got = zapspec.allocate_token_bitmask(5, info.vocab_size, framework="numpy")
+        want = zapspec.allocate_token_bitmask(5, info.vocab_size, framework="numpy")
+        b.batch_fill_next_token_bitmask(ms, got)
+        for i, s in enumerate(singles):
+            s.fill_next_token_bitmask(want, i)
+        assert (got == want).all()
+    strings = ["a", "1", "]", '"', "x"]
+    assert b.batch_accept_string(ms, strings) == [s.accept_string(x) for s, x in zip(singles, strings)]
+    counts = [min(k, s.num_tokens) for k, s in zip([1, 2, 1, 1, 0], singles)]
+    zapspec.BatchGrammarMatcher.batch_rollback(ms, counts)
+    for s, k in zip(singles, counts):
+        s.rollback(k)
+    assert [m.num_tokens for m in ms] == [s.num_tokens for s in singles]
+    with pytest.raises(RuntimeError):
+        b.batch_accept_token(ms, [1])
+
+
+def test_max_rollback_tokens_is_ignored():
+    info = zapspec.TokenizerInfo(VOCAB)
+    c = zapspec.GrammarCompiler(info).compile_builtin_json_grammar()
+    m = zapspec.GrammarMatcher(c, max_rollback_tokens=1)
+    for t in [3, 5, 0, 5]:
+        assert m.accept_token(t)
+    m.rollback(4)
+    assert m.max_rollback_tokens == -1 and m.num_tokens == 0
+
+
+def test_bool_mask_round_trip():
+    rng = np.random.default_rng(3)
+    mask = rng.random((3, 70)) < 0.5
+    bm = bool_mask_to_bitmask(mask)
+    assert bm.shape == (3, 3) and bm.dtype == np.int32
+    assert (bitmask_to_bool_mask(bm, 70) == mask).all()
+    assert (bitmask_to_bool_mask(bm)[:, 70:]).all()  # padding bits allowed
