@@ -352,6 +352,33 @@ pub(crate) fn string_hir(
     Ok(out)
 }
 
+/// Most values a bounded integer `multipleOf` is written as a list of.
+const MAX_LISTED_MULTIPLES: u64 = 4096;
+
+/// The multiples of `k` within `b` when both bounds are given and at most
+/// [`MAX_LISTED_MULTIPLES`] of them exist (bounds within ±2^53, where f64
+/// is exact on integers); `None` otherwise.
+fn bounded_multiples(b: &Bounds, k: u64) -> Option<Vec<i64>> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    let ((lo, lo_inc), (hi, hi_inc)) = (b.lo?, b.hi?);
+    let (lo, hi) = (lo.as_f64(), hi.as_f64());
+    if !(lo.abs() <= EXACT && hi.abs() <= EXACT) || k == 0 {
+        return None;
+    }
+    let lo = if lo_inc { lo.ceil() } else { lo.floor() + 1.0 } as i64;
+    let hi = if hi_inc { hi.floor() } else { hi.ceil() - 1.0 } as i64;
+    let k = i64::try_from(k).ok()?;
+    let first = lo.div_euclid(k) * k + if lo.rem_euclid(k) == 0 { 0 } else { k };
+    if first > hi {
+        return Some(Vec::new());
+    }
+    let count = (hi - first) / k + 1;
+    if count as u64 > MAX_LISTED_MULTIPLES {
+        return None;
+    }
+    Some((0..count).map(|i| first + i * k).collect())
+}
+
 impl<'a> Emitter<'a> {
     pub fn compile(
         schema: &'a Value,
@@ -576,6 +603,26 @@ impl<'a> Emitter<'a> {
             let mult = multiple_of(&s.number, &s.ptr)?;
             let number = types.contains(TypeSet::NUMBER);
             if let Some(Multiple::Int(k)) = mult {
+                // both bounds: the multiples in range, listed (exact)
+                if let Some(values) = bounded_multiples(&b, k) {
+                    if values.is_empty() {
+                        self.norm
+                            .note_unsat(&s.ptr, "no multiple of multipleOf lies within the bounds");
+                        return self.simple_rest(nt, s, types);
+                    }
+                    let by_value = number || !self.norm.integer_lexical;
+                    let alts: Vec<String> = values
+                        .iter()
+                        .map(|v| match (*v, by_value) {
+                            (0, true) => "-?0".to_string(),
+                            (v, _) => regex_syntax::escape(&v.to_string()),
+                        })
+                        .collect();
+                    let frac = if by_value { r"(?:\.0+)?" } else { "" };
+                    self.g
+                        .add_rule(nt, vec![re(format!("(?:{}){frac}", alts.join("|")))]);
+                    return self.simple_rest(nt, s, types);
+                }
                 if b.lo.is_some() || b.hi.is_some() {
                     let n = &s.number;
                     let bounds: Vec<String> =

@@ -49,7 +49,7 @@ pub enum SchemaError {
     },
 
     /// A keyword whose value has the wrong shape (e.g. `minLength: -1`).
-    #[error("invalid value of `{keyword}` at `{pointer}`: {reason}")]
+    #[error("{keyword} {reason} (invalid value at `{pointer}`)")]
     Invalid {
         /// The keyword whose value is malformed.
         keyword: String,
@@ -193,6 +193,10 @@ pub(crate) enum PatternError {
     /// A `[` without its `]`.
     #[error("unterminated character class")]
     UnterminatedClass,
+    /// A quantifier after a quantifier (`a++`, `a*{2}`, `a+??`): ECMA-262's
+    /// "nothing to repeat" (only one `?` may follow, for laziness).
+    #[error("a quantifier with nothing to repeat (after another quantifier)")]
+    NothingToRepeat,
     /// `--` inside a character class, not at its start (ECMA reads a range
     /// ending in `-`; the translation does not).
     #[error("`--` inside a character class")]

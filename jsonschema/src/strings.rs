@@ -225,12 +225,30 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
     let mut in_class = false;
     let mut class_start = false;
     let mut in_quant = false;
+    // after a quantifier: 1 (a lazy `?` may follow), 2 (after that `?`)
+    let mut quantified = 0u8;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         let first_in_class = class_start;
         class_start = false;
+        let prev = std::mem::take(&mut quantified);
         match c {
+            '*' | '+' if !in_class => {
+                if prev > 0 {
+                    return Err(PatternError::NothingToRepeat);
+                }
+                quantified = 1;
+                out.push(c);
+            }
+            '?' if !in_class => {
+                quantified = match prev {
+                    0 => 1,
+                    1 => 2,
+                    _ => return Err(PatternError::NothingToRepeat),
+                };
+                out.push(c);
+            }
             '\\' => {
                 let Some(&e) = chars.get(i + 1) else {
                     return Err(PatternError::TrailingBackslash);
@@ -350,6 +368,9 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
                     })
                     .unwrap_or(false);
                 if is_quant && i > 0 {
+                    if prev > 0 {
+                        return Err(PatternError::NothingToRepeat);
+                    }
                     in_quant = true;
                     out.push('{');
                 } else {
@@ -359,6 +380,7 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
             '}' if !in_class => {
                 if in_quant {
                     in_quant = false;
+                    quantified = 1;
                     out.push('}');
                 } else {
                     out.push_str(r"\}");

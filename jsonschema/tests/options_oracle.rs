@@ -33,38 +33,41 @@ fn objects(keys: &[&str], values: &[Value]) -> Vec<Value> {
 }
 
 #[test]
-fn closed_objects_is_the_schema_with_additional_properties_false() {
+fn closed_objects_is_the_schema_with_additional_properties_false_where_members_are_declared() {
     let closed = JsonSchemaOptions {
         closed_objects: true,
         ..JsonSchemaOptions::default()
     };
     let values = [json!(1), json!("s"), json!({}), json!({"q": 1})];
     // (schema, the same schema with `additionalProperties: false` written
-    // wherever it is absent)
+    // wherever it is absent on an object that declares `properties` or
+    // `patternProperties`; `{}` and `{"type": "object"}` declare no member
+    // and stay open)
     let cases = [
         (
             json!({"type": "object", "properties": {"a": {}, "b": {"type": "integer"}}}),
-            json!({"type": "object", "properties": {"a": {"additionalProperties": false}, "b": {"type": "integer"}},
+            json!({"type": "object", "properties": {"a": {}, "b": {"type": "integer"}},
                    "additionalProperties": false}),
         ),
         (
             json!({"type": "object", "properties": {"a": {"type": "object"}}, "required": ["a"]}),
-            json!({"type": "object", "properties": {"a": {"type": "object", "additionalProperties": false}},
+            json!({"type": "object", "properties": {"a": {"type": "object"}},
                    "required": ["a"], "additionalProperties": false}),
         ),
         (
-            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}}),
-            json!({"type": "object", "properties": {"a": {"additionalProperties": false}}, "additionalProperties": {"type": "integer"}}),
+            json!({"type": "object", "properties": {"a": {"properties": {"p": {}}}}, "additionalProperties": {"type": "integer"}}),
+            json!({"type": "object", "properties": {"a": {"properties": {"p": {}}, "additionalProperties": false}},
+                   "additionalProperties": {"type": "integer"}}),
         ),
         (
             json!({"type": "object", "properties": {"a": {}}, "patternProperties": {"^z": {"type": "integer"}}}),
-            json!({"type": "object", "properties": {"a": {"additionalProperties": false}}, "patternProperties": {"^z": {"type": "integer"}},
+            json!({"type": "object", "properties": {"a": {}}, "patternProperties": {"^z": {"type": "integer"}},
                    "additionalProperties": false}),
         ),
         (
             json!({"anyOf": [{"type": "object", "properties": {"b": {}}, "required": ["b"]},
                              {"type": "object", "properties": {"z": {"type": "string"}}}]}),
-            json!({"anyOf": [{"type": "object", "properties": {"b": {"additionalProperties": false}}, "required": ["b"],
+            json!({"anyOf": [{"type": "object", "properties": {"b": {}}, "required": ["b"],
                               "additionalProperties": false},
                              {"type": "object", "properties": {"z": {"type": "string"}},
                               "additionalProperties": false}]}),
@@ -99,14 +102,22 @@ fn closed_objects_is_the_schema_with_additional_properties_false() {
     let r =
         Recognizer::new(&compile_json_schema(&s, &JsonSchemaOptions::default()).unwrap()).unwrap();
     assert!(r.recognizes(br#"{"x":1}"#));
+    // an object that declares no member stays open when closed (vLLM's
+    // `json_object`, XGrammar's strict mode)
     let r = Recognizer::new(&compile_json_schema(&s, &closed).unwrap()).unwrap();
-    assert!(r.recognizes(b"{}") && !r.recognizes(br#"{"x":1}"#));
-    // an undeclared required name has nowhere to go
-    let s = json!({"type": "object", "required": ["x"]});
+    assert!(r.recognizes(b"{}") && r.recognizes(br#"{"x":1}"#));
+    // so `required` and `minProperties` without `properties` are satisfiable
+    let s = json!({"type": "object", "required": ["x"], "minProperties": 2});
+    let r = Recognizer::new(&compile_json_schema(&s, &closed).unwrap()).unwrap();
+    assert!(r.recognizes(br#"{"x":1,"y":2}"#) && !r.recognizes(br#"{"x":1}"#));
+    // an undeclared required name has nowhere to go where members are declared
+    let s = json!({"type": "object", "properties": {"a": {}}, "required": ["x"]});
     assert!(compile_json_schema(&s, &closed).is_err());
     // `not` keeps the specification's meaning: `not: {properties: {a: false}}`
-    // is "an object with key a", closed to exactly `{"a": …}`
-    let s = json!({"not": {"type": "object", "properties": {"a": false}}, "type": "object"});
+    // is "an object with key a"; with members declared it is closed to
+    // exactly `{"a": …}`
+    let s = json!({"not": {"type": "object", "properties": {"a": false}}, "type": "object",
+                   "properties": {"a": {}}});
     let r = Recognizer::new(&compile_json_schema(&s, &closed).unwrap()).unwrap();
     assert!(
         r.recognizes(br#"{"a":1}"#) && !r.recognizes(b"{}") && !r.recognizes(br#"{"a":1,"b":2}"#)

@@ -552,7 +552,15 @@ impl GrammarMatcher {
         temperatures: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         guard(|| {
+            let err = |m: String| raise(py, "BitmaskError", m, kind("draft tree"));
+            // int64 arrays (torch or numpy) or lists of ints, as XGrammar
             let ids = |a: &Bound<'_, PyAny>| -> PyResult<Vec<i64>> {
+                if a.hasattr("dtype")? {
+                    let dt = a.getattr("dtype")?.str()?.to_string();
+                    if dt != "torch.int64" && dt != "int64" {
+                        return Err(err(format!("the draft tree's arrays must be int64, not {dt}")));
+                    }
+                }
                 if a.hasattr("tolist")? {
                     a.call_method0("tolist")?.extract()
                 } else {
@@ -565,7 +573,6 @@ impl GrammarMatcher {
                 ids(draft_tokens)?,
             );
             let n = toks.len();
-            let err = |m: String| raise(py, "BitmaskError", m, kind("draft tree"));
             if next.len() != n || sib.len() != n {
                 return Err(err(format!(
                     "the draft tree's arrays differ in length ({}, {}, {})",
@@ -579,7 +586,13 @@ impl GrammarMatcher {
                     "node index {bad} is outside the tree of {n} nodes"
                 )));
             }
+            if sib.first().is_some_and(|&s| s != -1) {
+                return Err(err("the root of a draft tree has no sibling".into()));
+            }
             let arr = as_int32_array(py, token_bitmask)?;
+            if numpy::PyUntypedArrayMethods::ndim(&arr) != 2 {
+                return Err(err("the draft tree's bitmask must have 2 dimensions (a row per node)".into()));
+            }
             let (rows, cols) = rows_cols(&arr);
             check_cols(py, cols, self.vs())?;
             if rows < n {

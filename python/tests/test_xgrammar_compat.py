@@ -250,3 +250,45 @@ def test_bool_mask_round_trip():
     assert bm.shape == (3, 3) and bm.dtype == np.int32
     assert (bitmask_to_bool_mask(bm, 70) == mask).all()
     assert (bitmask_to_bool_mask(bm)[:, 70:]).all()  # padding bits allowed
+
+
+def test_regexes_are_ecmascript():
+    # a `[` inside a class is literal (ECMAScript), as in XGrammar's email regex
+    g = zapspec.Grammar.from_regex(r'"([\w.@[\]]|\\")+"')
+    assert _is_grammar_accept_string(g, '"a[b]@c"') and not _is_grammar_accept_string(g, '"a b"')
+    # \d is ASCII
+    assert not _is_grammar_accept_string(zapspec.Grammar.from_regex(r"\d+"), "\u0663")
+    # lazy quantifiers are quantifiers; a quantifier after one is not
+    assert _is_grammar_accept_string(zapspec.Grammar.from_regex("a+?b"), "aab")
+    for bad in ["a++", "a*+", "a+??", "a{2}*", "(?=a)"]:
+        with pytest.raises(zapspec.GrammarError):
+            zapspec.Grammar.from_regex(bad)
+
+
+def test_uri_template_format():
+    g = zapspec.Grammar.from_json_schema({"type": "string", "format": "uri-template"})
+    for ok in ['"http://example.com/{id}"', '"/s{?q,lang}"', '"{+path:6}/x{#frag*}"']:
+        assert _is_grammar_accept_string(g, ok)
+    for bad in ['"{}"', '"{a"', '"{a b}"', '"{x:0}"']:
+        assert not _is_grammar_accept_string(g, bad)
+
+
+def test_traverse_draft_tree_refuses_bad_shapes():
+    info = zapspec.TokenizerInfo(VOCAB, stop_token_ids=[])
+    m = zapspec.GrammarMatcher(zapspec.GrammarCompiler(info).compile_builtin_json_grammar())
+    nxt, sib, toks = np.array([1, 2, -1]), np.array([-1, -1, -1]), np.array([3, 5, 4])
+    bm = zapspec.allocate_token_bitmask(3, info.vocab_size, framework="numpy")
+    for args in [(nxt, sib[:2], toks, bm), (nxt, sib.astype(np.int32), toks, bm),
+                 (nxt, sib, toks, bm[0]), (nxt, sib, toks, bm[:2]), (nxt, np.array([1, -1, -1]), toks, bm),
+                 (np.array([1, 7, -1]), sib, toks, bm)]:
+        with pytest.raises(zapspec.BitmaskError):
+            m.traverse_draft_tree(*args)
+    assert m.traverse_draft_tree(nxt, sib, toks, bm)  # still usable
+
+
+def test_apply_warns_on_a_narrow_bitmask():
+    logits = np.ones((1, 70), dtype=np.float32)
+    bm = np.zeros((1, 2), dtype=np.int32)
+    with pytest.warns(UserWarning, match="left unmasked"):
+        zapspec.apply_token_bitmask_inplace(logits, bm)
+    assert np.isinf(logits[0, :64]).all() and np.isfinite(logits[0, 64:]).all()

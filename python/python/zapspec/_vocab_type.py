@@ -1,11 +1,11 @@
 """``VocabType``, in a module of its own so that every module can import it."""
 
-from enum import IntEnum
+from enum import Enum
 
 __all__ = ["VocabType"]
 
 
-class VocabType(IntEnum):
+class VocabType(Enum):
     """How a vocabulary list writes token bytes (``TokenizerInfo(encoded_vocab, vocab_type)``)."""
 
     RAW = 0

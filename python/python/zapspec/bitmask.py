@@ -6,6 +6,7 @@ A bitmask is ``int32`` of shape ``(batch, ceil(vocab_size / 32))``; bit
 
 import math
 import sys
+import warnings
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -75,8 +76,20 @@ def apply_token_bitmask_inplace(
     (any device; a CPU bitmask is moved to the logits' device). Only
     ``j < vocab_size`` is touched (default ``min(V, 32 * bitmask columns)``:
     padded logits past the bitmask stay as they are). ``indices``: the rows
-    to mask (default all; then the batch sizes must match).
+    to mask (default all; then the batch sizes must match). A bitmask
+    narrower than the logits without ``vocab_size`` leaves the logits past
+    it unmasked, with a ``UserWarning`` (as XGrammar: padded ids there could
+    be sampled).
     """
+    width = getattr(logits, "shape", (0,))[-1]
+    covered = 32 * getattr(bitmask, "shape", (0,))[-1]
+    if vocab_size is None and width > covered:
+        warnings.warn(
+            f"the bitmask covers {covered} tokens but the logits have {width}: logits past "
+            f"{covered} are left unmasked (pass vocab_size, or allocate the bitmask for the model's vocabulary)",
+            UserWarning,
+            stacklevel=2,
+        )
     if isinstance(logits, np.ndarray):
         _apply_numpy(logits, bitmask, vocab_size, indices)
     elif hasattr(logits, "masked_fill_"):
