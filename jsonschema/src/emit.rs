@@ -607,7 +607,7 @@ impl<'a> Emitter<'a> {
                 if let Some(values) = bounded_multiples(&b, k) {
                     if values.is_empty() {
                         self.norm
-                            .note_unsat(&s.ptr, "no multiple of multipleOf lies within the bounds");
+                            .note_unsat(&s.ptr, "the range contains no multipleOf value");
                         return self.simple_rest(nt, s, types);
                     }
                     let by_value = number || !self.norm.integer_lexical;

@@ -240,7 +240,7 @@ pub(crate) enum NumberError {
     #[error("bound {0} is not finite")]
     BoundNotFinite(f64),
     /// `multipleOf` zero or negative.
-    #[error("multipleOf must be positive")]
+    #[error("multipleOf must be greater than 0")]
     MultipleNotPositive,
     /// An integer `multipleOf` above `max` (the grammar has one state per
     /// residue).

@@ -1602,3 +1602,41 @@ fn mixed_anchor_alternations_stay_small_and_exact() {
         assert_eq!(accepts(&g, &v), oracle.is_valid(&v), "{w:?}");
     }
 }
+
+/// Integer `multipleOf` under both bounds: exactly the multiples in range
+/// (closed form), with their by-value spellings (`6.0`, `-0`), and an
+/// empty range is unsatisfiable.
+#[test]
+fn bounded_integer_multiple_of_is_the_multiples_in_range() {
+    for (lo, hi, lo_ex, hi_ex, k) in [
+        (5i64, 30i64, false, false, 3u64),
+        (-12, 12, false, false, 3),
+        (3, 20, true, true, 5),
+        (-7, -1, false, true, 2),
+    ] {
+        let mut s = json!({"type": "integer", "multipleOf": k});
+        s[if lo_ex { "exclusiveMinimum" } else { "minimum" }] = json!(lo);
+        s[if hi_ex { "exclusiveMaximum" } else { "maximum" }] = json!(hi);
+        let g = compile(&s);
+        for v in -40i64..40 {
+            let want = (if lo_ex { v > lo } else { v >= lo })
+                && (if hi_ex { v < hi } else { v <= hi })
+                && v.rem_euclid(k as i64) == 0;
+            assert_eq!(recognizes(&g, v.to_string().as_bytes()), want, "{s} {v}");
+            assert_eq!(
+                recognizes(&g, format!("{v}.0").as_bytes()),
+                want,
+                "{s} {v}.0"
+            );
+        }
+        assert_eq!(
+            recognizes(&g, b"-0"),
+            lo <= 0 && 0 <= hi && !lo_ex && !hi_ex
+        );
+    }
+    let e = compile_json_schema(
+        &json!({"type": "integer", "minimum": 5, "maximum": 6, "multipleOf": 7}),
+        &JsonSchemaOptions::default(),
+    );
+    assert!(matches!(e, Err(SchemaError::Unsatisfiable { .. })), "{e:?}");
+}

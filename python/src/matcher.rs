@@ -558,7 +558,9 @@ impl GrammarMatcher {
                 if a.hasattr("dtype")? {
                     let dt = a.getattr("dtype")?.str()?.to_string();
                     if dt != "torch.int64" && dt != "int64" {
-                        return Err(err(format!("the draft tree's arrays must be int64, not {dt}")));
+                        return Err(err(format!(
+                            "the draft tree's arrays must be int64, not {dt}"
+                        )));
                     }
                 }
                 if a.hasattr("tolist")? {
@@ -591,7 +593,9 @@ impl GrammarMatcher {
             }
             let arr = as_int32_array(py, token_bitmask)?;
             if numpy::PyUntypedArrayMethods::ndim(&arr) != 2 {
-                return Err(err("the draft tree's bitmask must have 2 dimensions (a row per node)".into()));
+                return Err(err(
+                    "the draft tree's bitmask must have 2 dimensions (a row per node)".into(),
+                ));
             }
             let (rows, cols) = rows_cols(&arr);
             check_cols(py, cols, self.vs())?;

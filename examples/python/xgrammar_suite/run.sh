@@ -22,6 +22,14 @@ cp "$here/conftest_adapt.py" "$work/conftest.py"
 if [ "$eng" = zapspec ]; then
     sed -i -E 's/\bimport xgrammar as xgr\b/import zapspec as xgr/; s/\bfrom xgrammar(\.[a-z_]+)? import/from zapspec\1 import/; s/^import xgrammar$/import zapspec as xgrammar/' "$work"/*.py
 fi
+# XGR_SUITE_LANGUAGE_ONLY=1 (a second, labelled run): the JSON Schema
+# converter's check of XGrammar's rule names is dropped, so that the
+# acceptance checks after it run; never the judge, only a measure of the
+# languages behind the "grammar text" failures
+if [ "${XGR_SUITE_LANGUAGE_ONLY:-0}" = 1 ]; then
+    sed -i -E 's/^( +)assert f"\{rule_name\} ::=" in json_schema_ebnf/\1pass/' "$work"/test_json_schema_converter.py
+    eng="$eng-language-only"
+fi
 mkdir -p "$out"
 (cd "$work" && "${PYTHON:-python}" -m pytest -q -p no:cacheprovider --continue-on-collection-errors \
     --timeout=300 --junitxml="$out/$eng.xml" "$@" > "$out/$eng.log" 2>&1)
