@@ -321,7 +321,7 @@ class Engines:
         if engine == "zapspec":
             from zapspec.contrib.llama_cpp import LogitsProcessor
 
-            compiled = self.zcompiler.compile_json_schema(text, any_whitespace=False, separators=(",", ":"), strict_mode=False)
+            compiled = self.zcompiler.compile_json_schema(text, any_whitespace=False, separators=(",", ":"), strict_mode=False, one_of="require_disjoint")
             return Timed(LogitsProcessor(compiled))
         if engine == "llguidance":
             import llguidance

@@ -200,7 +200,7 @@ class ZapspecEngine(Engine):
     def compile(self, schema_text):
         try:
             return self.z.GrammarMatcher(
-                self.compiler.compile_json_schema(schema_text, any_whitespace=False, separators=(",", ":"), strict_mode=False)
+                self.compiler.compile_json_schema(schema_text, any_whitespace=False, separators=(",", ":"), strict_mode=False, one_of="require_disjoint")
             )
         except self.z.ZapspecError as e:
             kind = getattr(e, "kind", None)

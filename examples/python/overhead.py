@@ -63,7 +63,7 @@ def make_info(kind: str) -> "zapspec.TokenizerInfo":
 
 
 def compile_schema(compiler, schema_text: str):
-    return compiler.compile_json_schema(schema_text, any_whitespace=False, separators=(",", ":"), strict_mode=False)
+    return compiler.compile_json_schema(schema_text, any_whitespace=False, separators=(",", ":"), strict_mode=False, one_of="require_disjoint")
 
 
 def accepted(compiled, toks: List[int], stop: int) -> bool:

@@ -463,7 +463,8 @@ impl<'a> Emitter<'a> {
         }
         let mut ignored = std::mem::take(&mut e.norm.ignored);
         ignored.extend(e.format_notes.ignored);
-        let warnings = e.format_notes.warnings;
+        let mut warnings = e.format_notes.warnings;
+        warnings.extend(std::mem::take(&mut e.norm.relaxed));
         let narrowed = e.narrowed;
         Ok((
             e.g,

@@ -638,9 +638,10 @@ pub struct CompileReport {
     /// `(pointer, "format: NAME")` of every unknown format.
     pub ignored: Vec<(String, String)>,
     /// `(pointer, message)` of every relaxation that makes the grammar
-    /// accept more than the schema: today only a specification `format`
-    /// compiled as an annotation under
-    /// [`JsonSchemaOptions::lenient_formats`].
+    /// accept more than the schema: a specification `format` compiled as
+    /// an annotation under [`JsonSchemaOptions::lenient_formats`], and a
+    /// `oneOf` whose branches are not provably disjoint compiled as
+    /// `anyOf` under [`OneOfMode::AsAnyOf`].
     pub warnings: Vec<(String, String)>,
     /// `(pointer, message)` of every option not honoured in a way that
     /// makes the grammar accept *less* (sound): today an object written

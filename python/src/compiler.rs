@@ -8,14 +8,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::errors::{earley_error, guard, kind, raise};
+use crate::grammar::{compile_schema, schema_options, schema_value, Grammar, GrammarInner};
+use crate::tokenizer::{check_serialized, TokInner, TokenizerInfo, SERIALIZATION_VERSION};
 use zapspec_earley::{
     CompiledGrammar as EarleyGrammar, Engine, EngineConfig, IndexConfig, VocabIndex,
 };
-use zapspec_jsonschema::compile_json_schema;
-
-use crate::errors::{earley_error, guard, kind, raise, schema_error};
-use crate::grammar::{schema_options, schema_value, Grammar, GrammarInner};
-use crate::tokenizer::{check_serialized, TokInner, TokenizerInfo, SERIALIZATION_VERSION};
 
 /// A grammar compiled for one tokenizer.
 #[derive(Debug)]
@@ -326,9 +324,7 @@ impl GrammarCompiler {
             let (opts, okey) = schema_options(py, kwargs)?;
             let key = format!("json\u{0}{value}\u{0}{okey}");
             self.compile_with(py, key.clone(), move |py| {
-                let ir = py
-                    .detach(|| compile_json_schema(&value, &opts))
-                    .map_err(|e| schema_error(py, &e))?;
+                let ir = compile_schema(py, &value, &opts)?;
                 Ok(Arc::new(GrammarInner { ir, key }))
             })
         })

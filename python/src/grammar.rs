@@ -10,7 +10,7 @@ use pyo3::types::{PyDict, PyString};
 
 use zapspec_grammar::{Grammar as Ir, Symbol, Terminal, JSON_CONTAINER_GBNF};
 use zapspec_jsonschema::{
-    compile_json_schema, JsonSchemaOptions, OneOfMode, PropertyOrder, UnknownFormats,
+    compile_json_schema_report, JsonSchemaOptions, OneOfMode, PropertyOrder, UnknownFormats,
     UnknownKeywords, Whitespace, EARLEY_MAX_REGEX_REPEAT,
 };
 
@@ -167,6 +167,30 @@ pub(crate) fn schema_options(
     Ok((o, key))
 }
 
+/// `schema` compiled with the GIL released; each relaxation the compiler
+/// reports (a `oneOf` compiled as `anyOf`, a format as an annotation)
+/// becomes a Python `UserWarning` naming its JSON pointer.
+pub(crate) fn compile_schema(
+    py: Python<'_>,
+    value: &serde_json::Value,
+    opts: &JsonSchemaOptions,
+) -> PyResult<Ir> {
+    let (ir, report) = py
+        .detach(|| compile_json_schema_report(value, opts))
+        .map_err(|e| schema_error(py, &e))?;
+    for (pointer, message) in &report.warnings {
+        let msg = std::ffi::CString::new(format!("at `{pointer}`: {message}"))
+            .unwrap_or_else(|_| c"a JSON Schema relaxation".into());
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &msg,
+            1,
+        )?;
+    }
+    Ok(ir)
+}
+
 /// A JSON Schema argument as `serde_json`: a `str` is parsed, a Pydantic
 /// model class gives its `model_json_schema()`, anything else (a `dict`,
 /// `bool`) goes through `json.dumps`.
@@ -253,9 +277,7 @@ impl Grammar {
     ) -> PyResult<Arc<GrammarInner>> {
         let value = schema_value(py, schema)?;
         let (opts, okey) = schema_options(py, kw)?;
-        let ir = py
-            .detach(|| compile_json_schema(&value, &opts))
-            .map_err(|e| schema_error(py, &e))?;
+        let ir = compile_schema(py, &value, &opts)?;
         Ok(Arc::new(GrammarInner {
             ir,
             key: format!("json\u{0}{value}\u{0}{okey}"),

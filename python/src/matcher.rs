@@ -157,7 +157,6 @@ impl GrammarMatcher {
         parent: Option<usize>,
         st: &mut State,
         data: &mut [i32],
-        depth: usize,
     ) -> bool {
         let mut pos = pos;
         loop {
@@ -184,7 +183,7 @@ impl GrammarMatcher {
             if advanced && !self.ended(&st.m) {
                 self.fill(st, &mut data[row]);
                 let child = t.next[pos];
-                if child >= 0 && !self.traverse(t, child as usize, Some(pos), st, data, depth + 1) {
+                if child >= 0 && !self.traverse(t, child as usize, Some(pos), st, data) {
                     if parent.is_some() {
                         let _ = st.m.rollback(1);
                     }
@@ -541,6 +540,7 @@ impl GrammarMatcher {
     /// -1 for every node (no per-rule temperature; `default_temperature`
     /// where one was given). The matcher's state is unchanged.
     #[pyo3(signature = (retrieve_next_token, retrieve_next_sibling, draft_tokens, token_bitmask, time_threshold = -1.0, temperatures = None))]
+    #[allow(clippy::too_many_arguments)] // XGrammar's signature
     fn traverse_draft_tree(
         &self,
         py: Python<'_>,
@@ -626,7 +626,7 @@ impl GrammarMatcher {
                     .then(|| std::time::Duration::from_secs_f64(time_threshold)),
                 start,
             };
-            Ok(py.detach(|| self.traverse(&tree, 0, None, &mut st, data, 0)))
+            Ok(py.detach(|| self.traverse(&tree, 0, None, &mut st, data)))
         })
     }
 

@@ -17,7 +17,7 @@ def walks(info, compiler, n_schemas=12):
     out = []
     for name, schema, valid, _ in maskbench_sample(500)[:n_schemas]:
         try:
-            cg = compiler.compile_json_schema(schema, any_whitespace=False, separators=(",", ":"), strict_mode=False)
+            cg = compiler.compile_json_schema(schema, any_whitespace=False, separators=(",", ":"), strict_mode=False, one_of="require_disjoint")
         except zapspec.ZapspecError:
             continue
         for inst in valid[:2]:

@@ -292,3 +292,14 @@ def test_apply_warns_on_a_narrow_bitmask():
     with pytest.warns(UserWarning, match="left unmasked"):
         zapspec.apply_token_bitmask_inplace(logits, bm)
     assert np.isinf(logits[0, :64]).all() and np.isfinite(logits[0, 64:]).all()
+
+
+def test_overlapping_one_of_is_any_of_with_a_warning():
+    schema = {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0}]}
+    with pytest.warns(UserWarning, match="falling back to anyOf"):
+        g = zapspec.Grammar.from_json_schema(schema)
+    # 1 matches both branches: invalid under oneOf, accepted as anyOf (XGrammar's looseness)
+    assert _is_grammar_accept_string(g, "1") and _is_grammar_accept_string(g, "-3")
+    # zapspec's exact reading, one switch away
+    with pytest.raises(zapspec.SchemaError):
+        zapspec.Grammar.from_json_schema(schema, one_of="require_disjoint")

@@ -64,6 +64,9 @@ pub(crate) struct Normalizer<'a> {
     /// The first contradiction met (pointer, reason), for the error when
     /// the whole schema turns out unsatisfiable.
     pub first_unsat: Option<(String, String)>,
+    /// Relaxations (pointer, message): a `oneOf` whose branches are not
+    /// provably disjoint, compiled as `anyOf` under [`OneOfMode::AsAnyOf`].
+    pub relaxed: Vec<(String, String)>,
     /// The plain keywords of the schema nodes being normalised around the
     /// current one (all at the same instance location, so every one of
     /// them holds for any instance that reaches a `oneOf` inside): the
@@ -112,6 +115,7 @@ impl<'a> Normalizer<'a> {
             opts,
             ignored: Vec::new(),
             first_unsat: None,
+            relaxed: Vec::new(),
             context: Vec::new(),
             nodes: HashMap::new(),
             deadline: std::time::Instant::now().checked_add(opts.time_budget),
@@ -446,6 +450,18 @@ impl<'a> Normalizer<'a> {
             if union.len() > self.opts.max_branches {
                 return Err(self.too_many_branches(ptr, kw, union.len()));
             }
+        }
+        if kw == "oneOf"
+            && self.opts.one_of == OneOfMode::AsAnyOf
+            && check_one_of_disjoint(&union, &starts, &self.context, &aptr).is_err()
+            && !self.relaxed.iter().any(|(p, _)| p == &aptr)
+        {
+            self.relaxed.push((
+                aptr.clone(),
+                "oneOf branches that may overlap: falling back to anyOf semantics \
+                 (an instance matching several branches is accepted)"
+                    .into(),
+            ));
         }
         if kw == "oneOf" && self.opts.one_of == OneOfMode::RequireDisjoint {
             let ctx: &[Simple] = &self.context;
