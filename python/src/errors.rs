@@ -157,6 +157,21 @@ pub(crate) fn vocab_error(py: Python<'_>, e: &VocabError) -> PyErr {
     raise(py, "TokenizerError", e.to_string(), kind(k))
 }
 
+/// Text that is not JSON (`what`: "the schema", "the metadata", …):
+/// `InvalidJSONError` with the parser's line and column.
+pub(crate) fn invalid_json(py: Python<'_>, what: &str, e: &serde_json::Error) -> PyErr {
+    raise(
+        py,
+        "InvalidJSONError",
+        format!("{what} is not valid JSON: {e}"),
+        Fields {
+            kind: Some("invalid json".into()),
+            position: Some((e.line(), e.column())),
+            ..Fields::default()
+        },
+    )
+}
+
 /// Fields with only a kind.
 pub(crate) fn kind(k: &str) -> Fields {
     Fields {

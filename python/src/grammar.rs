@@ -14,7 +14,7 @@ use zapspec_jsonschema::{
     UnknownKeywords, Whitespace, EARLEY_MAX_REGEX_REPEAT,
 };
 
-use crate::errors::{grammar_error, guard, kind, raise, schema_error, Fields};
+use crate::errors::{grammar_error, guard, invalid_json, kind, raise, schema_error, Fields};
 use crate::tokenizer::{check_serialized, SERIALIZATION_VERSION};
 
 /// A grammar and the text it was made from.
@@ -218,18 +218,7 @@ pub(crate) fn schema_value(
             })?
             .extract()?
     };
-    serde_json::from_str(&text).map_err(|e| {
-        raise(
-            py,
-            "InvalidJSONError",
-            format!("the schema is not valid JSON: {e}"),
-            Fields {
-                kind: Some("invalid json".into()),
-                position: Some((e.line(), e.column())),
-                ..Fields::default()
-            },
-        )
-    })
+    serde_json::from_str(&text).map_err(|e| invalid_json(py, "the schema", &e))
 }
 
 impl Grammar {

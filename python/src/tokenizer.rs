@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use zapspec_core::{TokenId, Vocabulary};
 use zapspec_vocab::{decode_token_text, TiktokenBpe, TokenText, TokenVocab};
 
-use crate::errors::{guard, kind, raise, vocab_error, Fields};
+use crate::errors::{guard, invalid_json, kind, raise, vocab_error};
 
 /// Token strings that end a turn or a document in common chat models,
 /// looked up (as special tokens) when no stop token is given.
@@ -241,35 +241,15 @@ impl TokenizerInfo {
             tokens.push(bytes);
         }
         let n = tokens.len();
-        let mut special: Vec<TokenId> = Vec::new();
-        for id in special_token_ids.unwrap_or_default() {
-            if id < 0 || id as usize >= n {
-                return Err(raise(
-                    py,
-                    "TokenizerError",
-                    format!("special token id {id} is outside the vocabulary ({n} tokens)"),
-                    kind("special token"),
-                ));
-            }
-            special.push(id as TokenId);
-        }
+        let mut special = ids_below(
+            py,
+            &special_token_ids.unwrap_or_default(),
+            n,
+            "special token",
+        )?;
         let limit = vocab_size.unwrap_or(n).max(n);
         let stops: Vec<TokenId> = match &stop_token_ids {
-            Some(ids) => {
-                let mut out = Vec::with_capacity(ids.len());
-                for &id in ids {
-                    if id < 0 || id as usize >= limit {
-                        return Err(raise(
-                            py,
-                            "TokenizerError",
-                            format!("stop token id {id} is outside the vocabulary ({limit} ids)"),
-                            kind("stop token"),
-                        ));
-                    }
-                    out.push(id as TokenId);
-                }
-                out
-            }
+            Some(ids) => ids_below(py, ids, limit, "stop token")?,
             None => STOP_NAMES
                 .iter()
                 .filter_map(|s| names.get(*s).copied())
@@ -445,18 +425,8 @@ impl TokenizerInfo {
         metadata: &str,
     ) -> PyResult<Self> {
         guard(|| {
-            let m: serde_json::Value = serde_json::from_str(metadata).map_err(|e| {
-                raise(
-                    py,
-                    "InvalidJSONError",
-                    format!("the metadata is not valid JSON: {e}"),
-                    Fields {
-                        kind: Some("invalid json".into()),
-                        position: Some((e.line(), e.column())),
-                        ..Fields::default()
-                    },
-                )
-            })?;
+            let m: serde_json::Value =
+                serde_json::from_str(metadata).map_err(|e| invalid_json(py, "the metadata", &e))?;
             let bad = |what: &str| {
                 raise(
                     py,
@@ -974,18 +944,8 @@ pub(crate) fn check_serialized(
     text: &str,
     kind_: &str,
 ) -> PyResult<serde_json::Value> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        raise(
-            py,
-            "InvalidJSONError",
-            format!("not valid JSON: {e}"),
-            Fields {
-                kind: Some("invalid json".into()),
-                position: Some((e.line(), e.column())),
-                ..Fields::default()
-            },
-        )
-    })?;
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| invalid_json(py, &format!("the serialized {kind_}"), &e))?;
     match v.get("__VERSION__").and_then(|x| x.as_str()) {
         Some(SERIALIZATION_VERSION) => {}
         Some(other) => {
@@ -1016,6 +976,25 @@ pub(crate) fn check_serialized(
         ));
     }
     Ok(v)
+}
+
+/// `ids` as token ids below `limit`, or `TokenizerError` naming the first
+/// that is not (`what`: "stop token", "special token").
+fn ids_below(py: Python<'_>, ids: &[i64], limit: usize, what: &str) -> PyResult<Vec<TokenId>> {
+    ids.iter()
+        .map(|&id| {
+            if id < 0 || id as usize >= limit {
+                Err(raise(
+                    py,
+                    "TokenizerError",
+                    format!("{what} id {id} is outside the vocabulary ({limit} ids)"),
+                    kind(what),
+                ))
+            } else {
+                Ok(id as TokenId)
+            }
+        })
+        .collect()
 }
 
 /// `stop_token_ids` as XGrammar takes it: `None`, an id, or a list.
