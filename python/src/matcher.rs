@@ -136,6 +136,10 @@ impl GrammarMatcher {
     }
 }
 
+/// The deepest draft tree `traverse_draft_tree` walks (its recursion is
+/// one frame per level; drafts are tens of tokens deep).
+const MAX_TREE_DEPTH: usize = 4096;
+
 /// A draft tree as `traverse_draft_tree` takes it.
 struct Tree<'a> {
     next: &'a [i64],
@@ -590,6 +594,28 @@ impl GrammarMatcher {
             }
             if sib.first().is_some_and(|&s| s != -1) {
                 return Err(err("the root of a draft tree has no sibling".into()));
+            }
+            // every node reached once (no cycle, no second parent), and a
+            // depth the recursion can take
+            let mut seen = vec![false; n];
+            let mut stack: Vec<(usize, usize)> = if n > 0 { vec![(0, 0)] } else { vec![] };
+            while let Some((i, depth)) = stack.pop() {
+                if std::mem::replace(&mut seen[i], true) {
+                    return Err(err(format!(
+                        "draft tree node {i} is reached twice (a cycle, or two parents)"
+                    )));
+                }
+                if depth > MAX_TREE_DEPTH {
+                    return Err(err(format!(
+                        "the draft tree is deeper than {MAX_TREE_DEPTH} tokens"
+                    )));
+                }
+                if next[i] >= 0 {
+                    stack.push((next[i] as usize, depth + 1));
+                }
+                if sib[i] >= 0 {
+                    stack.push((sib[i] as usize, depth));
+                }
             }
             let arr = as_int32_array(py, token_bitmask)?;
             if numpy::PyUntypedArrayMethods::ndim(&arr) != 2 {

@@ -280,7 +280,9 @@ def test_traverse_draft_tree_refuses_bad_shapes():
     bm = zapspec.allocate_token_bitmask(3, info.vocab_size, framework="numpy")
     for args in [(nxt, sib[:2], toks, bm), (nxt, sib.astype(np.int32), toks, bm),
                  (nxt, sib, toks, bm[0]), (nxt, sib, toks, bm[:2]), (nxt, np.array([1, -1, -1]), toks, bm),
-                 (np.array([1, 7, -1]), sib, toks, bm)]:
+                 (np.array([1, 7, -1]), sib, toks, bm),
+                 (np.array([1, 0, -1]), sib, toks, bm),  # a cycle
+                 (np.array([1, -1, -1]), np.array([-1, 2, 1]), toks, bm)]:  # siblings in a loop
         with pytest.raises(zapspec.BitmaskError):
             m.traverse_draft_tree(*args)
     assert m.traverse_draft_tree(nxt, sib, toks, bm)  # still usable
