@@ -427,48 +427,21 @@ impl TokenizerInfo {
         guard(|| {
             let m: serde_json::Value =
                 serde_json::from_str(metadata).map_err(|e| invalid_json(py, "the metadata", &e))?;
-            let bad = |what: &str| {
-                raise(
-                    py,
-                    "DeserializeFormatError",
-                    format!("the metadata has no valid {what:?}"),
-                    kind("format"),
-                )
-            };
-            let vt = m
-                .get("vocab_type")
-                .and_then(|v| v.as_u64())
-                .filter(|&v| v <= 2)
-                .ok_or_else(|| bad("vocab_type"))? as u8;
-            let vocab_size = m
-                .get("vocab_size")
-                .and_then(|v| v.as_u64())
-                .ok_or_else(|| bad("vocab_size"))? as usize;
-            let aps = m
-                .get("add_prefix_space")
-                .and_then(|v| v.as_bool())
-                .ok_or_else(|| bad("add_prefix_space"))?;
-            let stops = m
-                .get("stop_token_ids")
-                .and_then(|v| v.as_array())
-                .ok_or_else(|| bad("stop_token_ids"))?
-                .iter()
-                .map(|x| x.as_i64().ok_or_else(|| bad("stop_token_ids")))
-                .collect::<PyResult<Vec<i64>>>()?;
+            let m = Metadata::read(py, &m, "the metadata")?;
             let kind_ = [
                 TokenText::Raw,
                 TokenText::ByteFallback,
                 TokenText::ByteLevel,
-            ][vt as usize];
+            ][m.vocab_type as usize];
             Self::from_list(
                 py,
                 encoded_vocab,
                 kind_,
-                vt,
-                Some(vocab_size),
-                Some(stops),
+                m.vocab_type,
+                Some(m.vocab_size),
+                Some(m.stop),
                 None,
-                aps,
+                m.add_prefix_space,
             )
         })
     }
@@ -498,18 +471,16 @@ impl TokenizerInfo {
         let tokens: Vec<String> = (0..t.n_tokens as TokenId)
             .map(|i| hex(v.token_bytes(i)))
             .collect();
-        serde_json::json!({
-            "__VERSION__": SERIALIZATION_VERSION,
-            "kind": "TokenizerInfo",
-            "name": v.name(),
-            "vocab_type": t.vocab_type,
-            "vocab_size": t.vocab_size,
-            "add_prefix_space": t.add_prefix_space,
-            "stop_token_ids": t.stop,
-            "special_token_ids": (0..t.n_tokens as TokenId).filter(|&i| v.is_special(i)).collect::<Vec<_>>(),
-            "decoded_vocab_hex": tokens,
-        })
-        .to_string()
+        let mut out = self.metadata_json();
+        out["__VERSION__"] = SERIALIZATION_VERSION.into();
+        out["kind"] = "TokenizerInfo".into();
+        out["name"] = v.name().into();
+        out["special_token_ids"] = (0..t.n_tokens as TokenId)
+            .filter(|&i| v.is_special(i))
+            .collect::<Vec<_>>()
+            .into();
+        out["decoded_vocab_hex"] = tokens.into();
+        out.to_string()
     }
 
     /// A tokenizer info from `serialize_json`'s text.
@@ -519,44 +490,15 @@ impl TokenizerInfo {
     fn deserialize_json(py: Python<'_>, json_string: &str) -> PyResult<Self> {
         guard(|| {
             let v = check_serialized(py, json_string, "TokenizerInfo")?;
-            let bad = |what: &str| {
-                raise(
-                    py,
-                    "DeserializeFormatError",
-                    format!("serialized TokenizerInfo: no valid {what:?}"),
-                    kind("format"),
-                )
-            };
-            let ids = |k: &str| -> PyResult<Vec<i64>> {
-                v.get(k)
-                    .and_then(|x| x.as_array())
-                    .ok_or_else(|| bad(k))?
-                    .iter()
-                    .map(|x| x.as_i64().ok_or_else(|| bad(k)))
-                    .collect()
-            };
+            let what = "serialized TokenizerInfo";
+            let m = Metadata::read(py, &v, what)?;
             let tokens: Vec<Vec<u8>> = v
                 .get("decoded_vocab_hex")
                 .and_then(|x| x.as_array())
-                .ok_or_else(|| bad("decoded_vocab_hex"))?
-                .iter()
-                .map(|x| {
-                    x.as_str()
-                        .and_then(unhex)
-                        .ok_or_else(|| bad("decoded_vocab_hex"))
-                })
-                .collect::<PyResult<_>>()?;
-            let vt = v
-                .get("vocab_type")
-                .and_then(|x| x.as_u64())
-                .filter(|&x| x <= 2);
-            let vt = vt.ok_or_else(|| bad("vocab_type"))? as u8;
-            let vocab_size = v.get("vocab_size").and_then(|x| x.as_u64());
-            let vocab_size = vocab_size.ok_or_else(|| bad("vocab_size"))? as usize;
-            let aps = v.get("add_prefix_space").and_then(|x| x.as_bool());
-            let aps = aps.ok_or_else(|| bad("add_prefix_space"))?;
+                .and_then(|a| a.iter().map(|x| x.as_str().and_then(unhex)).collect())
+                .ok_or_else(|| no_valid(py, what, "decoded_vocab_hex"))?;
             let list = PyList::new(py, tokens.iter().map(|b| PyBytes::new(py, b)))?;
-            let special = ids("special_token_ids")?
+            let special = json_ids(py, &v, "special_token_ids", what)?
                 .into_iter()
                 .filter(|&i| i >= 0 && (i as usize) < tokens.len())
                 .collect();
@@ -564,11 +506,11 @@ impl TokenizerInfo {
                 py,
                 list.as_any(),
                 TokenText::Raw,
-                vt,
-                Some(vocab_size),
-                Some(ids("stop_token_ids")?),
+                m.vocab_type,
+                Some(m.vocab_size),
+                Some(m.stop),
                 Some(special),
-                aps,
+                m.add_prefix_space,
             )
         })
     }
@@ -976,6 +918,58 @@ pub(crate) fn check_serialized(
         ));
     }
     Ok(v)
+}
+
+/// The fields of `dump_metadata()`, read from a JSON object (`what` names
+/// it in the `DeserializeFormatError` for a missing or malformed field).
+struct Metadata {
+    vocab_type: u8,
+    vocab_size: usize,
+    add_prefix_space: bool,
+    stop: Vec<i64>,
+}
+
+impl Metadata {
+    fn read(py: Python<'_>, v: &serde_json::Value, what: &str) -> PyResult<Self> {
+        let bad = |k: &str| no_valid(py, what, k);
+        let vocab_type = v
+            .get("vocab_type")
+            .and_then(|x| x.as_u64())
+            .filter(|&x| x <= 2)
+            .ok_or_else(|| bad("vocab_type"))? as u8;
+        let vocab_size = v
+            .get("vocab_size")
+            .and_then(|x| x.as_u64())
+            .ok_or_else(|| bad("vocab_size"))? as usize;
+        let add_prefix_space = v
+            .get("add_prefix_space")
+            .and_then(|x| x.as_bool())
+            .ok_or_else(|| bad("add_prefix_space"))?;
+        Ok(Metadata {
+            vocab_type,
+            vocab_size,
+            add_prefix_space,
+            stop: json_ids(py, v, "stop_token_ids", what)?,
+        })
+    }
+}
+
+/// The integer list `v[key]`, or `DeserializeFormatError`.
+fn json_ids(py: Python<'_>, v: &serde_json::Value, key: &str, what: &str) -> PyResult<Vec<i64>> {
+    v.get(key)
+        .and_then(|x| x.as_array())
+        .and_then(|a| a.iter().map(|x| x.as_i64()).collect())
+        .ok_or_else(|| no_valid(py, what, key))
+}
+
+/// `DeserializeFormatError`: `what` has no valid `key`.
+fn no_valid(py: Python<'_>, what: &str, key: &str) -> PyErr {
+    raise(
+        py,
+        "DeserializeFormatError",
+        format!("{what} has no valid {key:?}"),
+        kind("format"),
+    )
 }
 
 /// `ids` as token ids below `limit`, or `TokenizerError` naming the first
