@@ -37,15 +37,27 @@ pub(crate) struct Emitter<'a> {
     /// (borrowed for `'a`, so an address names one schema for the whole
     /// compile): a definition `$ref`-ed from many places has its content
     /// key written once, not once per use.
-    by_addr: HashMap<usize, NtId>,
+    /// (Under [`Whitespace::Indent`] the key is the address and the JSON
+    /// depth.)
+    by_addr: HashMap<(usize, usize), NtId>,
     /// The rules a string part was written as, by its keywords: a schema's
     /// many `format: uri` or equal `pattern` fields are translated,
     /// encoded and printed once ([`Emitter::string`]).
     string_memo: HashMap<StringKw, Vec<Vec<Symbol>>>,
-    /// Work items: nonterminal, subschema, pointer, nesting depth.
-    queue: VecDeque<(NtId, Sub<'a>, String, usize)>,
+    /// Work items: nonterminal, subschema, pointer, nesting depth, JSON
+    /// depth.
+    queue: VecDeque<(NtId, Sub<'a>, String, usize, usize)>,
     /// Nesting depth of the work item being emitted.
     depth: usize,
+    /// JSON depth of the value the work item being emitted writes (the
+    /// document is 0, its items 1): under [`Whitespace::Indent`] the
+    /// indentation of its lines, and part of its memo key.
+    pub jdepth: usize,
+    /// Under [`Whitespace::Indent`], the nonterminal (without rules) that
+    /// stands for the containers too deep to write
+    /// ([`JsonSchemaOptions::max_indent_depth`]), and the pointer of the
+    /// first of them.
+    depth_cut: Option<(NtId, String)>,
     ws: Option<NtId>,
     unit: Option<NtId>,
     star: Option<NtId>,
@@ -110,12 +122,33 @@ fn check_json_depth(root: &Value, max: usize) -> Result<(), SchemaError> {
 /// separator must be `,` and the key separator `:`, each with only JSON
 /// whitespace (`[ \t\n\r]`) around it.
 fn check_separators(w: &Whitespace) -> Result<(), SchemaError> {
-    let Whitespace::Separators {
-        item_separator,
-        key_separator,
-    } = w
-    else {
-        return Ok(());
+    let (mode, item_separator, key_separator) = match w {
+        Whitespace::Separators {
+            item_separator,
+            key_separator,
+        } => ("Separators", item_separator, key_separator),
+        Whitespace::Indent {
+            indent,
+            item_separator,
+            key_separator,
+        } => {
+            if indent.len() > MAX_INDENT_UNIT
+                || !indent
+                    .chars()
+                    .all(|x| matches!(x, ' ' | '\t' | '\n' | '\r'))
+            {
+                return Err(SchemaError::invalid(
+                    "indent",
+                    "",
+                    format!(
+                        "Whitespace::Indent: indent {indent:?} must be at most \
+                         {MAX_INDENT_UNIT} bytes of JSON whitespace"
+                    ),
+                ));
+            }
+            ("Indent", item_separator, key_separator)
+        }
+        _ => return Ok(()),
     };
     for (name, sep, c) in [
         ("item_separator", item_separator, ','),
@@ -130,13 +163,16 @@ fn check_separators(w: &Whitespace) -> Result<(), SchemaError> {
                 name,
                 "",
                 format!(
-                    "Whitespace::Separators: {name} {sep:?} must be `{c}` with only JSON whitespace around it"
+                    "Whitespace::{mode}: {name} {sep:?} must be `{c}` with only JSON whitespace around it"
                 ),
             ));
         }
     }
     Ok(())
 }
+
+/// Longest [`Whitespace::Indent`] unit.
+const MAX_INDENT_UNIT: usize = 256;
 
 /// The pointer of the first node at JSON depth `depth` (depth-first).
 fn pointer_at_depth(root: &Value, depth: usize) -> String {
@@ -392,17 +428,24 @@ impl<'a> Emitter<'a> {
     /// The grammar of `sub`, the subschema at `ptr` of `root` (references
     /// resolve against `root`), inside `member_nesting` enclosing
     /// enum-member checks and within the enclosing compilation's
-    /// `deadline`.
+    /// `deadline`, with [`Whitespace::Compact`]: it recognises values as
+    /// `serde_json::to_string` writes them.
     pub(crate) fn compile_sub(
         &self,
         sub: &Sub<'a>,
         ptr: &str,
     ) -> Result<(Grammar, CompileReport), SchemaError> {
+        // its texts are recognised as `serde_json` writes them (compact),
+        // whatever the layout of the enclosing grammar
+        let compact = JsonSchemaOptions {
+            whitespace: Whitespace::Compact,
+            ..self.opts.clone()
+        };
         Emitter::compile_at(
             self.norm.root,
             sub,
             ptr,
-            self.opts,
+            &compact,
             self.member_nesting + 1,
             Some(self.norm.deadline),
         )
@@ -425,6 +468,8 @@ impl<'a> Emitter<'a> {
             string_memo: HashMap::default(),
             queue: VecDeque::new(),
             depth: 0,
+            jdepth: 0,
+            depth_cut: None,
             ws: None,
             unit: None,
             star: None,
@@ -443,9 +488,10 @@ impl<'a> Emitter<'a> {
         if let Some(d) = deadline {
             e.norm.deadline = d;
         }
-        let root = e.node(schema, ptr)?;
-        while let Some((nt, v, ptr, depth)) = e.queue.pop_front() {
+        let root = e.node_at(schema, ptr, 0)?;
+        while let Some((nt, v, ptr, depth, jdepth)) = e.queue.pop_front() {
             e.depth = depth;
+            e.jdepth = jdepth;
             e.norm.check_time(&ptr)?;
             let branches = e.norm.branches(&v, &ptr)?;
             for s in &branches {
@@ -453,6 +499,23 @@ impl<'a> Emitter<'a> {
             }
         }
         e.g.start = root;
+        if let Some((cut, at)) = &e.depth_cut {
+            // satisfiable only with containers deeper than the bound
+            if productive_set(&e.g, Some(*cut))[root.index()]
+                && !productive_set(&e.g, None)[root.index()]
+            {
+                let max = opts.max_indent_depth;
+                return Err(SchemaError::limit(
+                    Limit::Depth,
+                    max,
+                    at,
+                    format!(
+                        "Whitespace::Indent: every value the schema allows nests more than \
+                         {max} levels (JsonSchemaOptions::max_indent_depth)"
+                    ),
+                ));
+            }
+        }
         let productive = prune_unproductive(&mut e.g);
         if !productive[root.index()] {
             let (pointer, reason) =
@@ -476,16 +539,30 @@ impl<'a> Emitter<'a> {
         ))
     }
 
-    /// The nonterminal of a subschema (created and queued on first use).
+    /// The nonterminal of a subschema that is an item or member of the
+    /// value being emitted (created and queued on first use).
     pub fn node(&mut self, v: &Sub<'a>, ptr: &str) -> Result<NtId, SchemaError> {
+        self.node_at(v, ptr, self.jdepth + 1)
+    }
+
+    /// The nonterminal of a subschema written at JSON depth `jdepth`
+    /// (part of the memo key only under [`Whitespace::Indent`], where
+    /// the depth sets the indentation).
+    fn node_at(&mut self, v: &Sub<'a>, ptr: &str, jdepth: usize) -> Result<NtId, SchemaError> {
+        let indent = matches!(self.opts.whitespace, Whitespace::Indent { .. });
+        let jd = if indent { jdepth } else { 0 };
         let addr = match v {
-            Sub::Schema(x) => Some(std::ptr::from_ref::<Value>(x) as usize),
+            Sub::Schema(x) => Some((std::ptr::from_ref::<Value>(x) as usize, jd)),
             _ => None,
         };
         if let Some(&nt) = addr.and_then(|a| self.by_addr.get(&a)) {
             return Ok(nt);
         }
-        let key = v.key();
+        let key = if indent {
+            format!("{jd}\u{0}{}", v.key())
+        } else {
+            v.key()
+        };
         if let Some(&nt) = self.memo.get(&key) {
             if let Some(a) = addr {
                 self.by_addr.insert(a, nt);
@@ -510,7 +587,7 @@ impl<'a> Emitter<'a> {
             self.by_addr.insert(a, nt);
         }
         self.queue
-            .push_back((nt, v.clone(), ptr.to_string(), depth));
+            .push_back((nt, v.clone(), ptr.to_string(), depth, jdepth));
         Ok(nt)
     }
 
@@ -566,21 +643,95 @@ impl<'a> Emitter<'a> {
     /// The separator between two array items or object members: `,` and
     /// whitespace, or [`Whitespace::Separators`]' `item_separator`.
     pub fn item_sep(&mut self) -> Vec<Symbol> {
-        if let Whitespace::Separators { item_separator, .. } = &self.opts.whitespace {
-            return vec![lit(item_separator)];
+        match &self.opts.whitespace {
+            Whitespace::Separators { item_separator, .. } => vec![lit(item_separator)],
+            Whitespace::Indent { item_separator, .. } => {
+                vec![lit(&format!("{item_separator}{}", self.newline(1)))]
+            }
+            _ => {
+                let mut v = vec![lit(",")];
+                v.extend(self.ws());
+                v
+            }
         }
-        let mut v = vec![lit(",")];
-        v.extend(self.ws());
-        v
     }
 
-    /// The item and key separators of compact output: `,` and `:`, or
-    /// those of [`Whitespace::Separators`].
+    /// Under [`Whitespace::Indent`], a newline and the indentation of
+    /// JSON depth `self.jdepth + up` (empty otherwise).
+    pub fn newline(&self, up: usize) -> String {
+        match &self.opts.whitespace {
+            Whitespace::Indent { indent, .. } => {
+                format!("\n{}", indent.repeat(self.jdepth + up))
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// What comes before an item or member of the container being
+    /// emitted after `written` others: the item separator, or for the
+    /// first one the newline and indentation of [`Whitespace::Indent`]
+    /// (nothing in the other modes).
+    pub fn lead(&mut self, written: u64) -> Vec<Symbol> {
+        if written > 0 {
+            return self.item_sep();
+        }
+        match self.newline(1) {
+            nl if nl.is_empty() => vec![],
+            nl => vec![lit(&nl)],
+        }
+    }
+
+    /// The closing bracket of the container being emitted after `written`
+    /// items or members: under [`Whitespace::Indent`] on a line of its own
+    /// unless the container is empty.
+    pub fn close(&self, bracket: &str, written: u64) -> Symbol {
+        if written == 0 {
+            return lit(bracket);
+        }
+        lit(&format!("{}{bracket}", self.newline(0)))
+    }
+
+    /// Under [`Whitespace::Indent`], whether the container alternatives of
+    /// `nt` are too deep to write (their items would lie deeper than
+    /// [`JsonSchemaOptions::max_indent_depth`]); if so `nt` derives the
+    /// cut marker instead (no string) and the narrowing is recorded once.
+    pub fn indent_cut(&mut self, nt: NtId, ptr: &str) -> Result<bool, SchemaError> {
+        let max = self.opts.max_indent_depth;
+        if !matches!(self.opts.whitespace, Whitespace::Indent { .. }) || self.jdepth < max {
+            return Ok(false);
+        }
+        let cut = match &self.depth_cut {
+            Some((c, _)) => *c,
+            None => {
+                let c = self.fresh("too-deep", ptr)?;
+                self.depth_cut = Some((c, ptr.to_string()));
+                self.narrowed.push((
+                    ptr.to_string(),
+                    format!(
+                        "Whitespace::Indent: containers nested more than {max} levels \
+                         (JsonSchemaOptions::max_indent_depth) are not written"
+                    ),
+                ));
+                c
+            }
+        };
+        self.g.add_rule(nt, vec![Symbol::Nt(cut)]);
+        Ok(true)
+    }
+
+    /// The item and key separators of one-line output: `,` and `:`, or
+    /// those of [`Whitespace::Separators`] (under [`Whitespace::Indent`],
+    /// its separators, the item separator without the line break).
     pub fn separators(&self) -> (&'a str, &'a str) {
         match &self.opts.whitespace {
             Whitespace::Separators {
                 item_separator,
                 key_separator,
+            }
+            | Whitespace::Indent {
+                item_separator,
+                key_separator,
+                ..
             } => (item_separator, key_separator),
             _ => (",", ":"),
         }
@@ -1093,8 +1244,24 @@ impl<'a> Emitter<'a> {
 /// Removes rules that mention a nonterminal deriving no string; returns
 /// which nonterminals derive some string. Language-preserving.
 pub(crate) fn prune_unproductive(g: &mut Grammar) -> Vec<bool> {
+    let productive = productive_set(g, None);
+    g.rules.retain(|r| {
+        productive[r.lhs.index()]
+            && r.rhs
+                .iter()
+                .all(|s| !matches!(s, Symbol::Nt(x) if !productive[x.index()]))
+    });
+    productive
+}
+
+/// Which nonterminals derive some string, taking `assume` (if any) to
+/// derive one.
+fn productive_set(g: &Grammar, assume: Option<NtId>) -> Vec<bool> {
     let n = g.num_nonterminals();
     let mut productive = vec![false; n];
+    if let Some(a) = assume {
+        productive[a.index()] = true;
+    }
     let mut changed = true;
     while changed {
         changed = false;
@@ -1109,11 +1276,5 @@ pub(crate) fn prune_unproductive(g: &mut Grammar) -> Vec<bool> {
             }
         }
     }
-    g.rules.retain(|r| {
-        productive[r.lhs.index()]
-            && r.rhs
-                .iter()
-                .all(|s| !matches!(s, Symbol::Nt(x) if !productive[x.index()]))
-    });
     productive
 }

@@ -152,6 +152,39 @@ impl SchemaError {
             reason: reason.into(),
         }
     }
+
+    /// The value `v` of a count keyword (`minItems` …) is no non-negative
+    /// integer. The wording is XGrammar's (its tests match it): "must be
+    /// an integer", or "must be a non-negative integer" for a negative
+    /// one.
+    pub(crate) fn bad_count(keyword: &str, pointer: &str, v: &Value) -> Self {
+        let integral = v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0);
+        let negative = v.as_f64().is_some_and(|f| f < 0.0);
+        let reason = match (integral, negative) {
+            (true, true) => "must be a non-negative integer",
+            (true, false) => "must be a non-negative integer below 10^18",
+            _ => "must be an integer",
+        };
+        SchemaError::invalid(keyword, pointer, reason)
+    }
+
+    /// The value `v` of a numeric keyword is no number (with XGrammar's
+    /// phrase, "Value must be a number", which its tests match).
+    pub(crate) fn not_a_number(keyword: &str, pointer: &str, v: &Value) -> Self {
+        let what = match v {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+            Value::Number(_) => "a number",
+        };
+        SchemaError::invalid(
+            keyword,
+            pointer,
+            format!("must be a number (Value must be a number, not {what})"),
+        )
+    }
 }
 
 /// Why a `pattern` (or a `format`'s regex) has no exact translation into a
@@ -193,6 +226,28 @@ pub(crate) enum PatternError {
     /// A `[` without its `]`.
     #[error("unterminated character class")]
     UnterminatedClass,
+    /// A `)` that closes no group (the offset is in characters).
+    #[error("Unmatched ')' at offset {offset}")]
+    UnmatchedParen {
+        /// Where the `)` is.
+        offset: usize,
+    },
+    /// A `(` without its `)`.
+    #[error("The parenthesis is not closed.")]
+    UnclosedGroup,
+    /// `[]` under [`super::RegexDialect::Strict`] (ECMA-262 reads a class
+    /// that matches nothing).
+    #[error("Empty character class is not allowed in regex.")]
+    EmptyClass,
+    /// A `{` that starts no quantifier (`a{,3}`, `a{`) under
+    /// [`super::RegexDialect::Strict`] (Annex B reads it as literal text).
+    #[error(
+        "Invalid repetition at offset {offset}: `{{` starts no quantifier {{n}}, {{n,}} or {{n,m}}"
+    )]
+    InvalidRepetition {
+        /// Where the `{` is (in characters).
+        offset: usize,
+    },
     /// A quantifier after a quantifier (`a++`, `a*{2}`, `a+??`): ECMA-262's
     /// "nothing to repeat" (only one `?` may follow, for laziness).
     #[error("a quantifier with nothing to repeat (after another quantifier)")]

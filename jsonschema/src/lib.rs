@@ -87,6 +87,9 @@
 //!   not before the first or after the last), a run of at most `max_ws`
 //!   JSON whitespace bytes. [`Whitespace::Separators`]: compact output
 //!   with fixed item and key separators (e.g. `", "` and `": "`).
+//!   [`Whitespace::Indent`]: pretty-printed, exactly as Python's
+//!   `json.dumps(obj, indent=…, separators=…)` writes it (each item on its
+//!   own line, indented by depth), to a bounded depth.
 //! * **Key order.** Objects list their keys in the order of `properties`
 //!   (then required names that `properties` does not declare, in
 //!   `required` order), then additional properties, in any order. JSON
@@ -250,7 +253,8 @@
 //!   `maxContains`, `uniqueItems: true` over other items (above),
 //!   `unevaluated*` beside in-place applicators, draft-3 `extends`,
 //!   `multipleOf` other than powers of
-//!   ten and integers (integers only without bounds; several `multipleOf`
+//!   ten and integers (integers up to 10,000, without bounds or with
+//!   both; several `multipleOf`
 //!   in one conjunction are first merged into their least common multiple,
 //!   which is exact), number bounds beyond
 //!   `u128`, two different patterns in one `allOf`, `patternProperties` in
@@ -288,8 +292,49 @@ pub use canonical::canonical_instances;
 /// written. `Err` is a message for a pattern the rewrite refuses (a
 /// trailing backslash, a back-reference, …); the result may still be
 /// refused by `regex-syntax`'s parser.
+///
+/// This is [`RegexDialect::AnnexB`], the reading of JSON Schema's
+/// `pattern`; [`ecma_regex_to_regex_syntax_in`] takes the dialect.
 pub fn ecma_regex_to_regex_syntax(pattern: &str) -> Result<String, String> {
-    strings::ecma_to_regex_syntax(pattern).map_err(|e| e.to_string())
+    ecma_regex_to_regex_syntax_in(pattern, RegexDialect::AnnexB)
+}
+
+/// [`ecma_regex_to_regex_syntax`] in `dialect`; a `)` that closes no group
+/// and a `(` never closed are refused in both.
+///
+/// ```
+/// use zapspec_jsonschema::{ecma_regex_to_regex_syntax_in, RegexDialect};
+///
+/// assert_eq!(ecma_regex_to_regex_syntax_in("a{,3}", RegexDialect::AnnexB).unwrap(), r"a\{,3\}");
+/// assert!(ecma_regex_to_regex_syntax_in("a{,3}", RegexDialect::Strict).is_err());
+/// assert!(ecma_regex_to_regex_syntax_in("[]", RegexDialect::AnnexB).is_ok()); // matches nothing
+/// assert!(ecma_regex_to_regex_syntax_in("[]", RegexDialect::Strict).is_err());
+/// assert!(ecma_regex_to_regex_syntax_in("abc)", RegexDialect::AnnexB).is_err());
+/// ```
+pub fn ecma_regex_to_regex_syntax_in(
+    pattern: &str,
+    dialect: RegexDialect,
+) -> Result<String, String> {
+    strings::ecma_to_regex_syntax_in(pattern, dialect).map_err(|e| e.to_string())
+}
+
+/// How [`ecma_regex_to_regex_syntax_in`] reads the constructs on which the
+/// readings of an ECMA-262 regex differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RegexDialect {
+    /// ECMA-262 without the `u` flag, with its Annex B, as JSON Schema
+    /// validators read `pattern`: a `{` that starts no quantifier is
+    /// literal text (`a{,3}` matches the five characters `a{,3}`), and
+    /// `[]` is the class that matches nothing (`[^]` any character). The
+    /// default, and the reading of `pattern`.
+    #[default]
+    AnnexB,
+    /// XGrammar's reading (of `Grammar.from_regex`): a `{` that starts no
+    /// quantifier is an error, as under ECMA-262's `u` flag (`a{,3}`,
+    /// `a{`, a leading `{2}`), and so is `[]` (XGrammar: "Empty character
+    /// class is not allowed in regex."); `[^]` is any character, a lone
+    /// `}` literal.
+    Strict,
 }
 pub use error::SchemaError;
 
@@ -332,6 +377,58 @@ pub enum Whitespace {
     /// [`SchemaError::Invalid`] naming `item_separator`/`key_separator`.
     Separators {
         /// Between two items or members, e.g. `", "`.
+        item_separator: String,
+        /// Between a key and its value, e.g. `": "`.
+        key_separator: String,
+    },
+    /// Pretty-printed, exactly as Python's `json.dumps(obj, indent=…,
+    /// separators=(item_separator, key_separator))` lays a value out: a
+    /// non-empty array or object writes each item or member on its own
+    /// line, after a newline and `indent` repeated once per level of
+    /// nesting (the document itself is level 0, its members level 1),
+    /// with `item_separator` between two of them (before the newline), and
+    /// its closing bracket on a line of its own at the container's level;
+    /// an empty one is `[]` / `{}`; `key_separator` between a key and its
+    /// value; no other whitespace. `","` and `": "` are `json.dumps`'s
+    /// (and XGrammar's) separators with an indent.
+    ///
+    /// The layout depends on the depth of each value, which a context-free
+    /// grammar cannot count without bound, so each subschema is compiled
+    /// once per depth it occurs at, down to
+    /// [`JsonSchemaOptions::max_indent_depth`]: a container whose items
+    /// would lie deeper is not written (a narrowing recorded in
+    /// [`CompileReport::narrowed`]; a schema that no value within the
+    /// bound satisfies is refused with [`SchemaError::LimitExceeded`],
+    /// [`Limit::Depth`]). `indent` must be JSON whitespace (`"  "`,
+    /// `"\t"`; `""` breaks lines without indenting, as `indent=0`), of
+    /// at most 256 bytes, and the separators as for
+    /// [`Whitespace::Separators`], else [`SchemaError::Invalid`].
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use zapspec_grammar::Recognizer;
+    /// use zapspec_jsonschema::{compile_json_schema, JsonSchemaOptions, Whitespace};
+    ///
+    /// let opts = JsonSchemaOptions {
+    ///     whitespace: Whitespace::Indent {
+    ///         indent: "  ".into(),
+    ///         item_separator: ",".into(),
+    ///         key_separator: ": ".into(),
+    ///     },
+    ///     ..JsonSchemaOptions::default()
+    /// };
+    /// let schema = json!({"type": "object", "properties": {"a": {"type": "array"}}});
+    /// let rec = Recognizer::new(&compile_json_schema(&schema, &opts).unwrap()).unwrap();
+    /// assert!(rec.recognizes(b"{\n  \"a\": [\n    1,\n    2\n  ]\n}"));
+    /// assert!(rec.recognizes(b"{\n  \"a\": []\n}") && rec.recognizes(b"{}"));
+    /// assert!(!rec.recognizes(br#"{"a": [1, 2]}"#));
+    /// ```
+    ///
+    /// [`Limit::Depth`]: zapspec_grammar::Limit::Depth
+    Indent {
+        /// One level of indentation, e.g. `"  "`.
+        indent: String,
+        /// Between two items or members, before the newline, e.g. `","`.
         item_separator: String,
         /// Between a key and its value, e.g. `": "`.
         key_separator: String,
@@ -539,6 +636,14 @@ pub struct JsonSchemaOptions {
     /// text nested more than 128 levels; this bounds values built in
     /// memory.
     pub max_json_depth: usize,
+    /// Under [`Whitespace::Indent`], the deepest level of nesting written
+    /// (the document is level 0, its items or members level 1): a
+    /// non-empty or empty container is written only where its items would
+    /// lie at most this deep. Each subschema is
+    /// compiled once per level it occurs at, so a recursive schema (or a
+    /// free value such as `{}`) has up to this many copies of its rules.
+    /// Default 32. Ignored by the other whitespace modes.
+    pub max_indent_depth: usize,
     /// Wall-clock budget of one compilation; past it the schema is refused
     /// with [`SchemaError::LimitExceeded`] ([`Limit::Time`]). Checked
     /// between work items, so a compilation overruns it by at most one
@@ -618,6 +723,7 @@ impl Default for JsonSchemaOptions {
             one_of: OneOfMode::RequireDisjoint,
             max_depth: 512,
             max_json_depth: 2048,
+            max_indent_depth: 32,
             time_budget: std::time::Duration::from_secs(60),
             lenient_formats: false,
             unknown_formats: UnknownFormats::Annotation,

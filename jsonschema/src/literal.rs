@@ -28,6 +28,7 @@ use super::emit::{bounds, lit, multiple_of, not_pattern_hirs, re, string_hir, Em
 use super::error::SchemaError;
 use super::numbers::value_regex;
 use super::schema::{Simple, Sub, TypeSet};
+use super::Whitespace;
 use zapspec_grammar::dfa::TerminalDfa;
 use zapspec_grammar::ir::{NtId, Symbol};
 use zapspec_grammar::Recognizer;
@@ -190,6 +191,11 @@ impl<'a> Emitter<'a> {
     /// a regex of the texts with its value ([`value_regex`]: `1`, `1.0`,
     /// `1.00` for `1`), as JSON Schema compares numbers by value.
     pub(crate) fn literal_symbols(&mut self, v: &Value) -> Vec<Symbol> {
+        if let Whitespace::Indent { indent, .. } = &self.opts.whitespace {
+            if matches!(v, Value::Array(_) | Value::Object(_)) {
+                return self.indented_literal(v, indent);
+            }
+        }
         let ws = self.ws();
         if ws.is_none() && !matches!(v, Value::Array(_) | Value::Object(_)) {
             return vec![token_symbol(&Tok::of(v))];
@@ -263,6 +269,63 @@ impl<'a> Emitter<'a> {
                 out.push(ws.clone());
             }
             out.push(token_symbol(t));
+        }
+        out
+    }
+}
+
+impl<'a> Emitter<'a> {
+    /// The container `v` laid out as [`Whitespace::Indent`] writes it at
+    /// the depth of the value being emitted (`json.dumps(v, indent=…)`,
+    /// shifted by that depth): runs of text as one literal, numbers as
+    /// regexes of the texts with their value between them.
+    fn indented_literal(&self, v: &Value, indent: &str) -> Vec<Symbol> {
+        let (item, key) = self.separators();
+        let nl = |d: usize| format!("\n{}", indent.repeat(d));
+        enum Item<'v> {
+            Val(&'v Value, usize),
+            Text(String),
+        }
+        let mut out = Vec::new();
+        let mut text = String::new();
+        // explicit stack, so deep values cannot overflow the call stack
+        let mut stack = vec![Item::Val(v, self.jdepth)];
+        while let Some(it) = stack.pop() {
+            match it {
+                Item::Text(t) => text.push_str(&t),
+                Item::Val(Value::Array(a), d) if !a.is_empty() => {
+                    let mut seq = vec![Item::Text("[".into())];
+                    for (i, x) in a.iter().enumerate() {
+                        let sep = if i > 0 { item } else { "" };
+                        seq.push(Item::Text(format!("{sep}{}", nl(d + 1))));
+                        seq.push(Item::Val(x, d + 1));
+                    }
+                    seq.push(Item::Text(format!("{}]", nl(d))));
+                    stack.extend(seq.into_iter().rev());
+                }
+                Item::Val(Value::Object(m), d) if !m.is_empty() => {
+                    let mut seq = vec![Item::Text("{".into())];
+                    for (i, (k, x)) in m.iter().enumerate() {
+                        let sep = if i > 0 { item } else { "" };
+                        let k = Value::String(k.clone());
+                        seq.push(Item::Text(format!("{sep}{}{k}{key}", nl(d + 1))));
+                        seq.push(Item::Val(x, d + 1));
+                    }
+                    seq.push(Item::Text(format!("{}}}", nl(d))));
+                    stack.extend(seq.into_iter().rev());
+                }
+                Item::Val(Value::Number(n), _) => {
+                    if !text.is_empty() {
+                        out.push(lit(&std::mem::take(&mut text)));
+                    }
+                    out.push(token_symbol(&Tok::Number(n)));
+                }
+                // scalars, `[]` and `{}`
+                Item::Val(x, _) => text.push_str(&x.to_string()),
+            }
+        }
+        if !text.is_empty() || out.is_empty() {
+            out.push(lit(&text));
         }
         out
     }

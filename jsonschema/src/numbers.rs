@@ -26,8 +26,10 @@
 //!   `100` is).
 //! * `multipleOf` ([`Multiple`]): `10^-d` (`0.01`, `1`) restricts the
 //!   fraction to `d` significant digits (digits past `d` must be `0`),
-//!   combined exactly with any bounds; an integer `k ≥ 2` (without bounds)
-//!   is a residue automaton over the decimal digits (then a zero fraction),
+//!   combined exactly with any bounds; an integer `k` from 2 to
+//!   [`MAX_MULTIPLE`] (without bounds, or with both bounds: then the
+//!   multiples in range are listed) is a residue automaton over the
+//!   decimal digits (then a zero fraction),
 //!   emitted as a
 //!   right-linear grammar (`emit`). Other values (`0.5`, `2.5`), and an
 //!   integer `k ≥ 2` together with bounds, are refused
@@ -402,7 +404,7 @@ pub(crate) enum Multiple {
 }
 
 /// Most `k` of `multipleOf: k` (the grammar has `k` residue states).
-pub(crate) const MAX_MULTIPLE: u64 = 1000;
+pub(crate) const MAX_MULTIPLE: u64 = 10_000;
 
 impl Multiple {
     /// Reads `multipleOf`; `Err(reason)` for values that are neither a

@@ -403,6 +403,9 @@ fn long_bounded(h: &regex_syntax::hir::Hir) -> bool {
 impl<'a> Emitter<'a> {
     pub(crate) fn object(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let ptr = s.ptr.clone();
+        if self.indent_cut(nt, &ptr)? {
+            return Ok(());
+        }
         let Layout {
             members,
             names,
@@ -442,17 +445,32 @@ impl<'a> Emitter<'a> {
             self.opts.intersections,
         )?;
         let allow_extra = !extra_plan.is_empty();
-        if max_p.is_some_and(|m| m < n_req || m < min_p) {
+        // (the wordings are XGrammar's, which its tests match)
+        if let Some(m) = max_p.filter(|&m| m < min_p) {
             self.norm.note_unsat(
                 &ptr,
-                "maxProperties below the required properties or minProperties",
+                format!("minProperties is greater than maxProperties: {min_p} > {m}"),
+            );
+            return Ok(());
+        }
+        if let Some(m) = max_p.filter(|&m| m < n_req) {
+            self.norm.note_unsat(
+                &ptr,
+                format!(
+                    "maxProperties is less than the number of required properties: {m} < {n_req}"
+                ),
             );
             return Ok(());
         }
         let possible = members.len() as u64;
         if !allow_extra && min_p > possible {
-            self.norm
-                .note_unsat(&ptr, "minProperties exceeds the properties allowed");
+            self.norm.note_unsat(
+                &ptr,
+                format!(
+                    "minProperties is greater than the number of properties, but additional \
+                     properties aren't allowed: {min_p} > {possible}"
+                ),
+            );
             return Ok(());
         }
         let min_eff = if min_p <= n_req { 0 } else { min_p };
@@ -557,13 +575,7 @@ impl<'a> Emitter<'a> {
                 work.push(key);
                 Ok(x)
             };
-            let sep = |this: &mut Self, c: u64| -> Vec<Symbol> {
-                if c == 0 {
-                    vec![]
-                } else {
-                    this.item_sep()
-                }
-            };
+            let sep = |this: &mut Self, c: u64| this.lead(c);
             let can_add = max_eff.is_none_or(|m| c < m);
             if i < n {
                 if can_add {
@@ -579,7 +591,8 @@ impl<'a> Emitter<'a> {
                 }
             } else {
                 if c >= min_eff {
-                    self.g.add_rule(me, vec![lit("}")]);
+                    let close = self.close("}", c);
+                    self.g.add_rule(me, vec![close]);
                 }
                 if let (Some(extra), true) = (&extra_syms, can_add) {
                     let to = get(self, (n, next(c)))?;
@@ -625,7 +638,8 @@ impl<'a> Emitter<'a> {
         while let Some((set, c)) = work.pop() {
             let me = states[&(set, c)];
             if set & required == required && c >= o.min {
-                self.g.add_rule(me, vec![lit("}")]);
+                let close = self.close("}", c);
+                self.g.add_rule(me, vec![close]);
             }
             if o.max.is_some_and(|m| c >= m) {
                 continue;
@@ -650,7 +664,7 @@ impl<'a> Emitter<'a> {
                         x
                     }
                 };
-                let mut rhs = if c > 0 { self.item_sep() } else { vec![] };
+                let mut rhs = self.lead(c);
                 rhs.extend(syms);
                 rhs.push(Symbol::Nt(to));
                 self.g.add_rule(me, rhs);
@@ -709,22 +723,47 @@ impl<'a> Emitter<'a> {
 
     pub(crate) fn array(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let ptr = s.ptr.clone();
+        if self.indent_cut(nt, &ptr)? {
+            return Ok(());
+        }
         let a = &s.array;
         let prefix = a.prefix_items.clone().unwrap_or_default();
         let items = a.items.clone().unwrap_or(Sub::TRUE);
         let min = a.min_items.unwrap_or(0);
+        // (the wordings are XGrammar's, which its tests match)
+        if let Some(m) = a.max_items.filter(|&m| m < min) {
+            self.norm.note_unsat(
+                &ptr,
+                format!("minItems is greater than maxItems: {min} > {m}"),
+            );
+            return Ok(());
+        }
         let mut max = a.max_items;
         if items.is_false() {
             let p = prefix.len() as u64;
+            if min > p {
+                self.norm.note_unsat(
+                    &ptr,
+                    format!(
+                        "minItems is greater than the number of prefixItems, but additional \
+                         items are not allowed: {min} > {p}"
+                    ),
+                );
+                return Ok(());
+            }
             max = Some(max.map_or(p, |m| m.min(p)));
         }
         if let Some(i) = prefix.iter().position(Sub::is_false) {
+            if min > i as u64 {
+                self.norm.note_unsat(
+                    &ptr,
+                    format!(
+                        "minItems {min} needs an item at prefixItems/{i}, whose schema is false"
+                    ),
+                );
+                return Ok(());
+            }
             max = Some(max.map_or(i as u64, |m| m.min(i as u64)));
-        }
-        if max.is_some_and(|m| m < min) {
-            self.norm
-                .note_unsat(&ptr, "maxItems < minItems (or items forbidden)");
-            return Ok(());
         }
         // `contains`: items valid under it are counted up to `need`
         let contains = a.contains.clone();
@@ -830,7 +869,8 @@ impl<'a> Emitter<'a> {
             for c in 0..=need {
                 let me = at(j, c);
                 if j >= min && c == need {
-                    self.g.add_rule(me, vec![lit("]")]);
+                    let close = self.close("]", j);
+                    self.g.add_rule(me, vec![close]);
                 }
                 let can_add = max.is_none_or(|m| j < m);
                 if !can_add {
@@ -850,10 +890,7 @@ impl<'a> Emitter<'a> {
                 let moves = [(plain, c), (counted.filter(|_| c < need), c + 1)];
                 for (e, c2) in moves {
                     let Some(e) = e else { continue };
-                    let mut rhs = Vec::new();
-                    if j > 0 {
-                        rhs.extend(self.item_sep());
-                    }
+                    let mut rhs = self.lead(j);
                     rhs.push(Symbol::Nt(e));
                     rhs.extend(ws.clone());
                     rhs.push(Symbol::Nt(at(next, c2)));

@@ -33,6 +33,7 @@ use regex_syntax::hir::{
 };
 
 use super::error::PatternError;
+use super::RegexDialect;
 
 /// The regex of one character of a free JSON string (any escape allowed).
 pub(crate) const FREE_UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:[0-9a-cA-CeEfF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})))"#;
@@ -218,10 +219,22 @@ pub(crate) fn encode_hir(h: &Hir) -> Result<Hir, PatternError> {
 const ECMA_WS: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 
 /// Rewrites an ECMA-262 pattern into `regex-syntax` syntax (see the
-/// module docs).
+/// module docs), read as JSON Schema's `pattern` is
+/// ([`RegexDialect::AnnexB`]).
 pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
+    ecma_to_regex_syntax_in(p, RegexDialect::AnnexB)
+}
+
+/// [`ecma_to_regex_syntax`] in `dialect`.
+pub(crate) fn ecma_to_regex_syntax_in(
+    p: &str,
+    dialect: RegexDialect,
+) -> Result<String, PatternError> {
+    let strict = dialect == RegexDialect::Strict;
     let chars: Vec<char> = p.chars().collect();
     let mut out = String::with_capacity(p.len() + 16);
+    // open groups (outside classes)
+    let mut groups = 0usize;
     let mut in_class = false;
     let mut class_start = false;
     let mut in_quant = false;
@@ -314,6 +327,9 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
                 if chars.get(i + 1) == Some(&']') {
                     // ECMA `[]` matches nothing, `[^]` anything.
                     let negated = out.ends_with('^');
+                    if strict && !negated {
+                        return Err(PatternError::EmptyClass);
+                    }
                     out.truncate(out.len() - if negated { 2 } else { 1 });
                     out.push_str(if negated {
                         r"[\x{0}-\x{10FFFF}]"
@@ -350,7 +366,20 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
                 if next.starts_with('=') || next.starts_with('!') || next == "<=" || next == "<!" {
                     return Err(PatternError::LookAroundGroup);
                 }
+                groups += 1;
                 out.push('(');
+            }
+            '(' if !in_class => {
+                groups += 1;
+                out.push('(');
+            }
+            ')' if !in_class => {
+                if groups == 0 {
+                    return Err(PatternError::UnmatchedParen { offset: i });
+                }
+                groups -= 1;
+                // a quantifier may follow a group
+                out.push(')');
             }
             '{' if !in_class => {
                 // a quantifier `{n}`, `{n,}`, `{n,m}` or a literal brace
@@ -373,6 +402,10 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
                     }
                     in_quant = true;
                     out.push('{');
+                } else if strict && is_quant {
+                    return Err(PatternError::NothingToRepeat);
+                } else if strict {
+                    return Err(PatternError::InvalidRepetition { offset: i });
                 } else {
                     out.push_str(r"\{");
                 }
@@ -392,6 +425,9 @@ pub(crate) fn ecma_to_regex_syntax(p: &str) -> Result<String, PatternError> {
     }
     if in_class {
         return Err(PatternError::UnterminatedClass);
+    }
+    if groups > 0 {
+        return Err(PatternError::UnclosedGroup);
     }
     Ok(out)
 }

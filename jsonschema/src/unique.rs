@@ -258,7 +258,8 @@ impl<'a> Emitter<'a> {
             let me = states[&set];
             let k = u64::from(set.count_ones());
             if k >= min {
-                self.g.add_rule(me, vec![lit("]")]);
+                let close = self.close("]", k);
+                self.g.add_rule(me, vec![close]);
             }
             if k >= top {
                 continue;
@@ -277,7 +278,7 @@ impl<'a> Emitter<'a> {
                         x
                     }
                 };
-                let mut rhs = if k > 0 { self.item_sep() } else { vec![] };
+                let mut rhs = self.lead(k);
                 rhs.push(Symbol::Nt(v));
                 rhs.extend(ws.clone());
                 rhs.push(Symbol::Nt(to));

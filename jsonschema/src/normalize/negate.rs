@@ -204,7 +204,7 @@ fn negate_bound<'a>(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj<'a>>, Sc
     let n: Number = match val {
         Value::Number(n) => n.clone(),
         Value::Bool(_) if k.starts_with("exclusive") => return Err(refuse(ptr)),
-        _ => return Err(SchemaError::invalid(k, ptr, "must be a number")),
+        v => return Err(SchemaError::not_a_number(k, ptr, v)),
     };
     let mut s = Simple::of_type(TypeSet::NUMBER, ptr);
     let num = &mut s.number;
@@ -238,7 +238,7 @@ fn negate_count<'a>(k: &str, val: &Value, ptr: &str) -> Result<Vec<Conj<'a>>, Sc
                 .filter(|f| *f >= 0.0 && f.fract() == 0.0)
                 .map(|f| f as u64)
         })
-        .ok_or_else(|| SchemaError::invalid(k, ptr, "must be a non-negative integer"))?;
+        .ok_or_else(|| SchemaError::bad_count(k, ptr, val))?;
     let (t, lower) = match k {
         "minItems" => (TypeSet::ARRAY, true),
         "minLength" => (TypeSet::STRING, true),

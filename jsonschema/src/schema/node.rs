@@ -212,7 +212,7 @@ impl<'a> Node<'a> {
         for k in ["unevaluatedProperties", "unevaluatedItems"] {
             if let Some(Unevaluated::Is(v)) = unevaluated(m, k) {
                 if !(v.is_object() || v.is_boolean()) {
-                    return Err(SchemaError::invalid(k, ptr, "must be a schema"));
+                    return Err(SchemaError::invalid(k, ptr, super::parse::schema_shape(k)));
                 }
                 let sub = Some(super::Sub::Schema(v));
                 if k == "unevaluatedProperties" {

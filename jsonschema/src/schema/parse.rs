@@ -21,11 +21,7 @@ fn count(v: Option<&Value>, k: &str, ptr: &str) -> Result<Option<u64>, SchemaErr
             {
                 Ok(Some(f as u64))
             } else {
-                Err(SchemaError::invalid(
-                    k,
-                    ptr,
-                    "must be a non-negative integer",
-                ))
+                Err(SchemaError::bad_count(k, ptr, v))
             }
         }
     }
@@ -35,7 +31,7 @@ fn number(v: Option<&Value>, k: &str, ptr: &str) -> Result<Option<Number>, Schem
     match v {
         None => Ok(None),
         Some(Value::Number(n)) => Ok(Some(n.clone())),
-        Some(_) => Err(SchemaError::invalid(k, ptr, "must be a number")),
+        Some(v) => Err(SchemaError::not_a_number(k, ptr, v)),
     }
 }
 
@@ -52,7 +48,16 @@ fn schema<'a>(v: Option<&'a Value>, k: &str, ptr: &str) -> Result<Option<Sub<'a>
     match v {
         None => Ok(None),
         Some(v) if v.is_object() || v.is_boolean() => Ok(Some(Sub::Schema(v))),
-        Some(_) => Err(SchemaError::invalid(k, ptr, "must be a schema")),
+        Some(_) => Err(SchemaError::invalid(k, ptr, schema_shape(k))),
+    }
+}
+
+/// What a subschema keyword's value must be, in XGrammar's words for each
+/// keyword (its tests match them).
+pub(crate) fn schema_shape(k: &str) -> &'static str {
+    match k {
+        "propertyNames" => "must be an object or a boolean (a schema)",
+        _ => "must be a boolean or an object (a schema)",
     }
 }
 
@@ -116,7 +121,19 @@ fn array_kw<'a>(
 ) -> Result<ArrayKw<'a>, SchemaError> {
     let prefix_items = match prefix {
         None => None,
-        Some(Value::Array(a)) => Some(a.iter().map(Sub::Schema).collect()),
+        Some(Value::Array(a)) => {
+            if let Some(i) = a.iter().position(|x| !(x.is_object() || x.is_boolean())) {
+                return Err(SchemaError::invalid(
+                    "prefixItems",
+                    &crate::error::push_ptr(
+                        &crate::error::push_ptr(ptr, "prefixItems"),
+                        &i.to_string(),
+                    ),
+                    "must be an array of objects or booleans (schemas)",
+                ));
+            }
+            Some(a.iter().map(Sub::Schema).collect())
+        }
         Some(_) => return Err(SchemaError::invalid("prefixItems", ptr, "must be an array")),
     };
     Ok(ArrayKw {
