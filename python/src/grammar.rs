@@ -10,8 +10,8 @@ use pyo3::types::{PyDict, PyString};
 
 use zapspec_grammar::{Grammar as Ir, Symbol, Terminal, JSON_CONTAINER_GBNF};
 use zapspec_jsonschema::{
-    compile_json_schema_report, JsonSchemaOptions, OneOfMode, PropertyOrder, UnknownFormats,
-    UnknownKeywords, Whitespace, EARLEY_MAX_REGEX_REPEAT,
+    compile_json_schema_report, JsonSchemaOptions, OneOfMode, PropertyOrder, RegexDialect,
+    UnknownFormats, UnknownKeywords, Whitespace, EARLEY_MAX_REGEX_REPEAT,
 };
 
 use crate::errors::{grammar_error, guard, invalid_json, kind, raise, schema_error, Fields};
@@ -118,6 +118,7 @@ pub(crate) fn schema_options(
                 "max_regex_repeat" => o.max_regex_repeat = v.extract()?,
                 "max_depth" => o.max_depth = v.extract()?,
                 "max_json_depth" => o.max_json_depth = v.extract()?,
+                "max_indent_depth" => o.max_indent_depth = v.extract()?,
                 "max_unique_values" => o.max_unique_values = v.extract()?,
                 "max_unique_states" => o.max_unique_states = v.extract()?,
                 "max_any_order_properties" => o.max_any_order_properties = v.extract()?,
@@ -137,18 +138,23 @@ pub(crate) fn schema_options(
         }
     }
     // XGrammar: any_whitespace=True ignores indent and separators
-    if indent.is_some() && !any_whitespace {
-        return Err(raise(
-            py,
-            "SchemaError",
-            "indent with any_whitespace=False is not supported: zapspec writes JSON on one line (use separators, or any_whitespace=True, which admits indented JSON)",
-            kind("option"),
-        ));
-    }
     o.whitespace = if any_whitespace {
         // XGrammar: no bound unless max_whitespace_cnt is given
         Whitespace::Flexible {
             max_ws: max_ws.unwrap_or(usize::MAX),
+        }
+    } else if let Some(n) = indent {
+        // json.dumps(indent=n): one item a line; XGrammar's (and
+        // json.dumps's) separators with an indent are "," and ": "
+        let n = usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= 256)
+            .ok_or_else(|| bad("indent", "must be None or an integer from 0 to 256"))?;
+        let (item, key) = separators.unwrap_or_else(|| (",".into(), ": ".into()));
+        Whitespace::Indent {
+            indent: " ".repeat(n),
+            item_separator: item,
+            key_separator: key,
         }
     } else {
         // XGrammar's convention (Python's json.dumps): ", " and ": " when
@@ -294,20 +300,32 @@ impl Grammar {
     }
 
     pub(crate) fn regex(py: Python<'_>, source: &str) -> PyResult<Arc<GrammarInner>> {
+        Self::regex_in(py, source, RegexDialect::Strict)
+    }
+
+    /// [`Grammar::regex`] in `dialect` (`Strict` is XGrammar's reading:
+    /// `a{,3}` and `[]` refused; `AnnexB` reads them as ECMAScript does
+    /// without the `u` flag: literal text, the class matching nothing).
+    pub(crate) fn regex_in(
+        py: Python<'_>,
+        source: &str,
+        dialect: RegexDialect,
+    ) -> PyResult<Arc<GrammarInner>> {
         // XGrammar's regexes are ECMAScript's (a `[` inside a class is
         // literal, `\d` is ASCII): rewritten for the engine's dialect
-        let translated = zapspec_jsonschema::ecma_regex_to_regex_syntax(source).map_err(|m| {
-            raise(
-                py,
-                "GrammarError",
-                format!("bad regex: {m}"),
-                Fields {
-                    kind: Some("regex".into()),
-                    position: Some((1, 1)),
-                    ..Fields::default()
-                },
-            )
-        })?;
+        let translated = zapspec_jsonschema::ecma_regex_to_regex_syntax_in(source, dialect)
+            .map_err(|m| {
+                raise(
+                    py,
+                    "GrammarError",
+                    format!("bad regex: {m}"),
+                    Fields {
+                        kind: Some("regex".into()),
+                        position: Some((1, 1)),
+                        ..Fields::default()
+                    },
+                )
+            })?;
         let pattern = translated.as_str();
         if let Err(e) = regex_syntax::Parser::new().parse(pattern) {
             let (offset, msg) = match &e {
@@ -330,9 +348,13 @@ impl Grammar {
         let root = ir.add_nonterminal("root");
         ir.add_rule(root, vec![Symbol::T(Terminal::Regex(pattern.to_string()))]);
         ir.start = root;
+        let tag = match dialect {
+            RegexDialect::Strict => "",
+            RegexDialect::AnnexB => "annex-b\u{0}",
+        };
         Ok(Arc::new(GrammarInner {
             ir,
-            key: format!("regex\u{0}{source}"),
+            key: format!("regex\u{0}{tag}{source}"),
         }))
     }
 }
@@ -341,14 +363,14 @@ impl Grammar {
 impl Grammar {
     /// The grammar of JSON documents valid under `schema` (a `str`, a
     /// `dict`, or a Pydantic model class). XGrammar's keywords
-    /// (`any_whitespace=True` — any whitespace, `indent` and `separators` then ignored —, `indent=None` — only `None` with `any_whitespace=False` —,
-    /// `separators=None` → `(", ", ": ")`, `strict_mode=True`: objects
+    /// (`any_whitespace=True` — any whitespace, `indent` and `separators` then ignored —, `indent=None` — with `any_whitespace=False`, one line; `indent=n`: laid out as `json.dumps(indent=n)` —,
+    /// `separators=None` → `(", ", ": ")` on one line, `(",", ": ")` with an indent, `strict_mode=True`: objects
     /// without `additionalProperties` are closed, `max_whitespace_cnt`,
     /// `any_order`) and every option of zapspec's compiler (`one_of`,
     /// `lenient_formats`, `unknown_formats`, `unknown_keywords`,
     /// `openapi_nullable`, `intersections`, `string_blocks`,
     /// `max_branches`, `max_nonterminals`, `max_counted_items`,
-    /// `max_regex_repeat`, `max_depth`, `max_json_depth`,
+    /// `max_regex_repeat`, `max_depth`, `max_json_depth`, `max_indent_depth`,
     /// `max_unique_values`, `max_unique_states`,
     /// `max_any_order_properties`, `time_budget_s`). A schema the compiler
     /// cannot enforce exactly is refused with `zapspec.SchemaError`
@@ -382,12 +404,29 @@ impl Grammar {
 
     /// The strings fully matched by `regex`, in ECMAScript syntax as
     /// XGrammar reads it (`\d` and `\w` ASCII, a `[` inside a class
-    /// literal, `^` / `$` at the ends allowed).
+    /// literal, `^` / `$` at the ends allowed; a `{` that starts no
+    /// quantifier, as in `a{,3}`, and the empty class `[]` are refused).
+    /// `annex_b=True` reads those two as ECMAScript does without the `u`
+    /// flag (Annex B): `a{,3}` is the literal text, `[]` matches nothing.
+    /// `print_converted_ebnf` (XGrammar's debugging switch) is accepted
+    /// and ignored: the GBNF is `str(grammar)`.
     #[staticmethod]
-    fn from_regex(py: Python<'_>, regex_string: &str) -> PyResult<Self> {
+    #[pyo3(signature = (regex_string, *, print_converted_ebnf = false, annex_b = false))]
+    fn from_regex(
+        py: Python<'_>,
+        regex_string: &str,
+        print_converted_ebnf: bool,
+        annex_b: bool,
+    ) -> PyResult<Self> {
+        let _ = print_converted_ebnf;
+        let dialect = if annex_b {
+            RegexDialect::AnnexB
+        } else {
+            RegexDialect::Strict
+        };
         guard(|| {
             Ok(Grammar {
-                inner: Self::regex(py, regex_string)?,
+                inner: Self::regex_in(py, regex_string, dialect)?,
             })
         })
     }

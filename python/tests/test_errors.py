@@ -33,11 +33,13 @@ def test_refused_schema_has_pointer(compiler):
     with pytest.raises(zapspec.SchemaError) as e:
         compiler.compile_json_schema({"type": "string", "format": "iri"})
     assert "format" in e.value.kind
-    with pytest.raises(zapspec.SchemaError):
-        # a fixed indentation is not supported, said so; under the default
-        # any_whitespace=True indent is ignored, as in XGrammar
-        compiler.compile_json_schema(SCHEMA, indent=2, any_whitespace=False)
-    compiler.compile_json_schema(SCHEMA, indent=2)
+    with pytest.raises(zapspec.SchemaError) as e:
+        # an indentation json.dumps would not write refused; under the
+        # default any_whitespace=True indent is ignored, as in XGrammar
+        compiler.compile_json_schema(SCHEMA, indent=-1, any_whitespace=False)
+    assert e.value.kind == "option"
+    compiler.compile_json_schema(SCHEMA, indent=2, any_whitespace=False)
+    compiler.compile_json_schema(SCHEMA, indent=-1)
     with pytest.raises(TypeError):
         compiler.compile_json_schema(SCHEMA, no_such_option=True)
 

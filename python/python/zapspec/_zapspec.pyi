@@ -121,6 +121,7 @@ class Grammar:
         max_regex_repeat: int = ...,
         max_depth: int = 512,
         max_json_depth: int = 2048,
+        max_indent_depth: int = 32,
         max_unique_values: int = 16,
         max_unique_states: int = 4096,
         max_any_order_properties: int = 8,
@@ -130,7 +131,9 @@ class Grammar:
         class). ``any_whitespace=True`` (default, as XGrammar) allows any
         whitespace and ignores ``indent`` and ``separators``; with
         ``any_whitespace=False``, ``separators=None`` means ``(", ", ": ")``
-        and ``indent`` must be ``None``. ``strict_mode`` closes objects that
+        on one line, and ``indent=n`` lays values out exactly as
+        ``json.dumps(indent=n, separators=…)`` (``(",", ": ")`` by default),
+        nested at most ``max_indent_depth`` levels. ``strict_mode`` closes objects that
         declare ``properties`` or ``patternProperties`` and say nothing of
         ``additionalProperties``; ``{"type": "object"}`` is any object.
         ``one_of="as_any_of"`` (default) compiles overlapping ``oneOf`` as
@@ -141,8 +144,10 @@ class Grammar:
     def from_ebnf(ebnf_string: str, *, root_rule_name: str = "root") -> "Grammar":
         """GBNF (llama.cpp's format) with ``/regex/`` terminals; ``GrammarError`` with ``position``."""
     @staticmethod
-    def from_regex(regex_string: str) -> "Grammar":
-        """Strings fully matched by the regex (ECMAScript syntax, as XGrammar)."""
+    def from_regex(regex_string: str, *, print_converted_ebnf: bool = False, annex_b: bool = False) -> "Grammar":
+        """Strings fully matched by the regex (ECMAScript syntax, as XGrammar:
+        ``a{,3}`` and ``[]`` are refused; ``annex_b=True`` reads them as
+        ECMAScript's Annex B does, literal text and a class matching nothing)."""
     @staticmethod
     def builtin_json_grammar() -> "Grammar":
         """A JSON object or array, whitespace inside but not around it."""
