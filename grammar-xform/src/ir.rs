@@ -299,6 +299,46 @@ impl Grammar {
         self.rules.iter().filter(move |r| r.lhs == nt)
     }
 
+    /// Copies every rule of `other` into this grammar under fresh
+    /// nonterminals (named after `other`'s, prefixed with `prefix`) and
+    /// returns the copy of `other`'s start symbol. Regex terminals keep
+    /// the HIR `other` holds for them. How a grammar is used inside a
+    /// larger one: a JSON Schema's or a GBNF text's grammar as one part of
+    /// a structural tag.
+    pub fn embed(&mut self, other: &Grammar, prefix: &str) -> NtId {
+        let map: Vec<NtId> = other
+            .names
+            .iter()
+            .map(|n| self.add_nonterminal(&format!("{prefix}{n}")))
+            .collect();
+        let at = |id: NtId| map.get(id.index()).copied().unwrap_or_else(|| map[0]);
+        for r in &other.rules {
+            let rhs = r
+                .rhs
+                .iter()
+                .map(|s| match s {
+                    Symbol::Nt(n) => Symbol::Nt(at(*n)),
+                    Symbol::T(t) => Symbol::T(t.clone()),
+                })
+                .collect();
+            self.rules.push(Rule {
+                lhs: at(r.lhs),
+                rhs,
+            });
+        }
+        for (text, hir) in &other.hirs.0 {
+            self.hirs
+                .0
+                .entry(text.clone())
+                .or_insert_with(|| hir.clone());
+        }
+        if map.is_empty() {
+            // an empty grammar (no nonterminal): the empty language
+            return self.add_nonterminal(&format!("{prefix}empty"));
+        }
+        at(other.start)
+    }
+
     /// Sizes of the grammar.
     pub fn stats(&self) -> GrammarStats {
         let mut used = vec![false; self.names.len()];

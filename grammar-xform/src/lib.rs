@@ -28,6 +28,7 @@
 //! | [`lazy`] | `LazyTables`: DFA states built on first use by the subset construction over a Thompson NFA, stable ids, exact liveness, lock-free reads (the Earley engine's terminals use it too) | |
 //! | [`segmented`] | `Segmented`: append-only arrays read without a lock (the lazy tables' rows, the Earley engine's per-state slots) | |
 //! | [`gbnf`] | [`parse_gbnf`] / `Grammar::from_gbnf`: llama.cpp GBNF + `/regex/`, desugaring `* + ? {m,n}` and groups; warnings for unused rules | |
+//! | [`avoid`] | [`avoid::avoiding`]: text containing none of a set of strings (free text until a trigger or an end string), the Aho–Corasick automaton as a right-linear system | |
 //! | [`analysis`] | shared analyses: generating / nullable fixpoints, reachability, compaction | |
 //! | [`useless`] | [`remove_useless`]: non-generating, then unreachable symbols; `EmptyLanguage` error | §4.5 ¶1 |
 //! | [`nullable`] | [`eliminate_nullable`]: the three phases (find nullable, add variants, keep ε only for the start) | §4.5 ¶2 |
@@ -74,6 +75,7 @@
 //! * In GBNF *strings* `\xHH` is a raw byte (llama.cpp: code point U+00HH);
 //!   the two agree on ASCII.
 pub mod analysis;
+pub mod avoid;
 pub mod dense;
 pub mod dfa;
 pub mod error;
