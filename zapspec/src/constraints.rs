@@ -1,5 +1,6 @@
-//! Grammar constraints in one call: GBNF or a JSON Schema compiled into
-//! zapspec's Earley matcher over a vocabulary.
+//! Grammar constraints in one call: GBNF, a JSON Schema, a structural tag
+//! or a model family's tool calls compiled into zapspec's Earley matcher
+//! over a vocabulary.
 //!
 //! ## One path
 //!
@@ -68,6 +69,40 @@ pub fn compile_gbnf(
     config: EngineConfig,
 ) -> Result<Arc<CompiledGrammar>, Error> {
     Ok(engine.compile(&Grammar::from_gbnf(src)?, config)?)
+}
+
+/// A structural tag (XGrammar's format, `{"type": "structural_tag",
+/// "format": …}`; crate `zapspec-structtag`) compiled for `engine`'s
+/// vocabulary: tool calls, reasoning blocks, free text with triggers.
+/// Refusals are [`Error::StructTag`] at the tag's JSON pointer.
+pub fn compile_structural_tag(
+    engine: &Engine,
+    tag: &serde_json::Value,
+    opts: &zapspec_structtag::StructTagOptions,
+    config: EngineConfig,
+) -> Result<Arc<CompiledGrammar>, Error> {
+    let g = zapspec_structtag::compile_structural_tag(tag, opts)?;
+    Ok(engine.compile(&g, config)?)
+}
+
+/// `family`'s tool-call format (`zapspec_structtag::builtin`: `qwen_3`
+/// for Hermes-style `<tool_call>` JSON, `llama`, `deepseek_v3_1`, `kimi`,
+/// `exaone`) for `tools` under `opts` (tool choice, reasoning, parallel
+/// calls), compiled for `engine`'s vocabulary.
+pub fn compile_tool_calls(
+    engine: &Engine,
+    family: &str,
+    tools: &[zapspec_structtag::Tool],
+    opts: &zapspec_structtag::ToolCallOptions,
+    config: EngineConfig,
+) -> Result<Arc<CompiledGrammar>, Error> {
+    let tag = zapspec_structtag::tool_calling_format(family, tools, opts)?;
+    compile_structural_tag(
+        engine,
+        &tag,
+        &zapspec_structtag::StructTagOptions::default(),
+        config,
+    )
 }
 
 /// The Earley matcher of a GBNF grammar over `vocab` (a fresh [`Engine`];

@@ -106,8 +106,8 @@ mod unconstrained;
 
 pub use builder::{Builder, Generation, Pipeline};
 pub use constraints::{
-    compile_gbnf, compile_json_schema, earley, gbnf, json_schema, json_schema_options,
-    json_schema_str,
+    compile_gbnf, compile_json_schema, compile_structural_tag, compile_tool_calls, earley, gbnf,
+    json_schema, json_schema_options, json_schema_str,
 };
 #[cfg(feature = "models")]
 pub use model::{LoadOptions, Model};
@@ -123,6 +123,7 @@ pub use zapspec_phi::{
     CandidateCut, MonteCarlo, MonteCarloConfig, OneStepCheap, PhiEstimator, TailValue, Uniform,
     WithModel,
 };
+pub use zapspec_structtag::{Reasoning, StructTagOptions, Tool, ToolCallOptions, ToolChoice};
 pub use zapspec_verify::{
     CopyDraft, Drafter, NoDraft, PromptLookup, RoundReport, RoundStats, SpecConfig, StopReason,
     TreeConfig, TreeLookup, TreeVerify, VerifierKind,
@@ -151,6 +152,10 @@ pub enum Error {
     /// A JSON Schema the compiler refuses.
     #[error(transparent)]
     Schema(#[from] zapspec_jsonschema::SchemaError),
+    /// A structural tag (or a tool-call format) the compiler refuses, at
+    /// its JSON pointer.
+    #[error(transparent)]
+    StructTag(#[from] zapspec_structtag::StructTagError),
     /// The Earley engine's compile (limits included).
     #[error(transparent)]
     Earley(#[from] zapspec_earley::EarleyError),

@@ -199,6 +199,22 @@ impl Model {
         Ok(crate::compile_gbnf(self.engine(), src, EngineConfig::default())?.matcher())
     }
 
+    /// The Earley matcher of `family`'s tool calls for `tools` under
+    /// `opts` over this model's vocabulary ([`crate::compile_tool_calls`]
+    /// on [`Model::engine`]): SmolLM2 writes the Hermes/Qwen `<tool_call>`
+    /// format, `"qwen_3"`.
+    pub fn tool_calls(
+        &self,
+        family: &str,
+        tools: &[crate::Tool],
+        opts: &crate::ToolCallOptions,
+    ) -> Result<EarleyMatcher, Error> {
+        Ok(
+            crate::compile_tool_calls(self.engine(), family, tools, opts, EngineConfig::default())?
+                .matcher(),
+        )
+    }
+
     /// A [`Builder`] of this model (a clone: the weights are shared) under
     /// `constraint`, with its tokenizer set, so the pipeline takes text and
     /// chat prompts and returns text. Use [`crate::Unconstrained::new`]
