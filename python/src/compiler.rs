@@ -353,6 +353,23 @@ impl GrammarCompiler {
         })
     }
 
+    /// `Grammar.from_structural_tag(...)` compiled (the same arguments),
+    /// cached by the tag's JSON text.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn compile_structural_tag(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<CompiledGrammar> {
+        guard(|| {
+            let text = crate::grammar::structural_tag_text(py, args, kwargs)?;
+            let value = crate::grammar::structural_tag_value(py, &text)?;
+            let key = format!("stag\u{0}{value}");
+            self.compile_with(py, key, move |py| Grammar::structural_tag(py, &text))
+        })
+    }
+
     /// `Grammar.from_regex(regex)` compiled.
     fn compile_regex(&self, py: Python<'_>, regex: &str) -> PyResult<CompiledGrammar> {
         guard(|| {

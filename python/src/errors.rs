@@ -17,6 +17,7 @@ use pyo3::types::{PyDict, PyModule};
 use zapspec_earley::EarleyError;
 use zapspec_grammar::GrammarError;
 use zapspec_jsonschema::SchemaError;
+use zapspec_structtag::StructTagError;
 use zapspec_vocab::VocabError;
 
 /// The structured fields of a raised exception (all optional but the
@@ -155,6 +156,43 @@ pub(crate) fn vocab_error(py: Python<'_>, e: &VocabError) -> PyErr {
         VocabError::Encode(_) => "encode",
     };
     raise(py, "TokenizerError", e.to_string(), kind(k))
+}
+
+/// A refused structural tag: `InvalidStructuralTagError` (with XGrammar's
+/// message prefix, which its tests match) at the tag's JSON pointer; a
+/// refused JSON Schema body is the schema compiler's error, its pointer
+/// the body's followed by the one inside the schema.
+pub(crate) fn structural_tag_error(py: Python<'_>, e: &StructTagError) -> PyErr {
+    let pointer = Some(e.pointer().to_string());
+    match e {
+        StructTagError::Schema { pointer, source } => {
+            let err = schema_error(py, source);
+            let full = format!("{pointer}{}", source.pointer());
+            let _ = err.value(py).setattr("pointer", full);
+            err
+        }
+        StructTagError::Grammar { source, .. } => grammar_error(py, source),
+        StructTagError::Unsupported { .. } => raise(
+            py,
+            "InvalidStructuralTagError",
+            format!("Invalid structural tag error: {e}"),
+            Fields {
+                kind: Some("unsupported".into()),
+                pointer,
+                ..Fields::default()
+            },
+        ),
+        StructTagError::Invalid { .. } | StructTagError::Regex { .. } => raise(
+            py,
+            "InvalidStructuralTagError",
+            format!("Invalid structural tag error: {e}"),
+            Fields {
+                kind: Some("invalid".into()),
+                pointer,
+                ..Fields::default()
+            },
+        ),
+    }
 }
 
 /// Text that is not JSON (`what`: "the schema", "the metadata", …):

@@ -14,8 +14,14 @@ use zapspec_jsonschema::{
     UnknownFormats, UnknownKeywords, Whitespace, EARLEY_MAX_REGEX_REPEAT,
 };
 
-use crate::errors::{grammar_error, guard, invalid_json, kind, raise, schema_error, Fields};
+use crate::errors::{
+    grammar_error, guard, invalid_json, kind, raise, schema_error, structural_tag_error, Fields,
+};
 use crate::tokenizer::{check_serialized, SERIALIZATION_VERSION};
+use zapspec_structtag::{
+    parse_structural_tag, tool_calling_format, Reasoning, StructTagCompiler, StructTagOptions,
+    Tool, ToolCallOptions, ToolChoice,
+};
 
 /// A grammar and the text it was made from.
 #[derive(Debug)]
@@ -184,7 +190,13 @@ pub(crate) fn compile_schema(
     let (ir, report) = py
         .detach(|| compile_json_schema_report(value, opts))
         .map_err(|e| schema_error(py, &e))?;
-    for (pointer, message) in &report.warnings {
+    warn_relaxations(py, &report.warnings)?;
+    Ok(ir)
+}
+
+/// Each relaxation of the schema compiler as a Python `UserWarning`.
+fn warn_relaxations(py: Python<'_>, warnings: &[(String, String)]) -> PyResult<()> {
+    for (pointer, message) in warnings {
         let msg = std::ffi::CString::new(format!("at `{pointer}`: {message}"))
             .unwrap_or_else(|_| c"a JSON Schema relaxation".into());
         PyErr::warn(
@@ -194,7 +206,43 @@ pub(crate) fn compile_schema(
             1,
         )?;
     }
-    Ok(ir)
+    Ok(())
+}
+
+/// The process's structural-tag compiler: JSON bodies compiled with
+/// XGrammar's defaults (as `Grammar.from_json_schema` without keywords),
+/// their grammars kept for the next request that names the same schema.
+static STRUCTURAL_TAGS: std::sync::LazyLock<std::sync::Mutex<Option<StructTagCompiler>>> =
+    std::sync::LazyLock::new(|| std::sync::Mutex::new(None));
+
+/// A structural tag's JSON text parsed: `InvalidJSONError` with
+/// XGrammar's wording ("Failed to parse JSON") and the line and column.
+pub(crate) fn structural_tag_value(py: Python<'_>, text: &str) -> PyResult<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| {
+        raise(
+            py,
+            "InvalidJSONError",
+            format!("Failed to parse JSON: {e}"),
+            Fields {
+                kind: Some("invalid json".into()),
+                position: Some((e.line(), e.column())),
+                ..Fields::default()
+            },
+        )
+    })
+}
+
+/// The JSON text of a structural tag from what `from_structural_tag`
+/// takes (`zapspec.structural_tag._structural_tag_json`).
+pub(crate) fn structural_tag_text(
+    py: Python<'_>,
+    args: &Bound<'_, pyo3::types::PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    py.import("zapspec.structural_tag")?
+        .getattr("_structural_tag_json")?
+        .call(args, kwargs)?
+        .extract()
 }
 
 /// A JSON Schema argument as `serde_json`: a `str` is parsed, a Pydantic
@@ -296,6 +344,30 @@ impl Grammar {
         Ok(Arc::new(GrammarInner {
             ir,
             key: format!("ebnf\u{0}{root}\u{0}{text}"),
+        }))
+    }
+
+    /// The grammar of a structural tag's JSON text.
+    pub(crate) fn structural_tag(py: Python<'_>, text: &str) -> PyResult<Arc<GrammarInner>> {
+        let value = structural_tag_value(py, text)?;
+        let format = parse_structural_tag(&value).map_err(|e| structural_tag_error(py, &e))?;
+        let (json, _) = schema_options(py, None)?;
+        let (ir, report) = py
+            .detach(|| {
+                let mut slot = STRUCTURAL_TAGS.lock().unwrap_or_else(|p| p.into_inner());
+                let c = slot.get_or_insert_with(|| {
+                    StructTagCompiler::new(StructTagOptions {
+                        json,
+                        ..StructTagOptions::default()
+                    })
+                });
+                c.lower(&format)
+            })
+            .map_err(|e| structural_tag_error(py, &e))?;
+        warn_relaxations(py, &report.warnings)?;
+        Ok(Arc::new(GrammarInner {
+            ir,
+            key: format!("stag\u{0}{value}"),
         }))
     }
 
@@ -431,6 +503,26 @@ impl Grammar {
         })
     }
 
+    /// The grammar of a structural tag (XGrammar's format, module
+    /// `zapspec.structural_tag`): a `StructuralTag`, its JSON text or a
+    /// `dict`; or, deprecated, `(tags, triggers)` with a list of
+    /// `StructuralTagItem`. A tag the compiler refuses is
+    /// `zapspec.InvalidStructuralTagError` with its JSON pointer.
+    #[staticmethod]
+    #[pyo3(signature = (*args, **kwargs))]
+    fn from_structural_tag(
+        py: Python<'_>,
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let text = structural_tag_text(py, args, kwargs)?;
+            Ok(Grammar {
+                inner: Self::structural_tag(py, &text)?,
+            })
+        })
+    }
+
     /// A JSON object or array (RFC 8259 inside), whitespace between its
     /// tokens but none before or after it: XGrammar's builtin JSON
     /// grammar (`"x"`, `1`, `" {}"`, `"{} "` are refused).
@@ -474,4 +566,69 @@ impl Grammar {
             s.nonterminals, s.rules, s.terminals
         )
     }
+}
+
+/// The model families' table (`zapspec-structtag`'s `families.json`), as
+/// JSON text.
+#[pyfunction]
+pub(crate) fn _builtin_families_json() -> String {
+    zapspec_structtag::builtin::families_json().to_string()
+}
+
+/// `family`'s tool-call structural tag as JSON text: `tools` as (name,
+/// parameters' JSON) pairs, `choice` one of `auto`, `required`, `none`
+/// or `named` (with `named`), `reasoning` one of `enabled`, `auto`,
+/// `disabled`.
+#[pyfunction]
+#[pyo3(signature = (family, tools, choice, named, reasoning, parallel_tool_calls, any_order, exclude_special_tokens, max_whitespace_cnt))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _builtin_structural_tag_json(
+    py: Python<'_>,
+    family: &str,
+    tools: Vec<(String, String)>,
+    choice: &str,
+    named: Option<String>,
+    reasoning: &str,
+    parallel_tool_calls: bool,
+    any_order: bool,
+    exclude_special_tokens: bool,
+    max_whitespace_cnt: Option<u64>,
+) -> PyResult<String> {
+    guard(|| {
+        let mut ts = Vec::with_capacity(tools.len());
+        for (name, params) in tools {
+            let parameters = serde_json::from_str(&params)
+                .map_err(|e| invalid_json(py, "a tool's parameters", &e))?;
+            ts.push(Tool::new(name, parameters));
+        }
+        let bad = |what: &str| pyo3::exceptions::PyValueError::new_err(what.to_string());
+        let choice = match (choice, named) {
+            ("auto", _) => ToolChoice::Auto,
+            ("required", _) => ToolChoice::Required,
+            ("none", _) => ToolChoice::None,
+            ("named", Some(n)) => ToolChoice::Named(n),
+            _ => {
+                return Err(bad(
+                    "choice must be auto, required, none or named (with a name)",
+                ))
+            }
+        };
+        let reasoning = match reasoning {
+            "enabled" => Reasoning::Enabled,
+            "auto" => Reasoning::Auto,
+            "disabled" => Reasoning::Disabled,
+            _ => return Err(bad("reasoning must be enabled, auto or disabled")),
+        };
+        let opts = ToolCallOptions {
+            choice,
+            reasoning,
+            parallel_tool_calls,
+            any_order,
+            exclude_special_tokens,
+            max_whitespace_cnt,
+        };
+        tool_calling_format(family, &ts, &opts)
+            .map(|v| v.to_string())
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    })
 }

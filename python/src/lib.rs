@@ -9,7 +9,7 @@
 //! | module | Python | what |
 //! |---|---|---|
 //! | `tokenizer` | `TokenizerInfo` | a tokenizer's token bytes, stop tokens, the model's vocabulary size |
-//! | `grammar` | `Grammar` | JSON Schema / GBNF / regex / builtin JSON → grammar IR, keyed for the cache |
+//! | `grammar` | `Grammar` | JSON Schema / GBNF / regex / builtin JSON / structural tag → grammar IR, keyed for the cache; the model families' tool-call formats (`zapspec.builtin_structural_tag`) |
 //! | `compiler` | `GrammarCompiler`, `CompiledGrammar` | one engine per compiler (token trie, mask caches), compiled grammars cached by source |
 //! | `matcher` | `GrammarMatcher`, `batch_fill_next_token_bitmask` | one sequence's parser state; the batch fill on a thread pool |
 //! | `bitmask` | — | the int32 bitmask layout and array checks |
@@ -42,6 +42,8 @@ fn _zapspec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<matcher::GrammarMatcher>()?;
     m.add_function(wrap_pyfunction!(matcher::batch_fill_next_token_bitmask, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::_apply_token_bitmask_f32, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::_builtin_families_json, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::_builtin_structural_tag_json, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -136,10 +136,6 @@ impl GrammarMatcher {
     }
 }
 
-/// The deepest draft tree `traverse_draft_tree` walks (its recursion is
-/// one frame per level; drafts are tens of tokens deep).
-const MAX_TREE_DEPTH: usize = 4096;
-
 /// A draft tree as `traverse_draft_tree` takes it.
 struct Tree<'a> {
     next: &'a [i64],
@@ -151,59 +147,70 @@ struct Tree<'a> {
 }
 
 impl GrammarMatcher {
-    /// Visits node `pos` (child of `parent`) and its later siblings, with
-    /// `st` at the parent's state; `false` when the time ran out. The
-    /// recursion depth is the tree's depth (a draft of tens of tokens).
-    fn traverse(
-        &self,
-        t: &Tree<'_>,
-        pos: usize,
-        parent: Option<usize>,
-        st: &mut State,
-        data: &mut [i32],
-    ) -> bool {
-        let mut pos = pos;
-        loop {
-            let row = pos * t.cols..(pos + 1) * t.cols;
-            let allowed = match parent {
-                None => true,
-                Some(p) => {
-                    let tok = t.toks[pos];
-                    tok >= 0
-                        && (tok as usize) < t.cols * 32
-                        && (data[p * t.cols + tok as usize / 32] as u32 >> (tok % 32)) & 1 == 1
-                }
-            };
-            if allowed && parent.is_some() {
-                if let Some(d) = t.deadline {
-                    if t.start.elapsed() > d {
-                        return false;
+    /// Visits the tree from node 0 (the root, at `st`'s state) depth
+    /// first with an explicit stack (a chain of any depth takes no call
+    /// stack), filling each visited node's row; `false` when the time ran
+    /// out, with `st` back at the root's state either way.
+    fn traverse(&self, t: &Tree<'_>, st: &mut State, data: &mut [i32]) -> bool {
+        enum Step {
+            /// Visit `pos`, a child of `parent` (`None`: the root).
+            Enter(usize, Option<usize>),
+            /// `pos`'s subtree is done: undo its token (`advanced`), then
+            /// visit its next sibling.
+            Exit(usize, Option<usize>, bool),
+        }
+        let mut stack = vec![Step::Enter(0, None)];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Enter(pos, parent) => {
+                    let row = pos * t.cols..(pos + 1) * t.cols;
+                    let allowed = match parent {
+                        None => true,
+                        Some(p) => {
+                            let tok = t.toks[pos];
+                            tok >= 0
+                                && (tok as usize) < t.cols * 32
+                                && (data[p * t.cols + tok as usize / 32] as u32 >> (tok % 32)) & 1
+                                    == 1
+                        }
+                    };
+                    if allowed && parent.is_some() {
+                        if let Some(d) = t.deadline {
+                            if t.start.elapsed() > d {
+                                // unwind: undo every token on the path
+                                for s in stack.iter().rev() {
+                                    if let Step::Exit(_, Some(_), true) = s {
+                                        let _ = st.m.rollback(1);
+                                    }
+                                }
+                                return false;
+                            }
+                        }
+                    }
+                    let advanced = allowed
+                        && (parent.is_none()
+                            || matches!(self.accept(st, t.toks[pos] as TokenId), Ok(true)));
+                    stack.push(Step::Exit(pos, parent, advanced));
+                    if advanced && !self.ended(&st.m) {
+                        self.fill(st, &mut data[row]);
+                        if t.next[pos] >= 0 {
+                            stack.push(Step::Enter(t.next[pos] as usize, Some(pos)));
+                        }
+                    } else {
+                        data[row].fill(0);
                     }
                 }
-            }
-            let advanced = allowed
-                && (parent.is_none()
-                    || matches!(self.accept(st, t.toks[pos] as TokenId), Ok(true)));
-            if advanced && !self.ended(&st.m) {
-                self.fill(st, &mut data[row]);
-                let child = t.next[pos];
-                if child >= 0 && !self.traverse(t, child as usize, Some(pos), st, data) {
-                    if parent.is_some() {
+                Step::Exit(pos, parent, advanced) => {
+                    if advanced && parent.is_some() {
                         let _ = st.m.rollback(1);
                     }
-                    return false;
+                    if t.sib[pos] >= 0 {
+                        stack.push(Step::Enter(t.sib[pos] as usize, parent));
+                    }
                 }
-            } else {
-                data[row].fill(0);
-            }
-            if advanced && parent.is_some() {
-                let _ = st.m.rollback(1);
-            }
-            match t.sib[pos] {
-                s if s >= 0 => pos = s as usize,
-                _ => return true,
             }
         }
+        true
     }
 }
 
@@ -595,26 +602,21 @@ impl GrammarMatcher {
             if sib.first().is_some_and(|&s| s != -1) {
                 return Err(err("the root of a draft tree has no sibling".into()));
             }
-            // every node reached once (no cycle, no second parent), and a
-            // depth the recursion can take
+            // every node reached once (no cycle, no second parent); any
+            // depth (the walk keeps its own stack)
             let mut seen = vec![false; n];
-            let mut stack: Vec<(usize, usize)> = if n > 0 { vec![(0, 0)] } else { vec![] };
-            while let Some((i, depth)) = stack.pop() {
+            let mut stack: Vec<usize> = if n > 0 { vec![0] } else { vec![] };
+            while let Some(i) = stack.pop() {
                 if std::mem::replace(&mut seen[i], true) {
                     return Err(err(format!(
                         "draft tree node {i} is reached twice (a cycle, or two parents)"
                     )));
                 }
-                if depth > MAX_TREE_DEPTH {
-                    return Err(err(format!(
-                        "the draft tree is deeper than {MAX_TREE_DEPTH} tokens"
-                    )));
-                }
                 if next[i] >= 0 {
-                    stack.push((next[i] as usize, depth + 1));
+                    stack.push(next[i] as usize);
                 }
                 if sib[i] >= 0 {
-                    stack.push((sib[i] as usize, depth));
+                    stack.push(sib[i] as usize);
                 }
             }
             let arr = as_int32_array(py, token_bitmask)?;
@@ -652,7 +654,7 @@ impl GrammarMatcher {
                     .then(|| std::time::Duration::from_secs_f64(time_threshold)),
                 start,
             };
-            Ok(py.detach(|| self.traverse(&tree, 0, None, &mut st, data)))
+            Ok(py.detach(|| self.traverse(&tree, &mut st, data)))
         })
     }
 

@@ -305,3 +305,23 @@ def test_overlapping_one_of_is_any_of_with_a_warning():
     # zapspec's exact reading, one switch away
     with pytest.raises(zapspec.SchemaError):
         zapspec.Grammar.from_json_schema(schema, one_of="require_disjoint")
+
+
+def test_traverse_draft_tree_takes_deep_chains_and_times_out_cleanly():
+    """A 10,000-token chain is walked without a call stack per level; a
+    near-zero time limit stops after the root's row, the matcher left at
+    the root's state."""
+    info = zapspec.TokenizerInfo(["a"], vocab_size=1, stop_token_ids=[])
+    g = zapspec.GrammarCompiler(info).compile_grammar('root ::= "a" root | "a"')
+    n = 10000
+    nxt = np.array([i + 1 for i in range(n - 1)] + [-1], dtype=np.int64)
+    sib = np.full(n, -1, dtype=np.int64)
+    toks = np.zeros(n, dtype=np.int64)
+    m = zapspec.GrammarMatcher(g)
+    bm = np.zeros((n, 1), dtype=np.int32)
+    assert m.traverse_draft_tree(nxt, sib, toks, bm)
+    assert (bm[:, 0] == 1).all()
+    bm[:] = 0
+    assert m.traverse_draft_tree(nxt, sib, toks, bm, time_threshold=1e-9) is False
+    assert bm[0, 0] == 1
+    assert m.accept_string("a") and m.is_completed()

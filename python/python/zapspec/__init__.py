@@ -57,6 +57,8 @@ from .errors import (
     ZapspecError,
 )
 from .matcher import BatchGrammarMatcher
+from . import structural_tag
+from .structural_tag import StructuralTag, StructuralTagItem
 
 
 __all__ = [
@@ -87,6 +89,9 @@ __all__ = [
     "DeserializeFormatError",
     "DeserializeVersionError",
     "InvalidStructuralTagError",
+    "StructuralTag",
+    "StructuralTagItem",
+    "structural_tag",
     "exception",
     "testing",
     "__version__",

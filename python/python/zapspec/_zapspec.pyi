@@ -149,6 +149,11 @@ class Grammar:
         ``a{,3}`` and ``[]`` are refused; ``annex_b=True`` reads them as
         ECMAScript's Annex B does, literal text and a class matching nothing)."""
     @staticmethod
+    def from_structural_tag(*args: Any, **kwargs: Any) -> "Grammar":
+        """A structural tag (``zapspec.structural_tag.StructuralTag``, its
+        JSON text or a ``dict``; deprecated: ``(tags, triggers)``)."""
+        ...
+    @staticmethod
     def builtin_json_grammar() -> "Grammar":
         """A JSON object or array, whitespace inside but not around it."""
     def serialize_json(self) -> str: ...
@@ -185,6 +190,7 @@ class GrammarCompiler:
     def compile_grammar(self, grammar: Union[Grammar, str], *, root_rule_name: str = "root") -> CompiledGrammar:
         """A ``Grammar`` or GBNF text, compiled."""
     def compile_regex(self, regex: str) -> CompiledGrammar: ...
+    def compile_structural_tag(self, *args: Any, **kwargs: Any) -> CompiledGrammar: ...
     def compile_builtin_json_grammar(self) -> CompiledGrammar: ...
     def clear_cache(self) -> None: ...
     def get_cache_size_bytes(self) -> int: ...
@@ -272,3 +278,15 @@ def batch_fill_next_token_bitmask(
     hand over), the rest on a pool of the machine's cores."""
 
 def _apply_token_bitmask_f32(logits: np.ndarray, bitmask: np.ndarray, indices: Optional[List[int]] = None) -> None: ...
+def _builtin_families_json() -> str: ...
+def _builtin_structural_tag_json(
+    family: str,
+    tools: List[Tuple[str, str]],
+    choice: str,
+    named: Optional[str],
+    reasoning: str,
+    parallel_tool_calls: bool,
+    any_order: bool,
+    exclude_special_tokens: bool,
+    max_whitespace_cnt: Optional[int],
+) -> str: ...
