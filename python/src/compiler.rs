@@ -366,7 +366,7 @@ impl GrammarCompiler {
             let text = crate::grammar::structural_tag_text(py, args, kwargs)?;
             let value = crate::grammar::structural_tag_value(py, &text)?;
             let key = format!("stag\u{0}{value}");
-            self.compile_with(py, key, move |py| Grammar::structural_tag(py, &text))
+            self.compile_with(py, key, move |py| Grammar::structural_tag_of(py, value))
         })
     }
 

@@ -349,7 +349,14 @@ impl Grammar {
 
     /// The grammar of a structural tag's JSON text.
     pub(crate) fn structural_tag(py: Python<'_>, text: &str) -> PyResult<Arc<GrammarInner>> {
-        let value = structural_tag_value(py, text)?;
+        Self::structural_tag_of(py, structural_tag_value(py, text)?)
+    }
+
+    /// The grammar of a structural tag already parsed from JSON.
+    pub(crate) fn structural_tag_of(
+        py: Python<'_>,
+        value: serde_json::Value,
+    ) -> PyResult<Arc<GrammarInner>> {
         let format = parse_structural_tag(&value).map_err(|e| structural_tag_error(py, &e))?;
         let (json, _) = schema_options(py, None)?;
         let (ir, report) = py
@@ -629,6 +636,30 @@ pub(crate) fn _builtin_structural_tag_json(
         };
         tool_calling_format(family, &ts, &opts)
             .map(|v| v.to_string())
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+            .map_err(|e| tool_error(&e))
     })
+}
+
+/// Refuses a family the table does not build (`ValueError`, the table's
+/// message): what `get_model_structural_tag` asks before it reads tools.
+#[pyfunction]
+pub(crate) fn _builtin_check_family(family: &str) -> PyResult<()> {
+    zapspec_structtag::builtin::family_row(family)
+        .map(|_| ())
+        .map_err(|e| tool_error(&e))
+}
+
+/// A refused tool-call format as XGrammar's builders raise it: a
+/// `ValueError` (its pointer, when it has one, in the message).
+fn tool_error(e: &zapspec_structtag::StructTagError) -> PyErr {
+    use zapspec_structtag::StructTagError as E;
+    let msg = match e {
+        E::Invalid { pointer, message } | E::Unsupported { pointer, message }
+            if pointer.is_empty() =>
+        {
+            message.clone()
+        }
+        _ => e.to_string(),
+    };
+    pyo3::exceptions::PyValueError::new_err(msg)
 }

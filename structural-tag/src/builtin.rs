@@ -129,6 +129,27 @@ fn s<'a>(row: &'a Value, path: &[&str]) -> &'a str {
     v.as_str().unwrap_or("")
 }
 
+/// `family`'s row of the table; an unknown family, or one not built (with
+/// what it needs), is refused.
+pub fn family_row(family: &str) -> Result<&'static Value, StructTagError> {
+    if let Some(row) = TABLE["families"].get(family) {
+        return Ok(row);
+    }
+    if let Some(why) = TABLE["not_built"].get(family).and_then(Value::as_str) {
+        return Err(StructTagError::unsupported(
+            "",
+            format!("the model format {family:?} is not built in zapspec: it needs {why}"),
+        ));
+    }
+    Err(StructTagError::invalid(
+        "",
+        format!(
+            "Unknown format type: {family}, supported types: {}",
+            families().join(", ")
+        ),
+    ))
+}
+
 /// The structural-tag format (JSON, `{"type": "structural_tag", "format":
 /// …}`) of `family`'s tool calls for `tools` under `opts`. Refused: an
 /// unknown family (or one not built, with what it needs), a named tool
@@ -138,21 +159,7 @@ pub fn tool_calling_format(
     tools: &[Tool],
     opts: &ToolCallOptions,
 ) -> Result<Value, StructTagError> {
-    let Some(row) = TABLE["families"].get(family) else {
-        if let Some(why) = TABLE["not_built"].get(family).and_then(Value::as_str) {
-            return Err(StructTagError::unsupported(
-                "",
-                format!("the model format {family:?} is not built in zapspec: it needs {why}"),
-            ));
-        }
-        return Err(StructTagError::invalid(
-            "",
-            format!(
-                "Unknown format type: {family}, supported types: {}",
-                families().join(", ")
-            ),
-        ));
-    };
+    let row = family_row(family)?;
     for (i, t) in tools.iter().enumerate() {
         if tools[..i].iter().any(|u| u.name == t.name) {
             return Err(StructTagError::invalid(

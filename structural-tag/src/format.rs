@@ -178,7 +178,8 @@ struct Fields<'a> {
     taken: Vec<&'static str>,
 }
 
-fn child(ptr: &str, key: &str) -> String {
+/// `ptr` extended by `key` (RFC 6901: `~` and `/` escaped).
+pub(crate) fn child(ptr: &str, key: &str) -> String {
     format!("{ptr}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 

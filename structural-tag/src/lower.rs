@@ -36,7 +36,7 @@ use zapspec_jsonschema::{
 };
 
 use crate::error::StructTagError;
-use crate::format::{Format, JsonStyle, Tag, TagBegin, TagEnd};
+use crate::format::{child, Format, JsonStyle, Tag, TagBegin, TagEnd};
 
 /// Options of the structural-tag compiler.
 #[derive(Clone, Debug)]
@@ -198,10 +198,6 @@ fn lit(s: &str) -> Vec<Symbol> {
     } else {
         vec![Symbol::T(Terminal::Literal(s.as_bytes().to_vec()))]
     }
-}
-
-fn child(ptr: &str, key: &str) -> String {
-    format!("{ptr}/{key}")
 }
 
 /// XGrammar's "unlimited" formats: those that can run on without an end

@@ -174,14 +174,8 @@ def get_model_structural_tag(
     contain the family's special strings. ``force_reasoning`` is accepted
     and ignored (XGrammar deprecated it). ``ValueError`` for an unknown
     family, one not built, or a choice the tools cannot satisfy."""
-    if model not in _registry and model not in FAMILIES:
-        if model in NOT_BUILT:
-            raise ValueError(
-                f"The model format {model!r} is not built in zapspec: it needs {NOT_BUILT[model]}."
-            )
-        raise ValueError(
-            f"Unknown format type: {model}, supported types: {sorted([*FAMILIES, *_registry])}"
-        )
+    if model not in _registry:
+        _zapspec._builtin_check_family(model)  # before the tools are read
     functions, builtins, choice = normalize_tool_choice(tools, tool_choice)
     if isinstance(reasoning, bool):
         reasoning = "enabled" if reasoning else "disabled"
