@@ -161,6 +161,7 @@ impl VocabIndex {
     fn sweep(&self) -> usize {
         let max = self.config.max_cache_bytes;
         let target = max / 4 * 3;
+        self.sweeps.fetch_add(1, Ordering::Relaxed);
         let now = self.tick();
         let (mut slots, mut visited, mut gone) = (0usize, 0usize, 0usize);
         {
@@ -225,9 +226,17 @@ impl VocabIndex {
             shrink(&mut map);
             self.tables.terminals.set(&self.account, map_bytes(&map));
         }
+        // Over the bound after a sweep that evicted nothing: what it
+        // visited is pinned by live grammars. The next sweep waits until
+        // the account has grown by an eighth of the bound or of itself,
+        // whichever is more, or until a grammar is dropped (`release`). A
+        // live grammar with more terminals than one sweep visits (a
+        // 35,000-string enum) would otherwise be swept at each of its cold
+        // entries, for nothing; spaced geometrically, sweeps cost amortised
+        // O(1) per byte charged.
         let bytes = self.account.get();
-        let floor = if visited >= turn && gone == 0 && bytes > max {
-            bytes.saturating_add(max / 8)
+        let floor = if bytes > max && gone == 0 {
+            bytes.saturating_add((max / 8).max(bytes / 8))
         } else {
             0
         };
@@ -248,6 +257,7 @@ impl VocabIndex {
     /// hashes are remembered ([`Ghosts::CAPACITY`]), so a terminal compiled
     /// again is kept past its second grammar.
     pub(super) fn release(&self, terms: &[Arc<TermEntry>]) {
+        self.floor.store(0, Ordering::Relaxed);
         let mut map = self.lock();
         let mut ghosts = self.ghosts.lock().unwrap_or_else(|e| e.into_inner());
         let mut n = 0;
@@ -308,6 +318,7 @@ impl VocabIndex {
         let mut s = CacheStats {
             terminals: m.len(),
             evictions: self.evictions.load(Ordering::Relaxed),
+            sweeps: self.sweeps.load(Ordering::Relaxed),
             evicted: self.evicted.load(Ordering::Relaxed),
             cache_bytes: self.account.get(),
             released: self.released.load(Ordering::Relaxed),
@@ -360,6 +371,8 @@ pub struct CacheStats {
     /// Eviction sweeps that evicted something
     /// (`IndexConfig::max_cache_bytes`).
     pub evictions: usize,
+    /// Eviction sweeps run, evicting or not.
+    pub sweeps: usize,
     /// Entries and terminals those sweeps evicted.
     pub evicted: usize,
     /// Heap bytes the cache counts against `IndexConfig::max_cache_bytes`

@@ -41,9 +41,10 @@ pub struct VocabIndex {
     /// The bytes charged for the index's own tables (the two maps'
     /// buckets, the ring, the ghosts), as last measured.
     pub(super) tables: Tables,
-    /// After a sweep that visited every terminal, evicted nothing and left
-    /// the cache over its bound (all of it is in use), the byte count
-    /// below which no sweep runs; 0 otherwise.
+    /// After a sweep that evicted nothing and left the cache over its
+    /// bound (what it visited is in use), the byte count below which no
+    /// sweep runs; 0 otherwise, and again 0 when a compiled grammar is
+    /// dropped (what it pinned can go).
     pub(super) floor: AtomicUsize,
     /// Logical clock of cache uses (eviction order); advanced by each cold
     /// entry, each terminal lookup and each sweep.
@@ -60,6 +61,8 @@ pub struct VocabIndex {
     pub(super) released: AtomicUsize,
     /// Sweeps that evicted something, so far.
     pub(super) evictions: AtomicUsize,
+    /// Sweeps run so far.
+    pub(super) sweeps: AtomicUsize,
     /// Entries and terminals evicted so far.
     pub(super) evicted: AtomicUsize,
     /// Terminal automata built (cache misses of [`Self::terminal`]) and
@@ -274,6 +277,7 @@ impl VocabIndex {
             clock: AtomicU64::new(0),
             evicting: AtomicBool::new(false),
             evictions: AtomicUsize::new(0),
+            sweeps: AtomicUsize::new(0),
             evicted: AtomicUsize::new(0),
             dfa_builds: AtomicUsize::new(0),
             deferred: AtomicUsize::new(0),

@@ -226,6 +226,39 @@ fn account_is_exact_and_sweeps_keep_the_bound() {
     assert_eq!(index.account().get(), n);
 }
 
+/// One live grammar whose own terminals outgrow the bound (5,000
+/// alternatives, each a terminal, like a large `enum`): nothing can be
+/// evicted while it lives, so sweeps are spaced by the account's growth
+/// instead of running at each of its cold entries (which made a
+/// 35,000-string enum's first mask take ten times longer).
+#[test]
+fn a_grammar_larger_than_the_bound_is_not_swept_at_every_entry() {
+    let vocab = words(&[
+        "k", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "k1", "00",
+    ]);
+    let index = VocabIndex::with_config(
+        vocab,
+        IndexConfig {
+            max_cache_bytes: 4 << 10,
+            ..IndexConfig::default()
+        },
+    )
+    .expect("index");
+    let engine = Engine::with_index(index.clone());
+    let alts: Vec<String> = (0..35_000u64)
+        .map(|i| format!("\"k{i:05}-{:05}\"", (i * 7919) % 100_003))
+        .collect();
+    let g = Grammar::from_gbnf(&format!("root ::= {}", alts.join(" | "))).unwrap();
+    let mut m = engine
+        .compile(&g, EngineConfig::default())
+        .unwrap()
+        .matcher();
+    let _ = m.mask();
+    let s = index.cache_stats();
+    assert!(s.cache_bytes > 4 << 10, "{s:?}");
+    assert!(s.sweeps <= 64, "{} sweeps for one grammar: {s:?}", s.sweeps);
+}
+
 #[test]
 fn any_vocabulary_concrete_or_shared() {
     let g = Grammar::from_gbnf(r#"root ::= "a" "b"*"#).unwrap();
