@@ -54,6 +54,7 @@ pub mod builtin;
 pub mod error;
 pub mod format;
 pub mod lower;
+mod xml;
 
 pub use builtin::{tool_calling_format, Reasoning, Tool, ToolCallOptions, ToolChoice};
 pub use error::StructTagError;
