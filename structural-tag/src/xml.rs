@@ -521,7 +521,6 @@ impl Lowerer<'_> {
         min: usize,
         max: Option<usize>,
     ) -> Result<Option<NtId>, StructTagError> {
-        let n = pats.len();
         let o = Ordered {
             pats,
             req: props
@@ -535,9 +534,9 @@ impl Lowerer<'_> {
         let mut memo = FxHashMap::default();
         let mut choices = Vec::new();
         if max.is_none_or(|m| m >= 1) {
-            for j in 0..n {
+            for (j, &pat) in pats.iter().enumerate() {
                 if let Some(t) = self.xml_tail(cx, &o, &mut memo, j, o.sat(1)) {
-                    choices.push(vec![Symbol::Nt(pats[j]), Symbol::Nt(t)]);
+                    choices.push(vec![Symbol::Nt(pat), Symbol::Nt(t)]);
                 }
                 if o.req[j] {
                     break;
