@@ -336,6 +336,17 @@ pub enum RegexDialect {
     /// `}` literal.
     Strict,
 }
+/// The regex (`regex-syntax` dialect, fully matched over the decoded
+/// string) by which the compiler enforces the `format` name, when it
+/// enforces it by one (the formats module's exact and sound-subset
+/// classes); `None` for refused and unknown names.
+pub fn format_regex(name: &str) -> Option<&'static str> {
+    match formats::lookup(name) {
+        formats::FormatKind::Regex(r) => Some(r),
+        _ => None,
+    }
+}
+
 pub use error::SchemaError;
 
 pub use zapspec_grammar::ir::Grammar;

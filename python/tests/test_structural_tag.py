@@ -131,7 +131,7 @@ def test_bad_json_and_bad_schemas_name_their_place():
     with pytest.raises(ValueError, match="Unknown format type"):
         get_model_structural_tag("no_such_model", [])
     with pytest.raises(ValueError, match="not built"):
-        get_model_structural_tag("glm_4_7", [])
+        get_model_structural_tag("cohere", [])
 
 
 def test_free_text_masks_forbid_only_what_could_start_a_trigger():
@@ -164,6 +164,72 @@ TOOLS = [
 CHOICES = ["auto", "required", {"type": "function", "function": {"name": "get_time"}}, "none"]
 
 
+def xml_param(style, key, value):
+    """One parameter in an XML style: strings raw, other values as JSON."""
+    raw = value if isinstance(value, str) else json.dumps(value)
+    flag = "true" if isinstance(value, str) else "false"
+    return {
+        "qwen_xml": f"<parameter={key}>{raw}</parameter>",
+        "minimax_xml": f'<parameter name="{key}">{raw}</parameter>',
+        "deepseek_xml": f'<\uff5cDSML\uff5cparameter name="{key}" string="{flag}">{raw}</\uff5cDSML\uff5cparameter>',
+        "deepseek_v4_1_xml": f'<\uff5cDSML\uff5c parameter name="{key}" string="{flag}">{raw}</\uff5cDSML\uff5c parameter>',
+        "glm_xml": f"<arg_key>{key}</arg_key><arg_value>{raw}</arg_value>",
+        "kimi_k3_xml": f'<|open|>argument key="{key}" type="{"string" if flag == "true" else "number"}"<|sep|>{raw}<|close|>argument<|sep|>',
+    }[style]
+
+
+def xml_args(style, args):
+    return "\n".join(xml_param(style, k, v) for k, v in args.items())
+
+
+XML_STYLES = ["qwen_xml", "minimax_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml"]
+XML_SCHEMAS = [
+    {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]},
+    {"type": "object", "properties": {"unit": {"enum": ["c", "f", 1]}, "tags": {"type": "array", "items": {"type": "string"}}}},
+    {"type": "object", "properties": {"city": {"type": "string"}}, "additionalProperties": {"type": "number"}},
+    {"type": "object"},
+]
+XML_ARGS = [
+    {},
+    {"city": "Paris"},
+    {"city": "Paris", "days": 3},
+    {"days": 3, "city": "Paris"},
+    {"days": 3},
+    {"city": "a </b> c", "days": "x"},
+    {"unit": "c"},
+    {"unit": 1, "tags": ["a", "b"]},
+    {"unit": "k"},
+    {"tags": "a"},
+    {"city": "Rome", "extra": 2.5},
+    {"extra": "two"},
+]
+
+
+@pytest.mark.skipif(xgr is None, reason="xgrammar is not installed (pip install xgrammar): nothing to compare with")
+@pytest.mark.parametrize("style", XML_STYLES)
+@pytest.mark.parametrize("schema", range(len(XML_SCHEMAS)))
+@pytest.mark.parametrize("any_order", [False, True])
+def test_xml_styles_accept_what_xgrammar_accepts(style, schema, any_order):
+    fmt = {"type": "json_schema", "json_schema": XML_SCHEMAS[schema], "style": style, "any_order": any_order}
+    ours = zapspec.Grammar.from_structural_tag(stag(fmt))
+    theirs = xgr.Grammar.from_structural_tag(stag(fmt))
+    for args in XML_ARGS:
+        for text in [xml_args(style, args), " " + xml_args(style, args).replace("\n", "") + "\n"]:
+            assert _is_grammar_accept_string(ours, text) == xgr_accepts(theirs, text), (fmt, text)
+
+
+def test_xml_style_refusals_are_invalid_structural_tag_errors():
+    obj = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    with pytest.raises(zapspec.InvalidStructuralTagError):
+        zapspec.Grammar.from_structural_tag(stag({"type": "json_schema", "json_schema": obj, "style": "cohere_xml"}))
+    with pytest.raises(zapspec.InvalidStructuralTagError):
+        zapspec.Grammar.from_structural_tag(
+            stag({"type": "json_schema", "json_schema": obj, "style": "qwen_xml", "max_whitespace_cnt": 0})
+        )
+    with pytest.raises(zapspec.InvalidStructuralTagError):
+        zapspec.Grammar.from_structural_tag(stag({"type": "json_schema", "json_schema": {"type": "string"}, "style": "qwen_xml"}))
+
+
 def family_instances(model):
     """Texts around the family's own delimiters: answers, calls (valid,
     invalid, two), reasoning blocks present and absent."""
@@ -172,9 +238,10 @@ def family_instances(model):
 
     def one(name, args):
         mid = ("0" + call.get("args", "")) if "id" in call else ""
-        return call["begin"].replace("{name}", name) + mid + json.dumps(args) + call["end"]
+        body = xml_args(f["style"], args) if "style" in f else json.dumps(args)
+        return call["begin"].replace("{name}", name) + mid + body + call["end"]
 
-    sec = f.get("section") or {"begin": "", "end": ""}
+    sec = dict(f.get("section") or {"begin": "", "end": ""})
     calls = {
         "weather": sec["begin"] + one("get_weather", {"city": "Paris"}) + sec["end"],
         "time": sec["begin"] + one("get_time", {"tz": "UTC"}) + sec["end"],
@@ -185,6 +252,8 @@ def family_instances(model):
     think = f.get("think") or {"begin": "<think>", "end": "</think>", "suffix": ""}
     heads = ["", "thinking" + think["end"] + think["suffix"], think["begin"] + "thinking" + think["end"] + think["suffix"]]
     bodies = ["Sure, it is sunny.", *calls.values(), "Let me check. " + calls["weather"], calls["weather"] + " Done."]
+    if "forced_prefix" in sec:
+        bodies.append(sec["forced_prefix"] + calls["weather"])
     return [h + b for h, b in itertools.product(heads, bodies)]
 
 

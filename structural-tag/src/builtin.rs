@@ -4,7 +4,15 @@
 //! text around a call's arguments (`{name}` is the tool's name; an
 //! optional call-id pattern and text after it), the trigger that starts a
 //! call in free text, an optional section around all calls of a turn, the
-//! reasoning block's delimiters, and the strings free text never contains.
+//! reasoning block's delimiters, and the strings free text never contains;
+//! `style` names the arguments' `json_schema` style (JSON when absent: the
+//! XML styles of module `xml` for the families that write parameters as
+//! elements). A section's `trigger` (its `begin` when absent) starts it in
+//! free text, its `forced_prefix` comes before it when a call is required;
+//! `think.disabled` is the text written for a disabled reasoning block,
+//! `think.prompt_ends_inside: false` makes an enabled block start with its
+//! `begin`; `no_tools_excludes` are free text's excludes when no tool is
+//! offered.
 //! The delimiters are those the families' chat templates write (and
 //! XGrammar's built-in formats use). One builder, [`tool_calling_format`],
 //! reads a row; a family is added by adding a row, not code.
@@ -198,6 +206,9 @@ pub fn tool_calling_format(
         let mut args = Map::new();
         args.insert("type".into(), json!("json_schema"));
         args.insert("json_schema".into(), t.parameters.clone());
+        if let Some(style) = row.get("style") {
+            args.insert("style".into(), style.clone());
+        }
         args.insert("any_order".into(), json!(opts.any_order));
         if let Some(n) = opts.max_whitespace_cnt {
             args.insert("max_whitespace_cnt".into(), json!(n));
@@ -218,17 +229,19 @@ pub fn tool_calling_format(
     let once = !opts.parallel_tool_calls;
     let section = row.get("section");
     let text_excludes = if tools.is_empty() {
-        excl(&row["excludes"])
+        excl(row.get("no_tools_excludes").unwrap_or(&row["excludes"]))
     } else {
         excl(row.get("auto_excludes").unwrap_or(&row["excludes"]))
     };
     let suffix = match (&opts.choice, section) {
         (ToolChoice::Auto | ToolChoice::None, _) if tools.is_empty() => {
-            json!({"type": "any_text", "excludes": excl(&row["excludes"])})
+            json!({"type": "any_text", "excludes": text_excludes})
         }
-        (ToolChoice::Named(_), Some(sec)) => {
-            call_tag(tools[0], s(sec, &["begin"]), s(sec, &["end"]))
-        }
+        (ToolChoice::Named(_), Some(sec)) => call_tag(
+            tools[0],
+            &format!("{}{}", s(sec, &["forced_prefix"]), s(sec, &["begin"])),
+            s(sec, &["end"]),
+        ),
         (ToolChoice::Named(_), None) => call_tag(tools[0], "", ""),
         (choice, None) => json!({"type": "triggered_tags",
             "triggers": [s(row, &["trigger"])],
@@ -237,26 +250,41 @@ pub fn tool_calling_format(
             "at_least_one": *choice == ToolChoice::Required,
             "stop_after_first": once}),
         (choice, Some(sec)) => {
-            let block = json!({"type": "tag", "begin": s(sec, &["begin"]),
+            let forced = *choice == ToolChoice::Required;
+            let begin = if forced {
+                format!("{}{}", s(sec, &["forced_prefix"]), s(sec, &["begin"]))
+            } else {
+                s(sec, &["begin"]).to_string()
+            };
+            let block = json!({"type": "tag", "begin": begin,
                 "content": {"type": "tags_with_separator",
                     "tags": tools.iter().map(|t| call_tag(t, "", "")).collect::<Vec<_>>(),
                     "separator": "", "at_least_one": true, "stop_after_first": once},
                 "end": s(sec, &["end"])});
-            if *choice == ToolChoice::Required {
+            if forced {
                 block
             } else {
-                json!({"type": "triggered_tags", "triggers": [s(sec, &["begin"])],
+                let trigger = sec.get("trigger").unwrap_or(&sec["begin"]);
+                json!({"type": "triggered_tags", "triggers": [trigger],
                     "tags": [block], "excludes": text_excludes, "stop_after_first": once})
             }
         }
     };
     let format = match row.get("think") {
+        Some(think) if opts.reasoning == Reasoning::Disabled && think.get("disabled").is_some() => {
+            json!({"type": "sequence", "elements": [
+                {"type": "const_string", "value": s(think, &["disabled"])}, suffix]})
+        }
         Some(think) if opts.reasoning != Reasoning::Disabled => {
             let block_excludes = match row.get("reasoning_excludes") {
                 Some(r) if opts.reasoning == Reasoning::Enabled => excl(r),
                 _ => excl(&row["excludes"]),
             };
-            let begin = if opts.reasoning == Reasoning::Enabled {
+            let inside = think
+                .get("prompt_ends_inside")
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            let begin = if opts.reasoning == Reasoning::Enabled && inside {
                 ""
             } else {
                 s(think, &["begin"])
@@ -334,7 +362,7 @@ mod tests {
     fn refusals() {
         let e = tool_calling_format("nope", &[], &ToolCallOptions::default()).unwrap_err();
         assert!(e.to_string().contains("Unknown format type"));
-        let e = tool_calling_format("glm_4_7", &[], &ToolCallOptions::default()).unwrap_err();
+        let e = tool_calling_format("cohere", &[], &ToolCallOptions::default()).unwrap_err();
         assert!(matches!(e, StructTagError::Unsupported { .. }));
         let required = ToolCallOptions {
             choice: ToolChoice::Required,

@@ -36,7 +36,7 @@ use zapspec_jsonschema::{
 };
 
 use crate::error::StructTagError;
-use crate::format::{child, Format, JsonStyle, Tag, TagBegin, TagEnd};
+use crate::format::{child, Format, JsonSchemaFormat, JsonStyle, Tag, TagBegin, TagEnd};
 
 /// Options of the structural-tag compiler.
 #[derive(Clone, Debug)]
@@ -184,15 +184,15 @@ impl StructTagCompiler {
 type CachedSchema = (Arc<Grammar>, Vec<(String, String)>, u64);
 
 /// One compilation's state.
-struct Lowerer<'c> {
-    g: Grammar,
+pub(crate) struct Lowerer<'c> {
+    pub(crate) g: Grammar,
     c: &'c mut StructTagCompiler,
     report: LowerReport,
     /// Embedded schemas of this request by key: one copy each.
     local: FxHashMap<String, NtId>,
 }
 
-fn lit(s: &str) -> Vec<Symbol> {
+pub(crate) fn lit(s: &str) -> Vec<Symbol> {
     if s.is_empty() {
         Vec::new()
     } else {
@@ -231,7 +231,7 @@ fn excluded(f: &Format) -> bool {
 }
 
 impl Lowerer<'_> {
-    fn nt(&mut self, name: &str, alternatives: Vec<Vec<Symbol>>) -> NtId {
+    pub(crate) fn nt(&mut self, name: &str, alternatives: Vec<Vec<Symbol>>) -> NtId {
         let n = self.g.add_nonterminal(name);
         for rhs in alternatives {
             self.g.add_rule(n, rhs);
@@ -239,8 +239,45 @@ impl Lowerer<'_> {
         n
     }
 
+    /// The JSON Schema options of a `json_schema` format: the compiler's,
+    /// with the format's `any_order` and `max_whitespace_cnt`.
+    pub(crate) fn json_opts(&self, j: &JsonSchemaFormat) -> JsonSchemaOptions {
+        let mut opts = self.c.opts.json.clone();
+        if j.any_order {
+            opts.property_order = PropertyOrder::Any;
+        }
+        if let (Some(n), Whitespace::Flexible { .. }) = (j.max_whitespace_cnt, &opts.whitespace) {
+            opts.whitespace = Whitespace::Flexible {
+                max_ws: usize::try_from(n).unwrap_or(usize::MAX),
+            };
+        }
+        opts
+    }
+
+    /// The JSON Schema compiler's grammar of `schema`, embedded once per
+    /// request (and kept by the compiler across requests); `ptr` is the
+    /// schema's pointer, for errors and warnings.
+    pub(crate) fn embed_json(
+        &mut self,
+        schema: &serde_json::Value,
+        opts: &JsonSchemaOptions,
+        ptr: &str,
+    ) -> Result<NtId, StructTagError> {
+        let key = format!("{schema}\u{0}{opts:?}");
+        if let Some(&n) = self.local.get(&key) {
+            self.report.schemas_reused += 1;
+            return Ok(n);
+        }
+        let g = self
+            .c
+            .schema(key.clone(), schema, opts, ptr, &mut self.report)?;
+        let n = self.g.embed(&g, "json-");
+        self.local.insert(key, n);
+        Ok(n)
+    }
+
     /// Text avoiding `strings` and the non-empty `ends`.
-    fn free_text(&mut self, name: &str, strings: &[String], ends: &[String]) -> NtId {
+    pub(crate) fn free_text(&mut self, name: &str, strings: &[String], ends: &[String]) -> NtId {
         let all: Vec<&str> = strings
             .iter()
             .chain(ends)
@@ -254,11 +291,9 @@ impl Lowerer<'_> {
         match f {
             Format::ConstString(v) => Ok(self.nt("const_string", vec![lit(v)])),
             Format::JsonSchema(j) => {
+                let opts = self.json_opts(j);
                 if let JsonStyle::Xml(style) = j.style {
-                    return Err(StructTagError::unsupported(
-                        &child(ptr, "style"),
-                        format!("json_schema style {style:?}: only \"json\" is built"),
-                    ));
+                    return self.xml_schema(j, style, &opts, ptr);
                 }
                 if !j.excludes.is_empty() {
                     return Err(StructTagError::unsupported(
@@ -266,30 +301,7 @@ impl Lowerer<'_> {
                         "excludes inside JSON string values are not built",
                     ));
                 }
-                let mut opts = self.c.opts.json.clone();
-                if j.any_order {
-                    opts.property_order = PropertyOrder::Any;
-                }
-                if let (Some(n), Whitespace::Flexible { .. }) = (j.max_whitespace_cnt, &opts.whitespace) {
-                    opts.whitespace = Whitespace::Flexible {
-                        max_ws: usize::try_from(n).unwrap_or(usize::MAX),
-                    };
-                }
-                let key = format!("{}\u{0}{opts:?}", j.json_schema);
-                if let Some(&n) = self.local.get(&key) {
-                    self.report.schemas_reused += 1;
-                    return Ok(n);
-                }
-                let g = self.c.schema(
-                    key.clone(),
-                    &j.json_schema,
-                    &opts,
-                    &child(ptr, "json_schema"),
-                    &mut self.report,
-                )?;
-                let n = self.g.embed(&g, "json-");
-                self.local.insert(key, n);
-                Ok(n)
+                self.embed_json(&j.json_schema, &opts, &child(ptr, "json_schema"))
             }
             Format::Grammar(text) => {
                 let mut sub = Grammar::from_gbnf(text).map_err(|source| StructTagError::Grammar {

@@ -286,3 +286,6 @@ fn identical_schemas_are_compiled_once() {
     let (_, rep) = c.lower(&format).unwrap();
     assert_eq!(rep.schemas_compiled, 0);
 }
+
+#[path = "tests_xml.rs"]
+mod xml;

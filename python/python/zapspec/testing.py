@@ -11,7 +11,8 @@ that imports them still loads, and calling one raises
 ``NotImplementedError`` saying so.
 """
 
-from typing import Any, List, Optional, Tuple, Union
+import json
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -148,8 +149,24 @@ def _traverse_draft_tree(
 
 def _json_schema_to_ebnf(schema: Any, **kwargs: Any) -> str:
     """The GBNF zapspec compiles ``schema`` to (zapspec's rules, not
-    XGrammar's: the two converters name and shape rules differently)."""
-    return str(Grammar.from_json_schema(schema, **kwargs))
+    XGrammar's: the two converters name and shape rules differently).
+    ``json_format`` other than ``"json"`` (``"qwen_xml"``, ...) is the
+    structural tag's ``json_schema`` format in that style, with
+    ``any_order`` and ``max_whitespace_cnt``; the JSON layout options
+    (``indent``, ``separators``, ...) do not apply to it."""
+    style = kwargs.pop("json_format", "json")
+    if style == "json":
+        return str(Grammar.from_json_schema(schema, **kwargs))
+    if isinstance(schema, str):
+        schema = json.loads(schema)
+    elif isinstance(schema, type):
+        schema = schema.model_json_schema()
+    fmt: Dict[str, Any] = {"type": "json_schema", "json_schema": schema, "style": style}
+    if kwargs.get("any_order"):
+        fmt["any_order"] = True
+    if kwargs.get("max_whitespace_cnt") is not None:
+        fmt["max_whitespace_cnt"] = kwargs["max_whitespace_cnt"]
+    return str(Grammar.from_structural_tag({"type": "structural_tag", "format": fmt}))
 
 
 def _regex_to_ebnf(regex: str, with_rule_name: bool = True) -> str:
