@@ -117,3 +117,15 @@ def test_transformers_generate():
         assert tok.eos_token_id in row, row
         text = tok.decode(row[: row.index(tok.eos_token_id)])
         assert valid(json.loads(text)), text
+
+
+def test_vllm_plugin_imports_without_vllm_and_is_off_by_default(monkeypatch):
+    # the entry point runs in every vLLM process; off unless ZAPSPEC_VLLM=1
+    import zapspec.contrib.vllm as zv
+
+    monkeypatch.delenv(zv.SWITCH, raising=False)
+    assert not zv.enabled()
+    zv.register()
+    assert not zv._installed
+    monkeypatch.setenv(zv.SWITCH, "1")
+    assert zv.enabled()
