@@ -81,52 +81,47 @@ def sample(data_dirs, n, seed):
 
 
 def accepted_by_all(items, tokenizer):
-    """Front-end checks as vLLM makes them for each backend: xgrammar's
-    (``validate_xgrammar_grammar``: its unsupported-feature list, then
-    ``Grammar.from_json_schema``), guidance's (``llguidance`` grammar
-    validation) and zapspec's (``Grammar.from_json_schema``)."""
-    import llguidance
-    import xgrammar
-    from vllm.v1.structured_output.backend_xgrammar import has_xgrammar_unsupported_json_features
+    """vLLM's own front-end checks for each backend, on the request as the
+    server builds it: ``validate_xgrammar_grammar`` (its list of features
+    xgrammar mishandles, then ``Grammar.from_json_schema``),
+    ``validate_guidance_grammar`` (llguidance's grammar validation over the
+    served tokenizer) and zapspec's ``validate_request``."""
+    from vllm.sampling_params import SamplingParams, StructuredOutputsParams
+    from vllm.v1.structured_output.backend_guidance import validate_guidance_grammar
+    from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
 
-    import zapspec
+    from zapspec.contrib.vllm import validate_request
 
+    checks = {
+        "xgrammar": validate_xgrammar_grammar,
+        "guidance": lambda sp: validate_guidance_grammar(sp, tokenizer=tokenizer),
+        "zapspec": validate_request,
+    }
     keep, refused = [], {b: 0 for b in BACKENDS}
     for it in items:
-        s = it["schema"]
         ok = True
-        try:
-            if has_xgrammar_unsupported_json_features(s):
-                raise ValueError("unsupported")
-            xgrammar.Grammar.from_json_schema(json.dumps(s))
-        except Exception:
-            refused["xgrammar"] += 1
-            ok = False
-        try:
-            g = llguidance.LLMatcher.grammar_from_json_schema(s, defaults={"whitespace_flexible": True})
-            valid, _, _ = llguidance.LLMatcher.validate_grammar_with_warnings(g, tokenizer)
-            if not valid:
-                raise ValueError("refused")
-        except Exception:
-            refused["guidance"] += 1
-            ok = False
-        try:
-            zapspec.Grammar.from_json_schema(s)
-        except Exception:
-            refused["zapspec"] += 1
-            ok = False
+        for b, check in checks.items():
+            sp = SamplingParams(structured_outputs=StructuredOutputsParams(json=it["schema"]))
+            try:
+                check(sp)
+            except Exception:
+                refused[b] += 1
+                ok = False
         if ok:
             keep.append(it)
     return keep, refused
 
 
 def compile_times(items, hf_tokenizer, vocab_size):
-    """Per schema and library: compile + first mask (s), as vLLM's backends
-    build them (any whitespace)."""
+    """Per schema and library: compile + first mask (s), built as vLLM's
+    backends build them (any whitespace; guidance's grammar from vLLM's
+    ``serialize_guidance_grammar``), caches off."""
     import llguidance
     import llguidance.hf
     import llguidance.torch
     import xgrammar
+    from vllm.v1.structured_output.backend_guidance import serialize_guidance_grammar
+    from vllm.v1.structured_output.backend_types import StructuredOutputOptions
 
     import zapspec
 
@@ -146,8 +141,7 @@ def compile_times(items, hf_tokenizer, vocab_size):
         m.fill_next_token_bitmask(xbm)
         out["xgrammar"].append(time.perf_counter() - t)
         t = time.perf_counter()
-        g = llguidance.LLMatcher.grammar_from_json_schema(text, defaults={"whitespace_flexible": True})
-        lm = llguidance.LLMatcher(ltok, g)
+        lm = llguidance.LLMatcher(ltok, serialize_guidance_grammar(StructuredOutputOptions.JSON, text))
         llguidance.torch.fill_next_token_bitmask(lm, lbm, 0)
         out["guidance"].append(time.perf_counter() - t)
         t = time.perf_counter()

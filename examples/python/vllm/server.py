@@ -1,7 +1,7 @@
 """Starts vLLM's OpenAI-compatible server on 127.0.0.1 with one
 structured-output backend: ``zapspec`` (vLLM's ``xgrammar`` name with
 ``ZAPSPEC_VLLM=1``: the plugin serves it), ``xgrammar`` or ``guidance``.
-Shared by ``python/tests-vllm`` and ``bench.py``."""
+Shared by ``python/tests-serving`` and ``bench.py``."""
 
 import contextlib
 import json

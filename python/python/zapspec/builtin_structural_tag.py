@@ -24,10 +24,11 @@ What ``tool_choice`` becomes (OpenAI's options):
 
 ``reasoning``: ``"enabled"`` (the prompt ends inside an open reasoning
 block; the output continues it and closes it), ``"auto"`` (an optional
-complete block), ``"disabled"`` (none). Families whose calls are XML
-parameter lists (Qwen3-Coder / Qwen3.5, MiniMax, GLM, DeepSeek-V3.2 and
-V4, Cohere, Kimi-K3) or gpt-oss Harmony are not built yet: asking for one
-raises ``ValueError`` saying so.
+complete block), ``"disabled"`` (none). Built: Llama 3.x, Qwen 3 (Hermes
+``<tool_call>``), EXAONE, DeepSeek-V3.1 / V3.2 / V4 / V4.1, Kimi-K2, and the
+XML-parameter families Qwen3-Coder / Qwen3.5, MiMo, MiniMax and GLM-4.7.
+Not built yet (asking for one raises ``ValueError`` saying what it needs):
+MiniMax-M3, Cohere, Kimi-K3, gpt-oss Harmony, DeepSeek-R1, Gemma 4.
 """
 
 import json
