@@ -31,6 +31,7 @@ import logging
 from typing import Any, List, Optional, Tuple
 
 import zapspec
+from zapspec.contrib import refusal_message
 
 logger = logging.getLogger("zapspec.contrib.sglang")
 
@@ -84,14 +85,19 @@ def create(server_args: Any, tokenizer: Any, vocab_size: int, eos_token_ids: Opt
     )
 
 
-def _where(err: BaseException) -> str:
-    pointer = getattr(err, "pointer", None)
-    position = getattr(err, "position", None)
-    if pointer is not None:
-        return f" at {pointer or '/'}"
-    if position is not None:
-        return f" at line {position[0]}, column {position[1]}"
-    return ""
+def _allocate(vocab_size: int, batch_size: int, device: Any = None) -> Any:
+    """An int32 bitmask on the CPU (all allowed)."""
+    return zapspec.allocate_token_bitmask(batch_size, vocab_size, framework="torch")
+
+
+def _move(vocab_mask: Any, device: Any) -> Any:
+    """The bitmask on the logits' device."""
+    return vocab_mask.to(device, non_blocking=True)
+
+
+def _apply(logits: Any, vocab_mask: Any) -> None:
+    """Masked logits to -inf, in place (on their device)."""
+    zapspec.apply_token_bitmask_inplace(logits, vocab_mask)
 
 
 class ZapspecGrammar(BaseGrammarObject):  # type: ignore[misc, valid-type]
@@ -129,7 +135,7 @@ class ZapspecGrammar(BaseGrammarObject):  # type: ignore[misc, valid-type]
 
     def allocate_vocab_mask(self, vocab_size: int, batch_size: int, device: Any) -> Any:
         """An int32 bitmask on the CPU (all allowed)."""
-        return zapspec.allocate_token_bitmask(batch_size, vocab_size, framework="torch")
+        return _allocate(vocab_size, batch_size)
 
     def fill_vocab_mask(self, vocab_mask: Any, idx: int) -> None:
         """Row ``idx`` of the bitmask: this request's next-token mask."""
@@ -149,15 +155,8 @@ class ZapspecGrammar(BaseGrammarObject):  # type: ignore[misc, valid-type]
         """All tokens allowed again."""
         vocab_mask.fill_(-1)
 
-    @staticmethod
-    def move_vocab_mask(vocab_mask: Any, device: Any) -> Any:
-        """The bitmask on the logits' device."""
-        return vocab_mask.to(device, non_blocking=True)
-
-    @staticmethod
-    def apply_vocab_mask(logits: Any, vocab_mask: Any) -> None:
-        """Masked logits to -inf, in place (on their device)."""
-        zapspec.apply_token_bitmask_inplace(logits, vocab_mask)
+    move_vocab_mask = staticmethod(_move)
+    apply_vocab_mask = staticmethod(_apply)
 
     def copy(self) -> "ZapspecGrammar":
         """A fresh matcher on the same compiled grammar (SGLang's cache
@@ -216,64 +215,52 @@ class ZapspecGrammarBackend(BaseGrammarBackend):  # type: ignore[misc, valid-typ
         self.any_whitespace = any_whitespace
         self.max_whitespace_cnt = max_whitespace_cnt
 
-    def _invalid(self, what: str, key_string: str, err: BaseException) -> Any:
-        msg = f"zapspec refused the {what}{_where(err)}: {getattr(err, 'message', None) or err}"
-        logger.error("%s (%s)", msg, key_string[:200])
-        return InvalidGrammarObject(msg) if InvalidGrammarObject is not None else None
+    def _compile(self, what: str, key_string: str, compile: Any, refused: tuple = ()) -> Any:
+        """``compile()`` as a grammar object, or SGLang's
+        ``InvalidGrammarObject`` with zapspec's reason and place."""
+        try:
+            ctx = compile()
+        except (zapspec.ZapspecError, *refused) as e:
+            msg = refusal_message(what, e)
+            logger.error("%s (%s)", msg, key_string[:200])
+            return InvalidGrammarObject(msg) if InvalidGrammarObject is not None else None
+        return self._from_context(ctx, key_string)
 
     def _from_context(self, ctx: Any, key_string: str) -> ZapspecGrammar:
         m = zapspec.GrammarMatcher(ctx, max_rollback_tokens=MAX_ROLLBACK_TOKENS, override_stop_tokens=self.override_stop_tokens)
         return ZapspecGrammar(m, self.vocab_size, ctx, self.override_stop_tokens, key_string)
 
-    @staticmethod
-    def allocate_vocab_mask(vocab_size: int, batch_size: int, device: Any) -> Any:
-        """An int32 bitmask on the CPU (all allowed)."""
-        return zapspec.allocate_token_bitmask(batch_size, vocab_size, framework="torch")
-
-    @staticmethod
-    def move_vocab_mask(vocab_mask: Any, device: Any) -> Any:
-        """The bitmask on the logits' device."""
-        return vocab_mask.to(device, non_blocking=True)
-
-    @staticmethod
-    def apply_vocab_mask(logits: Any, vocab_mask: Any) -> None:
-        """Masked logits to -inf, in place."""
-        zapspec.apply_token_bitmask_inplace(logits, vocab_mask)
+    allocate_vocab_mask = staticmethod(_allocate)
+    move_vocab_mask = staticmethod(_move)
+    apply_vocab_mask = staticmethod(_apply)
 
     def dispatch_json(self, key_string: str) -> Any:
         """A JSON Schema (``$$ANY$$``: any JSON, the built-in grammar)."""
-        try:
-            if key_string == "$$ANY$$":
-                ctx = self.grammar_compiler.compile_builtin_json_grammar()
-            else:
-                kw: dict = {"any_whitespace": self.any_whitespace}
-                if self.max_whitespace_cnt is not None:
-                    kw["max_whitespace_cnt"] = self.max_whitespace_cnt
-                ctx = self.grammar_compiler.compile_json_schema(key_string, **kw)
-        except (zapspec.ZapspecError, UnicodeDecodeError) as e:
-            return self._invalid("JSON schema", key_string, e)
-        return self._from_context(ctx, key_string)
+        if key_string == "$$ANY$$":
+            return self._compile("JSON schema", key_string, self.grammar_compiler.compile_builtin_json_grammar)
+        kw: dict = {"any_whitespace": self.any_whitespace}
+        if self.max_whitespace_cnt is not None:
+            kw["max_whitespace_cnt"] = self.max_whitespace_cnt
+        return self._compile(
+            "JSON schema",
+            key_string,
+            lambda: self.grammar_compiler.compile_json_schema(key_string, **kw),
+            (UnicodeDecodeError,),
+        )
 
     def dispatch_ebnf(self, key_string: str) -> Any:
         """A GBNF / XGrammar EBNF grammar."""
-        try:
-            ctx = self.grammar_compiler.compile_grammar(key_string)
-        except zapspec.ZapspecError as e:
-            return self._invalid("grammar", key_string, e)
-        return self._from_context(ctx, key_string)
+        return self._compile("grammar", key_string, lambda: self.grammar_compiler.compile_grammar(key_string))
 
     def dispatch_regex(self, key_string: str) -> Any:
         """A regex (XGrammar's dialect)."""
-        try:
-            ctx = self.grammar_compiler.compile_regex(key_string)
-        except zapspec.ZapspecError as e:
-            return self._invalid("regex", key_string, e)
-        return self._from_context(ctx, key_string)
+        return self._compile("regex", key_string, lambda: self.grammar_compiler.compile_regex(key_string))
 
     def dispatch_structural_tag(self, key_string: str) -> Any:
         """A structural tag: XGrammar's format, or SGLang's legacy
         ``{"structures": [...], "triggers": [...]}``."""
-        try:
+
+        def compile() -> Any:
             tag = json.loads(key_string)
             if isinstance(tag, dict) and "structures" in tag and "triggers" in tag:
                 items = [
@@ -282,12 +269,10 @@ class ZapspecGrammarBackend(BaseGrammarBackend):  # type: ignore[misc, valid-typ
                 ]
                 new = zapspec.StructuralTag.from_legacy_structural_tag(items, tag["triggers"])
                 new.format.at_least_one = tag.get("at_least_one", False)
-                ctx = self.grammar_compiler.compile_structural_tag(new)
-            else:
-                ctx = self.grammar_compiler.compile_structural_tag(key_string)
-        except (zapspec.ZapspecError, json.JSONDecodeError, KeyError, TypeError) as e:
-            return self._invalid("structural tag", key_string, e)
-        return self._from_context(ctx, key_string)
+                return self.grammar_compiler.compile_structural_tag(new)
+            return self.grammar_compiler.compile_structural_tag(key_string)
+
+        return self._compile("structural tag", key_string, compile, (json.JSONDecodeError, KeyError, TypeError))
 
     def reset(self) -> None:
         """Drops SGLang's cache and the compiler's."""

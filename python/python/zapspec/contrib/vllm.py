@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
 import zapspec
+from zapspec.contrib import refusal_message
 
 logger = logging.getLogger("zapspec.contrib.vllm")
 
@@ -99,28 +100,25 @@ def install() -> None:
 # ---------------------------------------------------------------- front end
 
 
+_request_error = None
+
+
 def _client_error(what: str, err: BaseException) -> Exception:
     """A 4xx error for vLLM's front end carrying zapspec's reason and place.
     Not a ``VLLMValidationError``: under ``auto`` that one makes vLLM try
     guidance next, whose compile would then fail inside zapspec's engine."""
-    from vllm.exceptions import VLLMClientError
+    global _request_error
+    if _request_error is None:
+        from vllm.exceptions import VLLMClientError
 
-    where = ""
-    pointer = getattr(err, "pointer", None)
-    position = getattr(err, "position", None)
-    if pointer is not None:
-        where = f" at {pointer or '/'}"
-    elif position is not None:
-        where = f" at line {position[0]}, column {position[1]}"
-    msg = getattr(err, "message", None) or str(err)
+        class ZapspecRequestError(VLLMClientError):
+            """A constraint zapspec refuses (HTTP 400)."""
 
-    class ZapspecRequestError(VLLMClientError):
-        pass
-
-    e = ZapspecRequestError(f"zapspec refused the {what}{where}: {msg}")
-    e.pointer = pointer  # type: ignore[attr-defined]
-    e.position = position  # type: ignore[attr-defined]
-    e.kind = getattr(err, "kind", None)  # type: ignore[attr-defined]
+        _request_error = ZapspecRequestError
+    e = _request_error(refusal_message(what, err))
+    e.pointer = getattr(err, "pointer", None)
+    e.position = getattr(err, "position", None)
+    e.kind = getattr(err, "kind", None)
     return e
 
 
@@ -160,9 +158,7 @@ def validate_request(sampling_params: Any) -> None:
     so = sampling_params.structured_outputs
     if so is None:
         return
-    if so.regex:
-        if "\x00" in so.regex:
-            raise ValueError("structured_outputs.regex must not contain a NUL character ('\\x00')")
+    if so.regex:  # (a NUL byte was refused by vLLM before any backend's check)
         try:
             zapspec.Grammar.from_regex(so.regex)
         except zapspec.ZapspecError as err:
