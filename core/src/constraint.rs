@@ -381,6 +381,25 @@ pub trait LookAhead: Constraint {
         let _ = key;
         None
     }
+
+    /// One-step look-ahead over the valid set grouped by successor mask,
+    /// without advancing and without keys: fills `out` with classes that
+    /// partition the non-EOS members of `mask` (the constraint's current
+    /// allowed set, as [`fill_mask`](Constraint::fill_mask) writes it) so
+    /// that advancing by any two tokens of one class reaches states with
+    /// equal masks. The classes are the listed ones
+    /// ([`SuccessorClasses::iter`]) and, when [`SuccessorClasses::rest`]
+    /// is `Some(r)`, one more: every non-EOS member of `mask` not listed,
+    /// `r` among them (inside a string of a grammar, most of a vocabulary
+    /// is that one class and is never enumerated). Returns `true`;
+    /// constraints that cannot tell cheaply return `false` (the default),
+    /// leaving `out` unspecified. A look-ahead then pays one successor
+    /// mask per class instead of one per candidate, and can rank classes
+    /// by their mass before paying for any of them.
+    fn successor_classes(&self, mask: &TokenSet, out: &mut SuccessorClasses) -> bool {
+        let _ = (mask, out);
+        false
+    }
 }
 
 /// An allowed set borrowed from a matcher's tables
@@ -408,6 +427,89 @@ impl AllowedRef<'_> {
             AllowedRef::Sparse(ids) => ids.is_empty(),
             AllowedRef::Dense(set) => set.is_empty(),
         }
+    }
+}
+
+/// Candidates grouped by successor mask ([`LookAhead::successor_classes`]):
+/// listed classes stored end to end, and an optional implicit class of
+/// every candidate not listed. Reused across calls (no allocation once
+/// warm).
+#[derive(Debug, Clone, Default)]
+pub struct SuccessorClasses {
+    tokens: Vec<TokenId>,
+    /// `ends[i]`: one past the last token of class `i` in `tokens`.
+    ends: Vec<u32>,
+    rest: Option<TokenId>,
+}
+
+impl SuccessorClasses {
+    /// Empty: no class listed, no implicit class.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Empties it for the next call.
+    pub fn clear(&mut self) {
+        self.tokens.clear();
+        self.ends.clear();
+        self.rest = None;
+    }
+
+    /// Adds `t` to the open class (the next [`Self::close`] ends it).
+    pub fn push(&mut self, t: TokenId) {
+        self.tokens.push(t);
+    }
+
+    /// Ends the open class; nothing happens when it is empty.
+    pub fn close(&mut self) {
+        let n = self.tokens.len() as u32;
+        if self.ends.last().copied().unwrap_or(0) < n {
+            self.ends.push(n);
+        }
+    }
+
+    /// Lists one class (closing the open one first).
+    pub fn push_class(&mut self, toks: &[TokenId]) {
+        self.close();
+        self.tokens.extend_from_slice(toks);
+        self.close();
+    }
+
+    /// Declares the implicit class of every candidate not listed, with
+    /// `representative` one of its members.
+    pub fn set_rest(&mut self, representative: TokenId) {
+        self.rest = Some(representative);
+    }
+
+    /// A member of the implicit class, when there is one.
+    pub fn rest(&self) -> Option<TokenId> {
+        self.rest
+    }
+
+    /// Number of listed classes.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether no class is listed.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Number of listed tokens.
+    pub fn listed_tokens(&self) -> usize {
+        self.ends.last().copied().unwrap_or(0) as usize
+    }
+
+    /// Listed class `i`.
+    pub fn class(&self, i: usize) -> &[TokenId] {
+        let a = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.tokens[a..self.ends[i] as usize]
+    }
+
+    /// The listed classes, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[TokenId]> + '_ {
+        (0..self.len()).map(|i| self.class(i))
     }
 }
 

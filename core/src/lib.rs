@@ -36,6 +36,7 @@ pub mod vocab;
 
 pub use constraint::{
     AllowedRef, Constraint, LookAhead, Matcher, RejectReason, Rejected, RollbackError,
+    SuccessorClasses,
 };
 pub use draft_tree::{draft_tree_masks, DraftTree, DraftTreeError, DraftTreeMasks, NodeMask};
 pub use model::{BlockMarginals, DiffusionModel, LanguageModel, Logits, ModelError};

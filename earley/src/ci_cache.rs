@@ -44,7 +44,7 @@ use crate::compile::Facts;
 use crate::error::EarleyError;
 use crate::slicer::{Slice, Tier};
 use crate::terminal::ByteDfa;
-use crate::walk::live_tokens;
+use crate::walk::{end_classes, live_tokens, EndClasses};
 use zapspec_grammar::segmented::Segmented;
 use zapspec_toktrie::TokTrie;
 
@@ -108,7 +108,14 @@ pub(crate) struct TermEntry {
     /// Compilations that looked the terminal up (saturating at 2: once it
     /// is shared, the count no longer matters).
     compiles: AtomicU32,
+    /// The end classes of the last few states a one-step look-ahead asked
+    /// about ([`TermEntry::end_classes`]), newest last.
+    classes: Mutex<Vec<(u32, Arc<EndClasses>)>>,
 }
+
+/// States whose end classes a terminal keeps (a look-ahead inside one
+/// terminal asks about a handful: a string's body, its escapes).
+const CLASS_STATES: usize = 8;
 
 /// One DFA state's entry: empty until first used, emptied again when the
 /// index evicts it.
@@ -319,6 +326,7 @@ impl TermEntry {
             account: None,
             charged: AtomicUsize::new(0),
             compiles: AtomicU32::new(0),
+            classes: Mutex::new(Vec::new()),
         }
     }
 
@@ -343,6 +351,7 @@ impl TermEntry {
             account: None,
             charged: AtomicUsize::new(0),
             compiles: AtomicU32::new(0),
+            classes: Mutex::new(Vec::new()),
         }
     }
 
@@ -381,7 +390,15 @@ impl TermEntry {
     /// tables, or the HIR it will be built from (not its context-independent
     /// entries, counted on their own).
     pub fn heap_bytes(&self) -> usize {
+        let classes: usize = {
+            let g = self.classes.lock().unwrap_or_else(|e| e.into_inner());
+            g.capacity() * std::mem::size_of::<(u32, Arc<EndClasses>)>()
+                + g.iter()
+                    .map(|(_, c)| ARC_HEADER + std::mem::size_of::<EndClasses>() + c.heap_bytes())
+                    .sum::<usize>()
+        };
         std::mem::size_of::<Self>()
+            + classes
             + match self.dfa.get() {
                 Some(d) => d.heap_bytes(),
                 None => self
@@ -391,6 +408,33 @@ impl TermEntry {
                     .as_ref()
                     .map_or(0, |p| crate::compile::hir_heap_bytes(&p.hir)),
             }
+    }
+
+    /// The tokens that keep the automaton live from state `s`, grouped by
+    /// the state they end in ([`crate::walk::end_classes`]): computed on
+    /// first use, kept for the last [`CLASS_STATES`] states asked (their
+    /// bytes charged with the terminal's), not kept when the lazy
+    /// automaton refused a state meanwhile (the classes may then miss
+    /// tokens, which a caller treats as classes of their own).
+    pub(crate) fn end_classes(&self, s: u32, trie: &TokTrie, vocab_len: usize) -> Arc<EndClasses> {
+        let lock = || self.classes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, c)) = lock().iter().find(|e| e.0 == s) {
+            return c.clone();
+        }
+        let dfa = self.dfa();
+        let c = Arc::new(end_classes(dfa, s, trie, vocab_len));
+        if dfa.overflowed() {
+            return c;
+        }
+        {
+            let mut g = lock();
+            if g.len() >= CLASS_STATES {
+                g.remove(0);
+            }
+            g.push((s, c.clone()));
+        }
+        self.recharge();
+        c
     }
 
     /// The automaton if it has been built.

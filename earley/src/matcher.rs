@@ -561,4 +561,83 @@ impl LookAhead for EarleyMatcher {
         h.write_u32(u32::from(self.finished));
         Some(h.finish())
     }
+
+    /// Classes of equal successor mask, when every item of the current
+    /// set that reads bytes waits on one terminal in one DFA state
+    /// (inside a string, a number, a key): a token the terminal's DFA
+    /// reads whole from that state, accepting at no inner byte boundary,
+    /// leaves every such item at the state its last byte reaches and adds
+    /// nothing else, so the charts after two tokens of equal end state
+    /// differ only in their inner byte sets, which nothing refers to —
+    /// their masks are equal. Those tokens are grouped by end state (the
+    /// largest group is the implicit rest), from the terminal's cached
+    /// [`EndClasses`](crate::walk::EndClasses); every other candidate (a
+    /// token that ends the terminal or passes an accepting state inside
+    /// it) is a class of its own. `false` when the set waits on several
+    /// terminals or states, or none. `O(listed tokens + |V|/64)` once the
+    /// terminal's classes for the state are cached; one trie walk the
+    /// first time.
+    fn successor_classes(&self, mask: &TokenSet, out: &mut zapspec_core::SuccessorClasses) -> bool {
+        if self.finished {
+            return false;
+        }
+        let rules = self.g.rules();
+        let mut group: Option<(u32, u32)> = None;
+        for x in self.chart().last() {
+            if let Some(t) = rules.sym(x.pos).as_term() {
+                match group {
+                    None => group = Some((t, x.st)),
+                    Some(g) if g == (t, x.st) => {}
+                    Some(_) => return false,
+                }
+            }
+        }
+        let Some((t, st)) = group else {
+            return false;
+        };
+        let index = self.g.index();
+        let vocab_len = index.vocab().len();
+        if mask.universe() != vocab_len {
+            return false;
+        }
+        let cls = rules.terms[t as usize].end_classes(st, index.trie(), vocab_len);
+        if cls.live.universe() != vocab_len {
+            return false;
+        }
+        out.clear();
+        for c in cls.others() {
+            for &y in c {
+                if mask.contains(y) {
+                    out.push(y);
+                }
+            }
+            out.close();
+        }
+        for &y in &cls.irregular {
+            if mask.contains(y) {
+                out.push_class(&[y]);
+            }
+        }
+        // candidates that leave the terminal (or that it does not read
+        // whole): one class each
+        let eos = index.vocab().eos();
+        for (wi, (&m, &l)) in mask.words().iter().zip(cls.live.words()).enumerate() {
+            let mut w = m & !l;
+            while w != 0 {
+                let y = (wi * 64) as TokenId + w.trailing_zeros();
+                if y != eos {
+                    out.push_class(&[y]);
+                }
+                w &= w - 1;
+            }
+        }
+        match cls.main {
+            Some(r) if mask.contains(r) => out.set_rest(r),
+            // the largest class is not in the mask (an incomplete mask):
+            // nothing is grouped there
+            Some(_) => return false,
+            None => {}
+        }
+        true
+    }
 }

@@ -6,7 +6,7 @@
 //! Cost: one preorder pass over the trie, `O(trie nodes)` DFA steps at
 //! worst, subtrees skipped where the DFA dies.
 
-use zapspec_core::TokenSet;
+use zapspec_core::{TokenId, TokenSet};
 
 use crate::terminal::{ByteDfa, DEAD};
 use zapspec_toktrie::TokTrie;
@@ -41,4 +41,108 @@ pub(crate) fn live_tokens(
         },
     );
     allowed
+}
+
+/// The tokens that keep a terminal's DFA live from one state, grouped by
+/// the state their last byte reaches ([`end_classes`]): what a one-step
+/// look-ahead needs to know which candidates lead to equal parser states.
+#[derive(Debug)]
+pub(crate) struct EndClasses {
+    /// Every token that keeps the DFA live from the state.
+    pub live: TokenSet,
+    /// A member of the largest class (its members are the live tokens not
+    /// listed below), if there is one.
+    pub main: Option<TokenId>,
+    /// The other classes of equal end state, stored end to end.
+    pub others: Vec<TokenId>,
+    /// `others_ends[i]`: one past class `i`'s last token in `others`.
+    pub others_ends: Vec<u32>,
+    /// Live tokens along whose bytes the DFA accepts before the last one
+    /// (the terminal can end inside them, so the parser state after them
+    /// depends on more than the end state): each a class of its own.
+    pub irregular: Vec<TokenId>,
+}
+
+impl EndClasses {
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.live.heap_bytes()
+            + 4 * (self.others.capacity() + self.others_ends.capacity() + self.irregular.capacity())
+    }
+
+    /// The listed classes of equal end state (the largest one excluded).
+    pub(crate) fn others(&self) -> impl Iterator<Item = &[TokenId]> + '_ {
+        let mut a = 0usize;
+        self.others_ends.iter().map(move |&e| {
+            let c = &self.others[a..e as usize];
+            a = e as usize;
+            c
+        })
+    }
+}
+
+/// Groups the tokens that keep `dfa` live from state `s` by the state they
+/// end in (module docs): one preorder walk of the trie carrying, beside the
+/// DFA state, whether the DFA accepted at an inner byte boundary. `O(trie
+/// nodes)` DFA steps at worst, like [`live_tokens`].
+pub(crate) fn end_classes(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab_len: usize) -> EndClasses {
+    let mut out = EndClasses {
+        live: TokenSet::new(vocab_len),
+        main: None,
+        others: Vec::new(),
+        others_ends: Vec::new(),
+        irregular: Vec::new(),
+    };
+    if s == DEAD {
+        return out;
+    }
+    let mut ends: Vec<(u32, TokenId)> = Vec::new();
+    let words = out.live.words_mut();
+    // (state, accepted at an inner boundary, at least one byte read)
+    trie.walk_states(
+        (s, false, false),
+        |(q, passed, started), b| {
+            let t = dfa.next(q, b);
+            (t != DEAD).then(|| (t, passed || (started && dfa.is_accepting(q)), true))
+        },
+        |_, (st, passed, _), toks| {
+            for &t in toks {
+                words[(t >> 6) as usize] |= 1u64 << (t & 63);
+                if passed {
+                    out.irregular.push(t);
+                } else {
+                    ends.push((st, t));
+                }
+            }
+        },
+    );
+    ends.sort_unstable();
+    // the largest run of one end state stays implicit
+    let mut best: Option<(usize, usize)> = None;
+    let mut a = 0usize;
+    while a < ends.len() {
+        let mut b = a + 1;
+        while b < ends.len() && ends[b].0 == ends[a].0 {
+            b += 1;
+        }
+        if best.is_none_or(|(x, y)| b - a > y - x) {
+            best = Some((a, b));
+        }
+        a = b;
+    }
+    let mut a = 0usize;
+    while a < ends.len() {
+        let mut b = a + 1;
+        while b < ends.len() && ends[b].0 == ends[a].0 {
+            b += 1;
+        }
+        if Some((a, b)) == best {
+            out.main = Some(ends[a].1);
+        } else {
+            out.others.extend(ends[a..b].iter().map(|e| e.1));
+            out.others_ends.push(out.others.len() as u32);
+        }
+        a = b;
+    }
+    out
 }

@@ -76,8 +76,11 @@ where
         self.ctx.extend_from_slice(&self.prompt);
         self.ctx.extend_from_slice(q.prefix);
         let logits = self.model.logits_for(&self.ctx)?;
+        // its own logits: an argmax under the caller's law is not one
+        // under these, so no argmax shortcut
         let inner = PhiQuery {
             logits: &logits,
+            argmax_only: false,
             ..*q
         };
         let mut cost = self.estimator.log_phi_into(&inner, &mut self.model, out)?;
@@ -144,6 +147,8 @@ where
             }
             return Ok(PhiCost::default());
         }
+        // memoised for any later caller: full estimates, no argmax shortcut
+        let q = &q.with_argmax_only(false);
         let cost = self.inner.log_phi_into(q, model, out)?;
         let v: Vec<(TokenId, f64)> = q
             .mask

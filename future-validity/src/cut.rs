@@ -75,6 +75,137 @@ impl Default for CandidateCut {
     }
 }
 
+/// How [`crate::OneStepCheap`] ranks the candidates it scores and when it
+/// stops: the *ranked look-ahead*.
+///
+/// Candidates are grouped into classes of equal successor mask where the
+/// constraint can tell ([`zapspec_core::LookAhead::successor_classes`]:
+/// inside a JSON string almost every token is one class), every other
+/// candidate is a class of its own, and classes are scored in decreasing
+/// `p_t` mass, one successor mass each. Two stops end the scoring early:
+///
+/// * **TV bound** (`tv_epsilon = Some(ε)`): with `W` the scored classes'
+///   weight `Σ p_t(c)Φ̂_t(c)` (EOS included, `Φ(EOS) = 1`) and `M` the
+///   unscored mass `Σ p_t(c)`, every `Φ̂ ≤ 1` puts the unscored weight in
+///   `[0, M]` under both the uncut law and the cut one (whatever value
+///   `v ≤ 1` the tail gets), so each is the head's law mixed with at most
+///   `a = M/(W + M)` of something else, and their total variation is at
+///   most `a` (`|q − q'|₁/2 ≤ max(a, a')`). Scoring stops at the first
+///   class after which `a ≤ ε`; `a` is reported
+///   ([`CutStats::max_tv_bound`]), and over a sequence the per-position
+///   bounds add up (a coupling position by position).
+/// * **Exact argmax** (`exact_argmax`, for a caller that needs only the
+///   argmax, [`crate::PhiQuery::argmax_only`]: greedy decoding): classes
+///   in decreasing largest `p_t`, stopped once the best scored weight
+///   `p_t(y)Φ̂_t(y)` is strictly above the largest `p_t` left, which no
+///   unscored candidate can then reach (`Φ̂ ≤ 1`). The argmax is the
+///   uncut one's exactly.
+///
+/// Unscored classes get the [`TailValue`] of [`CandidateCut::tail`]
+/// computed over the scored classes. `RankedCut::default()` has no TV
+/// bound (every class scored: the estimator's exact values), the exact
+/// argmax stop on and classes on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankedCut {
+    /// Stop once the cut's TV bound is at most this; in `(0, 1)`. `None`
+    /// (default): score every class.
+    pub tv_epsilon: Option<f64>,
+    /// For a caller that needs only the argmax, stop once no unscored
+    /// candidate can beat the best scored one (exact). Default `true`.
+    pub exact_argmax: bool,
+    /// Group candidates by successor mask where the constraint can.
+    /// Default `true`; `false` scores candidate by candidate (the
+    /// ablation).
+    pub classes: bool,
+}
+
+impl Default for RankedCut {
+    fn default() -> Self {
+        RankedCut {
+            tv_epsilon: None,
+            exact_argmax: true,
+            classes: true,
+        }
+    }
+}
+
+impl RankedCut {
+    /// The TV-bounded cut at `epsilon` (classes and the argmax stop on).
+    pub fn tv(epsilon: f64) -> Self {
+        RankedCut {
+            tv_epsilon: Some(epsilon),
+            ..Self::default()
+        }
+    }
+
+    /// No early stop and no classes: every candidate scored on its own
+    /// (the estimator as the paper states it, with no shortcut).
+    pub fn off() -> Self {
+        RankedCut {
+            tv_epsilon: None,
+            exact_argmax: false,
+            classes: false,
+        }
+    }
+
+    /// Checks the fields: `tv_epsilon ∈ (0, 1)` when set.
+    pub fn validate(&self) -> Result<(), PhiError> {
+        if let Some(e) = self.tv_epsilon {
+            if !(e > 0.0 && e < 1.0) {
+                return Err(PhiError::config(
+                    "ranked.tv_epsilon",
+                    "must lie in (0, 1) (None scores every candidate)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A short label for tables: `""` for the default, else e.g.
+    /// `"[TV ≤ 0.001]"`.
+    pub fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(e) = self.tv_epsilon {
+            parts.push(format!("TV ≤ {e}"));
+        }
+        if !self.classes {
+            parts.push("no classes".into());
+        }
+        if !self.exact_argmax {
+            parts.push("no argmax stop".into());
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("[{}]", parts.join(", "))
+        }
+    }
+}
+
+/// What the ranked look-ahead did, summed over the positions an estimator
+/// scored ([`crate::OneStepCheap::cut_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct CutStats {
+    /// Positions scored by the ranked look-ahead.
+    pub positions: u64,
+    /// Candidates at those positions (EOS included).
+    pub candidates: u64,
+    /// Classes they formed, and how many of them were scored.
+    pub classes: u64,
+    /// Classes scored (one successor mass each).
+    pub scored: u64,
+    /// Positions where the TV bound stopped the scoring early.
+    pub tv_stops: u64,
+    /// Positions where the exact argmax stop ended the scoring early.
+    pub argmax_stops: u64,
+    /// Sum and largest of the per-position TV bounds (0 where every
+    /// class was scored or the argmax stop applied): the sum bounds the
+    /// TV of a whole sampled sequence from the uncut one's law.
+    pub sum_tv_bound: f64,
+    /// Largest per-position TV bound.
+    pub max_tv_bound: f64,
+}
+
 /// Reused buffers of [`CandidateCut::head`].
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CutScratch {

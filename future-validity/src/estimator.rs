@@ -103,6 +103,12 @@ pub struct PhiQuery<'a, C> {
     pub mask: &'a TokenSet,
     /// The next-token logits `p_t` after `prefix`.
     pub logits: &'a [f32],
+    /// The caller uses only the argmax of the law `p_t(y)Φ̂_t(y)` over
+    /// `A_t` (greedy decoding): an estimator may then return, for a
+    /// candidate that provably cannot be that argmax, any value that keeps
+    /// it below the argmax instead of its estimate (exact for the argmax;
+    /// [`crate::OneStepCheap`] stops scoring there). Default `false`.
+    pub argmax_only: bool,
 }
 
 impl<'a, C> PhiQuery<'a, C> {
@@ -118,7 +124,15 @@ impl<'a, C> PhiQuery<'a, C> {
             constraint,
             mask,
             logits,
+            argmax_only: false,
         }
+    }
+
+    /// The same query for a caller that needs only the law's argmax
+    /// ([`PhiQuery::argmax_only`]).
+    pub fn with_argmax_only(mut self, argmax_only: bool) -> Self {
+        self.argmax_only = argmax_only;
+        self
     }
 }
 

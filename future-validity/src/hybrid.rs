@@ -119,6 +119,8 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for BudgetGatedHybrid {
         check_vocab(q.constraint, model, logits)?;
         let v = check_query(q, out)?;
         let mut one = vec![f64::NEG_INFINITY; v];
+        // the gate reads every estimate's dispersion: no argmax shortcut
+        let q = &q.with_argmax_only(false);
         let mut work = PhiEstimator::<C, M>::log_phi_into(&mut self.onestep, q, model, &mut one)?;
         self.stats.positions += 1;
         let disp = dispersion(&one, mask, q.constraint.eos());

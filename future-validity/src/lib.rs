@@ -146,7 +146,7 @@ pub mod onestep;
 pub mod uniform;
 
 pub use adapters::{Frozen, WithModel};
-pub use cut::{CandidateCut, TailValue};
+pub use cut::{CandidateCut, CutStats, RankedCut, TailValue};
 pub use error::PhiError;
 pub use estimator::{
     check_compact, check_query, doob_kernel, fvo_target, log_mass, uniform_log_phi, valid_set,

@@ -26,9 +26,11 @@
 //! `log Φ̂ = 0` for it. A non-EOS candidate whose look-ahead set is empty is
 //! a dead end: `log Φ̂ = -inf`.
 
-use zapspec_core::{prob, AllowedRef, Constraint, LanguageModel, LookAhead, TokenSet};
+use zapspec_core::{
+    prob, AllowedRef, Constraint, LanguageModel, LookAhead, SuccessorClasses, TokenId, TokenSet,
+};
 
-use crate::cut::{CandidateCut, CutScratch};
+use crate::cut::{CandidateCut, CutScratch, CutStats, RankedCut, TailValue};
 use crate::error::PhiError;
 use crate::estimator::{
     check_compact, check_query, check_vocab, log_mass, valid_set, PhiCost, PhiEstimator, PhiQuery,
@@ -60,6 +62,41 @@ pub struct OneStepCheap {
     scratch: Scratch,
     cut: CandidateCut,
     head: HeadScratch,
+    ranked: RankedCut,
+    stats: CutStats,
+    rank: RankScratch,
+}
+
+/// One class of the ranked look-ahead: a listed successor class, the
+/// implicit rest, or a single candidate.
+#[derive(Debug, Clone, Copy)]
+struct Class {
+    /// Listed class index, [`REST`], or (no classes) the candidate's index.
+    src: u32,
+    /// A member: the token a fork advances by.
+    rep: TokenId,
+    /// `Σ p_t` over the class relative to the candidates' largest logit;
+    /// `NaN` for a single candidate (then `exp(lmx − lmax)`).
+    mass: f64,
+    /// The class's largest logit.
+    lmx: f32,
+    /// Its `log Φ̂` once scored, else `NaN`.
+    value: f64,
+}
+
+const REST: u32 = u32::MAX;
+
+/// Reused buffers of the ranked look-ahead.
+#[derive(Debug, Clone, Default)]
+struct RankScratch {
+    classes: SuccessorClasses,
+    /// Whether `classes` holds this position's classes
+    /// ([`OneStepCheap::prepare_ranked`]).
+    hooked: bool,
+    table: Vec<Class>,
+    listed: Vec<TokenId>,
+    ids: Vec<TokenId>,
+    logits: Vec<f32>,
 }
 
 /// Reused buffers of the candidate cut.
@@ -132,6 +169,345 @@ impl OneStepCheap {
     /// The candidate cut.
     pub fn cut(&self) -> &CandidateCut {
         &self.cut
+    }
+
+    /// The estimator with the ranked look-ahead `ranked` (see
+    /// [`RankedCut`]): classes of equal successor mask scored once each,
+    /// in decreasing mass, stopped by a TV bound or, for a caller that
+    /// needs only the argmax, exactly. Errors: a bound out of range
+    /// ([`RankedCut::validate`]).
+    pub fn with_ranked(ranked: RankedCut) -> Result<Self, PhiError> {
+        ranked.validate()?;
+        Ok(OneStepCheap {
+            ranked,
+            ..Self::default()
+        })
+    }
+
+    /// [`Self::with_ranked`] with a TV bound `epsilon` per position
+    /// ([`RankedCut::tv`]): the law it gives is within `epsilon` in total
+    /// variation of the uncut estimator's at every position. Errors:
+    /// `epsilon` outside `(0, 1)`.
+    pub fn bounded(epsilon: f64) -> Result<Self, PhiError> {
+        Self::with_ranked(RankedCut::tv(epsilon))
+    }
+
+    /// The ranked look-ahead's settings.
+    pub fn ranked(&self) -> &RankedCut {
+        &self.ranked
+    }
+
+    /// What the ranked look-ahead did since the estimator was made (or
+    /// [`Self::reset_cut_stats`]).
+    pub fn cut_stats(&self) -> CutStats {
+        self.stats
+    }
+
+    /// Zeroes [`Self::cut_stats`].
+    pub fn reset_cut_stats(&mut self) {
+        self.stats = CutStats::default();
+    }
+
+    /// The ranked look-ahead over the candidates `ids` (increasing; the
+    /// members of `mask`, EOS included when it is one) with logits
+    /// `id_logits` (aligned): `emit(i, value)` for every index of `ids`,
+    /// a default value first for all, then the values of the classes that
+    /// differ from it. `Ok(None)` (nothing emitted) when it has nothing to
+    /// offer here: no class hook, no stop that applies, or no finite mass.
+    #[allow(clippy::too_many_arguments)]
+    fn score_ranked<C: LookAhead>(
+        &mut self,
+        constraint: &C,
+        mask: &TokenSet,
+        ids: &[TokenId],
+        id_logits: &[f32],
+        logits: &[f32],
+        norm: Norm,
+        argmax: bool,
+        mut emit: impl FnMut(usize, f64),
+    ) -> Result<Option<u64>, PhiError> {
+        let r = self.ranked;
+        let argmax = argmax && r.exact_argmax;
+        let n = ids.len().min(id_logits.len());
+        let eos = constraint.eos();
+        let eos_at = ids.binary_search(&eos).ok();
+        if n <= 1 + usize::from(eos_at.is_some()) {
+            return Ok(None);
+        }
+        let _ = mask;
+        let mut rk = std::mem::take(&mut self.rank);
+        let hooked = std::mem::take(&mut rk.hooked);
+        if !hooked && !argmax && r.tv_epsilon.is_none() {
+            self.rank = rk;
+            return Ok(None);
+        }
+        let (lse_c, lmax) = log_sum_exp_max(&id_logits[..n]);
+        if !lse_c.is_finite() || !lmax.is_finite() {
+            self.rank = rk;
+            return Ok(None);
+        }
+        let lmax64 = lmax as f64;
+        let rel = |l: f32| (l as f64 - lmax64).exp();
+        // Σ p_t over the candidates, EOS's share, relative to exp(lmax)
+        let total = (lse_c - lmax64).exp();
+        let w_eos = eos_at.map_or(0.0, |i| rel(id_logits[i]));
+        let table = &mut rk.table;
+        table.clear();
+        if hooked {
+            let mut listed_mass = 0.0;
+            rk.listed.clear();
+            for (ci, toks) in rk.classes.iter().enumerate() {
+                let (mut m, mut mx) = (0.0f64, f32::NEG_INFINITY);
+                for &y in toks {
+                    let l = logits.get(y as usize).copied().unwrap_or(f32::NEG_INFINITY);
+                    m += rel(l);
+                    mx = mx.max(l);
+                }
+                listed_mass += m;
+                rk.listed.extend_from_slice(toks);
+                if let Some(&rep) = toks.first() {
+                    table.push(Class {
+                        src: ci as u32,
+                        rep,
+                        mass: m,
+                        lmx: mx,
+                        value: f64::NAN,
+                    });
+                }
+            }
+            if let Some(rep) = rk.classes.rest() {
+                rk.listed.sort_unstable();
+                let listed = &rk.listed;
+                let is_listed = |y: TokenId| listed.binary_search(&y).is_ok();
+                // the rest's largest logit: the best candidate's unless it
+                // is listed (then a pass over the unlisted ones)
+                let top = (0..n)
+                    .filter(|&i| Some(i) != eos_at)
+                    .max_by(|&a, &b| id_logits[a].total_cmp(&id_logits[b]));
+                let lmx = match top {
+                    Some(i) if !is_listed(ids[i]) => id_logits[i],
+                    _ => (0..n)
+                        .filter(|&i| Some(i) != eos_at && !is_listed(ids[i]))
+                        .map(|i| id_logits[i])
+                        .fold(f32::NEG_INFINITY, f32::max),
+                };
+                table.push(Class {
+                    src: REST,
+                    rep,
+                    mass: (total - w_eos - listed_mass).max(0.0),
+                    lmx,
+                    value: f64::NAN,
+                });
+            }
+        } else {
+            table.extend((0..n).filter(|&i| Some(i) != eos_at).map(|i| Class {
+                src: i as u32,
+                rep: ids[i],
+                mass: f64::NAN,
+                lmx: id_logits[i],
+                value: f64::NAN,
+            }));
+        }
+        // order: by mass for the TV stop, by largest logit for the argmax
+        // stop (the same order for single candidates); ties towards the
+        // smaller token
+        let by_mass = hooked && !argmax;
+        let cmp = |a: &Class, b: &Class| {
+            let o = if by_mass {
+                b.mass.total_cmp(&a.mass)
+            } else {
+                b.lmx.total_cmp(&a.lmx)
+            };
+            o.then(a.rep.cmp(&b.rep))
+        };
+        let sc = &mut self.scratch;
+        let mut gather = std::mem::take(&mut sc.gather);
+        if sc.cache.len() != CACHE_SLOTS {
+            sc.cache = vec![(0, 0, 0.0); CACHE_SLOTS];
+        }
+        sc.generation += 1;
+        let generation = sc.generation;
+        let mut fork: Option<C> = None;
+        let mut ops = 0u64;
+        // `log Φ̂` values are `log Σ exp(l) − norm.lse`; Φ̂ ≤ 1 puts them at
+        // most `upper` = lse_V − norm.lse (0 with the true normaliser)
+        let mut upper: Option<f64> = norm.clamp.then_some(0.0);
+        let (mut weight, mut scored_mass, mut best) = (w_eos, 0.0f64, w_eos);
+        let mut sorted = 0usize;
+        let mut chunk = 16usize;
+        let mut scored = 0usize;
+        let mut bound = 0.0f64;
+        let (mut tv_stop, mut argmax_stop) = (false, false);
+        let len = table.len();
+        let mut result = Ok(());
+        while scored < len {
+            bring_next(table, scored, &mut sorted, &mut chunk, cmp);
+            let c = table[scored];
+            let f = fork.get_or_insert_with(|| constraint.fork());
+            let v = match mass_after(f, c.rep, logits, norm, sc, &mut gather, generation) {
+                Ok((v, k, _)) => {
+                    ops += k;
+                    v
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            table[scored].value = v;
+            scored += 1;
+            if scored == len {
+                break;
+            }
+            let u = *upper.get_or_insert_with(|| log_sum_exp_max(logits).0 - norm.lse);
+            let phi = (v - u).exp().min(1.0);
+            let mass = if c.mass.is_nan() { rel(c.lmx) } else { c.mass };
+            weight += mass * phi;
+            scored_mass += mass;
+            best = best.max(rel(c.lmx) * phi);
+            if argmax {
+                // every class left has its largest logit at most the next's
+                bring_next(table, scored, &mut sorted, &mut chunk, cmp);
+                if rel(table[scored].lmx) < best {
+                    argmax_stop = true;
+                    break;
+                }
+            } else if let Some(eps) = r.tv_epsilon {
+                let left = (total - w_eos - scored_mass).max(0.0);
+                let a = left / (weight + left);
+                if a <= eps {
+                    bound = a;
+                    tv_stop = true;
+                    break;
+                }
+            }
+        }
+        sc.gather = gather;
+        if let Err(e) = result {
+            self.rank = rk;
+            return Err(e);
+        }
+        // the unscored classes' value, from the scored ones
+        let tail = if scored < len {
+            let head = &table[..scored];
+            match self.cut.tail {
+                TailValue::HeadMin => head.iter().map(|c| c.value).fold(f64::INFINITY, f64::min),
+                TailValue::HeadMean => {
+                    let vmax = head
+                        .iter()
+                        .map(|c| c.value)
+                        .fold(f64::NEG_INFINITY, f64::max);
+                    let (mut num, mut den) = (0.0f64, 0.0f64);
+                    for c in head {
+                        let m = if c.mass.is_nan() { rel(c.lmx) } else { c.mass };
+                        den += m;
+                        if vmax.is_finite() {
+                            num += m * (c.value - vmax).exp();
+                        }
+                    }
+                    if num > 0.0 && den > 0.0 {
+                        vmax + (num / den).ln()
+                    } else {
+                        f64::NEG_INFINITY
+                    }
+                }
+            }
+        } else {
+            f64::NEG_INFINITY
+        };
+        let value_of = |c: &Class| if c.value.is_nan() { tail } else { c.value };
+        if hooked {
+            let rest = table.iter().find(|c| c.src == REST).map(value_of);
+            let default = rest.unwrap_or(tail);
+            for i in 0..n {
+                emit(i, default);
+            }
+            for c in table.iter().filter(|c| c.src != REST) {
+                let v = value_of(c);
+                if v == default {
+                    continue;
+                }
+                for &y in rk.classes.class(c.src as usize) {
+                    if let Ok(i) = ids.binary_search(&y) {
+                        emit(i, v);
+                    }
+                }
+            }
+        } else {
+            for i in 0..n {
+                emit(i, tail);
+            }
+            for c in &table[..scored] {
+                emit(c.src as usize, c.value);
+            }
+        }
+        if let Some(i) = eos_at {
+            // Φ(EOS) = 1; a set with EOS beside others is scored with the
+            // true normaliser
+            debug_assert!(norm.clamp);
+            emit(i, 0.0);
+        }
+        let st = &mut self.stats;
+        st.positions += 1;
+        st.candidates += n as u64;
+        st.classes += len as u64;
+        st.scored += scored as u64;
+        st.tv_stops += u64::from(tv_stop);
+        st.argmax_stops += u64::from(argmax_stop);
+        st.sum_tv_bound += bound;
+        st.max_tv_bound = st.max_tv_bound.max(bound);
+        self.rank = rk;
+        Ok(Some(ops))
+    }
+
+    /// Whether the ranked look-ahead applies at this position (the
+    /// constraint's classes, taken here, or a stop that applies), with
+    /// no old-style [`CandidateCut`] set; [`Self::score_ranked`] follows.
+    fn prepare_ranked<C: LookAhead>(
+        &mut self,
+        constraint: &C,
+        mask: &TokenSet,
+        argmax: bool,
+    ) -> bool {
+        let r = self.ranked;
+        if !self.cut.is_off() {
+            return false;
+        }
+        let hooked = r.classes && constraint.successor_classes(mask, &mut self.rank.classes);
+        self.rank.hooked = hooked;
+        hooked || (argmax && r.exact_argmax) || r.tv_epsilon.is_some()
+    }
+
+    /// [`Self::score_ranked`] for a caller holding the candidates as a
+    /// mask: lists them and gathers their logits first; `emit(y, value)`
+    /// by token.
+    fn score_ranked_mask<C: LookAhead>(
+        &mut self,
+        constraint: &C,
+        mask: &TokenSet,
+        logits: &[f32],
+        norm: Norm,
+        argmax: bool,
+        mut emit: impl FnMut(TokenId, f64),
+    ) -> Result<Option<u64>, PhiError> {
+        let mut ids = std::mem::take(&mut self.rank.ids);
+        let mut id_logits = std::mem::take(&mut self.rank.logits);
+        ids.clear();
+        ids.extend(mask.iter());
+        gather_set(logits, mask, &mut id_logits);
+        let r = self.score_ranked(
+            constraint,
+            mask,
+            &ids,
+            &id_logits,
+            logits,
+            norm,
+            argmax,
+            |i, l| emit(ids[i], l),
+        );
+        self.rank.ids = ids;
+        self.rank.logits = id_logits;
+        r
     }
 
     /// With an active cut at this position: scores the head of the
@@ -286,7 +662,7 @@ impl OneStepCheap {
         logits: &[f32],
         out: &mut [f64],
     ) -> Result<Option<f64>, PhiError> {
-        self.shifted(constraint, mask, logits, Sink::Dense(out))
+        self.shifted(constraint, mask, logits, Sink::Dense(out), false)
             .map(|(c, _)| c)
     }
 
@@ -297,6 +673,7 @@ impl OneStepCheap {
         mask: &TokenSet,
         logits: &[f32],
         out: Sink<'_>,
+        argmax: bool,
     ) -> Result<(Option<f64>, u64), PhiError> {
         let v = constraint.vocab_size();
         if let Sink::Dense(out) = &out {
@@ -332,6 +709,15 @@ impl OneStepCheap {
         };
         let ops = match out {
             Sink::Dense(out) => {
+                if self.prepare_ranked(constraint, mask, argmax) {
+                    if let Some(ops) =
+                        self.score_ranked_mask(constraint, mask, logits, norm, argmax, |y, l| {
+                            out[y as usize] = l
+                        })?
+                    {
+                        return Ok((c, ops));
+                    }
+                }
                 if let Some(ops) =
                     self.score_cut_mask(constraint, mask, logits, norm, |y, l| out[y as usize] = l)?
                 {
@@ -348,6 +734,20 @@ impl OneStepCheap {
             }
             Sink::Compact(valid, out) => {
                 let ids = valid.ids;
+                if self.prepare_ranked(constraint, mask, argmax) {
+                    if let Some(ops) = self.score_ranked(
+                        constraint,
+                        mask,
+                        ids,
+                        valid.logits,
+                        logits,
+                        norm,
+                        argmax,
+                        |i, l| out[i] = l,
+                    )? {
+                        return Ok((c, ops));
+                    }
+                }
                 if let Some(ops) =
                     self.score_cut(constraint, ids, valid.logits, logits, norm, |i, l| {
                         out[i] = l
@@ -639,6 +1039,30 @@ impl OneStepCheap {
         sc.gather = gather;
         Ok(ops)
     }
+}
+
+/// Makes `table[k]` the first of `table[k..]` in `cmp`'s order: when `k`
+/// passes the sorted prefix, the next `chunk` classes (growing 4× each
+/// time) are selected and sorted, so a look-ahead that stops after a few
+/// classes never sorts all of them.
+fn bring_next(
+    table: &mut [Class],
+    k: usize,
+    sorted: &mut usize,
+    chunk: &mut usize,
+    cmp: impl Fn(&Class, &Class) -> std::cmp::Ordering + Copy,
+) {
+    if k < *sorted || k >= table.len() {
+        return;
+    }
+    let rest = &mut table[k..];
+    let m = (*chunk).min(rest.len());
+    if m < rest.len() {
+        rest.select_nth_unstable_by(m - 1, cmp);
+    }
+    rest[..m].sort_unstable_by(cmp);
+    *sorted = k + m;
+    *chunk = chunk.saturating_mul(4);
 }
 
 /// Whether a borrowed allowed set equals `mask`.
@@ -1123,15 +1547,26 @@ pub fn onestep_cheap_reference<C: Constraint>(
 /// its constraint operations.
 impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
     fn name(&self) -> String {
-        if self.cut.is_off() {
-            "OneStep-Cheap".into()
-        } else {
-            format!("OneStep-Cheap{}", self.cut.label())
-        }
+        format!("OneStep-Cheap{}{}", self.cut.label(), self.ranked.label())
     }
     fn log_phi_into(&mut self, q: &PhiQuery<'_, C>, _: &mut M, out: &mut [f64]) -> PhiResult {
         check_query(q, out)?;
         let norm = Norm::full(q.logits);
+        if self.prepare_ranked(q.constraint, q.mask, q.argmax_only) {
+            if let Some(ops) = self.score_ranked_mask(
+                q.constraint,
+                q.mask,
+                q.logits,
+                norm,
+                q.argmax_only,
+                |y, l| out[y as usize] = l,
+            )? {
+                return Ok(PhiCost {
+                    constraint_ops: ops,
+                    ..PhiCost::default()
+                });
+            }
+        }
         if let Some(ops) = self.score_cut_mask(q.constraint, q.mask, q.logits, norm, |y, l| {
             out[y as usize] = l
         })? {
@@ -1157,7 +1592,13 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
         })
     }
     fn log_phi_shifted(&mut self, q: &PhiQuery<'_, C>, _: &mut M, out: &mut [f64]) -> PhiResult {
-        let (_, ops) = self.shifted(q.constraint, q.mask, q.logits, Sink::Dense(out))?;
+        let (_, ops) = self.shifted(
+            q.constraint,
+            q.mask,
+            q.logits,
+            Sink::Dense(out),
+            q.argmax_only,
+        )?;
         Ok(PhiCost {
             constraint_ops: ops,
             ..PhiCost::default()
@@ -1170,8 +1611,15 @@ impl<C: LookAhead, M: LanguageModel> PhiEstimator<C, M> for OneStepCheap {
         valid: ValidList<'_>,
         out: &mut [f64],
     ) -> Option<PhiResult> {
-        let r = check_compact(q, valid, out)
-            .and_then(|()| self.shifted(q.constraint, q.mask, q.logits, Sink::Compact(valid, out)));
+        let r = check_compact(q, valid, out).and_then(|()| {
+            self.shifted(
+                q.constraint,
+                q.mask,
+                q.logits,
+                Sink::Compact(valid, out),
+                q.argmax_only,
+            )
+        });
         Some(r.map(|(_, ops)| PhiCost {
             constraint_ops: ops,
             ..PhiCost::default()

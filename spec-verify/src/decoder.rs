@@ -85,6 +85,19 @@ pub struct RoundStats {
     /// and is not counted in `rounds`.
     #[serde(default)]
     pub forced: usize,
+    /// Positions whose target law needed Φ̂ (FVO-Spec), and the wall time
+    /// spent computing it (the estimator's call, in nanoseconds) in all
+    /// and at its slowest position: the cost of the correction beside the
+    /// forwards'.
+    #[serde(default)]
+    pub phi_positions: usize,
+    /// Nanoseconds in Φ̂ over those positions.
+    #[serde(default)]
+    pub phi_nanos: u64,
+    /// Nanoseconds of the slowest of them (in [`RoundStats::since`], the
+    /// slowest over the whole run).
+    #[serde(default)]
+    pub phi_max_nanos: u64,
 }
 
 impl RoundStats {
@@ -127,6 +140,18 @@ impl RoundStats {
         self.nodes_drafted += o.nodes_drafted;
         self.nodes_scored += o.nodes_scored;
         self.forced += o.forced;
+        self.phi_positions += o.phi_positions;
+        self.phi_nanos += o.phi_nanos;
+        self.phi_max_nanos = self.phi_max_nanos.max(o.phi_max_nanos);
+    }
+
+    /// Mean microseconds of Φ̂ per position that needed it (0 when none).
+    pub fn phi_micros_per_position(&self) -> f64 {
+        if self.phi_positions == 0 {
+            0.0
+        } else {
+            self.phi_nanos as f64 / 1e3 / self.phi_positions as f64
+        }
     }
 
     /// These counters less an earlier snapshot `o` of them.
@@ -141,6 +166,9 @@ impl RoundStats {
             nodes_drafted: self.nodes_drafted - o.nodes_drafted,
             nodes_scored: self.nodes_scored - o.nodes_scored,
             forced: self.forced - o.forced,
+            phi_positions: self.phi_positions - o.phi_positions,
+            phi_nanos: self.phi_nanos - o.phi_nanos,
+            phi_max_nanos: self.phi_max_nanos,
         }
     }
 }
@@ -769,13 +797,19 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
         let vocab = constraint.vocab_size();
         // compact_log_law renormalises over A_t: a per-position constant in
         // log Φ̂ cancels (PhiEstimator::log_phi_shifted)
-        let q = PhiQuery::new(prefix, constraint, mask, row);
+        // greedy decoding reads only the law's argmax (both walks), which
+        // an estimator may then find without scoring every candidate
+        let q = PhiQuery::new(prefix, constraint, mask, row)
+            .with_argmax_only(self.config.mode == Mode::Greedy);
         // the valid set's logits, gathered once for Φ̂ and the law
         self.id_logits.clear();
         self.id_logits.extend(
             ids.iter()
                 .map(|&y| row.get(y as usize).copied().unwrap_or(f32::NEG_INFINITY)),
         );
+        // Φ̂'s own time (the gather above and the law below are what
+        // Leviathan's law does too)
+        let started = std::time::Instant::now();
         self.phi_compact.clear();
         self.phi_compact.resize(ids.len(), f64::NAN);
         let compact = self.phi.log_phi_shifted_compact(
@@ -802,6 +836,10 @@ impl<P: LanguageModel, Q: Drafter, F> SpeculativeDecoder<P, Q, F> {
                 }
             }
         };
+        let ns = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        self.stats.phi_positions += 1;
+        self.stats.phi_nanos += ns;
+        self.stats.phi_max_nanos = self.stats.phi_max_nanos.max(ns);
         if let Some(j) = self.phi_compact.iter().position(|v| v.is_nan()) {
             return Err(PhiError::MissingEstimate { token: ids[j] });
         }

@@ -109,6 +109,11 @@ struct Args {
     /// Draft length of copy drafts and of tree lookup on edits.
     #[arg(long, default_value_t = 16)]
     copy_gamma: usize,
+    /// (f): the TV bound per position of OneStep-Cheap's ranked
+    /// look-ahead (`OneStepCheap::bounded`); 0 scores every candidate
+    /// (`OneStepCheap::new()`, still exact-argmax when greedy).
+    #[arg(long, default_value_t = 1e-3)]
+    fvo_epsilon: f64,
     /// Tree lookup: children per node (at most width × γ nodes).
     #[arg(long, default_value_t = 2)]
     tree_width: usize,
@@ -203,6 +208,14 @@ struct Row {
     /// Output tokens the grammar forced (zapspec).
     #[serde(default)]
     forced: usize,
+    /// Positions whose law needed Φ̂ (FVO-Spec), the seconds spent in Φ̂
+    /// and at its slowest position (zapspec's `RoundStats`).
+    #[serde(default)]
+    phi_positions: usize,
+    #[serde(default)]
+    phi_s: f64,
+    #[serde(default)]
+    phi_max_s: f64,
     #[serde(default)]
     stop: String,
     #[serde(default)]
@@ -480,13 +493,13 @@ fn run_variant(
                 }
                 (true, true) => measure(
                     b.drafter(CopyDraft::new(task.source.clone()))
-                        .fvo_spec(OneStepCheap::new()),
+                        .fvo_spec(fvo_estimator(args)?),
                     &task.prompt,
                 )?,
                 (false, false) => measure(b.drafter(PromptLookup::default()), &task.prompt)?,
                 (false, true) => measure(
                     b.drafter(PromptLookup::default())
-                        .fvo_spec(OneStepCheap::new()),
+                        .fvo_spec(fvo_estimator(args)?),
                     &task.prompt,
                 )?,
             }
@@ -518,6 +531,9 @@ fn run_variant(
         ttft_s: m.ttft_s,
         forwards: m.forwards,
         forced: m.forced,
+        phi_positions: m.phi_positions,
+        phi_s: m.phi_s,
+        phi_max_s: m.phi_max_s,
         stop: m.stop,
         valid: None,
         equal_to_plain: None,
@@ -535,11 +551,23 @@ struct Measured {
     ttft_s: Option<f64>,
     forwards: usize,
     forced: usize,
+    phi_positions: usize,
+    phi_s: f64,
+    phi_max_s: f64,
 }
 
 /// Builds the pipeline and streams one generation: wall time of the whole
 /// facade call (build, prefill, decoding), time to the first streamed
 /// text (after the round that decided the first token).
+/// (f)'s estimator: OneStep-Cheap with the ranked look-ahead's TV bound
+/// `--fvo-epsilon` (0: every candidate scored).
+fn fvo_estimator(args: &Args) -> Result<OneStepCheap> {
+    if args.fvo_epsilon == 0.0 {
+        return Ok(OneStepCheap::new());
+    }
+    Ok(OneStepCheap::bounded(args.fvo_epsilon)?)
+}
+
 fn measure<D, F>(b: Builder<CausalLm, EarleyMatcher, D, F>, prompt: &[TokenId]) -> Result<Measured>
 where
     D: Drafter,
@@ -564,6 +592,9 @@ where
         total_s,
         forwards: g.stats.target_calls,
         forced: g.stats.forced,
+        phi_positions: g.stats.phi_positions,
+        phi_s: g.stats.phi_nanos as f64 / 1e9,
+        phi_max_s: g.stats.phi_max_nanos as f64 / 1e9,
     })
 }
 
@@ -580,6 +611,9 @@ fn error_row(task: &Task, variant: &str, temp: f64, e: &str) -> Row {
         ttft_s: None,
         forwards: 0,
         forced: 0,
+        phi_positions: 0,
+        phi_s: 0.0,
+        phi_max_s: 0.0,
         stop: String::new(),
         valid: None,
         equal_to_plain: None,
@@ -633,6 +667,11 @@ struct Summary {
     after_ttft_tok_s_aggregate: Option<f64>,
     forwards_per_token: Option<f64>,
     forced_per_token: Option<f64>,
+    /// Mean and largest µs of Φ̂ per position that needed it, and Φ̂'s share
+    /// of the wall time.
+    phi_us_per_position: Option<f64>,
+    phi_us_max: Option<f64>,
+    phi_share: Option<f64>,
     valid: usize,
     equal_to_plain: usize,
     compared: usize,
@@ -665,6 +704,9 @@ fn summarize(rows: &[&Row], variant: &str, family: &str, temp: f64) -> Summary {
     let total_s: f64 = ok.iter().map(|r| r.total_s).sum();
     let forwards: usize = ok.iter().map(|r| r.forwards).sum();
     let forced: usize = ok.iter().map(|r| r.forced).sum();
+    let phi_positions: usize = ok.iter().map(|r| r.phi_positions).sum();
+    let phi_s: f64 = ok.iter().map(|r| r.phi_s).sum();
+    let phi_max_s = ok.iter().map(|r| r.phi_max_s).fold(0.0, f64::max);
     // the tokens after the first and the time after TTFT
     let (after_tokens, after_s) = ok
         .iter()
@@ -686,6 +728,9 @@ fn summarize(rows: &[&Row], variant: &str, family: &str, temp: f64) -> Summary {
         after_ttft_tok_s_aggregate: (after_s > 0.0).then(|| after_tokens as f64 / after_s),
         forwards_per_token: (tokens > 0).then(|| forwards as f64 / tokens as f64),
         forced_per_token: (tokens > 0).then(|| forced as f64 / tokens as f64),
+        phi_us_per_position: (phi_positions > 0).then(|| phi_s * 1e6 / phi_positions as f64),
+        phi_us_max: (phi_positions > 0).then_some(phi_max_s * 1e6),
+        phi_share: (phi_positions > 0 && total_s > 0.0).then(|| phi_s / total_s),
         valid: ok.iter().filter(|r| r.valid == Some(true)).count(),
         equal_to_plain: ok.iter().filter(|r| r.equal_to_plain == Some(true)).count(),
         compared: ok.iter().filter(|r| r.equal_to_plain.is_some()).count(),
@@ -773,14 +818,19 @@ fn report(
     md.push(format!(
         "Variants: (a) llama.cpp unconstrained; (b) llama.cpp with its grammar sampler (schemas only); (c) zapspec plain constrained decoding (`NoDraft`, forced tokens off); (d) (c) with grammar-forced tokens; \
          (e) (d) + prompt lookup γ={} (schemas) / copy drafts of the document γ={} (edits); (e′) (d) + tree lookup (width {}, γ={} on schemas, {} on edits) in tree mode; \
-         (f) (e) with the FVO-Spec verifier (OneStep-Cheap) — its target law is μ* (Φ̂-reweighted), not plain decoding's, so its output may differ from (c) even greedily.",
-        args.gamma, args.copy_gamma, args.tree_width, args.gamma, args.copy_gamma
+         (f) (e) with the FVO-Spec verifier (OneStep-Cheap, {}) — its target law is μ* (Φ̂-reweighted), not plain decoding's, so its output may differ from (c) even greedily.",
+        args.gamma, args.copy_gamma, args.tree_width, args.gamma, args.copy_gamma,
+        if args.fvo_epsilon == 0.0 {
+            "every candidate scored: `OneStepCheap::new()`, exact argmax stop when greedy".to_string()
+        } else {
+            format!("ranked look-ahead, TV bound {} per position: `OneStepCheap::bounded({})`; greedy: the exact argmax stop", args.fvo_epsilon, args.fvo_epsilon)
+        }
     ));
     md.push(String::new());
     md.push(
         "Columns: tokens/s per task = output tokens (EOS excluded) / wall time of the whole call (zapspec: `Builder::build` + `Pipeline::generate_stream`; llama.cpp: `Llama.generate` until EOS or the cap), mean and median over tasks, and aggregate = Σ tokens / Σ time. \
          Tok/s after TTFT: Σ (tokens − 1) / Σ (time − TTFT), the decoding rate without the prefill. TTFT: zapspec, the first `generate_stream` text callback (after the round that decided the first token: prefill + mask + first token); llama.cpp, the first token the generator yields (prefill + sampling). \
-         Forwards per token: target forward calls (llama.cpp: `llama_decode` calls) / output tokens; forced per token: output tokens zapspec committed as grammar-forced (`RoundStats::forced`) / output tokens. Valid: the output parses and the `jsonschema` crate's `validator_for` accepts it. \
+         Forwards per token: target forward calls (llama.cpp: `llama_decode` calls) / output tokens; forced per token: output tokens zapspec committed as grammar-forced (`RoundStats::forced`) / output tokens. Φ̂ µs / position: the estimator's wall time per verified position whose law needed it (`RoundStats::phi_nanos` / `phi_positions`; mean, and the slowest position), Φ̂ share: Σ Φ̂ time / Σ wall time — the correction's own cost, apart from the change of law (fewer drafts accepted) that (f)'s forwards per token show. Valid: the output parses and the `jsonschema` crate's `validator_for` accepts it. \
          = (c): the output's tokens equal those of (c) on the same task and temperature (up to the cap when both hit it); for llama.cpp rows a cross-engine comparison.".into(),
     );
     md.push(String::new());
@@ -811,6 +861,8 @@ fn report(
                 "tok/s after TTFT",
                 "forwards / token",
                 "forced / token",
+                "Φ̂ µs / position (mean / max)",
+                "Φ̂ share of time",
                 "valid",
                 "= (c)",
                 "edit applied",
@@ -833,6 +885,12 @@ fn report(
                     f(s.after_ttft_tok_s_aggregate, 1),
                     f(s.forwards_per_token, 2),
                     f(s.forced_per_token, 2),
+                    match (s.phi_us_per_position, s.phi_us_max) {
+                        (Some(a), Some(m)) => format!("{a:.0} / {m:.0}"),
+                        _ => "—".into(),
+                    },
+                    s.phi_share
+                        .map_or("—".into(), |x| format!("{:.1}%", 100.0 * x)),
                     format!("{}/{}", s.valid, s.generated),
                     if s.compared > 0 {
                         format!("{}/{}", s.equal_to_plain, s.compared)
@@ -853,10 +911,12 @@ fn report(
             let c = Variant::Plain.label();
             let d = Variant::Forced.label();
             let e = Variant::Lookup.label();
+            let fv = Variant::Fvo.label();
             let mut ratios = Vec::new();
             for (num, den) in [
                 (d, c),
                 (e, c),
+                (fv, e),
                 (d, LLAMA),
                 (d, LLAMA_GRAMMAR),
                 (e, LLAMA),
