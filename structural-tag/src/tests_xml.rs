@@ -201,9 +201,14 @@ fn max_whitespace() {
 fn xml_refusals() {
     let obj = json!({"type": "object", "properties": {"a": {"type": "string"}}});
     refused(
-        json!({"type": "json_schema", "json_schema": obj, "style": "cohere_xml"}),
+        json!({"type": "json_schema", "json_schema": obj, "style": "minimax_m3_xml"}),
         "/format/style",
         "not built",
+    );
+    refused(
+        json!({"type": "json_schema", "json_schema": obj, "style": "cohere_xml", "excludes": ["<"]}),
+        "/format/excludes",
+        "non-empty excludes",
     );
     refused(
         json!({"type": "json_schema", "json_schema": obj, "style": "qwen_xml", "max_whitespace_cnt": 0}),
@@ -224,5 +229,87 @@ fn xml_refusals() {
         json!({"type": "json_schema", "json_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}, "style": "qwen_xml", "excludes": ["!"]}),
         "/format/json_schema/properties/n",
         "excludes",
+    );
+}
+
+#[test]
+fn cohere_typed_values() {
+    let v = |k: &str, t: &str, body: &str| {
+        format!("<cofl:value name=\"{k}\" type=\"{t}\">{body}</cofl:value>")
+    };
+    let item = |t: &str, body: &str| format!("<cofl:value type=\"{t}\">{body}</cofl:value>");
+    let schema = json!({"type": "object", "properties": {
+        "a": {"type": "string"},
+        "n": {"type": "integer"},
+        "o": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]},
+        "l": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+        "e": {"enum": ["u", 1]}},
+        "required": ["a"]});
+    let both = format!("{}\n{}", v("a", "raw", "hi </b>"), v("n", "json", " 3 "));
+    let nested = format!(
+        "{} {}",
+        v("a", "raw", "x"),
+        v("o", "dict", &v("x", "raw", "1"))
+    );
+    let list = format!(
+        "{}{}",
+        v("a", "raw", "x"),
+        v(
+            "l",
+            "list",
+            &format!("{}{}", item("raw", "p"), item("raw", "q"))
+        )
+    );
+    let three = format!(
+        "{}{}",
+        v("a", "raw", "x"),
+        v("l", "list", &format!("{0}{0}{0}", item("raw", "p")))
+    );
+    let spaced = format!(
+        "{}{}",
+        v("a", "raw", "x"),
+        v(
+            "l",
+            "list",
+            &format!("{} {}", item("raw", "p"), item("raw", "q"))
+        )
+    );
+    let enum_ok = format!("{}{}{}", v("a", "raw", "x"), v("e", "raw", "u"), "");
+    let enum_num = format!("{}{}", v("a", "raw", "x"), v("e", "json", "1"));
+    let enum_bad = format!("{}{}", v("a", "raw", "x"), v("e", "raw", "1"));
+    check(
+        json!({"type": "json_schema", "json_schema": schema, "style": "cohere_xml"}),
+        &[
+            v("a", "raw", "hi").as_str(),
+            &both,
+            &nested,
+            &list,
+            &enum_ok,
+            &enum_num,
+        ],
+        &[
+            "",
+            v("n", "json", "3").as_str(),
+            &v("a", "json", "\"hi\""),
+            &three,
+            &spaced,
+            &enum_bad,
+            &format!("{}{}", v("a", "raw", "x"), v("o", "dict", "")),
+        ],
+    );
+    // free-form keys: any but the declared ones; unconstrained values typed
+    let free = json!({"type": "object", "properties": {"ab": {"type": "string"}}, "additionalProperties": true});
+    check(
+        json!({"type": "json_schema", "json_schema": free, "style": "cohere_xml"}),
+        &[
+            v("a", "json", "1").as_str(),
+            &v("abc", "dict", &v("k&amp;", "list", &item("raw", "z"))),
+            &format!("{}{}", v("ab", "raw", "s"), v("b", "json", "null")),
+        ],
+        &[
+            v("ab", "json", "1").as_str(),
+            &v("a<", "json", "1"),
+            &v("q", "json", "\"s\""),
+        ],
     );
 }

@@ -195,7 +195,7 @@ def get_model_structural_tag(
     if model in _registry:
         return _registry[model](functions, builtins, choice, reasoning, **options)
     all_tools = [*functions, *builtins]
-    pairs = [(_name(t), json.dumps(_parameters(t))) for t in all_tools]
+    pairs = [(_name(t), json.dumps(_parameters(t)), isinstance(t, BuiltinToolParam)) for t in all_tools]
     named = _name(all_tools[0]) if choice == "forced" else None
     text = _zapspec._builtin_structural_tag_json(
         model,
