@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{check, refused};
+use super::{check, grammar, refused};
 
 #[test]
 fn qwen_order_and_required() {
@@ -312,4 +312,41 @@ fn cohere_typed_values() {
             &v("q", "json", "\"s\""),
         ],
     );
+}
+
+#[test]
+fn cohere_recursive_refs() {
+    let v = |k: &str, t: &str, body: &str| {
+        format!("<cofl:value name=\"{k}\" type=\"{t}\">{body}</cofl:value>")
+    };
+    let schema = json!({"type": "object",
+        "$defs": {"Alias": {"$ref": "#/$defs/Node"},
+                  "Node": {"type": "object", "properties": {"name": {"type": "string"}, "child": {"$ref": "#/$defs/Alias"}},
+                           "required": ["name"], "additionalProperties": false}},
+        "properties": {"root": {"$ref": "#/$defs/Alias"}}, "required": ["root"], "additionalProperties": false});
+    let deep = v(
+        "root",
+        "dict",
+        &format!(
+            "{}{}",
+            v("name", "raw", "a"),
+            v("child", "dict", &v("name", "raw", "b"))
+        ),
+    );
+    check(
+        json!({"type": "json_schema", "json_schema": schema, "style": "cohere_xml"}),
+        &[&deep],
+        &[&deep.replace("\"child\" type=\"dict\"", "\"child\" type=\"json\"")],
+    );
+    // a non-pure self-reference nests without end: refused, not overflowed
+    let looping = json!({"type": "object", "$defs": {"N": {"type": "object", "properties": {"c": {"$ref": "#/$defs/N", "minProperties": 0}}}},
+        "properties": {"c": {"$ref": "#/$defs/N", "minProperties": 0}}});
+    let e = grammar(json!({"type": "json_schema", "json_schema": looping, "style": "cohere_xml"}))
+        .expect_err("refused");
+    assert!(
+        e.pointer()
+            .starts_with("/format/json_schema/properties/c/properties/c"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("deeper than 128"), "{e}");
 }

@@ -31,6 +31,18 @@
 //! | `deepseek_v4_1_xml` | the same with `<｜DSML｜ parameter` and `</｜DSML｜ parameter>` |
 //! | `glm_xml` | `<arg_key>key</arg_key>` whitespace `<arg_value>value</arg_value>` |
 //! | `kimi_k3_xml` | `<\|open\|>argument key="key" type="T"<\|sep\|>value<\|close\|>argument<\|sep\|>`, key with `&` → `&amp;` and `"` → `&quot;` |
+//! | `cohere_xml` | `<cofl:value name="key" type="T">value</cofl:value>` |
+//!
+//! Cohere's values are typed and nest (XGrammar's
+//! `CohereXMLToolCallingConverter`, as the 0.2.8 wheel prints it): `raw`
+//! strings (as above), `json` numbers, integers, booleans, `null` and
+//! non-string literals, `dict` objects (their properties as elements,
+//! recursively), `list` arrays (their items as elements without a name,
+//! back to back); an unconstrained value is any of the four (a `json`
+//! value then a number, boolean or `null`, a `dict` or `list` of
+//! unconstrained values); a combinator or a mixed `enum` gives each branch
+//! its own type. Free-form keys are `([^\0"&<>]|&amp;|&lt;|&gt;|&quot;)+`,
+//! none of the declared keys that are identifiers; `excludes` is refused.
 //!
 //! Kimi-K3's `type` attribute is pinned by the property's own schema
 //! (`string`; `number` for integers and numbers; `boolean`, `null`,
@@ -49,7 +61,7 @@
 //!
 //! Not built (refused): a root schema that is not an object, `false`
 //! parameter schemas, `propertyNames` other than a `pattern`, `excludes`
-//! on values written as JSON, and the styles `cohere_xml` and
+//! on values written as JSON, excludes in `cohere_xml`, and the style
 //! `minimax_m3_xml`.
 
 use rustc_hash::FxHashMap;
@@ -141,6 +153,11 @@ struct Cx<'a> {
     excludes: &'a [String],
     /// Cohere: the typed tails of an unconstrained value, built once.
     cohere_any: std::cell::Cell<Option<NtId>>,
+    /// Cohere: the tails of each `$ref` target, by pointer (recursive
+    /// schemas nest elements).
+    cohere_refs: std::cell::RefCell<FxHashMap<String, NtId>>,
+    /// Cohere: elements open while lowering (a bound on nesting).
+    cohere_depth: std::cell::Cell<usize>,
 }
 
 /// Keywords that never constrain a value.
@@ -278,6 +295,8 @@ impl Lowerer<'_> {
             text,
             excludes: &j.excludes,
             cohere_any: std::cell::Cell::new(None),
+            cohere_refs: Default::default(),
+            cohere_depth: std::cell::Cell::new(0),
         };
         let root = self.xml_object(&cx, &j.json_schema, &cx.ptr.clone(), 0)?;
         Ok(root)
@@ -927,7 +946,16 @@ impl Lowerer<'_> {
         schema: &Value,
         ptr: &str,
     ) -> Result<NtId, StructTagError> {
-        let tails = self.cohere_tails(cx, schema, ptr, 0)?;
+        if cx.cohere_depth.get() >= 128 {
+            return Err(StructTagError::unsupported(
+                ptr,
+                "cohere_xml values nested deeper than 128 elements",
+            ));
+        }
+        cx.cohere_depth.set(cx.cohere_depth.get() + 1);
+        let tails = self.cohere_tails(cx, schema, ptr, 0);
+        cx.cohere_depth.set(cx.cohere_depth.get() - 1);
+        let tails = tails?;
         if tails.is_empty() {
             return Err(StructTagError::unsupported(
                 ptr,
@@ -985,6 +1013,9 @@ impl Lowerer<'_> {
             }
         };
         if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+            if o.keys().all(|k| k == "$ref" || annotation(k)) {
+                return self.cohere_ref(cx, r, ptr);
+            }
             let t = self.xml_resolve(cx, r, &child(ptr, "$ref"))?;
             let merged = match t {
                 Value::Object(to) if !o.keys().all(|k| k == "$ref" || annotation(k)) => {
@@ -1087,6 +1118,51 @@ impl Lowerer<'_> {
                 vec![self.cohere_tail(cx, "json", a.body, false)]
             }
         })
+    }
+
+    /// The tails of a value of the schema `$ref` `r` names (pure
+    /// references followed to the schema they end at), one nonterminal per
+    /// target, made before its body so that a recursive schema refers to
+    /// it.
+    fn cohere_ref(
+        &mut self,
+        cx: &Cx<'_>,
+        r: &str,
+        ptr: &str,
+    ) -> Result<Vec<Vec<Symbol>>, StructTagError> {
+        let mut r = r.to_string();
+        let mut target = self.xml_resolve(cx, &r, &child(ptr, "$ref"))?;
+        for _ in 0..64 {
+            match target.as_object() {
+                Some(o) if o.keys().all(|k| k == "$ref" || annotation(k)) => {
+                    let Some(next) = o.get("$ref").and_then(Value::as_str) else {
+                        break;
+                    };
+                    r = next.to_string();
+                    target = self.xml_resolve(cx, &r, &child(ptr, "$ref"))?;
+                }
+                _ => break,
+            }
+        }
+        if let Some(n) = cx.cohere_refs.borrow().get(&r) {
+            return Ok(vec![vec![Symbol::Nt(*n)]]);
+        }
+        if target.get("$ref").is_some()
+            && target
+                .as_object()
+                .is_some_and(|o| o.keys().all(|k| k == "$ref" || annotation(k)))
+        {
+            return Err(StructTagError::unsupported(
+                ptr,
+                "$ref chain deeper than 64",
+            ));
+        }
+        let n = self.g.add_nonterminal("cohere_ref");
+        cx.cohere_refs.borrow_mut().insert(r, n);
+        for rhs in self.cohere_tails(cx, target, ptr, 0)? {
+            self.g.add_rule(n, rhs);
+        }
+        Ok(vec![vec![Symbol::Nt(n)]])
     }
 
     /// A `list` value: the prefix items, then the other items, as nameless
