@@ -350,3 +350,22 @@ fn cohere_recursive_refs() {
     );
     assert!(e.to_string().contains("deeper than 128"), "{e}");
 }
+
+#[test]
+fn anchored_patterns_match_whole() {
+    let schema = json!({"type": "object", "properties": {
+        "u": {"type": "string", "pattern": "^(|https://.*)$"},
+        "d": {"type": "string", "pattern": "^a\\$"}}, "required": ["u"]});
+    check(
+        json!({"type": "json_schema", "json_schema": schema, "style": "qwen_xml"}),
+        &[
+            "<parameter=u></parameter>",
+            "<parameter=u>https://x.com/</parameter>",
+            "<parameter=u></parameter><parameter=d>a$</parameter>",
+        ],
+        &[
+            "<parameter=u>http://x.com/</parameter>",
+            "<parameter=u></parameter><parameter=d>a</parameter>",
+        ],
+    );
+}

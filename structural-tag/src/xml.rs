@@ -639,6 +639,17 @@ impl Lowerer<'_> {
 
     /// An ECMAScript pattern as a full-match regex terminal's source.
     fn xml_regex(&mut self, pat: &str, ptr: &str) -> Result<String, StructTagError> {
+        // the pattern is matched whole (XGrammar's reading): its outer
+        // anchors say nothing more
+        let pat = pat.strip_prefix('^').unwrap_or(pat);
+        let dollars = pat.len() - pat.trim_end_matches('$').len();
+        let before = &pat[..pat.len() - dollars.min(1)];
+        let trailing_backslashes = before.len() - before.trim_end_matches('\\').len();
+        let pat = if dollars > 0 && trailing_backslashes % 2 == 0 {
+            before
+        } else {
+            pat
+        };
         let t = zapspec_jsonschema::ecma_regex_to_regex_syntax_in(
             pat,
             zapspec_jsonschema::RegexDialect::Strict,
