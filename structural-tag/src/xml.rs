@@ -645,7 +645,7 @@ impl Lowerer<'_> {
         let dollars = pat.len() - pat.trim_end_matches('$').len();
         let before = &pat[..pat.len() - dollars.min(1)];
         let trailing_backslashes = before.len() - before.trim_end_matches('\\').len();
-        let pat = if dollars > 0 && trailing_backslashes % 2 == 0 {
+        let pat = if dollars > 0 && trailing_backslashes.is_multiple_of(2) {
             before
         } else {
             pat
