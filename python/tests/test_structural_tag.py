@@ -332,6 +332,12 @@ def test_harmony_builtin_tools_accept_what_xgrammar_accepts(choice, reasoning, p
         assert _is_grammar_accept_string(ours, text) == xgr_accepts(theirs, text), (kw, text)
 
 
+def test_allowed_tools_must_name_offered_builtin_tools():
+    choice = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "web_search_preview"}]}}
+    with pytest.raises(ValueError, match="Allowed builtin tools are not found"):
+        get_model_structural_tag("harmony", TOOLS, tool_choice=choice)
+
+
 def test_builtin_tools_are_left_out_where_the_family_writes_none():
     search = {"type": "web_search_preview", "name": "browser.search", "parameters": None}
     with pytest.raises(ValueError, match="exactly one tool"):

@@ -114,6 +114,9 @@ def normalize_tool_choice(
             raise ValueError(f"Allowed function tools are not found in the tools list: {missing}.")
         functions = [t for t in functions if t.function.name in names]
         builtins = [t for t in builtins if t.type in kinds]
+        missing_kinds = kinds - {t.type for t in builtins}
+        if missing_kinds:
+            raise ValueError(f"Allowed builtin tools are not found in the tools list: {missing_kinds}.")
         simplified: SimplifiedToolChoice = choice.allowed_tools.mode
     elif isinstance(choice, NamedToolChoiceParam):
         functions = [t for t in functions if t.function.name == choice.function.name]
