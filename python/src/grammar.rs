@@ -583,7 +583,7 @@ pub(crate) fn _builtin_families_json() -> String {
 }
 
 /// `family`'s tool-call structural tag as JSON text: `tools` as (name,
-/// parameters' JSON) pairs, `choice` one of `auto`, `required`, `none`
+/// parameters' JSON, builtin tool) triples, `choice` one of `auto`, `required`, `none`
 /// or `named` (with `named`), `reasoning` one of `enabled`, `auto`,
 /// `disabled`.
 #[pyfunction]
@@ -592,7 +592,7 @@ pub(crate) fn _builtin_families_json() -> String {
 pub(crate) fn _builtin_structural_tag_json(
     py: Python<'_>,
     family: &str,
-    tools: Vec<(String, String)>,
+    tools: Vec<(String, String, bool)>,
     choice: &str,
     named: Option<String>,
     reasoning: &str,
@@ -603,10 +603,14 @@ pub(crate) fn _builtin_structural_tag_json(
 ) -> PyResult<String> {
     guard(|| {
         let mut ts = Vec::with_capacity(tools.len());
-        for (name, params) in tools {
+        for (name, params, builtin) in tools {
             let parameters = serde_json::from_str(&params)
                 .map_err(|e| invalid_json(py, "a tool's parameters", &e))?;
-            ts.push(Tool::new(name, parameters));
+            ts.push(if builtin {
+                Tool::builtin(name, parameters)
+            } else {
+                Tool::new(name, parameters)
+            });
         }
         let bad = |what: &str| pyo3::exceptions::PyValueError::new_err(what.to_string());
         let choice = match (choice, named) {

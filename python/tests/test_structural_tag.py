@@ -131,7 +131,7 @@ def test_bad_json_and_bad_schemas_name_their_place():
     with pytest.raises(ValueError, match="Unknown format type"):
         get_model_structural_tag("no_such_model", [])
     with pytest.raises(ValueError, match="not built"):
-        get_model_structural_tag("cohere", [])
+        get_model_structural_tag("minimax_m3", [])
 
 
 def test_free_text_masks_forbid_only_what_could_start_a_trigger():
@@ -175,6 +175,7 @@ def xml_param(style, key, value):
         "deepseek_v4_1_xml": f'<\uff5cDSML\uff5c parameter name="{key}" string="{flag}">{raw}</\uff5cDSML\uff5c parameter>',
         "glm_xml": f"<arg_key>{key}</arg_key><arg_value>{raw}</arg_value>",
         "kimi_k3_xml": f'<|open|>argument key="{key}" type="{"string" if flag == "true" else "number"}"<|sep|>{raw}<|close|>argument<|sep|>',
+        "cohere_xml": f'<cofl:value name="{key}" type="{"raw" if flag == "true" else "json"}">{raw}</cofl:value>',
     }[style]
 
 
@@ -182,7 +183,7 @@ def xml_args(style, args):
     return "\n".join(xml_param(style, k, v) for k, v in args.items())
 
 
-XML_STYLES = ["qwen_xml", "minimax_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml"]
+XML_STYLES = ["qwen_xml", "minimax_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml", "cohere_xml"]
 XML_SCHEMAS = [
     {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]},
     {"type": "object", "properties": {"unit": {"enum": ["c", "f", 1]}, "tags": {"type": "array", "items": {"type": "string"}}}},
@@ -221,7 +222,12 @@ def test_xml_styles_accept_what_xgrammar_accepts(style, schema, any_order):
 def test_xml_style_refusals_are_invalid_structural_tag_errors():
     obj = {"type": "object", "properties": {"n": {"type": "integer"}}}
     with pytest.raises(zapspec.InvalidStructuralTagError):
-        zapspec.Grammar.from_structural_tag(stag({"type": "json_schema", "json_schema": obj, "style": "cohere_xml"}))
+        zapspec.Grammar.from_structural_tag(stag({"type": "json_schema", "json_schema": obj, "style": "minimax_m3_xml"}))
+    with pytest.raises(zapspec.InvalidStructuralTagError) as e:
+        zapspec.Grammar.from_structural_tag(
+            stag({"type": "json_schema", "json_schema": obj, "style": "cohere_xml", "excludes": ["<"]})
+        )
+    assert "/format/excludes" in str(e.value)
     with pytest.raises(zapspec.InvalidStructuralTagError):
         zapspec.Grammar.from_structural_tag(
             stag({"type": "json_schema", "json_schema": obj, "style": "qwen_xml", "max_whitespace_cnt": 0})
@@ -234,10 +240,12 @@ def family_instances(model):
     """Texts around the family's own delimiters: answers, calls (valid,
     invalid, two), reasoning blocks present and absent."""
     f = FAMILIES[model]
+    if "layout" in f:
+        return layout_instances(model)
     call = f["call"]
 
     def one(name, args):
-        mid = ("0" + call.get("args", "")) if "id" in call else ""
+        mid = ("0" + call.get("args", "").replace("{name}", name)) if "id" in call else ""
         body = xml_args(f["style"], args) if "style" in f else json.dumps(args)
         return call["begin"].replace("{name}", name) + mid + body + call["end"]
 
@@ -245,7 +253,12 @@ def family_instances(model):
     calls = {
         "weather": sec["begin"] + one("get_weather", {"city": "Paris"}) + sec["end"],
         "time": sec["begin"] + one("get_time", {"tz": "UTC"}) + sec["end"],
-        "two": sec["begin"] + one("get_weather", {"city": "a"}) + one("get_time", {"tz": "b"}) + sec["end"],
+        "two": sec["begin"]
+        + one("get_weather", {"city": "a"})
+        + sec.get("separator", "")
+        + one("get_time", {"tz": "b"})
+        + sec["end"],
+        "glued": sec["begin"] + one("get_weather", {"city": "a"}) + one("get_time", {"tz": "b"}) + sec["end"],
         "bad": sec["begin"] + one("get_weather", {"tz": "x"}) + sec["end"],
         "unknown": sec["begin"] + one("send_mail", {"to": "x"}) + sec["end"],
     }
@@ -255,6 +268,84 @@ def family_instances(model):
     if "forced_prefix" in sec:
         bodies.append(sec["forced_prefix"] + calls["weather"])
     return [h + b for h, b in itertools.product(heads, bodies)]
+
+
+def layout_instances(model):
+    """Kimi-K3's blocks and Harmony's messages: each block or message
+    present and absent, in and out of order, calls valid and invalid."""
+    if model == "kimi_k3":
+
+        def call(name, args):
+            params = "".join(
+                f'<|open|>argument key="{k}" type="string"<|sep|>{v}<|close|>argument<|sep|>' for k, v in args.items()
+            )
+            return f'<|open|>call tool="{name}" index="1"<|sep|>{params}<|close|>call<|sep|>'
+
+        section = lambda *cs: "<|open|>tools<|sep|>" + "".join(cs) + "<|close|>tools<|sep|>"
+        sections = [
+            "",
+            section(call("get_weather", {"city": "P"})),
+            section(call("get_weather", {"city": "a"}), call("get_time", {"tz": "b"})),
+            section(call("get_weather", {"tz": "x"})),
+            section(),
+        ]
+        heads = ["", "hm<|close|>think<|sep|>", "<|open|>think<|sep|>hm<|close|>think<|sep|>"]
+        responses = ["ok<|close|>response<|sep|>", "<|open|>response<|sep|>ok<|close|>response<|sep|>"]
+        ends = ["<|close|>message<|sep|>", ""]
+        return ["".join(p) for p in itertools.product(heads, responses, sections, ends)]
+    assert model == "harmony"
+    sep = "<|start|>assistant"
+    headers = [
+        "<|channel|>commentary to=functions.{}<|constrain|>json<|message|>",
+        " to=functions.{}<|channel|>commentary <|constrain|>json<|message|>",
+        " to=functions.{}<|channel|>commentary json<|message|>",
+    ]
+    messages = [
+        "<|channel|>final<|message|>hi<|end|>",
+        "<|channel|>final<|message|>hi<|return|>",
+        "<|channel|>analysis<|message|>hm<|end|>",
+        "<|channel|>commentary<|message|>hm<|end|>",
+        *(h.format("get_weather") + '{"city": "P"}<|call|>' for h in headers),
+        headers[0].format("get_time") + '{"city": "P"}<|call|>',
+        '<|channel|>commentary to=browser.search code<|message|>{"query": "q"}<|call|>',
+    ]
+    out = [""]
+    for a, b in itertools.product(messages, ["", *messages]):
+        out.append(a + (sep + b if b else ""))
+    return out
+
+
+HARMONY_TOOLS = TOOLS + [
+    {"type": "web_search_preview", "name": "browser.search", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}
+]
+
+
+@pytest.mark.skipif(xgr is None, reason="xgrammar is not installed (pip install xgrammar): nothing to compare with")
+@pytest.mark.parametrize("choice", [*CHOICES, {"type": "web_search_preview"}])
+@pytest.mark.parametrize("reasoning", ["enabled", "disabled"])
+@pytest.mark.parametrize("parallel", [True, False])
+def test_harmony_builtin_tools_accept_what_xgrammar_accepts(choice, reasoning, parallel):
+    kw = dict(tool_choice=choice, reasoning=reasoning, parallel_tool_calls=parallel)
+    ours = zapspec.Grammar.from_structural_tag(get_model_structural_tag("harmony", HARMONY_TOOLS, **kw))
+    theirs = xgr.Grammar.from_structural_tag(xgr_builtin("harmony", HARMONY_TOOLS, **kw).model_dump_json())
+    for text in layout_instances("harmony"):
+        assert _is_grammar_accept_string(ours, text) == xgr_accepts(theirs, text), (kw, text)
+
+
+def test_allowed_tools_must_name_offered_builtin_tools():
+    choice = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "web_search_preview"}]}}
+    with pytest.raises(ValueError, match="Allowed builtin tools are not found"):
+        get_model_structural_tag("harmony", TOOLS, tool_choice=choice)
+
+
+def test_builtin_tools_are_left_out_where_the_family_writes_none():
+    search = {"type": "web_search_preview", "name": "browser.search", "parameters": None}
+    with pytest.raises(ValueError, match="exactly one tool"):
+        get_model_structural_tag("llama", [search], tool_choice={"type": "web_search_preview"})
+    st = get_model_structural_tag("harmony", [search], tool_choice={"type": "web_search_preview"}, reasoning=False)
+    g = zapspec.Grammar.from_structural_tag(st)
+    assert _is_grammar_accept_string(g, '<|channel|>commentary to=browser.search code<|message|>{"q": 1}<|call|>')
+    assert not _is_grammar_accept_string(g, "<|channel|>final<|message|>hi<|end|>")
 
 
 @pytest.mark.skipif(xgr is None, reason="xgrammar is not installed (pip install xgrammar): nothing to compare with")

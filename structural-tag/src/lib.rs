@@ -47,18 +47,19 @@
 //! `token_triggered_tags`, `token_dispatch`, and `tag`s whose begin or end
 //! is a token): the grammar IR is over bytes and names no token ids. Token
 //! budgets (`any_text.max_tokens`) and character budgets
-//! (`any_text.max_chars`), the XML parameter styles `cohere_xml` and
-//! `minimax_m3_xml`, and `json_schema.excludes` on values written as JSON.
+//! (`any_text.max_chars`), the XML parameter style `minimax_m3_xml`, and
+//! `json_schema.excludes` on values written as JSON.
 //!
 //! ## XML parameter styles
 //!
 //! `json_schema` bodies are JSON (`style: "json"`) or, for tool calls whose
 //! arguments are written as one element per parameter, one of XGrammar's
 //! XML styles: `qwen_xml` (`<parameter=key>value</parameter>`),
-//! `minimax_xml`, `deepseek_xml`, `deepseek_v4_1_xml`, `glm_xml` and
-//! `kimi_k3_xml`. String values are raw text, other values JSON; `excludes`
-//! applies to the raw strings (and removes `const` / `enum` values
-//! containing an excluded string). The language, and the XGrammar choices
+//! `minimax_xml`, `deepseek_xml`, `deepseek_v4_1_xml`, `glm_xml`,
+//! `kimi_k3_xml` and `cohere_xml`. String values are raw text, other values
+//! JSON (Cohere's objects and arrays nested elements); `excludes` applies
+//! to the raw strings (and removes `const` / `enum` values containing an
+//! excluded string; `cohere_xml` refuses it, as XGrammar does). The language, and the XGrammar choices
 //! kept although debatable, are in the module docs of `xml.rs` (private).
 
 pub mod builtin;

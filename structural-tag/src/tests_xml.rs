@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{check, refused};
+use super::{check, grammar, refused};
 
 #[test]
 fn qwen_order_and_required() {
@@ -201,9 +201,14 @@ fn max_whitespace() {
 fn xml_refusals() {
     let obj = json!({"type": "object", "properties": {"a": {"type": "string"}}});
     refused(
-        json!({"type": "json_schema", "json_schema": obj, "style": "cohere_xml"}),
+        json!({"type": "json_schema", "json_schema": obj, "style": "minimax_m3_xml"}),
         "/format/style",
         "not built",
+    );
+    refused(
+        json!({"type": "json_schema", "json_schema": obj, "style": "cohere_xml", "excludes": ["<"]}),
+        "/format/excludes",
+        "non-empty excludes",
     );
     refused(
         json!({"type": "json_schema", "json_schema": obj, "style": "qwen_xml", "max_whitespace_cnt": 0}),
@@ -224,5 +229,143 @@ fn xml_refusals() {
         json!({"type": "json_schema", "json_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}, "style": "qwen_xml", "excludes": ["!"]}),
         "/format/json_schema/properties/n",
         "excludes",
+    );
+}
+
+#[test]
+fn cohere_typed_values() {
+    let v = |k: &str, t: &str, body: &str| {
+        format!("<cofl:value name=\"{k}\" type=\"{t}\">{body}</cofl:value>")
+    };
+    let item = |t: &str, body: &str| format!("<cofl:value type=\"{t}\">{body}</cofl:value>");
+    let schema = json!({"type": "object", "properties": {
+        "a": {"type": "string"},
+        "n": {"type": "integer"},
+        "o": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]},
+        "l": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+        "e": {"enum": ["u", 1]}},
+        "required": ["a"]});
+    let both = format!("{}\n{}", v("a", "raw", "hi </b>"), v("n", "json", " 3 "));
+    let nested = format!(
+        "{} {}",
+        v("a", "raw", "x"),
+        v("o", "dict", &v("x", "raw", "1"))
+    );
+    let list = format!(
+        "{}{}",
+        v("a", "raw", "x"),
+        v(
+            "l",
+            "list",
+            &format!("{}{}", item("raw", "p"), item("raw", "q"))
+        )
+    );
+    let three = format!(
+        "{}{}",
+        v("a", "raw", "x"),
+        v("l", "list", &format!("{0}{0}{0}", item("raw", "p")))
+    );
+    let spaced = format!(
+        "{}{}",
+        v("a", "raw", "x"),
+        v(
+            "l",
+            "list",
+            &format!("{} {}", item("raw", "p"), item("raw", "q"))
+        )
+    );
+    let enum_ok = format!("{}{}{}", v("a", "raw", "x"), v("e", "raw", "u"), "");
+    let enum_num = format!("{}{}", v("a", "raw", "x"), v("e", "json", "1"));
+    let enum_bad = format!("{}{}", v("a", "raw", "x"), v("e", "raw", "1"));
+    check(
+        json!({"type": "json_schema", "json_schema": schema, "style": "cohere_xml"}),
+        &[
+            v("a", "raw", "hi").as_str(),
+            &both,
+            &nested,
+            &list,
+            &enum_ok,
+            &enum_num,
+        ],
+        &[
+            "",
+            v("n", "json", "3").as_str(),
+            &v("a", "json", "\"hi\""),
+            &three,
+            &spaced,
+            &enum_bad,
+            &format!("{}{}", v("a", "raw", "x"), v("o", "dict", "")),
+        ],
+    );
+    // free-form keys: any but the declared ones; unconstrained values typed
+    let free = json!({"type": "object", "properties": {"ab": {"type": "string"}}, "additionalProperties": true});
+    check(
+        json!({"type": "json_schema", "json_schema": free, "style": "cohere_xml"}),
+        &[
+            v("a", "json", "1").as_str(),
+            &v("abc", "dict", &v("k&amp;", "list", &item("raw", "z"))),
+            &format!("{}{}", v("ab", "raw", "s"), v("b", "json", "null")),
+        ],
+        &[
+            v("ab", "json", "1").as_str(),
+            &v("a<", "json", "1"),
+            &v("q", "json", "\"s\""),
+        ],
+    );
+}
+
+#[test]
+fn cohere_recursive_refs() {
+    let v = |k: &str, t: &str, body: &str| {
+        format!("<cofl:value name=\"{k}\" type=\"{t}\">{body}</cofl:value>")
+    };
+    let schema = json!({"type": "object",
+        "$defs": {"Alias": {"$ref": "#/$defs/Node"},
+                  "Node": {"type": "object", "properties": {"name": {"type": "string"}, "child": {"$ref": "#/$defs/Alias"}},
+                           "required": ["name"], "additionalProperties": false}},
+        "properties": {"root": {"$ref": "#/$defs/Alias"}}, "required": ["root"], "additionalProperties": false});
+    let deep = v(
+        "root",
+        "dict",
+        &format!(
+            "{}{}",
+            v("name", "raw", "a"),
+            v("child", "dict", &v("name", "raw", "b"))
+        ),
+    );
+    check(
+        json!({"type": "json_schema", "json_schema": schema, "style": "cohere_xml"}),
+        &[&deep],
+        &[&deep.replace("\"child\" type=\"dict\"", "\"child\" type=\"json\"")],
+    );
+    // a non-pure self-reference nests without end: refused, not overflowed
+    let looping = json!({"type": "object", "$defs": {"N": {"type": "object", "properties": {"c": {"$ref": "#/$defs/N", "minProperties": 0}}}},
+        "properties": {"c": {"$ref": "#/$defs/N", "minProperties": 0}}});
+    let e = grammar(json!({"type": "json_schema", "json_schema": looping, "style": "cohere_xml"}))
+        .expect_err("refused");
+    assert!(
+        e.pointer()
+            .starts_with("/format/json_schema/properties/c/properties/c"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("deeper than 128"), "{e}");
+}
+
+#[test]
+fn anchored_patterns_match_whole() {
+    let schema = json!({"type": "object", "properties": {
+        "u": {"type": "string", "pattern": "^(|https://.*)$"},
+        "d": {"type": "string", "pattern": "^a\\$"}}, "required": ["u"]});
+    check(
+        json!({"type": "json_schema", "json_schema": schema, "style": "qwen_xml"}),
+        &[
+            "<parameter=u></parameter>",
+            "<parameter=u>https://x.com/</parameter>",
+            "<parameter=u></parameter><parameter=d>a$</parameter>",
+        ],
+        &[
+            "<parameter=u>http://x.com/</parameter>",
+            "<parameter=u></parameter><parameter=d>a</parameter>",
+        ],
     );
 }

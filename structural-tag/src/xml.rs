@@ -31,6 +31,18 @@
 //! | `deepseek_v4_1_xml` | the same with `<｜DSML｜ parameter` and `</｜DSML｜ parameter>` |
 //! | `glm_xml` | `<arg_key>key</arg_key>` whitespace `<arg_value>value</arg_value>` |
 //! | `kimi_k3_xml` | `<\|open\|>argument key="key" type="T"<\|sep\|>value<\|close\|>argument<\|sep\|>`, key with `&` → `&amp;` and `"` → `&quot;` |
+//! | `cohere_xml` | `<cofl:value name="key" type="T">value</cofl:value>` |
+//!
+//! Cohere's values are typed and nest (XGrammar's
+//! `CohereXMLToolCallingConverter`, as the 0.2.8 wheel prints it): `raw`
+//! strings (as above), `json` numbers, integers, booleans, `null` and
+//! non-string literals, `dict` objects (their properties as elements,
+//! recursively), `list` arrays (their items as elements without a name,
+//! back to back); an unconstrained value is any of the four (a `json`
+//! value then a number, boolean or `null`, a `dict` or `list` of
+//! unconstrained values); a combinator or a mixed `enum` gives each branch
+//! its own type. Free-form keys are `([^\0"&<>]|&amp;|&lt;|&gt;|&quot;)+`,
+//! none of the declared keys that are identifiers; `excludes` is refused.
 //!
 //! Kimi-K3's `type` attribute is pinned by the property's own schema
 //! (`string`; `number` for integers and numbers; `boolean`, `null`,
@@ -49,7 +61,7 @@
 //!
 //! Not built (refused): a root schema that is not an object, `false`
 //! parameter schemas, `propertyNames` other than a `pattern`, `excludes`
-//! on values written as JSON, and the styles `cohere_xml` and
+//! on values written as JSON, excludes in `cohere_xml`, and the style
 //! `minimax_m3_xml`.
 
 use rustc_hash::FxHashMap;
@@ -70,6 +82,7 @@ enum Style {
     DeepSeekV41,
     Glm,
     KimiK3,
+    Cohere,
 }
 
 impl Style {
@@ -81,6 +94,7 @@ impl Style {
             "deepseek_v4_1_xml" => Style::DeepSeekV41,
             "glm_xml" => Style::Glm,
             "kimi_k3_xml" => Style::KimiK3,
+            "cohere_xml" => Style::Cohere,
             _ => return None,
         })
     }
@@ -94,6 +108,7 @@ impl Style {
             Style::DeepSeekV41 => "<｜DSML｜ parameter name=\"",
             Style::Glm => "<arg_key>",
             Style::KimiK3 => "<|open|>argument key=\"",
+            Style::Cohere => "<cofl:value name=\"",
         }
     }
 
@@ -105,6 +120,7 @@ impl Style {
             Style::DeepSeekV41 => "</｜DSML｜ parameter>",
             Style::Glm => "</arg_value>",
             Style::KimiK3 => "<|close|>argument<|sep|>",
+            Style::Cohere => "</cofl:value>",
         }
     }
 }
@@ -135,6 +151,13 @@ struct Cx<'a> {
     /// Raw text avoiding the closing string (and the excludes).
     text: NtId,
     excludes: &'a [String],
+    /// Cohere: the typed tails of an unconstrained value, built once.
+    cohere_any: std::cell::Cell<Option<NtId>>,
+    /// Cohere: the tails of each `$ref` target, by pointer (recursive
+    /// schemas nest elements).
+    cohere_refs: std::cell::RefCell<FxHashMap<String, NtId>>,
+    /// Cohere: elements open while lowering (a bound on nesting).
+    cohere_depth: std::cell::Cell<usize>,
 }
 
 /// Keywords that never constrain a value.
@@ -221,9 +244,15 @@ impl Lowerer<'_> {
         let Some(st) = Style::of(style) else {
             return Err(StructTagError::unsupported(
                 &child(ptr, "style"),
-                format!("json_schema style {style:?} is not built (built: \"json\", \"qwen_xml\", \"minimax_xml\", \"deepseek_xml\", \"deepseek_v4_1_xml\", \"glm_xml\", \"kimi_k3_xml\")"),
+                format!("json_schema style {style:?} is not built (built: \"json\", \"qwen_xml\", \"minimax_xml\", \"deepseek_xml\", \"deepseek_v4_1_xml\", \"glm_xml\", \"kimi_k3_xml\", \"cohere_xml\")"),
             ));
         };
+        if st == Style::Cohere && !j.excludes.is_empty() {
+            return Err(StructTagError::invalid(
+                &child(ptr, "excludes"),
+                "the cohere_xml style rejects a non-empty excludes list",
+            ));
+        }
         for (i, e) in j.excludes.iter().enumerate() {
             if e.starts_with([' ', '\n', '\t']) || e.ends_with([' ', '\n', '\t']) {
                 return Err(StructTagError::invalid(
@@ -265,6 +294,9 @@ impl Lowerer<'_> {
             ws,
             text,
             excludes: &j.excludes,
+            cohere_any: std::cell::Cell::new(None),
+            cohere_refs: Default::default(),
+            cohere_depth: std::cell::Cell::new(0),
         };
         let root = self.xml_object(&cx, &j.json_schema, &cx.ptr.clone(), 0)?;
         Ok(root)
@@ -430,7 +462,11 @@ impl Lowerer<'_> {
             }
         } else if let Some(a) = addl_schema {
             let p = child(ptr, "additionalProperties");
-            let key = vec![re("[a-zA-Z_][a-zA-Z0-9_]*")];
+            let key = if cx.style == Style::Cohere {
+                self.cohere_key_excluding(props.keys().map(String::as_str))
+            } else {
+                vec![re("[a-zA-Z_][a-zA-Z0-9_]*")]
+            };
             free.push(self.xml_param(cx, Key::Pattern(key, kimi_type(a)), a, &p)?);
         }
         let addl = if free.is_empty() {
@@ -603,6 +639,17 @@ impl Lowerer<'_> {
 
     /// An ECMAScript pattern as a full-match regex terminal's source.
     fn xml_regex(&mut self, pat: &str, ptr: &str) -> Result<String, StructTagError> {
+        // the pattern is matched whole (XGrammar's reading): its outer
+        // anchors say nothing more
+        let pat = pat.strip_prefix('^').unwrap_or(pat);
+        let dollars = pat.len() - pat.trim_end_matches('$').len();
+        let before = &pat[..pat.len() - dollars.min(1)];
+        let trailing_backslashes = before.len() - before.trim_end_matches('\\').len();
+        let pat = if dollars > 0 && trailing_backslashes.is_multiple_of(2) {
+            before
+        } else {
+            pat
+        };
         let t = zapspec_jsonschema::ecma_regex_to_regex_syntax_in(
             pat,
             zapspec_jsonschema::RegexDialect::Strict,
@@ -628,6 +675,18 @@ impl Lowerer<'_> {
         schema: &Value,
         ptr: &str,
     ) -> Result<NtId, StructTagError> {
+        if cx.style == Style::Cohere {
+            let name = match key {
+                Key::Named(k) => lit(&format!(" name=\"{k}\"")),
+                Key::Pattern(syms, _) => {
+                    let mut r = lit(" name=\"");
+                    r.extend(syms);
+                    r.extend(lit("\""));
+                    r
+                }
+            };
+            return self.cohere_element(cx, name, schema, ptr);
+        }
         let values = self.xml_value(cx, schema, ptr, 0)?;
         if values.is_empty() {
             return Err(StructTagError::unsupported(
@@ -655,7 +714,7 @@ impl Lowerer<'_> {
         for v in values {
             let mut t = match st {
                 Style::Qwen => lit(">"),
-                Style::MiniMax => lit("\">"),
+                Style::MiniMax | Style::Cohere => lit("\">"),
                 Style::DeepSeek | Style::DeepSeekV41 => lit(if v.string {
                     "\" string=\"true\">"
                 } else {
@@ -864,6 +923,418 @@ impl Lowerer<'_> {
             string: false,
             bare: false,
         })
+    }
+}
+
+/// Cohere's key characters: any but NUL, `"`, `&`, `<`, `>`, or one of
+/// the entities `&amp;`, `&lt;`, `&gt;`, `&quot;`.
+const COHERE_KEY: &str = r#"(?:[^\x00"&<>]|&amp;|&lt;|&gt;|&quot;)+"#;
+
+/// The Cohere type attribute of a literal value.
+fn cohere_literal_type(v: &Value) -> &'static str {
+    if v.is_string() {
+        "raw"
+    } else {
+        "json"
+    }
+}
+
+/// Whether a key is an XML identifier (`[a-zA-Z_][a-zA-Z0-9_]*`).
+fn identifier(k: &str) -> bool {
+    let mut cs = k.chars();
+    cs.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl Lowerer<'_> {
+    /// `<cofl:value` `name` then each typed way to write a value of
+    /// `schema` (one element: `name` empty for a list's item).
+    fn cohere_element(
+        &mut self,
+        cx: &Cx<'_>,
+        name: Vec<Symbol>,
+        schema: &Value,
+        ptr: &str,
+    ) -> Result<NtId, StructTagError> {
+        if cx.cohere_depth.get() >= 128 {
+            return Err(StructTagError::unsupported(
+                ptr,
+                "cohere_xml values nested deeper than 128 elements",
+            ));
+        }
+        cx.cohere_depth.set(cx.cohere_depth.get() + 1);
+        let tails = self.cohere_tails(cx, schema, ptr, 0);
+        cx.cohere_depth.set(cx.cohere_depth.get() - 1);
+        let tails = tails?;
+        if tails.is_empty() {
+            return Err(StructTagError::unsupported(
+                ptr,
+                "a parameter whose schema admits no value (false) is not built",
+            ));
+        }
+        let tail = self.nt("cohere_value", tails);
+        let mut rhs = lit("<cofl:value");
+        rhs.extend(name);
+        rhs.push(Symbol::Nt(tail));
+        Ok(self.nt("cohere_param", vec![rhs]))
+    }
+
+    /// ` type="ty">` the value `</cofl:value>`, whitespace around a value
+    /// that is not raw text.
+    fn cohere_tail(&self, cx: &Cx<'_>, ty: &str, body: Vec<Symbol>, bare: bool) -> Vec<Symbol> {
+        let mut t = lit(&format!(" type=\"{ty}\">"));
+        if bare {
+            t.extend(body);
+        } else {
+            t.push(Symbol::Nt(cx.ws));
+            t.extend(body);
+            t.push(Symbol::Nt(cx.ws));
+        }
+        t.extend(lit("</cofl:value>"));
+        t
+    }
+
+    /// The typed ways to write a value of `schema`, each from ` type=` to
+    /// the closing string: `raw` strings, `json` scalars and literals,
+    /// `dict` objects (their properties as elements), `list` arrays (their
+    /// items as nameless elements, back to back).
+    fn cohere_tails(
+        &mut self,
+        cx: &Cx<'_>,
+        schema: &Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Vec<Symbol>>, StructTagError> {
+        if depth > 64 {
+            return Err(StructTagError::unsupported(
+                ptr,
+                "$ref chain deeper than 64",
+            ));
+        }
+        let o = match schema {
+            Value::Bool(true) => return Ok(vec![vec![Symbol::Nt(self.cohere_any(cx, ptr)?)]]),
+            Value::Bool(false) => return Ok(Vec::new()),
+            Value::Object(o) => o,
+            _ => {
+                return Err(StructTagError::invalid(
+                    ptr,
+                    "a schema must be an object or a boolean",
+                ))
+            }
+        };
+        if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+            if o.keys().all(|k| k == "$ref" || annotation(k)) {
+                return self.cohere_ref(cx, r, ptr);
+            }
+            let t = self.xml_resolve(cx, r, &child(ptr, "$ref"))?;
+            let merged = match t {
+                Value::Object(to) if !o.keys().all(|k| k == "$ref" || annotation(k)) => {
+                    let mut m = to.clone();
+                    for (k, v) in o {
+                        if k != "$ref" {
+                            m.insert(k.clone(), v.clone());
+                        }
+                    }
+                    Value::Object(m)
+                }
+                t => t.clone(),
+            };
+            return self.cohere_tails(cx, &merged, ptr, depth + 1);
+        }
+        if let Some(c) = o.get("const") {
+            let ty = cohere_literal_type(c);
+            return Ok(vec![self.cohere_tail(
+                cx,
+                ty,
+                lit(&xml_value_text(c)),
+                false,
+            )]);
+        }
+        if let Some(e) = o.get("enum") {
+            let Value::Array(vs) = e else {
+                return Err(StructTagError::invalid(
+                    &child(ptr, "enum"),
+                    "enum must be an array",
+                ));
+            };
+            return Ok(vs
+                .iter()
+                .map(|v| {
+                    self.cohere_tail(cx, cohere_literal_type(v), lit(&xml_value_text(v)), false)
+                })
+                .collect());
+        }
+        for comb in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(bs)) = o.get(comb) {
+                let mut alts = Vec::new();
+                for (i, b) in bs.iter().enumerate() {
+                    let merged = merge(o, comb, b);
+                    let p = child(&child(ptr, comb), &i.to_string());
+                    alts.extend(self.cohere_tails(cx, &merged, &p, depth + 1)?);
+                }
+                return Ok(alts);
+            }
+        }
+        if let Some(Value::Array(bs)) = o.get("allOf") {
+            if bs.len() == 1 {
+                let merged = merge(o, "allOf", &bs[0]);
+                return self.cohere_tails(cx, &merged, ptr, depth + 1);
+            }
+        }
+        let ty = match o.get("type") {
+            Some(Value::Array(ts)) => {
+                let mut alts = Vec::new();
+                for t in ts {
+                    let mut m = o.clone();
+                    m.insert("type".into(), t.clone());
+                    alts.extend(self.cohere_tails(cx, &Value::Object(m), ptr, depth + 1)?);
+                }
+                return Ok(alts);
+            }
+            Some(Value::String(t)) => t.as_str(),
+            None if o.keys().all(|k| annotation(k)) => {
+                return Ok(vec![vec![Symbol::Nt(self.cohere_any(cx, ptr)?)]])
+            }
+            None if [
+                "properties",
+                "additionalProperties",
+                "patternProperties",
+                "required",
+            ]
+            .iter()
+            .any(|k| o.contains_key(*k)) =>
+            {
+                "object"
+            }
+            None if o.contains_key("items") || o.contains_key("prefixItems") => "array",
+            _ => "",
+        };
+        Ok(match ty {
+            "string" => self
+                .xml_string(cx, o, ptr)?
+                .into_iter()
+                .map(|a| self.cohere_tail(cx, "raw", a.body, a.bare))
+                .collect(),
+            "object" => {
+                let n = self.xml_properties(cx, o, ptr)?;
+                vec![self.cohere_tail(cx, "dict", vec![Symbol::Nt(n)], false)]
+            }
+            "array" => {
+                let n = self.cohere_list(cx, o, ptr)?;
+                vec![self.cohere_tail(cx, "list", vec![Symbol::Nt(n)], false)]
+            }
+            _ => {
+                let a = self.xml_json(cx, schema, ptr)?;
+                vec![self.cohere_tail(cx, "json", a.body, false)]
+            }
+        })
+    }
+
+    /// The tails of a value of the schema `$ref` `r` names (pure
+    /// references followed to the schema they end at), one nonterminal per
+    /// target, made before its body so that a recursive schema refers to
+    /// it.
+    fn cohere_ref(
+        &mut self,
+        cx: &Cx<'_>,
+        r: &str,
+        ptr: &str,
+    ) -> Result<Vec<Vec<Symbol>>, StructTagError> {
+        let mut r = r.to_string();
+        let mut target = self.xml_resolve(cx, &r, &child(ptr, "$ref"))?;
+        for _ in 0..64 {
+            match target.as_object() {
+                Some(o) if o.keys().all(|k| k == "$ref" || annotation(k)) => {
+                    let Some(next) = o.get("$ref").and_then(Value::as_str) else {
+                        break;
+                    };
+                    r = next.to_string();
+                    target = self.xml_resolve(cx, &r, &child(ptr, "$ref"))?;
+                }
+                _ => break,
+            }
+        }
+        if let Some(n) = cx.cohere_refs.borrow().get(&r) {
+            return Ok(vec![vec![Symbol::Nt(*n)]]);
+        }
+        if target.get("$ref").is_some()
+            && target
+                .as_object()
+                .is_some_and(|o| o.keys().all(|k| k == "$ref" || annotation(k)))
+        {
+            return Err(StructTagError::unsupported(
+                ptr,
+                "$ref chain deeper than 64",
+            ));
+        }
+        let n = self.g.add_nonterminal("cohere_ref");
+        cx.cohere_refs.borrow_mut().insert(r, n);
+        for rhs in self.cohere_tails(cx, target, ptr, 0)? {
+            self.g.add_rule(n, rhs);
+        }
+        Ok(vec![vec![Symbol::Nt(n)]])
+    }
+
+    /// A `list` value: the prefix items, then the other items, as nameless
+    /// elements with nothing between them.
+    fn cohere_list(
+        &mut self,
+        cx: &Cx<'_>,
+        o: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<NtId, StructTagError> {
+        let count = |k: &str| o.get(k).and_then(Value::as_u64).map(|n| n as usize);
+        let (prefix, rest): (&[Value], Option<&Value>) =
+            match (o.get("prefixItems"), o.get("items")) {
+                (Some(Value::Array(p)), items) => (p, items.or(Some(&Value::Bool(true)))),
+                (None, Some(Value::Array(p))) => {
+                    (p, o.get("additionalItems").or(Some(&Value::Bool(true))))
+                }
+                (None, items) => (&[], items.or(Some(&Value::Bool(true)))),
+                (Some(_), _) => {
+                    return Err(StructTagError::invalid(
+                        &child(ptr, "prefixItems"),
+                        "prefixItems must be an array",
+                    ))
+                }
+            };
+        let mut rhs = Vec::new();
+        for (i, item) in prefix.iter().enumerate() {
+            let p = child(&child(ptr, "prefixItems"), &i.to_string());
+            rhs.push(Symbol::Nt(self.cohere_element(cx, Vec::new(), item, &p)?));
+        }
+        let rest = rest.filter(|r| **r != Value::Bool(false));
+        if let Some(r) = rest {
+            let lo = count("minItems").unwrap_or(0).saturating_sub(prefix.len());
+            let hi = count("maxItems").map(|m| m.saturating_sub(prefix.len()));
+            if hi != Some(0) {
+                let item = self.cohere_element(cx, Vec::new(), r, &child(ptr, "items"))?;
+                for _ in 0..lo {
+                    rhs.push(Symbol::Nt(item));
+                }
+                let tail = match hi {
+                    None => {
+                        let star = self.g.add_nonterminal("cohere_items");
+                        self.g.add_rule(star, Vec::new());
+                        self.g
+                            .add_rule(star, vec![Symbol::Nt(item), Symbol::Nt(star)]);
+                        star
+                    }
+                    Some(h) => {
+                        let mut t = self.nt("cohere_items", vec![Vec::new()]);
+                        for _ in lo..h {
+                            t = self.nt(
+                                "cohere_items",
+                                vec![vec![Symbol::Nt(item), Symbol::Nt(t)], Vec::new()],
+                            );
+                        }
+                        t
+                    }
+                };
+                rhs.push(Symbol::Nt(tail));
+            }
+        }
+        Ok(self.nt("cohere_list", vec![rhs]))
+    }
+
+    /// The tails of an unconstrained value: raw text, a JSON number,
+    /// boolean or null, a `dict` of any keys and values, a `list` of any
+    /// items (recursive, built once per body).
+    fn cohere_any(&mut self, cx: &Cx<'_>, ptr: &str) -> Result<NtId, StructTagError> {
+        if let Some(n) = cx.cohere_any.get() {
+            return Ok(n);
+        }
+        let tails = self.g.add_nonterminal("cohere_any");
+        cx.cohere_any.set(Some(tails));
+        let scalar = self.xml_json(
+            cx,
+            &serde_json::json!({"type": ["number", "boolean", "null"]}),
+            ptr,
+        )?;
+        // <cofl:value name="key" …> and <cofl:value …>
+        let mut named = lit("<cofl:value name=\"");
+        named.push(re(COHERE_KEY));
+        named.extend(lit("\""));
+        named.push(Symbol::Nt(tails));
+        let named = self.nt("cohere_any_param", vec![named]);
+        let mut item = lit("<cofl:value");
+        item.push(Symbol::Nt(tails));
+        let item = self.nt("cohere_any_item", vec![item]);
+        // a dict: whitespace, then elements separated by whitespace
+        let more = self.g.add_nonterminal("cohere_any_params");
+        self.g.add_rule(more, Vec::new());
+        self.g.add_rule(
+            more,
+            vec![Symbol::Nt(cx.ws), Symbol::Nt(named), Symbol::Nt(more)],
+        );
+        let dict = self.nt(
+            "cohere_any_dict",
+            vec![
+                vec![
+                    Symbol::Nt(cx.ws),
+                    Symbol::Nt(named),
+                    Symbol::Nt(more),
+                    Symbol::Nt(cx.ws),
+                ],
+                vec![Symbol::Nt(cx.ws)],
+            ],
+        );
+        let list = self.g.add_nonterminal("cohere_any_list");
+        self.g.add_rule(list, Vec::new());
+        self.g
+            .add_rule(list, vec![Symbol::Nt(item), Symbol::Nt(list)]);
+        for rhs in [
+            self.cohere_tail(cx, "raw", vec![Symbol::Nt(cx.text)], true),
+            self.cohere_tail(cx, "json", scalar.body, false),
+            self.cohere_tail(cx, "dict", vec![Symbol::Nt(dict)], false),
+            self.cohere_tail(cx, "list", vec![Symbol::Nt(list)], false),
+        ] {
+            self.g.add_rule(tails, rhs);
+        }
+        Ok(tails)
+    }
+
+    /// A Cohere key that is none of `declared` (those that are XML
+    /// identifiers; XGrammar's exclusion trie), as symbols.
+    fn cohere_key_excluding<'k>(&mut self, declared: impl Iterator<Item = &'k str>) -> Vec<Symbol> {
+        let names: Vec<&str> = declared.filter(|k| identifier(k)).collect();
+        if names.is_empty() {
+            return vec![re(COHERE_KEY)];
+        }
+        vec![Symbol::Nt(self.cohere_trie(&names, ""))]
+    }
+
+    /// Keys starting with `prefix` that are none of `names` (which all
+    /// start with it).
+    fn cohere_trie(&mut self, names: &[&str], prefix: &str) -> NtId {
+        let mut alts = Vec::new();
+        if !prefix.is_empty() && !names.contains(&prefix) {
+            alts.push(Vec::new());
+        }
+        let mut next: Vec<char> = names
+            .iter()
+            .filter_map(|n| n[prefix.len()..].chars().next())
+            .collect();
+        next.sort_unstable();
+        next.dedup();
+        let class: String = next.iter().collect();
+        alts.push(vec![re(format!(
+            r#"(?:[^\x00"&<>{class}]|&amp;|&lt;|&gt;|&quot;)(?:[^\x00"&<>]|&amp;|&lt;|&gt;|&quot;)*"#
+        ))]);
+        for c in next {
+            let p = format!("{prefix}{c}");
+            let sub: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|n| n.starts_with(&p))
+                .collect();
+            let n = self.cohere_trie(&sub, &p);
+            let mut rhs = lit(&c.to_string());
+            rhs.push(Symbol::Nt(n));
+            alts.push(rhs);
+        }
+        self.nt("cohere_key", alts)
     }
 }
 

@@ -282,7 +282,7 @@ def _builtin_families_json() -> str: ...
 def _builtin_check_family(family: str) -> None: ...
 def _builtin_structural_tag_json(
     family: str,
-    tools: List[Tuple[str, str]],
+    tools: List[Tuple[str, str, bool]],
     choice: str,
     named: Optional[str],
     reasoning: str,

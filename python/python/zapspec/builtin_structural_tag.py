@@ -25,10 +25,12 @@ What ``tool_choice`` becomes (OpenAI's options):
 ``reasoning``: ``"enabled"`` (the prompt ends inside an open reasoning
 block; the output continues it and closes it), ``"auto"`` (an optional
 complete block), ``"disabled"`` (none). Built: Llama 3.x, Qwen 3 (Hermes
-``<tool_call>``), EXAONE, DeepSeek-V3.1 / V3.2 / V4 / V4.1, Kimi-K2, and the
-XML-parameter families Qwen3-Coder / Qwen3.5, MiMo, MiniMax and GLM-4.7.
-Not built yet (asking for one raises ``ValueError`` saying what it needs):
-MiniMax-M3, Cohere, Kimi-K3, gpt-oss Harmony, DeepSeek-R1, Gemma 4.
+``<tool_call>``), EXAONE, DeepSeek-R1 / V3.1 / V3.2 / V4 / V4.1, Kimi-K2,
+gpt-oss Harmony (builtin tools too: the other families leave builtin tools
+out, as XGrammar's do), and the XML-parameter families Qwen3-Coder /
+Qwen3.5, MiMo, MiniMax, GLM-4.7, Kimi-K3 and Cohere. Not built yet (asking
+for one raises ``ValueError`` saying what it needs): MiniMax-M3, and Gemma 4
+(which XGrammar 0.2.8 does not register either).
 """
 
 import json
@@ -112,6 +114,9 @@ def normalize_tool_choice(
             raise ValueError(f"Allowed function tools are not found in the tools list: {missing}.")
         functions = [t for t in functions if t.function.name in names]
         builtins = [t for t in builtins if t.type in kinds]
+        missing_kinds = kinds - {t.type for t in builtins}
+        if missing_kinds:
+            raise ValueError(f"Allowed builtin tools are not found in the tools list: {missing_kinds}.")
         simplified: SimplifiedToolChoice = choice.allowed_tools.mode
     elif isinstance(choice, NamedToolChoiceParam):
         functions = [t for t in functions if t.function.name == choice.function.name]
@@ -195,7 +200,7 @@ def get_model_structural_tag(
     if model in _registry:
         return _registry[model](functions, builtins, choice, reasoning, **options)
     all_tools = [*functions, *builtins]
-    pairs = [(_name(t), json.dumps(_parameters(t))) for t in all_tools]
+    pairs = [(_name(t), json.dumps(_parameters(t)), isinstance(t, BuiltinToolParam)) for t in all_tools]
     named = _name(all_tools[0]) if choice == "forced" else None
     text = _zapspec._builtin_structural_tag_json(
         model,
@@ -256,12 +261,12 @@ get_qwen_3_structural_tag = _family_function("qwen_3")
 get_exaone_structural_tag = _family_function("exaone")
 get_deepseek_v3_1_structural_tag = _family_function("deepseek_v3_1")
 get_kimi_structural_tag = _family_function("kimi")
-# XGrammar's functions for families not built here: importable, and
-# calling one raises ValueError naming what the family needs
 get_qwen_3_5_structural_tag = _family_function("qwen_3_5")
 get_qwen_3_coder_structural_tag = _family_function("qwen_3_coder")
 get_mimo_structural_tag = _family_function("mimo")
 get_minimax_structural_tag = _family_function("minimax")
+# not built here: importable, and calling it raises ValueError naming what
+# the family needs
 get_minimax_m3_structural_tag = _family_function("minimax_m3")
 get_glm_4_7_structural_tag = _family_function("glm_4_7")
 get_deepseek_r1_structural_tag = _family_function("deepseek_r1")
