@@ -218,7 +218,6 @@ impl OneStepCheap {
     fn score_ranked<C: LookAhead>(
         &mut self,
         constraint: &C,
-        mask: &TokenSet,
         ids: &[TokenId],
         id_logits: &[f32],
         logits: &[f32],
@@ -234,7 +233,6 @@ impl OneStepCheap {
         if n <= 1 + usize::from(eos_at.is_some()) {
             return Ok(None);
         }
-        let _ = mask;
         let mut rk = std::mem::take(&mut self.rank);
         let hooked = std::mem::take(&mut rk.hooked);
         if !hooked && !argmax && r.tv_epsilon.is_none() {
@@ -497,7 +495,6 @@ impl OneStepCheap {
         gather_set(logits, mask, &mut id_logits);
         let r = self.score_ranked(
             constraint,
-            mask,
             &ids,
             &id_logits,
             logits,
@@ -737,7 +734,6 @@ impl OneStepCheap {
                 if self.prepare_ranked(constraint, mask, argmax) {
                     if let Some(ops) = self.score_ranked(
                         constraint,
-                        mask,
                         ids,
                         valid.logits,
                         logits,
