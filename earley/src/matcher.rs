@@ -571,7 +571,7 @@ impl LookAhead for EarleyMatcher {
     /// differ only in their inner byte sets, which nothing refers to —
     /// their masks are equal. Those tokens are grouped by end state (the
     /// largest group is the implicit rest), from the terminal's cached
-    /// [`EndClasses`](crate::walk::EndClasses); every other candidate (a
+    /// end classes (`walk::EndClasses`, private); every other candidate (a
     /// token that ends the terminal or passes an accepting state inside
     /// it) is a class of its own. `false` when the set waits on several
     /// terminals or states, or none. `O(listed tokens + |V|/64)` once the

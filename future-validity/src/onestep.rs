@@ -156,7 +156,7 @@ impl OneStepCheap {
     }
 
     /// The estimator scoring only the head of `A_t` chosen by `cut`, the
-    /// tail getting the cut's [`TailValue`](crate::TailValue). Errors: a
+    /// tail getting the cut's [`TailValue`]. Errors: a
     /// cut out of range ([`CandidateCut::validate`]).
     pub fn with_cut(cut: CandidateCut) -> Result<Self, PhiError> {
         cut.validate()?;
