@@ -13,8 +13,9 @@
 //! * Rule names are words of `[A-Za-z0-9_-]`. A rule runs until the next
 //!   `name ::=` (so rules may span lines, with or without parentheses).
 //!   Defining a name twice merges the alternatives (with a warning).
-//! * String literals support `\n \r \t \\ \" \xHH \uHHHH \UHHHHHHHH` and a
-//!   backslash before any ASCII punctuation. **Deviation:** in a *string*,
+//! * String literals support `\n \r \t \\ \" \xHH \uHHHH \UHHHHHHHH`, C's
+//!   `\a \b \f \v \0` and `\e` (ESC, U+001B), as XGrammar's EBNF reads
+//!   them, and a backslash before any ASCII punctuation. **Deviation:** in a *string*,
 //!   `\xHH` is the raw byte `HH` (so literals that are not UTF-8 round-trip
 //!   through [`Grammar`]'s `Display`); llama.cpp reads `\xHH` as the code
 //!   point U+00HH. Both agree for ASCII. In classes `\xHH` is a code point.
@@ -569,6 +570,12 @@ impl<'a> Parser<'a> {
             'n' => Ok(Esc::Char('\n')),
             'r' => Ok(Esc::Char('\r')),
             't' => Ok(Esc::Char('\t')),
+            'a' => Ok(Esc::Char('\u{7}')),
+            'b' => Ok(Esc::Char('\u{8}')),
+            'f' => Ok(Esc::Char('\u{c}')),
+            'v' => Ok(Esc::Char('\u{b}')),
+            'e' => Ok(Esc::Char('\u{1b}')),
+            '0' => Ok(Esc::Char('\0')),
             'x' => {
                 let v = self.hex(2, "\\x")?;
                 if in_class || v < 0x80 {
@@ -886,6 +893,22 @@ mod tests {
         assert_eq!(
             g.to_string(),
             "root ::= root-star | \"\"\nroot-star ::= \"\" | root-star \"a\" \"b\"\n"
+        );
+    }
+
+    #[test]
+    fn c_escapes() {
+        let g = Grammar::from_gbnf(r#"root ::= "\a\b\f\v\e\0\?\'" [\a\e]"#).unwrap();
+        assert_eq!(
+            g.rules[0].rhs[0],
+            Symbol::T(Terminal::Literal(b"\x07\x08\x0c\x0b\x1b\0?'".to_vec()))
+        );
+        assert_eq!(
+            g.rules[0].rhs[1],
+            Symbol::T(Terminal::Class(CharClass::new(
+                [('\u{7}', '\u{7}'), ('\u{1b}', '\u{1b}')],
+                false
+            )))
         );
     }
 

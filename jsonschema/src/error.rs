@@ -223,6 +223,10 @@ pub(crate) enum PatternError {
     /// `(?=…)`, `(?!…)`, `(?<=…)` or `(?<!…)`.
     #[error("look-around groups are not supported")]
     LookAroundGroup,
+    /// `(?` followed by neither `:`, `<name>` nor a look-around: an
+    /// inline flag group such as `(?i)`, which ECMA-262 does not have.
+    #[error("unsupported group modifier `(?` (only `(?:` and `(?<name>` groups)")]
+    GroupModifier,
     /// A `[` without its `]`.
     #[error("unterminated character class")]
     UnterminatedClass,
@@ -250,10 +254,10 @@ pub(crate) enum PatternError {
     },
     /// A quantifier after a quantifier (`a++`, `a*{2}`, `a+??`): ECMA-262's
     /// "nothing to repeat" (only one `?` may follow, for laziness).
-    #[error("a quantifier with nothing to repeat (after another quantifier)")]
+    #[error("Two consecutive repetition modifiers are not allowed. (a quantifier with nothing to repeat)")]
     NothingToRepeat,
-    /// `--` inside a character class, not at its start (ECMA reads a range
-    /// ending in `-`; the translation does not).
+    /// `--` inside a character class after a range or a class escape (not
+    /// at its start, nor as a range ending in `-` such as `+--`).
     #[error("`--` inside a character class")]
     HyphenRunInClass,
     /// `regex-syntax` rejected the rewritten pattern; the field is the last

@@ -19,6 +19,11 @@
 //! * [`canonical_instances`]: the key order the grammar writes, to test a
 //!   valid instance against the grammar.
 //! * [`keywords`]: which keywords are implemented, annotations, refused.
+//! * [`ecma_regex_to_gbnf`]: an ECMA-262 regex as plain GBNF (no regex
+//!   terminals), laid out as XGrammar's regex converter writes it.
+//! * [`with_library`]: a compiled grammar with XGrammar's named JSON value
+//!   rules (`basic_string`, `basic_object`, …) beside it, for grammar text
+//!   that refers to them.
 //!
 //! ```
 //! use serde_json::json;
@@ -77,6 +82,7 @@
 //!   (`patternProperties`; `pattern`/`format` with length bounds), and
 //!   their regions as regexes or right-linear grammars.
 //! - [`canonical`]: the key order the grammar produces, for testing.
+//! - [`library`]: the named JSON value rules beside a schema's grammar.
 //!
 //! ## The language, precisely
 //!
@@ -273,16 +279,20 @@ mod error;
 mod formats;
 mod keys;
 pub mod keywords;
+pub mod library;
 mod literal;
 mod normalize;
 mod numbers;
 mod objects;
+mod regex_gbnf;
 mod resolve;
 mod schema;
 mod strings;
 mod unique;
 
 pub use canonical::canonical_instances;
+pub use library::with_library;
+pub use regex_gbnf::ecma_regex_to_gbnf;
 
 /// An ECMA-262 regex (the dialect of JSON Schema's `pattern`, and of
 /// XGrammar's `Grammar.from_regex`) rewritten in `regex-syntax`'s

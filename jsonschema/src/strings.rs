@@ -240,11 +240,26 @@ pub(crate) fn ecma_to_regex_syntax_in(
     let mut in_quant = false;
     // after a quantifier: 1 (a lazy `?` may follow), 2 (after that `?`)
     let mut quantified = 0u8;
+    // inside a class: 1 after a single character (a range may start), 2
+    // after a range's `-`, 0 otherwise (at the start, after a range or a
+    // class escape)
+    let mut class_atom = 0u8;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         let first_in_class = class_start;
         class_start = false;
+        if in_class {
+            let next = chars.get(i + 1).copied();
+            let set_escape = c == '\\' && matches!(next, Some('d' | 'w' | 's' | 'D' | 'W' | 'S'));
+            class_atom = match (c, class_atom) {
+                _ if set_escape => 0,
+                (']', _) if !first_in_class => 0,
+                ('-', 1) if next != Some(']') => 2,
+                (_, 2) => 0,
+                _ => 1,
+            };
+        }
         let prev = std::mem::take(&mut quantified);
         match c {
             '*' | '+' if !in_class => {
@@ -298,10 +313,18 @@ pub(crate) fn ecma_to_regex_syntax_in(
                         i += 1;
                     }
                     'u' if chars.get(i) == Some(&'{') => {
-                        // \u{...} (ECMA `u` flag form) is the same in regex-syntax.
+                        // \u{...} (ECMA `u` flag form) is regex-syntax's \x{...}
+                        let Some(len) = chars[i..].iter().position(|&c| c == '}') else {
+                            return Err(PatternError::UnknownEscape('u'));
+                        };
                         out.push_str("\\x");
+                        out.extend(&chars[i..=i + len]);
+                        i += len + 1;
                     }
                     '0' => out.push_str(r"\x00"),
+                    // XGrammar's reading: C's bell and escape
+                    'a' if strict => out.push_str(r"\x07"),
+                    'e' if strict => out.push_str(r"\x1B"),
                     'v' => out.push_str(r"\x0B"),
                     'f' | 'n' | 'r' | 't' | 'u' | 'x' => {
                         out.push('\\');
@@ -355,8 +378,15 @@ pub(crate) fn ecma_to_regex_syntax_in(
             '-' if in_class && first_in_class && chars.get(i + 1) == Some(&'-') => {
                 out.push_str(r"\-")
             }
-            // Elsewhere ECMA reads `a--` as a range ending in `-` and
-            // regex-syntax `--` as set difference: refused, not guessed.
+            // `a--`: the range `a`..`-` (ECMA), whose `-` end regex-syntax
+            // needs escaped (its `--` is set difference)
+            '-' if in_class && class_atom == 2 && chars.get(i + 1) == Some(&'-') => {
+                out.push_str(r"-\-");
+                class_atom = 0;
+                i += 2;
+                continue;
+            }
+            // elsewhere (after a range or a class escape) refused, not guessed
             '-' if in_class && chars.get(i + 1) == Some(&'-') => {
                 return Err(PatternError::HyphenRunInClass)
             }
@@ -365,6 +395,10 @@ pub(crate) fn ecma_to_regex_syntax_in(
                 let next: String = chars[i + 2..chars.len().min(i + 4)].iter().collect();
                 if next.starts_with('=') || next.starts_with('!') || next == "<=" || next == "<!" {
                     return Err(PatternError::LookAroundGroup);
+                }
+                // ECMA-262 groups: `(?:…)` and `(?<name>…)`; no inline flags
+                if !next.starts_with(':') && !next.starts_with('<') {
+                    return Err(PatternError::GroupModifier);
                 }
                 groups += 1;
                 out.push('(');

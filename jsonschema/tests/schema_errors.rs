@@ -155,6 +155,33 @@ fn regex_dialects() {
         assert_eq!(strict(p), ecma_regex_to_regex_syntax(p), "{p}");
         assert!(strict(p).is_ok(), "{p}");
     }
+    // ECMA-262 readings the rewrite once refused or misread
+    let full = |p: &str, s: &str, d: RegexDialect| {
+        let t = ecma_regex_to_regex_syntax_in(p, d).unwrap();
+        regex_automata::meta::Regex::new(&format!("^(?:{t})$"))
+            .unwrap()
+            .is_match(s)
+    };
+    for d in [RegexDialect::Strict, RegexDialect::AnnexB] {
+        // a range ending in `-`
+        assert!(full("[+--]+", "+,-", d) && !full("[+--]", ".", d));
+        assert!(full("[-a-c+--]", "-", d) && full("[-a-c+--]", ",", d));
+        // `\u{...}` (the `u` flag's code point escape)
+        assert!(full(r"\u{20BB7}x", "\u{20BB7}x", d));
+        // inline flags are no ECMA-262 group
+        let e = ecma_regex_to_regex_syntax_in("(?i)abc", d).unwrap_err();
+        assert!(e.contains("group modifier"), "{e}");
+        // `--` after a range stays refused (not guessed)
+        assert!(ecma_regex_to_regex_syntax_in("[a-c--]", d).is_err());
+    }
+    // XGrammar's C escapes, in its dialect only
+    assert!(full(r"\a\e", "\u{7}\u{1b}", RegexDialect::Strict));
+    assert!(ecma_regex_to_regex_syntax(r"\a").is_err());
+    let e = strict("a+?+").unwrap_err();
+    assert!(
+        e.contains("Two consecutive repetition modifiers are not allowed."),
+        "{e}"
+    );
     // JSON Schema `pattern` keeps the Annex B reading
     let g = compile_json_schema(
         &json!({"type": "string", "pattern": "^a{,3}$"}),

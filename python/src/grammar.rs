@@ -320,7 +320,11 @@ impl Grammar {
     ) -> PyResult<Arc<GrammarInner>> {
         let value = schema_value(py, schema)?;
         let (opts, okey) = schema_options(py, kw)?;
-        let ir = compile_schema(py, &value, &opts)?;
+        // XGrammar's named JSON value rules (`basic_string`, ...) beside the
+        // schema's: grammar text written against XGrammar's printed rules
+        // extends `str(grammar)`; the language is the schema's
+        let ir =
+            zapspec_jsonschema::with_library(&compile_schema(py, &value, &opts)?, &opts.whitespace);
         Ok(Arc::new(GrammarInner {
             ir,
             key: format!("json\u{0}{value}\u{0}{okey}"),
@@ -646,6 +650,34 @@ pub(crate) fn _builtin_structural_tag_json(
 
 /// Refuses a family the table does not build (`ValueError`, the table's
 /// message): what `get_model_structural_tag` asks before it reads tools.
+/// `regex` (read as `Grammar.from_regex` reads it) as the right-hand side
+/// of a plain GBNF rule, laid out as XGrammar's regex converter writes it
+/// (`zapspec_jsonschema::ecma_regex_to_gbnf`); `zapspec.GrammarError` for a
+/// regex that reading refuses.
+#[pyfunction]
+#[pyo3(signature = (regex, annex_b = false))]
+pub(crate) fn _regex_to_gbnf(py: Python<'_>, regex: &str, annex_b: bool) -> PyResult<String> {
+    let dialect = if annex_b {
+        RegexDialect::AnnexB
+    } else {
+        RegexDialect::Strict
+    };
+    // the same refusals, messages and positions as `Grammar.from_regex`
+    Grammar::regex_in(py, regex, dialect)?;
+    zapspec_jsonschema::ecma_regex_to_gbnf(regex, dialect).map_err(|m| {
+        raise(
+            py,
+            "GrammarError",
+            format!("bad regex: {m}"),
+            Fields {
+                kind: Some("regex".into()),
+                position: Some((1, 1)),
+                ..Fields::default()
+            },
+        )
+    })
+}
+
 #[pyfunction]
 pub(crate) fn _builtin_check_family(family: &str) -> PyResult<()> {
     zapspec_structtag::builtin::family_row(family)

@@ -45,6 +45,7 @@ fn _zapspec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grammar::_builtin_families_json, m)?)?;
     m.add_function(wrap_pyfunction!(grammar::_builtin_structural_tag_json, m)?)?;
     m.add_function(wrap_pyfunction!(grammar::_builtin_check_family, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::_regex_to_gbnf, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -5,6 +5,7 @@ importable, the same inputs are run through it and the answers compared."""
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -325,3 +326,90 @@ def test_traverse_draft_tree_takes_deep_chains_and_times_out_cleanly():
     assert m.traverse_draft_tree(nxt, sib, toks, bm, time_threshold=1e-9) is False
     assert bm[0, 0] == 1
     assert m.accept_string("a") and m.is_completed()
+
+
+# Regexes on whose language the two readings agree (no `.`, no `\s`: zapspec
+# reads those as ECMA-262 does, XGrammar more widely and more narrowly).
+SAME_READING_REGEXES = [
+    "123",
+    "ww我😁",
+    r"\^\$\.\*\+\?\\\(\)\[\]\{\}\|\/",
+    r"\u{20BB7}\u0300\x1F\cJ",
+    r"[\r\n\$\u0010-\u006F\]\--]+",
+    r"[-a-zA-Z+--]+",
+    r"^abc$",
+    r"abc|de(f|g)",
+    r"(a|b)?[a-z]+(abc)*",
+    r"(?:abc)(?<n>d)",
+    r"a()b",
+    r"(a|)",
+    r"a||b",
+    r"a{1,3}?b+?c{2,}",
+    r"\d\w\W\D",
+    r"^\d\d\d\d-(0[1-9]|1[0-2])-([0-2]\d|3[01])$",
+]
+
+
+@pytest.mark.parametrize("regex", SAME_READING_REGEXES)
+def test_regex_to_ebnf_is_xgrammars_layout(regex):
+    """`zapspec.testing._regex_to_ebnf` writes plain GBNF (no regex
+    terminal) in XGrammar's layout, and its language is
+    `Grammar.from_regex`'s."""
+    from zapspec.testing import _regex_to_ebnf
+
+    text = _regex_to_ebnf(regex)
+    if xgr is not None:
+        from xgrammar.testing import _regex_to_ebnf as xgr_regex_to_ebnf
+
+        assert text == xgr_regex_to_ebnf(regex)
+    rng = random.Random(0)
+    alphabet = list("abcdefg0123456789-+$.|()[]{}^\\/?*") + ["我", "😁", "\n", "\r", "\u0300", "\U00020bb7"]
+    g_text = zapspec.Grammar.from_ebnf(text)
+    g_regex = zapspec.Grammar.from_regex(regex)
+    for _ in range(200):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+        assert _is_grammar_accept_string(g_text, s) == _is_grammar_accept_string(g_regex, s), s
+
+
+def test_regex_to_ebnf_refuses_as_from_regex():
+    from zapspec.testing import _regex_to_ebnf
+
+    for regex, phrase in [
+        ("a++", "Two consecutive repetition modifiers are not allowed."),
+        ("a{1,3}?{1,3}", "Two consecutive repetition modifiers are not allowed."),
+        ("[]", "Empty character class is not allowed in regex."),
+        ("abc)", "Unmatched ')'"),
+        ("abc((a)", "The parenthesis is not closed."),
+        ("(?i)abc", "group modifier"),
+    ]:
+        with pytest.raises(zapspec.GrammarError, match=re.escape(phrase)):
+            _regex_to_ebnf(regex)
+        with pytest.raises(RuntimeError):
+            zapspec.Grammar.from_regex(regex)
+
+
+def test_json_schema_grammar_names_xgrammars_value_rules():
+    """The printed grammar of a schema defines XGrammar's `basic_*` rules,
+    so grammar text written against them extends it; the language is the
+    schema's."""
+    from zapspec.testing import _json_schema_to_ebnf
+
+    schema = {"type": "object", "properties": {"basic_string": {"type": "integer"}}, "required": ["basic_string"]}
+    for kw in [{}, {"any_whitespace": False}, {"any_whitespace": False, "separators": (",", ":")}]:
+        text = _json_schema_to_ebnf(schema, **kw)
+        for name in ["basic_escape", "basic_string_sub", "basic_any", "basic_integer", "basic_number",
+                     "basic_string", "basic_boolean", "basic_null", "basic_array", "basic_object", "root"]:
+            assert f"\n{name} ::=" in "\n" + text, (name, text)
+        texts = ['{"basic_string": 1}', '{"basic_string":1}', '{"basic_string": "x"}', "{}"]
+        assert both(schema, texts, **kw) == [_is_grammar_accept_string(zapspec.Grammar.from_ebnf(text), t) for t in texts]
+    # an engine's own rules around the schema's, by XGrammar's names
+    text = _json_schema_to_ebnf({"type": "integer"}) + 'wrapper ::= "<" basic_object ">" root\n'
+    g = zapspec.Grammar.from_ebnf(text, root_rule_name="wrapper")
+    assert _is_grammar_accept_string(g, '<{"k": [1, null]}>7')
+    assert not _is_grammar_accept_string(g, '<{"k": [1, null]}>"7"')
+
+
+def test_ebnf_c_escapes():
+    """XGrammar's EBNF reads C's escapes in literals and classes."""
+    g = 'root ::= "\\a\\b\\f\\v\\e\\0\\?\\\'" [\\e]'
+    assert both(g, ["\a\b\f\v\x1b\x00?'\x1b", "\a\b\f\v\x1b\x00?'e"]) == [True, False]

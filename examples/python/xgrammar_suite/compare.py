@@ -30,10 +30,13 @@ def load(path):
 
 
 def category(cats, key, text):
-    """The first category whose test globs or failure regexes match."""
+    """The first category whose test globs match, else the first whose
+    failure regexes match (a test listed by name is never reclassified by
+    its message)."""
     for c in cats:
         if any(fnmatch.fnmatchcase(key, p) for p in c.get("tests", [])):
             return c["name"]
+    for c in cats:
         if any(re.search(r, text) for r in c.get("messages", [])):
             return c["name"]
     return None

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from . import _zapspec
 from ._zapspec import CompiledGrammar, Grammar, GrammarCompiler, GrammarMatcher, TokenizerInfo
 
 __all__ = [
@@ -148,9 +149,11 @@ def _traverse_draft_tree(
 
 
 def _json_schema_to_ebnf(schema: Any, **kwargs: Any) -> str:
-    """The GBNF zapspec compiles ``schema`` to (zapspec's rules, not
-    XGrammar's: the two converters name and shape rules differently).
-    ``json_format`` other than ``"json"`` (``"qwen_xml"``, ...) is the
+    """The GBNF zapspec compiles ``schema`` to: the schema's rules (zapspec's,
+    not XGrammar's: the two converters name and shape them differently),
+    then XGrammar's named JSON value rules (``basic_string``,
+    ``basic_object``, ...), which grammar text written for XGrammar refers
+    to. ``json_format`` other than ``"json"`` (``"qwen_xml"``, ...) is the
     structural tag's ``json_schema`` format in that style, with
     ``any_order`` and ``max_whitespace_cnt``; the JSON layout options
     (``indent``, ``separators``, ...) do not apply to it."""
@@ -170,12 +173,13 @@ def _json_schema_to_ebnf(schema: Any, **kwargs: Any) -> str:
 
 
 def _regex_to_ebnf(regex: str, with_rule_name: bool = True) -> str:
-    """The GBNF of ``Grammar.from_regex(regex)`` (one rule holding the regex
-    as a terminal); without ``with_rule_name``, the rule's body."""
-    text = str(Grammar.from_regex(regex))
-    if with_rule_name:
-        return text
-    return text.split("::=", 1)[1].strip() if "::=" in text else text
+    """``regex`` (read as ``Grammar.from_regex`` reads it) as plain GBNF,
+    one character per literal, classes as written, laid out as XGrammar's
+    regex converter writes it (``root ::= "a" [0-9]+``); without
+    ``with_rule_name``, the rule's body. ``Grammar.from_regex`` itself
+    compiles the regex as one regex terminal."""
+    body = _zapspec._regex_to_gbnf(regex)
+    return f"root ::= {body}\n" if with_rule_name else body
 
 
 def _ebnf_to_grammar_no_normalization(ebnf_string: str, root_rule_name: str = "root") -> Grammar:
