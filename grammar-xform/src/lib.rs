@@ -28,6 +28,7 @@
 //! | [`lazy`] | `LazyTables`: DFA states built on first use by the subset construction over a Thompson NFA, stable ids, exact liveness, lock-free reads (the Earley engine's terminals use it too) | |
 //! | [`segmented`] | `Segmented`: append-only arrays read without a lock (the lazy tables' rows, the Earley engine's per-state slots) | |
 //! | [`gbnf`] | [`parse_gbnf`] / `Grammar::from_gbnf`: llama.cpp GBNF + `/regex/`, desugaring `* + ? {m,n}` and groups; warnings for unused rules | |
+//! | [`lark`] | [`from_lark`]: Lark grammars (llguidance's and XGrammar's dialect: rules, terminals, `%import common`, `%ignore`, `%json` through the caller's schema compiler) | |
 //! | [`avoid`] | [`avoid::avoiding`]: text containing none of a set of strings (free text until a trigger or an end string), the Aho–Corasick automaton as a right-linear system | |
 //! | [`analysis`] | shared analyses: generating / nullable fixpoints, reachability, compaction | |
 //! | [`useless`] | [`remove_useless`]: non-generating, then unreachable symbols; `EmptyLanguage` error | §4.5 ¶1 |
@@ -82,6 +83,7 @@ pub mod error;
 pub mod gbnf;
 pub mod inline;
 pub mod ir;
+pub mod lark;
 pub mod lazy;
 pub mod limits;
 pub mod nullable;
@@ -107,6 +109,7 @@ pub use error::GrammarError;
 pub use gbnf::{parse_gbnf, ParsedGrammar, Warning, WarningKind};
 pub use inline::{dedupe, eliminate_units, inline_nonterminals, InlineConfig};
 pub use ir::{CharClass, Grammar, GrammarStats, NtId, Rule, Symbol, Terminal};
+pub use lark::{from_lark, Embed as LarkEmbed};
 pub use limits::{nfa_bytes_lower_bound, Limit, RegexLimits};
 pub use nullable::{eliminate_nullable, eliminate_nullable_with, NullableConfig};
 pub use reference::Recognizer;

@@ -378,6 +378,20 @@ impl GrammarCompiler {
         })
     }
 
+    /// `Grammar.from_lark(lark_string, named_grammars=…)` compiled.
+    #[pyo3(signature = (lark_string, *, named_grammars = None))]
+    fn compile_lark(
+        &self,
+        py: Python<'_>,
+        lark_string: &str,
+        named_grammars: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<CompiledGrammar> {
+        guard(|| {
+            let g = Grammar::lark(py, lark_string, named_grammars)?;
+            self.compile_with(py, g.key.clone(), move |_| Ok(g))
+        })
+    }
+
     /// `Grammar.builtin_json_grammar()` compiled.
     fn compile_builtin_json_grammar(&self, py: Python<'_>) -> PyResult<CompiledGrammar> {
         guard(|| {

@@ -331,6 +331,49 @@ impl Grammar {
         }))
     }
 
+    /// The grammar of a Lark text: `%json` schemas compiled with
+    /// `from_json_schema`'s defaults, `@name` from `named` (a `Grammar`, or
+    /// Lark text with its own `start`).
+    pub(crate) fn lark(
+        py: Python<'_>,
+        text: &str,
+        named: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Arc<GrammarInner>> {
+        let mut keys: Vec<String> = Vec::new();
+        let mut resolve = |e: zapspec_grammar::LarkEmbed<'_>| -> Result<Ir, String> {
+            match e {
+                zapspec_grammar::LarkEmbed::Json(schema) => {
+                    let value: serde_json::Value =
+                        serde_json::from_str(schema).map_err(|e| format!("bad JSON: {e}"))?;
+                    let (opts, _) = schema_options(py, None).map_err(|e| e.to_string())?;
+                    compile_schema(py, &value, &opts).map_err(|e| e.to_string())
+                }
+                zapspec_grammar::LarkEmbed::Named(name) => {
+                    let item = named
+                        .and_then(|d| d.get_item(name).ok().flatten())
+                        .ok_or_else(|| format!("unknown named grammar '@{name}'"))?;
+                    let inner = if let Ok(g) = item.cast::<Grammar>() {
+                        g.get().inner.clone()
+                    } else if let Ok(src) = item.extract::<String>() {
+                        Self::lark(py, &src, None).map_err(|e| e.to_string())?
+                    } else {
+                        return Err(format!(
+                            "named_grammars[{name:?}] is neither a Grammar nor Lark text"
+                        ));
+                    };
+                    keys.push(format!("{name}\u{0}{}", inner.key));
+                    Ok(inner.ir.clone())
+                }
+            }
+        };
+        let ir =
+            zapspec_grammar::from_lark(text, &mut resolve).map_err(|e| grammar_error(py, &e))?;
+        Ok(Arc::new(GrammarInner {
+            ir,
+            key: format!("lark\u{0}{text}\u{0}{}", keys.join("\u{0}")),
+        }))
+    }
+
     pub(crate) fn ebnf(py: Python<'_>, text: &str, root: &str) -> PyResult<Arc<GrammarInner>> {
         let mut ir = Ir::from_gbnf(text).map_err(|e| grammar_error(py, &e))?;
         match ir.nonterminal(root) {
@@ -481,6 +524,30 @@ impl Grammar {
         guard(|| {
             Ok(Grammar {
                 inner: Self::ebnf(py, ebnf_string, root_rule_name)?,
+            })
+        })
+    }
+
+    /// A grammar in Lark syntax (llguidance's and XGrammar's dialect; the
+    /// crate docs of `zapspec_grammar::lark` list what is read): rules and
+    /// terminals, `start` as the start rule, `%import common`, `%ignore`,
+    /// `%json { schema }` (compiled as `from_json_schema` compiles it),
+    /// `@name` from `named_grammars` (a `Grammar` or Lark text). Special
+    /// tokens and rule attributes are refused (`zapspec.GrammarError`,
+    /// `Lark error at line L, column C: …`). `tokenizer_info` is accepted
+    /// for XGrammar's signature: zapspec's grammars name no token ids.
+    #[staticmethod]
+    #[pyo3(signature = (lark_string, *, tokenizer_info = None, named_grammars = None))]
+    fn from_lark(
+        py: Python<'_>,
+        lark_string: &str,
+        tokenizer_info: Option<&Bound<'_, PyAny>>,
+        named_grammars: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let _ = tokenizer_info;
+        guard(|| {
+            Ok(Grammar {
+                inner: Self::lark(py, lark_string, named_grammars)?,
             })
         })
     }

@@ -413,3 +413,57 @@ def test_ebnf_c_escapes():
     """XGrammar's EBNF reads C's escapes in literals and classes."""
     g = 'root ::= "\\a\\b\\f\\v\\e\\0\\?\\\'" [\\e]'
     assert both(g, ["\a\b\f\v\x1b\x00?'\x1b", "\a\b\f\v\x1b\x00?'e"]) == [True, False]
+
+
+LARK_CASES = [
+    ('start: "a" "b" | "c" ("d" | "e")', ["ab", "cd", "ce", "", "a", "ade"]),
+    ('start: ("a" | "b") ["c"]', ["a", "bc", "", "c", "abc"]),
+    ("start: value\nvalue: \"x\" | \"(\" value \")\" | \"[\" values? \"]\"\nvalues: value (\",\" value)*",
+     ["x", "((x))", "[x,(x),[x]]", "()", "[x,]", "[(])"]),
+    ('start: SIGNED\nSIGNED: SIGN? DIGIT+\nSIGN: "+" | "-"\nDIGIT: "0".."9"', ["0", "+7", "-42", "+", "--1"]),
+    ('start: "a"~2 "b"{1,2} "c"{,1}', ["aab", "aabbc", "ab", "aabbb", "aabcc"]),
+    ('start: "Ab-C9"i', ["Ab-C9", "ab-c9", "AB-C9", "ab_c9"]),
+    (r"start: /a.b/ /[0-9]{2,4}/", ["acb12", "a\nb12", "acb1"]),
+    ("%import common.SIGNED_NUMBER\nstart: SIGNED_NUMBER", ["0", "-12", "+.5", "-1e3", "+", "x"]),
+    ("%import common.ESCAPED_STRING\nstart: ESCAPED_STRING", ['""', '"a\\"b"', '"unterminated', "abc"]),
+    ("%import common.WS\n%ignore WS\nstart: \"a\" DIGIT \"c\"..\"d\"\nDIGIT: \"0\"..\"9\"",
+     ["a1c", "a 1 d", "a\n1\n c  ", " a1c", "a 1 e"]),
+    ("%ignore /[ _]+/\nstart: \"a\" \"b\"", ["ab", "a_b", "a _ b___", "_ab", "a-b"]),
+    ('start: "n=" %json {"type": "integer"}', ["n=12", "n=-3", "n=1.5", "n=x"]),
+]
+
+
+@pytest.mark.parametrize("lark, texts", LARK_CASES)
+def test_lark_languages_match_xgrammar(lark, texts):
+    """`Grammar.from_lark` (llguidance's and XGrammar's Lark dialect): the
+    accepted strings, beside xgrammar's where it is importable."""
+    g = zapspec.Grammar.from_lark(lark)
+    got = [_is_grammar_accept_string(g, t) for t in texts]
+    assert any(got) and not all(got), got  # each case has both kinds
+    if xgr is not None:
+        peer = xgr.Grammar.from_lark(lark)
+        assert got == [xgr_accepts(peer, t) for t in texts]
+    compiled = zapspec.GrammarCompiler(zapspec.TokenizerInfo(["a", "b"])).compile_lark(lark)
+    assert compiled is not None
+
+
+def test_lark_named_grammars_and_errors():
+    item = zapspec.Grammar.from_json_schema({"type": "integer"})
+    g = zapspec.Grammar.from_lark('start: "[" @item ("," @item)* "]"', named_grammars={"item": item})
+    assert _is_grammar_accept_string(g, "[1,2]") and not _is_grammar_accept_string(g, "[1,x]")
+    g = zapspec.Grammar.from_lark("start: @pair", named_grammars={"pair": "start: /[a-z]+/ \":\" /[0-9]+/"})
+    assert _is_grammar_accept_string(g, "ab:12")
+    for lark, phrase in [
+        ('item: "a"', "no start rule"),
+        ("start: missing", "unknown name 'missing'"),
+        ('start: TOKEN\nTOKEN: rule\nrule: "a"', "terminal 'TOKEN' cannot reference rule 'rule'"),
+        ("start: FOO\nFOO: BAR\nBAR: FOO", "circular reference in terminal"),
+        ('start "a"', "expected ':' after rule name"),
+        ('start: "a"{3,2}', "repetition end must be greater"),
+        ('start: "z".."a"', "range start must not exceed end"),
+        ("start: @other", "unknown named grammar '@other'"),
+        ("start: <|tool|>", "special tokens"),
+    ]:
+        with pytest.raises(zapspec.GrammarError, match=re.escape(phrase)) as info:
+            zapspec.Grammar.from_lark(lark)
+        assert "Lark error at line " in str(info.value)

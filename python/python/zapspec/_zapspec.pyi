@@ -1,7 +1,7 @@
 """Typed stubs of zapspec's extension module (re-exported by ``zapspec``)."""
 
 from os import PathLike
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -141,6 +141,13 @@ class Grammar:
         be enforced raises ``SchemaError`` (``pointer``, ``kind``); a bound,
         ``LimitExceeded``."""
     @staticmethod
+    def from_lark(
+        lark_string: str,
+        *,
+        tokenizer_info: Optional["TokenizerInfo"] = None,
+        named_grammars: Optional[Dict[str, Union["Grammar", str]]] = None,
+    ) -> "Grammar": ...
+    @staticmethod
     def from_ebnf(ebnf_string: str, *, root_rule_name: str = "root") -> "Grammar":
         """GBNF (llama.cpp's format) with ``/regex/`` terminals; ``GrammarError`` with ``position``."""
     @staticmethod
@@ -190,6 +197,9 @@ class GrammarCompiler:
     def compile_grammar(self, grammar: Union[Grammar, str], *, root_rule_name: str = "root") -> CompiledGrammar:
         """A ``Grammar`` or GBNF text, compiled."""
     def compile_regex(self, regex: str) -> CompiledGrammar: ...
+    def compile_lark(
+        self, lark_string: str, *, named_grammars: Optional[Dict[str, Union["Grammar", str]]] = None
+    ) -> CompiledGrammar: ...
     def compile_structural_tag(self, *args: Any, **kwargs: Any) -> CompiledGrammar: ...
     def compile_builtin_json_grammar(self) -> CompiledGrammar: ...
     def clear_cache(self) -> None: ...

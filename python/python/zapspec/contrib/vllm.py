@@ -29,9 +29,9 @@ With the switch on, zapspec serves every request that vLLM would send to its
 
 Everything else (speculative tokens, reasoning sections, the mask applied on
 the device with vLLM's kernel) is vLLM's own code, calling the
-:class:`ZapspecGrammar` methods below. Lark grammars (which vLLM sends to
-``compile_lark``) are refused with a clear message: zapspec reads GBNF /
-XGrammar EBNF only.
+:class:`ZapspecGrammar` methods below. Lark grammars go to ``compile_lark``, as
+vLLM's own backend sends them (``zapspec.Grammar.from_lark``: rules,
+terminals, ``%import common``, ``%ignore``, ``%json``).
 
 Settings (environment, read when the backend is built):
 
@@ -128,16 +128,6 @@ def _is_lark(grammar: str) -> bool:
     return grammar_is_likely_lark(grammar)
 
 
-def _lark_refusal() -> Exception:
-    return _client_error(
-        "grammar",
-        zapspec.GrammarError(
-            "Lark grammars are not supported; write the grammar in GBNF / XGrammar EBNF (`root ::= ...`)",
-            kind="unsupported",
-        ),
-    )
-
-
 def _legacy_structural_tag(tag: dict) -> Any:
     items = [
         zapspec.StructuralTagItem(begin=s["begin"], schema=json.dumps(s["schema"]), end=s["end"])
@@ -180,10 +170,11 @@ def validate_request(sampling_params: Any) -> None:
             raise _client_error("JSON schema", err) from err
         return
     if so.grammar:
-        if _is_lark(so.grammar):
-            raise _lark_refusal()
         try:
-            zapspec.Grammar.from_ebnf(so.grammar)
+            if _is_lark(so.grammar):
+                zapspec.Grammar.from_lark(so.grammar)
+            else:
+                zapspec.Grammar.from_ebnf(so.grammar)
         except zapspec.ZapspecError as err:
             raise _client_error("grammar", err) from err
         return
@@ -337,8 +328,9 @@ class ZapspecBackend(_BackendBase):  # type: ignore[misc, valid-type]
             ctx = self._json('{"type": "object"}')
         elif request_type == O.GRAMMAR:
             if _is_lark(grammar_spec):
-                raise _lark_refusal()
-            ctx = self.compiler.compile_grammar(grammar_spec)
+                ctx = self.compiler.compile_lark(grammar_spec)
+            else:
+                ctx = self.compiler.compile_grammar(grammar_spec)
         elif request_type == O.REGEX:
             ctx = self.compiler.compile_regex(grammar_spec)
         elif request_type == O.CHOICE:
