@@ -30,6 +30,7 @@ mod compiler;
 mod errors;
 mod grammar;
 mod matcher;
+mod phi;
 mod tokenizer;
 
 /// The extension module.

@@ -337,6 +337,63 @@ impl GrammarMatcher {
         })
     }
 
+    /// Future-validity correction of one row of logits, in place: the
+    /// mask of `fill_next_token_bitmask` applied (disallowed ids `-inf`)
+    /// and each allowed id's logit raised by `log Φ̂(y)`, OneStep-Cheap's
+    /// estimate of the probability that a valid text can still follow `y`
+    /// (the future-validity paper's Def. 9 and Doob transform with
+    /// h = Φ̂, up to one constant per row that the softmax cancels). Pass
+    /// the model's raw row (float32, one entry per vocabulary id, already
+    /// divided by the temperature when sampling at one): Φ̂ is read from
+    /// it. Sampling from the result approximates the model conditioned on
+    /// validity (μ*) where masking alone samples μ^proj; the quality of
+    /// the approximation is the estimator's
+    /// (`examples/results/fvo-race/` measures it). `epsilon` bounds the
+    /// extra TV error of scoring candidates in decreasing mass and
+    /// stopping early (`None`: every candidate class scored, the exact
+    /// estimate). Returns that position's TV bound (0.0 when exact).
+    #[pyo3(signature = (logits, *, epsilon = Some(1e-3)))]
+    fn apply_phi_bias_inplace(
+        &self,
+        py: Python<'_>,
+        mut logits: numpy::PyReadwriteArray1<'_, f32>,
+        epsilon: Option<f64>,
+    ) -> PyResult<f64> {
+        guard(|| {
+            let row = logits.as_slice_mut().map_err(|_| {
+                raise(
+                    py,
+                    "BitmaskError",
+                    "logits must be a contiguous float32 row",
+                    kind("logits"),
+                )
+            })?;
+            if row.len() != self.vs() {
+                return Err(raise(
+                    py,
+                    "BitmaskError",
+                    format!(
+                        "logits have {} entries, the vocabulary {}",
+                        row.len(),
+                        self.vs()
+                    ),
+                    kind("logits"),
+                ));
+            }
+            let mut st = self.lock(py);
+            if st.m.is_finished() {
+                return Err(terminated(py));
+            }
+            let State { m, scratch } = &mut *st;
+            let mut mask = TokenSet::new(m.vocab_size());
+            m.with_mask(scratch, |set| mask.clone_from(set));
+            let (stop, no_stop) = (&self.stop, self.no_stop);
+            py.detach(|| crate::phi::apply(m, &mask, row, stop, no_stop, epsilon))
+                .map(|r| r.tv_bound)
+                .map_err(|e| raise(py, "ZapspecError", e.to_string(), kind("phi")))
+        })
+    }
+
     /// Accepts one token: `True` and the state advanced, or `False` and
     /// the state unchanged (the token does not continue the grammar, is a
     /// special or padding id, is a stop token before the grammar accepts,

@@ -69,7 +69,12 @@
 //!
 //! Swapping a part is one call: `.fvo_spec(zapspec::OneStepCheap::new())`
 //! verifies against the Φ̂-reweighted target, `.drafter(draft_model)`
-//! drafts with a model, `.greedy()` decodes greedily.
+//! drafts with a model, `.greedy()` decodes greedily. With
+//! `.drafter(NoDraft)` the Φ̂-reweighted target is sampled token by token:
+//! plain decoding with the future-validity correction (the paper's Doob
+//! transform with h = Φ̂), `OneStepCheap::bounded(ε)` bounding the TV error
+//! its cut adds per position (reported in `RoundStats`). The Python
+//! package's counterpart is `GrammarMatcher.apply_phi_bias_inplace`.
 //!
 //! A [`Generation`] carries the tokens, their text, the [`StopReason`]
 //! (`Eos`, `ConstraintFinished`, `MaxTokens`, `StopString`) and the

@@ -246,6 +246,10 @@ class GrammarMatcher:
         or CPU torch tensor, ``ceil(vocab_size/32)`` words per row). Returns
         whether some token is banned. ``MatcherTerminatedError`` after a stop
         token; ``BitmaskError`` for a bad array."""
+    def apply_phi_bias_inplace(self, logits: np.ndarray, *, epsilon: Optional[float] = 1e-3) -> float:
+        """Masks a float32 row of raw logits and raises each allowed token's by
+        ``log Φ̂`` (OneStep-Cheap, the future-validity correction); returns the
+        position's TV bound of the cut (0.0 when exact, ``epsilon=None``)."""
     def accept_token(self, token_id: int, *, debug_print: bool = False) -> bool:
         """Advance by one token; ``False`` (state unchanged) when refused.
         ``InvalidTokenError`` for an id outside the vocabulary."""

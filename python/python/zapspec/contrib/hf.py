@@ -34,6 +34,18 @@ from .. import (
 __all__ = ["LogitsProcessor"]
 
 
+def torch_float32() -> Any:
+    import torch
+
+    return torch.float32
+
+
+def torch_from_numpy(a: Any) -> Any:
+    import torch
+
+    return torch.from_numpy(a)
+
+
 class LogitsProcessor:
     """``processor(input_ids, scores) -> scores`` for transformers'
     ``generate(logits_processor=[...])``."""
@@ -44,7 +56,13 @@ class LogitsProcessor:
         *,
         override_stop_tokens: Optional[Union[int, List[int]]] = None,
         max_threads: Optional[int] = None,
+        phi_epsilon: Optional[float] = None,
     ) -> None:
+        """``phi_epsilon`` (default ``None``: off): the future-validity
+        correction, as in ``zapspec.contrib.llama_cpp.LogitsProcessor``
+        (each live row masked and raised by ``log Φ̂`` on the CPU, one
+        matcher at a time)."""
+        self.phi_epsilon = phi_epsilon
         self.compiled_grammar = compiled_grammar
         self.override_stop_tokens = override_stop_tokens
         self.max_threads = max_threads
@@ -70,6 +88,13 @@ class LogitsProcessor:
         self._seen = n
         live = [i for i, m in enumerate(self.matchers) if not m.is_terminated()]
         if not live:
+            return scores
+        if self.phi_epsilon is not None:
+            eps = self.phi_epsilon if self.phi_epsilon > 0 else None
+            for i in live:
+                row = scores[i].detach().to("cpu", dtype=torch_float32()).contiguous().numpy().copy()
+                self.matchers[i].apply_phi_bias_inplace(row, epsilon=eps)
+                scores[i] = torch_from_numpy(row).to(scores.device, dtype=scores.dtype)
             return scores
         batch_fill_next_token_bitmask(
             [self.matchers[i] for i in live], self._bitmask, indices=live, max_threads=self.max_threads
