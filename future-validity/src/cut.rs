@@ -338,11 +338,39 @@ impl CandidateCut {
     /// possibly shifted by one constant): see [`TailValue`]. `-inf` when
     /// the head has no finite value.
     pub(crate) fn tail_value(&self, head_logits: &[f32], head_values: &[f64]) -> f64 {
-        match self.tail {
+        let lmax = head_logits
+            .iter()
+            .copied()
+            .filter(|l| !l.is_nan())
+            .fold(f32::NEG_INFINITY, f32::max) as f64;
+        if lmax == f64::NEG_INFINITY {
+            return f64::NEG_INFINITY;
+        }
+        let weights = head_logits.iter().map(|&l| {
+            if l.is_nan() {
+                f64::NAN
+            } else {
+                (l as f64 - lmax).exp()
+            }
+        });
+        self.tail.of_head(weights.zip(head_values.iter().copied()))
+    }
+}
+
+impl TailValue {
+    /// The tail's value from the head's `(weight, value)` pairs: weights
+    /// linear and of any common scale (a NaN weight leaves its pair out),
+    /// values `log Φ̂` (NaN: not a value). `-inf` when the head has no
+    /// finite value. [`CandidateCut`] weighs candidates by their logits,
+    /// the ranked look-ahead classes by their mass.
+    pub(crate) fn of_head<I>(self, head: I) -> f64
+    where
+        I: Iterator<Item = (f64, f64)> + Clone,
+    {
+        match self {
             TailValue::HeadMin => {
-                let m = head_values
-                    .iter()
-                    .copied()
+                let m = head
+                    .map(|(_, v)| v)
                     .filter(|v| !v.is_nan())
                     .fold(f64::INFINITY, f64::min);
                 // an empty head: no value to take
@@ -353,32 +381,22 @@ impl CandidateCut {
                 }
             }
             TailValue::HeadMean => {
-                let lmax = head_logits
-                    .iter()
-                    .copied()
-                    .filter(|l| !l.is_nan())
-                    .fold(f32::NEG_INFINITY, f32::max) as f64;
-                if lmax == f64::NEG_INFINITY {
-                    return f64::NEG_INFINITY;
-                }
-                let vmax = head_values
-                    .iter()
-                    .copied()
+                let vmax = head
+                    .clone()
+                    .map(|(_, v)| v)
                     .filter(|v| !v.is_nan())
                     .fold(f64::NEG_INFINITY, f64::max);
                 if vmax == f64::NEG_INFINITY {
                     return f64::NEG_INFINITY;
                 }
                 let (mut num, mut den) = (0.0f64, 0.0f64);
-                for (&l, &v) in head_logits.iter().zip(head_values) {
-                    let l = l as f64;
-                    if l.is_nan() {
+                for (w, v) in head {
+                    if w.is_nan() {
                         continue;
                     }
-                    let p = (l - lmax).exp();
-                    den += p;
+                    den += w;
                     if !v.is_nan() {
-                        num += p * (v - vmax).exp();
+                        num += w * (v - vmax).exp();
                     }
                 }
                 if num > 0.0 && den > 0.0 {

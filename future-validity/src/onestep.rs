@@ -30,7 +30,7 @@ use zapspec_core::{
     prob, AllowedRef, Constraint, LanguageModel, LookAhead, SuccessorClasses, TokenId, TokenSet,
 };
 
-use crate::cut::{CandidateCut, CutScratch, CutStats, RankedCut, TailValue};
+use crate::cut::{CandidateCut, CutScratch, CutStats, RankedCut};
 use crate::error::PhiError;
 use crate::estimator::{
     check_compact, check_query, check_vocab, log_mass, valid_set, PhiCost, PhiEstimator, PhiQuery,
@@ -156,7 +156,7 @@ impl OneStepCheap {
     }
 
     /// The estimator scoring only the head of `A_t` chosen by `cut`, the
-    /// tail getting the cut's [`TailValue`]. Errors: a
+    /// tail getting the cut's [`TailValue`](crate::TailValue). Errors: a
     /// cut out of range ([`CandidateCut::validate`]).
     pub fn with_cut(cut: CandidateCut) -> Result<Self, PhiError> {
         cut.validate()?;
@@ -387,29 +387,11 @@ impl OneStepCheap {
         }
         // the unscored classes' value, from the scored ones
         let tail = if scored < len {
-            let head = &table[..scored];
-            match self.cut.tail {
-                TailValue::HeadMin => head.iter().map(|c| c.value).fold(f64::INFINITY, f64::min),
-                TailValue::HeadMean => {
-                    let vmax = head
-                        .iter()
-                        .map(|c| c.value)
-                        .fold(f64::NEG_INFINITY, f64::max);
-                    let (mut num, mut den) = (0.0f64, 0.0f64);
-                    for c in head {
-                        let m = if c.mass.is_nan() { rel(c.lmx) } else { c.mass };
-                        den += m;
-                        if vmax.is_finite() {
-                            num += m * (c.value - vmax).exp();
-                        }
-                    }
-                    if num > 0.0 && den > 0.0 {
-                        vmax + (num / den).ln()
-                    } else {
-                        f64::NEG_INFINITY
-                    }
-                }
-            }
+            let weights = table[..scored].iter().map(|c| {
+                let m = if c.mass.is_nan() { rel(c.lmx) } else { c.mass };
+                (m, c.value)
+            });
+            self.cut.tail.of_head(weights)
         } else {
             f64::NEG_INFINITY
         };
@@ -488,22 +470,41 @@ impl OneStepCheap {
         argmax: bool,
         mut emit: impl FnMut(TokenId, f64),
     ) -> Result<Option<u64>, PhiError> {
-        let mut ids = std::mem::take(&mut self.rank.ids);
-        let mut id_logits = std::mem::take(&mut self.rank.logits);
+        self.listed(Self::rank_bufs, mask, logits, |s, ids, id_logits| {
+            s.score_ranked(constraint, ids, id_logits, logits, norm, argmax, |i, l| {
+                emit(ids[i], l)
+            })
+        })
+    }
+
+    /// The ranked look-ahead's scratch for listed candidates.
+    fn rank_bufs(&mut self) -> (&mut Vec<TokenId>, &mut Vec<f32>) {
+        (&mut self.rank.ids, &mut self.rank.logits)
+    }
+
+    /// The candidate cut's scratch for listed candidates.
+    fn head_bufs(&mut self) -> (&mut Vec<TokenId>, &mut Vec<f32>) {
+        (&mut self.head.all_ids, &mut self.head.all_logits)
+    }
+
+    /// Calls `f` with `mask`'s members listed and their logits gathered
+    /// (aligned), in the two scratch buffers `bufs` picks (taken out of
+    /// `self` for the call and given back after).
+    fn listed<R>(
+        &mut self,
+        bufs: fn(&mut Self) -> (&mut Vec<TokenId>, &mut Vec<f32>),
+        mask: &TokenSet,
+        logits: &[f32],
+        f: impl FnOnce(&mut Self, &[TokenId], &[f32]) -> R,
+    ) -> R {
+        let (a, b) = bufs(self);
+        let (mut ids, mut id_logits) = (std::mem::take(a), std::mem::take(b));
         ids.clear();
         ids.extend(mask.iter());
         gather_set(logits, mask, &mut id_logits);
-        let r = self.score_ranked(
-            constraint,
-            &ids,
-            &id_logits,
-            logits,
-            norm,
-            argmax,
-            |i, l| emit(ids[i], l),
-        );
-        self.rank.ids = ids;
-        self.rank.logits = id_logits;
+        let r = f(self, &ids, &id_logits);
+        let (a, b) = bufs(self);
+        (*a, *b) = (ids, id_logits);
         r
     }
 
@@ -578,17 +579,11 @@ impl OneStepCheap {
         if self.cut.is_off() || (self.cut.top_p >= 1.0 && mask.count() <= self.cut.max_candidates) {
             return Ok(None);
         }
-        let mut ids = std::mem::take(&mut self.head.all_ids);
-        let mut id_logits = std::mem::take(&mut self.head.all_logits);
-        ids.clear();
-        ids.extend(mask.iter());
-        gather_set(logits, mask, &mut id_logits);
-        let r = self.score_cut(constraint, &ids, &id_logits, logits, norm, |i, l| {
-            emit(ids[i], l)
-        });
-        self.head.all_ids = ids;
-        self.head.all_logits = id_logits;
-        r
+        self.listed(Self::head_bufs, mask, logits, |s, ids, id_logits| {
+            s.score_cut(constraint, ids, id_logits, logits, norm, |i, l| {
+                emit(ids[i], l)
+            })
+        })
     }
 
     /// Def. 9 on the valid set only: `out[i] = log Φ̂¹ˢ_t(ids[i])`, where

@@ -5,43 +5,21 @@
 //! argmax stop keeps the uncut law's argmax; and bad settings are typed
 //! errors.
 
-use std::sync::Arc;
+mod common;
 
 use proptest::prelude::*;
 use zapspec_core::{Constraint, TokenId, TokenSet};
-use zapspec_phi::exact::regular::DEAD;
 use zapspec_phi::{
-    onestep_cheap_reference, valid_set, Dfa, DfaConstraint, NoModel, OneStepCheap, PhiError,
+    onestep_cheap_reference, valid_set, DfaConstraint, NoModel, OneStepCheap, PhiError,
     PhiEstimator, PhiQuery, RankedCut,
 };
-use zapspec_testkit::toy::splitmix64;
 
 fn dfa(n: usize, v: usize, seed: u64, dead: u64) -> Option<DfaConstraint> {
-    let eos = (v - 1) as TokenId;
-    let trans: Vec<u32> = (0..n * v)
-        .map(|i| {
-            let h = splitmix64(seed ^ i as u64);
-            if i % v == eos as usize || h.is_multiple_of(dead) {
-                DEAD
-            } else {
-                ((h >> 8) % n as u64) as u32
-            }
-        })
-        .collect();
-    let accepting: Vec<bool> = (0..n)
-        .map(|q| splitmix64(seed ^ (1000 + q as u64)).is_multiple_of(2))
-        .collect();
-    let d = Dfa::new(n, v, eos, 0, accepting, trans).ok()?;
-    Some(DfaConstraint::new(Arc::new(d)))
+    common::random_dfa(n, v, seed, dead)
 }
 
 fn logits(v: usize, seed: u64, scale: f32) -> Vec<f32> {
-    (0..v)
-        .map(|i| {
-            let h = splitmix64(seed ^ splitmix64(i as u64 + 11));
-            ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * scale
-        })
-        .collect()
+    common::hashed_row(v, seed, scale, 11)
 }
 
 /// The law `p_t(y)·exp(log_phi[y])` renormalised over `mask`, in f64.

@@ -101,3 +101,41 @@ pub fn brute_dyck(kinds: usize, max_depth: usize, max_len: usize) -> Vec<Vec<Tok
     }
     out
 }
+
+/// A random DFA constraint over `v` tokens (the last is EOS) with `n`
+/// states: each non-EOS transition is dead with probability `1/dead`,
+/// half the states accept. `None` when the draw is no valid DFA.
+pub fn random_dfa(n: usize, v: usize, seed: u64, dead: u64) -> Option<zapspec_phi::DfaConstraint> {
+    use zapspec_phi::exact::regular::DEAD;
+    use zapspec_phi::{Dfa, DfaConstraint};
+    use zapspec_testkit::toy::splitmix64;
+    let eos = (v - 1) as TokenId;
+    let trans: Vec<u32> = (0..n * v)
+        .map(|i| {
+            let h = splitmix64(seed ^ i as u64);
+            if i % v == eos as usize || h.is_multiple_of(dead) {
+                DEAD
+            } else {
+                ((h >> 8) % n as u64) as u32
+            }
+        })
+        .collect();
+    let accepting: Vec<bool> = (0..n)
+        .map(|q| splitmix64(seed ^ (1000 + q as u64)).is_multiple_of(2))
+        .collect();
+    let d = Dfa::new(n, v, eos, 0, accepting, trans).ok()?;
+    Some(DfaConstraint::new(std::sync::Arc::new(d)))
+}
+
+/// A row of `v` logits in `[-scale/2, scale/2)`, hashed from `seed` and
+/// `salt` (tests keep their own salt, so their recorded regressions stay
+/// the same draws).
+pub fn hashed_row(v: usize, seed: u64, scale: f32, salt: u64) -> Vec<f32> {
+    use zapspec_testkit::toy::splitmix64;
+    (0..v)
+        .map(|i| {
+            let h = splitmix64(seed ^ splitmix64(i as u64 + salt));
+            ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * scale
+        })
+        .collect()
+}
