@@ -47,6 +47,11 @@ pub(crate) struct TokInner {
     pub vocab_type: u8,
     /// Whether the tokenizer prepends a space to the text it encodes.
     pub add_prefix_space: bool,
+    /// The text of control tokens whose engine bytes are empty (a Hugging
+    /// Face tokenizer's special added tokens: `<s>`, `<|im_end|>`), shown
+    /// by `decoded_vocab` as XGrammar shows it. Display only: the engine
+    /// never matches a control token as text.
+    pub control_text: std::collections::HashMap<TokenId, Vec<u8>>,
 }
 
 impl TokInner {
@@ -101,6 +106,7 @@ impl TokInner {
             stop,
             vocab_type: 0,
             add_prefix_space: false,
+            control_text: Default::default(),
         })
     }
 }
@@ -192,6 +198,12 @@ impl TokenizerInfo {
                 inner.vocab_size = inner.n_tokens;
             }
         }
+        inner.control_text = meta.control_text;
+        // only tokens the engine holds without bytes need a display text
+        let v = &inner.vocab;
+        inner
+            .control_text
+            .retain(|&t, _| (t as usize) < v.len() && v.token_bytes(t).is_empty());
         Ok(TokenizerInfo {
             inner: Arc::new(inner),
         })
@@ -279,17 +291,39 @@ impl TokenizerInfo {
                 vocab_type,
                 add_prefix_space,
                 hidden_eos,
+                control_text: Default::default(),
             },
         )
     }
 }
 
 /// What a tokenizer says of its vocabulary beside the tokens.
-#[derive(Default, Clone, Copy)]
+#[derive(Default, Clone)]
 struct Meta {
     vocab_type: u8,
     add_prefix_space: bool,
     hidden_eos: bool,
+    /// `TokInner::control_text`.
+    control_text: std::collections::HashMap<TokenId, Vec<u8>>,
+}
+
+/// The special added tokens' text of a `tokenizer.json`, by id.
+fn hf_control_text(json: &str) -> std::collections::HashMap<TokenId, Vec<u8>> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
+        return Default::default();
+    };
+    let Some(added) = v.get("added_tokens").and_then(|a| a.as_array()) else {
+        return Default::default();
+    };
+    added
+        .iter()
+        .filter(|t| t.get("special").and_then(|s| s.as_bool()).unwrap_or(false))
+        .filter_map(|t| {
+            let id = t.get("id")?.as_u64()?;
+            let text = t.get("content")?.as_str()?;
+            Some((id as TokenId, text.as_bytes().to_vec()))
+        })
+        .collect()
 }
 
 /// XGrammar's `VocabType` value of a `TokenText`.
@@ -371,6 +405,7 @@ fn hf_metadata(json: &str) -> Meta {
         vocab_type,
         add_prefix_space: vocab_type == 1 && (prepend || metaspace),
         hidden_eos: false,
+        control_text: hf_control_text(json),
     }
 }
 
@@ -480,6 +515,12 @@ impl TokenizerInfo {
             .collect::<Vec<_>>()
             .into();
         out["decoded_vocab_hex"] = tokens.into();
+        let control: serde_json::Map<String, serde_json::Value> = t
+            .control_text
+            .iter()
+            .map(|(id, b)| (id.to_string(), hex(b).into()))
+            .collect();
+        out["control_text_hex"] = control.into();
         out.to_string()
     }
 
@@ -502,7 +543,7 @@ impl TokenizerInfo {
                 .into_iter()
                 .filter(|&i| i >= 0 && (i as usize) < tokens.len())
                 .collect();
-            Self::from_list(
+            let mut info = Self::from_list(
                 py,
                 list.as_any(),
                 TokenText::Raw,
@@ -511,7 +552,16 @@ impl TokenizerInfo {
                 Some(m.stop),
                 Some(special),
                 m.add_prefix_space,
-            )
+            )?;
+            let control = v.get("control_text_hex").and_then(|c| c.as_object());
+            if let (Some(c), Some(inner)) = (control, Arc::get_mut(&mut info.inner)) {
+                for (id, h) in c {
+                    if let (Ok(id), Some(b)) = (id.parse::<TokenId>(), h.as_str().and_then(unhex)) {
+                        inner.control_text.insert(id, b);
+                    }
+                }
+            }
+            Ok(info)
         })
     }
 
@@ -778,14 +828,18 @@ impl TokenizerInfo {
         self.inner.add_prefix_space
     }
 
-    /// The exact bytes of every token id of the tokenizer (special tokens
-    /// are empty).
+    /// The exact bytes of every token id of the tokenizer; a control token
+    /// that has no text bytes shows its name (`<s>`, as XGrammar shows
+    /// it), though the engine never matches it as text.
     #[getter]
     fn decoded_vocab<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let t = &self.inner;
         PyList::new(
             py,
-            (0..t.n_tokens as TokenId).map(|i| PyBytes::new(py, t.vocab.token_bytes(i))),
+            (0..t.n_tokens as TokenId).map(|i| {
+                let b = t.control_text.get(&i).map(Vec::as_slice);
+                PyBytes::new(py, b.unwrap_or_else(|| t.vocab.token_bytes(i)))
+            }),
         )
     }
 

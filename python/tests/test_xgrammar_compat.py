@@ -467,3 +467,30 @@ def test_lark_named_grammars_and_errors():
         with pytest.raises(zapspec.GrammarError, match=re.escape(phrase)) as info:
             zapspec.Grammar.from_lark(lark)
         assert "Lark error at line " in str(info.value)
+
+
+def test_decoded_vocab_shows_control_token_text(tmp_path):
+    """A Hugging Face tokenizer's special added tokens show their text in
+    `decoded_vocab` (as XGrammar shows it) and survive serialization, while
+    the engine never matches them as text."""
+    special = lambda i, c: {"id": i, "content": c, "single_word": False, "lstrip": False,
+                            "rstrip": False, "normalized": False, "special": True}
+    vocab = {"<s>": 0, "</s>": 1, "<": 2, "s": 3, ">": 4, "a": 5, "/": 6}
+    tj = {"version": "1.0", "truncation": None, "padding": None,
+          "added_tokens": [special(0, "<s>"), special(1, "</s>")],
+          "normalizer": None, "pre_tokenizer": None, "post_processor": None, "decoder": None,
+          "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                    "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                    "vocab": vocab, "merges": []}}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(tj))
+    info = zapspec.TokenizerInfo.from_tokenizer_json(str(path))
+    assert info.decoded_vocab[:2] == [b"<s>", b"</s>"]
+    assert {0, 1} <= set(info.special_token_ids)
+    back = zapspec.TokenizerInfo.deserialize_json(info.serialize_json())
+    assert back.decoded_vocab == info.decoded_vocab
+    # `<s>` as text is written with ordinary tokens, never with the control token
+    compiled = zapspec.GrammarCompiler(info).compile_grammar('root ::= "<s>"')
+    m = zapspec.GrammarMatcher(compiled)
+    assert not m.accept_token(0)
+    assert m.accept_token(2) and m.accept_token(3) and m.accept_token(4)
