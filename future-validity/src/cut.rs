@@ -280,7 +280,7 @@ impl CandidateCut {
         if self.top_p >= 1.0 && self.max_candidates >= n {
             return None;
         }
-        let (lse, lmax) = crate::lse::log_sum_exp_max(&logits[..n]);
+        let (lse, lmax) = zapspec_kernels::lse::log_sum_exp_max(&logits[..n]);
         let idx = &mut scratch.idx;
         idx.clear();
         let eos_at = (0..n).find(|&i| ids[i] == eos);

@@ -139,7 +139,6 @@ pub mod estimator;
 pub mod exact;
 pub mod hybrid;
 pub mod lang;
-mod lse;
 pub mod metrics;
 pub mod montecarlo;
 pub mod onestep;

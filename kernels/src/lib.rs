@@ -29,11 +29,18 @@
 //! weights of 16 rows, so an activation row costs about a fifth of the
 //! instructions it costs in the row layout.
 //!
+//! Beside the forward's products, two kernels of the future-validity
+//! estimators, behind the same dispatch: [`lse`] (the log-normaliser of a
+//! logit row, libm-free `exp2` / `ln`) and [`gather`] (a bit set's members'
+//! logits, packed).
+//!
 //! Tests (`tests/kernels.rs`): every SIMD path equals the scalar path on
 //! random blocks, and dequantisation equals candle's (an independent
 //! reader of the same formats).
 
 pub mod blocks;
+pub mod gather;
+pub mod lse;
 pub mod packed;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -1,7 +1,26 @@
-//! The log-normaliser `log Σ exp(l)` of an f32 logits row, vectorised
-//! (Def. 9's one `O(|V|)` pass, and the mass the candidate cut ranks by):
-//! a fast `exp2` in f32 lanes accumulated in f64 blocks, AVX2 + FMA when
-//! the CPU has them (checked at run time).
+//! Log-sum-exp and the scalar exponentials and logarithm behind it, for
+//! logit rows: the log-normaliser `log Σ exp(l)` of an f32 row (the one
+//! `O(|V|)` pass of the future-validity estimators, and the mass their
+//! candidate cuts rank by) as a fast `exp2` in f32 lanes accumulated in f64
+//! blocks, AVX2 + FMA when [`Isa::detect`](crate::Isa::detect) allows it
+//! (`ZAPSPEC_ISA=scalar` forces the portable loop, as for the forward's
+//! kernels); [`exp2_f64`] and [`ln_f64`], libm-free `2^y` and `ln x` in
+//! f64 for the sparse paths.
+//!
+//! When to use which: [`log_sum_exp_max`] for a whole row (about `|V|/8`
+//! vector steps); [`exp2_f64`] / [`ln_f64`] per element where a libm call
+//! would be a visible share (their errors are stated on each).
+
+use std::sync::OnceLock;
+
+use crate::Isa;
+
+/// Whether the AVX2 + FMA loop may run: the CPU has it and `ZAPSPEC_ISA`
+/// does not lower the instruction set to `scalar` (decided once).
+fn use_avx2() -> bool {
+    static AVX2: OnceLock<bool> = OnceLock::new();
+    *AVX2.get_or_init(|| Isa::detect() != Isa::Scalar)
+}
 
 /// `log Σ exp(l_i)` of f32 logits, in f64, for the full-vocabulary
 /// normaliser of Def. 9 (the one O(|V|) pass of OneStep-Cheap).
@@ -12,8 +31,7 @@
 /// far below OneStep's own approximation error — at a fraction of the
 /// cost of |V| libm `exp` calls. On x86-64 CPUs with AVX2 and FMA (checked
 /// at run time) the same code is compiled for 8-lane vectors.
-#[cfg(test)]
-pub(crate) fn log_sum_exp_f32(logits: &[f32]) -> f64 {
+pub fn log_sum_exp_f32(logits: &[f32]) -> f64 {
     log_sum_exp_max(logits).0
 }
 
@@ -25,12 +43,12 @@ pub fn log_normaliser(logits: &[f32]) -> f64 {
 }
 
 /// `(log Σ exp(l_i), max_i l_i)`; see [`log_sum_exp_f32`].
-pub(crate) fn log_sum_exp_max(logits: &[f32]) -> (f64, f32) {
+pub fn log_sum_exp_max(logits: &[f32]) -> (f64, f32) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU supports the features the function is compiled for.
+        if use_avx2() {
+            // SAFETY: `Isa::detect` returned AVX2 or better only after
+            // checking that the CPU has AVX2 and FMA.
             return unsafe { log_sum_exp_avx2(logits) };
         }
     }
@@ -156,8 +174,11 @@ unsafe fn log_sum_exp_avx2(logits: &[f32]) -> (f64, f32) {
     }
 }
 
+/// The portable body of [`log_sum_exp_max`] (`FMA`: fused multiply-adds,
+/// only inside a function compiled with the `fma` target feature): the max
+/// in 8 lanes, then [`fast_exp2_f32`] in f32 lanes summed in f64 blocks.
 #[inline(always)]
-pub(crate) fn log_sum_exp_body<const FMA: bool>(logits: &[f32]) -> (f64, f32) {
+pub fn log_sum_exp_body<const FMA: bool>(logits: &[f32]) -> (f64, f32) {
     // max in 8 lanes (a branch-free select, so it vectorises; NaN is skipped)
     let mut mx = [f32::NEG_INFINITY; 8];
     let mut lanes = logits.chunks_exact(8);
@@ -201,7 +222,7 @@ pub(crate) fn log_sum_exp_body<const FMA: bool>(logits: &[f32]) -> (f64, f32) {
 /// fused multiply-adds (only inside a function compiled with the `fma`
 /// target feature — elsewhere `mul_add` is a slow library call).
 #[inline(always)]
-pub(crate) fn fast_exp2_f32<const FMA: bool>(y: f32) -> f32 {
+pub fn fast_exp2_f32<const FMA: bool>(y: f32) -> f32 {
     // clamp (maps NaN and -inf to -126 too), then round to the nearest
     // integer with the 1.5·2²³ trick: pure float/bit arithmetic, so the
     // loop vectorises (an `as i32` cast saturates and does not).
@@ -230,5 +251,178 @@ pub(crate) fn fast_exp2_f32<const FMA: bool>(y: f32) -> f32 {
         r
     } else {
         0.0
+    }
+}
+
+/// `ln x` without a libm call for finite normal `x > 0` (`x = m·2^e`,
+/// `m ∈ [√½, √2)`, `ln m = 2 atanh((m−1)/(m+1))` to degree 13: absolute
+/// error < 10⁻¹²); other inputs go to `f64::ln`. One per candidate in the
+/// sparse paths, where libm's `ln` was a visible share of the call.
+#[inline(always)]
+pub fn ln_f64(x: f64) -> f64 {
+    if !(f64::MIN_POSITIVE..f64::INFINITY).contains(&x) {
+        return x.ln();
+    }
+    let bits = x.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let mut m = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
+    if m > std::f64::consts::SQRT_2 {
+        m *= 0.5;
+        e += 1;
+    }
+    let s = (m - 1.0) / (m + 1.0);
+    let z = s * s;
+    let mut p = 1.0 / 13.0;
+    p = p * z + 1.0 / 11.0;
+    p = p * z + 1.0 / 9.0;
+    p = p * z + 1.0 / 7.0;
+    p = p * z + 1.0 / 5.0;
+    p = p * z + 1.0 / 3.0;
+    p = p * z + 1.0;
+    e as f64 * std::f64::consts::LN_2 + 2.0 * s * p
+}
+
+/// `2^y` for `y ≤ 0` in f64 without a libm call: `y = n + f` by the
+/// 1.5·2⁵² rounding trick, a degree-8 Taylor polynomial for `2^f`
+/// (`|f| ≤ ½`, truncation error < 10⁻⁹), the exponent bits for `2^n`.
+/// 0 below −1022 and for NaN; `+inf` from 1023 up (positive arguments
+/// occur when the shift is not the set's maximum).
+#[inline(always)]
+pub fn exp2_f64(y: f64) -> f64 {
+    const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
+    if y.is_nan() || y <= -1022.0 {
+        return 0.0;
+    }
+    if y >= 1023.0 {
+        return f64::INFINITY;
+    }
+    let t = y + MAGIC;
+    let nf = t - MAGIC;
+    let x = (y - nf) * std::f64::consts::LN_2; // |x| ≤ 0.347
+    let n = t.to_bits().wrapping_sub(MAGIC.to_bits()) as i64; // round(y)
+    let mut p = 1.0 / 40320.0;
+    p = p * x + 1.0 / 5040.0;
+    p = p * x + 1.0 / 720.0;
+    p = p * x + 1.0 / 120.0;
+    p = p * x + 1.0 / 24.0;
+    p = p * x + 1.0 / 6.0;
+    p = p * x + 0.5;
+    p = p * x + 1.0;
+    p = p * x + 1.0;
+    p * f64::from_bits(((n + 1023) as u64) << 52)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zapspec_core::hash::splitmix64;
+    use zapspec_core::prob;
+
+    #[test]
+    fn fast_exp2_is_accurate() {
+        let mut worst = 0.0f64;
+        for i in 0..=200_000 {
+            let y = -(i as f32) * 125.0 / 200_000.0;
+            let got = fast_exp2_f32::<false>(y) as f64;
+            let want = (y as f64).exp2();
+            worst = worst.max((got / want - 1.0).abs());
+        }
+        assert!(worst < 5e-7, "worst relative error {worst}");
+        assert_eq!(fast_exp2_f32::<false>(-200.0), 0.0);
+        assert_eq!(fast_exp2_f32::<false>(f32::NEG_INFINITY), 0.0);
+        assert_eq!(fast_exp2_f32::<false>(0.0), 1.0);
+    }
+
+    #[test]
+    fn exp2_f64_is_accurate() {
+        let mut worst = 0.0f64;
+        for i in 0..=400_000 {
+            let y = -(i as f64) * 1021.0 / 400_000.0;
+            worst = worst.max((exp2_f64(y) / y.exp2() - 1.0).abs());
+        }
+        assert!(worst < 1e-8, "worst relative error {worst}");
+        assert_eq!(exp2_f64(-1100.0), 0.0);
+        assert_eq!(exp2_f64(f64::NAN), 0.0);
+        assert_eq!(exp2_f64(f64::NEG_INFINITY), 0.0);
+        assert_eq!(exp2_f64(0.0), 1.0);
+        for i in 0..=100_000 {
+            let y = i as f64 * 1022.0 / 100_000.0;
+            assert!((exp2_f64(y) / y.exp2() - 1.0).abs() < 1e-8, "{y}");
+        }
+        assert_eq!(exp2_f64(1023.0), f64::INFINITY);
+    }
+
+    #[test]
+    fn ln_f64_is_accurate() {
+        let mut worst = 0.0f64;
+        for i in 0..=200_000u64 {
+            // log-uniform over [1e-300, 1e300] plus values near 1 and √2
+            let x = 10f64.powf(-300.0 + 600.0 * i as f64 / 200_000.0);
+            worst = worst.max((ln_f64(x) - x.ln()).abs());
+            let y = 0.5 + i as f64 / 100_000.0;
+            worst = worst.max((ln_f64(y) - y.ln()).abs());
+        }
+        assert!(worst < 1e-12, "worst absolute error {worst}");
+        for x in [0.0, -1.0, f64::INFINITY, f64::NAN, 1e-310, 1.0] {
+            let (a, b) = (ln_f64(x), x.ln());
+            assert!(a == b || (a.is_nan() && b.is_nan()), "{x}: {a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn fused_exp2_is_accurate() {
+        for i in 0..=20_000 {
+            let y = -(i as f32) * 125.0 / 20_000.0;
+            let (a, b) = (
+                fast_exp2_f32::<true>(y) as f64,
+                fast_exp2_f32::<false>(y) as f64,
+            );
+            let want = (y as f64).exp2();
+            assert!(
+                (a / want - 1.0).abs() < 5e-7 && (b / want - 1.0).abs() < 5e-7,
+                "{y}"
+            );
+        }
+    }
+
+    #[test]
+    fn generic_and_dispatched_normalisers_agree() {
+        let v: Vec<f32> = (0..10_007u64)
+            .map(|i| ((splitmix64(i) >> 40) as f32 / (1u32 << 24) as f32) * 30.0 - 20.0)
+            .collect();
+        let want = prob::logsumexp(&v.iter().map(|&x| x as f64).collect::<Vec<_>>());
+        assert!((log_sum_exp_body::<false>(&v).0 - want).abs() < 1e-6);
+        assert!((log_sum_exp_f32(&v) - want).abs() < 1e-6);
+        let mut w = v.clone();
+        w[17] = f32::NAN; // skipped by the max, exp2 maps it to 0
+        assert!(log_sum_exp_f32(&w).is_finite());
+        // a rising ramp: the running max grows in every block (rescaling)
+        let ramp: Vec<f32> = (0..5_003).map(|i| i as f32 * 0.01 - 20.0).collect();
+        let want = prob::logsumexp(&ramp.iter().map(|&x| x as f64).collect::<Vec<_>>());
+        assert!((log_sum_exp_f32(&ramp) - want).abs() < 1e-6);
+        assert_eq!(log_sum_exp_max(&ramp).1, ramp[5_002]);
+        assert_eq!(
+            log_sum_exp_f32(&[f32::NEG_INFINITY; 1000]),
+            f64::NEG_INFINITY
+        );
+        let mut inf = vec![0.0f32; 1000];
+        inf[700] = f32::INFINITY;
+        assert_eq!(log_sum_exp_f32(&inf), f64::INFINITY);
+    }
+
+    #[test]
+    fn log_sum_exp_matches_f64_reference() {
+        for seed in 0..20u64 {
+            let v: Vec<f32> = (0..5000u64)
+                .map(|i| {
+                    ((splitmix64(seed * 7919 + i) >> 11) as f64 / (1u64 << 53) as f64 * 60.0 - 40.0)
+                        as f32
+                })
+                .collect();
+            let want = prob::logsumexp(&v.iter().map(|&x| x as f64).collect::<Vec<_>>());
+            assert!((log_sum_exp_f32(&v) - want).abs() < 1e-6);
+        }
+        assert_eq!(log_sum_exp_f32(&[f32::NEG_INFINITY; 3]), f64::NEG_INFINITY);
+        assert!((log_sum_exp_f32(&[0.0, f32::NEG_INFINITY]) - 0.0).abs() < 1e-7);
     }
 }
