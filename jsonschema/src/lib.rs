@@ -343,7 +343,9 @@ pub enum RegexDialect {
     /// quantifier is an error, as under ECMA-262's `u` flag (`a{,3}`,
     /// `a{`, a leading `{2}`), and so is `[]` (XGrammar: "Empty character
     /// class is not allowed in regex."); `[^]` is any character, a lone
-    /// `}` literal.
+    /// `}` literal. The regex is matched whole and `^` / `$` are empty
+    /// matches wherever they stand, as XGrammar reads them (`^$|^a` is the
+    /// empty string or `a`).
     Strict,
 }
 /// The regex (`regex-syntax` dialect, fully matched over the decoded

@@ -462,7 +462,7 @@ mod tests {
     fn atom() -> impl Strategy<Value = String> {
         prop_oneof![prop::sample::select(vec![
             "a", "b", "-", ".", r"\d", r"\s", r"\-", r"\n", "[ab]", "[^a]", "[a-c-]", "[-b]",
-            r"[\da]", r"\u0061"
+            r"[\da]", r"\u0061", "^", "$"
         ])
         .prop_map(str::to_string),]
     }

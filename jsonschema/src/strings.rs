@@ -391,6 +391,12 @@ pub(crate) fn ecma_to_regex_syntax_in(
                 return Err(PatternError::HyphenRunInClass)
             }
             '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            // XGrammar's reading: the regex is matched whole, and an anchor
+            // is an empty match wherever it stands (`^$|^https://…` is the
+            // empty string or the URL; `(a|$)` is `a` or nothing)
+            '^' | '$' if strict && !in_class => {
+                quantified = prev;
+            }
             '(' if !in_class && chars.get(i + 1) == Some(&'?') => {
                 let next: String = chars[i + 2..chars.len().min(i + 4)].iter().collect();
                 if next.starts_with('=') || next.starts_with('!') || next == "<=" || next == "<!" {

@@ -174,6 +174,14 @@ fn regex_dialects() {
         // `--` after a range stays refused (not guessed)
         assert!(ecma_regex_to_regex_syntax_in("[a-c--]", d).is_err());
     }
+    // XGrammar's dialect: anchors are empty matches wherever they stand
+    let strict_full = |p: &str, s: &str| full(p, s, RegexDialect::Strict);
+    assert!(
+        strict_full(r"^$|^https://x\.com/", "")
+            && strict_full(r"^$|^https://x\.com/", "https://x.com/")
+    );
+    assert!(strict_full("(a|$)", "") && strict_full("(a|$)", "a") && !strict_full("(a|$)", "b"));
+    assert!(strict_full("[$^]", "$") && strict_full(r"\^", "^"));
     // XGrammar's C escapes, in its dialect only
     assert!(full(r"\a\e", "\u{7}\u{1b}", RegexDialect::Strict));
     assert!(ecma_regex_to_regex_syntax(r"\a").is_err());

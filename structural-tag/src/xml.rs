@@ -299,7 +299,47 @@ impl Lowerer<'_> {
             cohere_depth: std::cell::Cell::new(0),
         };
         let root = self.xml_object(&cx, &j.json_schema, &cx.ptr.clone(), 0)?;
+        self.xml_named_rules(&cx, opts, ptr)?;
         Ok(root)
+    }
+
+    /// XGrammar's named rules of an XML-style grammar, defined once per
+    /// grammar beside the schema's (grammar text written against
+    /// XGrammar's printed rules refers to them; nothing the schema derives
+    /// does, so the engine drops them before compiling): the JSON value
+    /// library (`basic_string`, `basic_array`, `basic_object`, …, in which
+    /// XML styles write array and object values), `xml_any` (an
+    /// unconstrained value: raw text or a JSON value) and
+    /// `xml_variable_name` (a parameter name).
+    fn xml_named_rules(
+        &mut self,
+        cx: &Cx<'_>,
+        opts: &JsonSchemaOptions,
+        ptr: &str,
+    ) -> Result<(), StructTagError> {
+        if self.g.nonterminal("xml_variable_name").is_some() {
+            return Ok(());
+        }
+        let lib = zapspec_grammar::Grammar::from_gbnf(&zapspec_jsonschema::library::library_gbnf(
+            &opts.whitespace,
+        ))
+        .map_err(|e| StructTagError::invalid(ptr, format!("the JSON value library: {e}")))?;
+        if self.g.nonterminal("basic_escape").is_none() {
+            self.g.embed(&lib, "");
+        }
+        // where the style's JSON values cannot be built (Kimi-K3's
+        // `excludes`), `xml_any` is left undefined rather than refusing a
+        // schema whose own rules compiled
+        if let Ok(any) = self.xml_any(cx, ptr) {
+            let nt = self.g.add_nonterminal("xml_any");
+            for a in any {
+                self.g.add_rule(nt, a.body);
+            }
+        }
+        let name = self.g.add_nonterminal("xml_variable_name");
+        self.g
+            .add_rule(name, vec![re("[a-zA-Z_][a-zA-Z0-9_]*".to_string())]);
+        Ok(())
     }
 
     /// `$ref` resolved against the root (a local JSON pointer).
