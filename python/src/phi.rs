@@ -30,7 +30,7 @@ pub(crate) struct PhiRow {
 /// `-inf`. Stop tokens stand for the engine's EOS: their logits' mass is
 /// EOS's, and each allowed stop token gets EOS's Φ̂ (1). Without stop
 /// tokens (`no_stop`), ending is scored with the largest logit's mass.
-/// `mask` is scratch.
+/// `mask` is the matcher's current mask (EOS bit included when it accepts).
 pub(crate) fn apply(
     m: &EarleyMatcher,
     mask: &TokenSet,
