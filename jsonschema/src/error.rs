@@ -224,8 +224,9 @@ pub(crate) enum PatternError {
     #[error("look-around groups are not supported")]
     LookAroundGroup,
     /// `(?` followed by neither `:`, `<name>` nor a look-around: an
-    /// inline flag group such as `(?i)`, which ECMA-262 does not have.
-    #[error("unsupported group modifier `(?` (only `(?:` and `(?<name>` groups)")]
+    /// inline flag setting such as `(?i)`, which ECMA-262 does not have
+    /// (its modifier groups `(?i:…)` are read).
+    #[error("unsupported group modifier `(?` (only `(?:`, `(?<name>` and `(?ims-ims:` groups)")]
     GroupModifier,
     /// A `[` without its `]`.
     #[error("unterminated character class")]

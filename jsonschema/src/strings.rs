@@ -402,9 +402,17 @@ pub(crate) fn ecma_to_regex_syntax_in(
                 if next.starts_with('=') || next.starts_with('!') || next == "<=" || next == "<!" {
                     return Err(PatternError::LookAroundGroup);
                 }
-                // ECMA-262 groups: `(?:…)` and `(?<name>…)`; no inline flags
+                // ECMA-262 groups: `(?:…)`, `(?<name>…)` and (ES2025) the
+                // modifier groups `(?ims-ims:…)`, which regex-syntax reads
+                // alike; an inline flag setting `(?i)` is no ECMA-262 syntax
                 if !next.starts_with(':') && !next.starts_with('<') {
-                    return Err(PatternError::GroupModifier);
+                    let flags = chars[i + 2..]
+                        .iter()
+                        .take_while(|c| matches!(c, 'i' | 'm' | 's' | '-'))
+                        .count();
+                    if flags == 0 || chars.get(i + 2 + flags) != Some(&':') {
+                        return Err(PatternError::GroupModifier);
+                    }
                 }
                 groups += 1;
                 out.push('(');

@@ -171,6 +171,8 @@ fn regex_dialects() {
         // inline flags are no ECMA-262 group
         let e = ecma_regex_to_regex_syntax_in("(?i)abc", d).unwrap_err();
         assert!(e.contains("group modifier"), "{e}");
+        // ES2025's modifier groups are ECMA-262
+        assert!(full("(?i:ab)c", "ABc", d) && !full("(?i:ab)c", "abC", d));
         // `--` after a range stays refused (not guessed)
         assert!(ecma_regex_to_regex_syntax_in("[a-c--]", d).is_err());
     }
