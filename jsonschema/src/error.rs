@@ -225,7 +225,7 @@ pub(crate) enum PatternError {
     LookAroundGroup,
     /// `(?` followed by neither `:`, `<name>` nor a look-around: an
     /// inline flag setting such as `(?i)`, which ECMA-262 does not have
-    /// (its modifier groups `(?i:…)` are read).
+    /// (its modifier groups `(?i:…)` are read); XGrammar's dialect only.
     #[error("unsupported group modifier `(?` (only `(?:`, `(?<name>` and `(?ims-ims:` groups)")]
     GroupModifier,
     /// A `[` without its `]`.

@@ -404,8 +404,12 @@ pub(crate) fn ecma_to_regex_syntax_in(
                 }
                 // ECMA-262 groups: `(?:…)`, `(?<name>…)` and (ES2025) the
                 // modifier groups `(?ims-ims:…)`, which regex-syntax reads
-                // alike; an inline flag setting `(?i)` is no ECMA-262 syntax
-                if !next.starts_with(':') && !next.starts_with('<') {
+                // alike. An inline flag setting `(?i)` is no ECMA-262
+                // syntax: XGrammar's dialect refuses it, as XGrammar does;
+                // JSON Schema `pattern`s keep it with the meaning Python's
+                // `re` and Rust's `regex` give it (real schemas use it, 19
+                // of MaskBench's), as llguidance does
+                if strict && !next.starts_with(':') && !next.starts_with('<') {
                     let flags = chars[i + 2..]
                         .iter()
                         .take_while(|c| matches!(c, 'i' | 'm' | 's' | '-'))
