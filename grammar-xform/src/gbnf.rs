@@ -93,6 +93,28 @@ pub struct ParsedGrammar {
     pub warnings: Vec<Warning>,
 }
 
+/// `s` as a GBNF string literal: `"`, `\\`, `\n`, `\r`, `\t` escaped, other
+/// controls as `\uXXXX`; [`Grammar::from_gbnf`] reads it back as `s`. For
+/// producers of GBNF text (the Lark reader, the JSON value library).
+pub fn quote_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Parses GBNF text (see the module docs for the dialect).
 pub fn parse_gbnf(src: &str) -> Result<ParsedGrammar, GrammarError> {
     Parser::new(src).parse()

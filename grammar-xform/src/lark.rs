@@ -841,13 +841,13 @@ impl Parser {
                             if c.is_ascii_alphabetic() {
                                 format!("[{}{}]", c.to_ascii_lowercase(), c.to_ascii_uppercase())
                             } else {
-                                quoted(&c.to_string())
+                                crate::gbnf::quote_literal(&c.to_string())
                             }
                         })
                         .collect();
                     format!("( {} )", parts.join(" "))
                 } else {
-                    quoted(&text)
+                    crate::gbnf::quote_literal(&text)
                 }
             }
             Tok::Regex(r, flags) => {
@@ -1037,25 +1037,6 @@ fn replace_rules(g: &mut Grammar, at: NtId, root: NtId) {
 fn unescape(s: &str) -> Result<String, String> {
     serde_json::from_str::<String>(&format!("\"{s}\""))
         .map_err(|e| format!("invalid string literal: {e}"))
-}
-
-fn quoted(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 fn class_char(c: char) -> String {

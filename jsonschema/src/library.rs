@@ -18,6 +18,7 @@
 //! compiler's output stays the schema's rules alone. Cost: one GBNF parse of
 //! ten rules per call.
 
+use zapspec_grammar::gbnf::quote_literal;
 use zapspec_grammar::ir::Grammar;
 
 use crate::Whitespace;
@@ -51,7 +52,11 @@ pub fn library_gbnf(ws: &Whitespace) -> String {
             item_separator,
             key_separator,
             ..
-        } => (String::new(), quote(item_separator), quote(key_separator)),
+        } => (
+            String::new(),
+            quote_literal(item_separator),
+            quote_literal(key_separator),
+        ),
     };
     format!(
         r#"basic_escape ::= /["\\\/bfnrt]|u[0-9A-Fa-f]{{4}}/
@@ -66,22 +71,6 @@ basic_array ::= "["{sp} basic_any ({item} basic_any)*{sp} "]" | "["{sp} "]"
 basic_object ::= "{{"{sp} basic_string {key} basic_any ({item} basic_string {key} basic_any)*{sp} "}}" | "{{"{sp} "}}"
 "#
     )
-}
-
-fn quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// `schema` (a compiled schema's grammar) with the library's rules added

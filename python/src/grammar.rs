@@ -440,18 +440,7 @@ impl Grammar {
         // XGrammar's regexes are ECMAScript's (a `[` inside a class is
         // literal, `\d` is ASCII): rewritten for the engine's dialect
         let translated = zapspec_jsonschema::ecma_regex_to_regex_syntax_in(source, dialect)
-            .map_err(|m| {
-                raise(
-                    py,
-                    "GrammarError",
-                    format!("bad regex: {m}"),
-                    Fields {
-                        kind: Some("regex".into()),
-                        position: Some((1, 1)),
-                        ..Fields::default()
-                    },
-                )
-            })?;
+            .map_err(|m| regex_refusal(py, &m))?;
         let pattern = translated.as_str();
         if let Err(e) = regex_syntax::Parser::new().parse(pattern) {
             let (offset, msg) = match &e {
@@ -569,11 +558,7 @@ impl Grammar {
         annex_b: bool,
     ) -> PyResult<Self> {
         let _ = print_converted_ebnf;
-        let dialect = if annex_b {
-            RegexDialect::AnnexB
-        } else {
-            RegexDialect::Strict
-        };
+        let dialect = regex_dialect(annex_b);
         guard(|| {
             Ok(Grammar {
                 inner: Self::regex_in(py, regex_string, dialect)?,
@@ -724,25 +709,33 @@ pub(crate) fn _builtin_structural_tag_json(
 #[pyfunction]
 #[pyo3(signature = (regex, annex_b = false))]
 pub(crate) fn _regex_to_gbnf(py: Python<'_>, regex: &str, annex_b: bool) -> PyResult<String> {
-    let dialect = if annex_b {
+    let dialect = regex_dialect(annex_b);
+    // the same refusals, messages and positions as `Grammar.from_regex`
+    Grammar::regex_in(py, regex, dialect)?;
+    zapspec_jsonschema::ecma_regex_to_gbnf(regex, dialect).map_err(|m| regex_refusal(py, &m))
+}
+
+/// `Grammar.from_regex`'s reading: XGrammar's, or Annex B's.
+fn regex_dialect(annex_b: bool) -> RegexDialect {
+    if annex_b {
         RegexDialect::AnnexB
     } else {
         RegexDialect::Strict
-    };
-    // the same refusals, messages and positions as `Grammar.from_regex`
-    Grammar::regex_in(py, regex, dialect)?;
-    zapspec_jsonschema::ecma_regex_to_gbnf(regex, dialect).map_err(|m| {
-        raise(
-            py,
-            "GrammarError",
-            format!("bad regex: {m}"),
-            Fields {
-                kind: Some("regex".into()),
-                position: Some((1, 1)),
-                ..Fields::default()
-            },
-        )
-    })
+    }
+}
+
+/// A regex the ECMAScript reading refuses, as `zapspec.GrammarError`.
+fn regex_refusal(py: Python<'_>, message: &str) -> PyErr {
+    raise(
+        py,
+        "GrammarError",
+        format!("bad regex: {message}"),
+        Fields {
+            kind: Some("regex".into()),
+            position: Some((1, 1)),
+            ..Fields::default()
+        },
+    )
 }
 
 #[pyfunction]
