@@ -44,6 +44,11 @@ pub(crate) struct Emitter<'a> {
     /// many `format: uri` or equal `pattern` fields are translated,
     /// encoded and printed once ([`Emitter::string`]).
     string_memo: HashMap<StringKw, Vec<Vec<Symbol>>>,
+    /// The terminals of "a JSON string that is none of these names"
+    /// ([`key_regex_excluding`]), by the sorted, deduplicated names: the
+    /// open objects of one shape (a definition's properties inlined at many
+    /// places, the branches of a DNF) build and print the regex once.
+    exclusions: HashMap<Vec<String>, Terminal>,
     /// Work items: nonterminal, subschema, pointer, nesting depth, JSON
     /// depth.
     queue: VecDeque<(NtId, Sub<'a>, String, usize, usize)>,
@@ -416,6 +421,21 @@ fn bounded_multiples(b: &Bounds, k: u64) -> Option<Vec<i64>> {
 }
 
 impl<'a> Emitter<'a> {
+    /// The terminal of the JSON string literals (quotes included) whose
+    /// content is none of `names` ([`key_regex_excluding`]), built once per
+    /// name set and grammar ([`Emitter::exclusions`]).
+    pub(crate) fn excluding_terminal(&mut self, names: &[&str]) -> Terminal {
+        let mut key: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        key.sort_unstable();
+        key.dedup();
+        if let Some(t) = self.exclusions.get(&key) {
+            return t.clone();
+        }
+        let t = self.g.regex_terminal(key_regex_excluding(names));
+        self.exclusions.insert(key, t.clone());
+        t
+    }
+
     pub fn compile(
         schema: &'a Value,
         opts: &'a JsonSchemaOptions,
@@ -466,6 +486,7 @@ impl<'a> Emitter<'a> {
             memo: HashMap::default(),
             by_addr: HashMap::default(),
             string_memo: HashMap::default(),
+            exclusions: HashMap::default(),
             queue: VecDeque::new(),
             depth: 0,
             jdepth: 0,
@@ -883,7 +904,7 @@ impl<'a> Emitter<'a> {
                 && sk.min_length.is_none()
                 && sk.max_length.is_none()
             {
-                let key = self.g.regex_terminal(key_regex_excluding(&names));
+                let key = self.excluding_terminal(&names);
                 self.g.add_rule(nt, vec![Symbol::T(key)]);
                 return Ok(());
             }

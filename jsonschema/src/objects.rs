@@ -279,6 +279,9 @@ enum KeyPlan {
     /// One regex terminal given as its HIR (added with
     /// [`zapspec_grammar::Grammar::regex_terminal`]).
     Hir(regex_syntax::hir::Hir),
+    /// The keys that are none of the object's declared names (the
+    /// emitter's [`Emitter::excluding_terminal`], built once per name set).
+    Undeclared,
     /// A right-linear grammar of the region's automaton.
     Region(RegionGrammar),
     /// The keys both HIRs match ([`Terminal::And`]): no declared name, and
@@ -312,7 +315,7 @@ fn extra_regions<'a>(
         }
         if filter.is_none() {
             return Ok(vec![(
-                KeyPlan::Hir(key_regex_excluding(names)),
+                KeyPlan::Undeclared,
                 additional.clone(),
                 push_ptr(ptr, "additionalProperties"),
             )]);
@@ -498,6 +501,7 @@ impl<'a> Emitter<'a> {
             let key = match key {
                 KeyPlan::Regex(r) => re(r),
                 KeyPlan::Hir(h) => Symbol::T(self.g.regex_terminal(h)),
+                KeyPlan::Undeclared => Symbol::T(self.excluding_terminal(&name_refs)),
                 KeyPlan::Region(r) => self.region_key(&r, &ptr)?,
                 KeyPlan::And(a, b) => {
                     let (Terminal::Regex(a), Terminal::Regex(b)) =

@@ -770,18 +770,12 @@ fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
         }
         nodes[cur].end = true;
     }
-    let any = ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')]);
-    // ASCII characters written raw, and everything else (non-ASCII or
-    // escaped). Names are mostly ASCII, so the exits of most trie nodes
-    // through "everything else" share one continuation — which keeps the
-    // DFA at about one state per trie node.
-    let ascii_raw = {
-        let mut c = ClassUnicode::new([ClassUnicodeRange::new(' ', '\u{7F}')]);
-        c.difference(&special_class());
-        c
-    };
-    let mut generic = any.clone();
-    generic.difference(&ascii_raw);
+    let Exclusion {
+        ascii_raw,
+        generic,
+        generic_enc,
+        rest,
+    } = Exclusion::get();
     // Per trie node: whether a key may end there (no name does), its exit
     // through a raw ASCII character, its exit through the other
     // characters when a child is one of them (else the node shares one
@@ -801,9 +795,8 @@ fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
             if a.iter().next().is_some() {
                 exits.push(Hir::class(Class::Unicode(a)));
             }
-            let mut g = generic.clone();
-            g.intersect(&kids);
-            let shared = g.iter().next().is_none();
+            let raw = |c: char| (' '..='\u{7F}').contains(&c) && c != '"' && c != '\\';
+            let shared = node.kids.keys().all(|&c| raw(c));
             if !shared {
                 let mut other = generic.clone();
                 other.difference(&kids);
@@ -865,20 +858,57 @@ fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
     };
     let mut exits: Vec<Hir> = exits.into_iter().collect();
     if let Some(shared) = shared {
-        exits.push(Hir::concat(vec![shared, encode_class(&generic)]));
+        exits.push(Hir::concat(vec![shared, generic_enc.clone()]));
     }
-    let rest = Hir::repetition(Repetition {
-        min: 0,
-        max: None,
-        greedy: true,
-        sub: Box::new(encode_class(&any)),
-    });
+    let rest = rest.clone();
     let mut alts: Vec<Hir> = ends.into_iter().collect();
     if !exits.is_empty() {
         alts.push(Hir::concat(vec![Hir::alternation(exits), rest]));
     }
     let quote = || Hir::literal(*b"\"");
     Hir::concat(vec![quote(), Hir::alternation(alts), quote()])
+}
+
+/// The parts of every [`key_regex_excluding`] regex that do not depend on
+/// the names, built once per process (their encodings take most of the
+/// time of a small name set's regex otherwise).
+struct Exclusion {
+    /// ASCII characters written raw in a JSON string.
+    ascii_raw: ClassUnicode,
+    /// Every other character (non-ASCII, or escaped).
+    generic: ClassUnicode,
+    /// The encodings of `generic`'s characters ([`encode_class`]).
+    generic_enc: Hir,
+    /// Any string content: the encodings of any characters, repeated.
+    rest: Hir,
+}
+
+impl Exclusion {
+    fn get() -> &'static Exclusion {
+        static E: std::sync::OnceLock<Exclusion> = std::sync::OnceLock::new();
+        E.get_or_init(|| {
+            let any = ClassUnicode::new([ClassUnicodeRange::new('\0', '\u{10FFFF}')]);
+            // ASCII characters written raw, and everything else (non-ASCII
+            // or escaped). Names are mostly ASCII, so the exits of most trie
+            // nodes through "everything else" share one continuation —
+            // which keeps the DFA at about one state per trie node.
+            let mut ascii_raw = ClassUnicode::new([ClassUnicodeRange::new(' ', '\u{7F}')]);
+            ascii_raw.difference(&special_class());
+            let mut generic = any.clone();
+            generic.difference(&ascii_raw);
+            Exclusion {
+                generic_enc: encode_class(&generic),
+                rest: Hir::repetition(Repetition {
+                    min: 0,
+                    max: None,
+                    greedy: true,
+                    sub: Box::new(encode_class(&any)),
+                }),
+                ascii_raw,
+                generic,
+            }
+        })
+    }
 }
 
 /// Names at most this long (in characters) get [`key_regex_excluding`]'s
