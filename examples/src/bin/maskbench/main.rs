@@ -342,7 +342,7 @@ fn child_main(a: &Args) -> Result<()> {
 /// Parent side of one engine: spawn children until every schema has a
 /// result; a child that dies or makes no progress for `hard` is killed and
 /// the schema it was on recorded as a crash.
-fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<EngineSummary> {
+fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<(EngineSummary, Vec<SchemaResult>)> {
     let path = jsonl_path(&a.out, engine);
     File::create(&path)?; // truncate
     let hard = Duration::from_millis(a.timeout_ms * 2 + 30_000);
@@ -455,10 +455,10 @@ fn supervise(engine: &str, a: &Args, n_files: usize) -> Result<EngineSummary> {
     s.engine_build_ms = build_ms;
     s.child_restarts = restarts;
     s.wall_s = t_start.elapsed().as_secs_f64();
-    Ok(s)
+    Ok((s, results))
 }
 
-fn print_reports(a: &Args, sums: &[EngineSummary]) -> Result<()> {
+fn print_reports(a: &Args, sums: &[EngineSummary], per_engine: &[Vec<SchemaResult>]) -> Result<()> {
     std::fs::create_dir_all(&a.out)?;
     let mut all = File::create(a.out.join("summary.jsonl"))?;
     for s in sums {
@@ -478,6 +478,14 @@ fn print_reports(a: &Args, sums: &[EngineSummary]) -> Result<()> {
         a.timeout_ms
     );
     md.push_str(&markdown_table(sums));
+    if sums.len() > 1 {
+        let common = report::common_set(sums, per_engine);
+        let mut f = File::create(a.out.join("common.summary.jsonl"))?;
+        for s in &common.sums {
+            writeln!(f, "{}", serde_json::to_string(s)?)?;
+        }
+        md.push_str(&report::markdown_common(&common));
+    }
     md.push_str(&markdown_heap(sums));
     md.push_str(&markdown_reasons(sums, 12));
     let abl: Vec<EngineSummary> = sums
@@ -539,6 +547,7 @@ fn main() -> Result<()> {
     );
     std::fs::create_dir_all(&a.out)?;
     let mut sums = Vec::new();
+    let mut per_engine = Vec::new();
     if a.in_process {
         let vocab = load_vocab()?;
         for e in &engines {
@@ -552,13 +561,16 @@ fn main() -> Result<()> {
             let mut s = summarize(e, &results);
             s.wall_s = t.elapsed().as_secs_f64();
             sums.push(s);
+            per_engine.push(results);
         }
     } else {
         for e in &engines {
-            sums.push(supervise(e, &a, files.len())?);
+            let (s, results) = supervise(e, &a, files.len())?;
+            sums.push(s);
+            per_engine.push(results);
         }
     }
-    print_reports(&a, &sums)
+    print_reports(&a, &sums, &per_engine)
 }
 
 #[cfg(test)]

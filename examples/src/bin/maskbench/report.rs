@@ -434,3 +434,133 @@ pub fn markdown_ablation(sums: &[EngineSummary]) -> String {
     }
     out
 }
+
+/// The engines' summaries over the schemas that every engine compiled
+/// (passing or failing some test; not refused, timed out or crashed), so
+/// that no engine's percentiles are charged for schemas another refuses.
+pub struct CommonSet {
+    /// Schemas in the set.
+    pub schemas: usize,
+    /// One summary per engine, in the run's order, over those schemas
+    /// (process-wide figures, peak RSS and baseline, are copied from the
+    /// engine's whole run).
+    pub sums: Vec<EngineSummary>,
+    /// Per-schema TTFM ratio of the first other engine to `llguidance`:
+    /// (engine, ratio summary, share of schemas slower, schemas > 2×
+    /// slower), when `llguidance` ran.
+    pub ratio: Option<(String, Summary, f64, usize)>,
+    /// The slowest schemas of that engine by TTFM: (file, its TTFM,
+    /// llguidance's TTFM), µs.
+    pub slowest: Vec<(String, f64, f64)>,
+}
+
+fn compiled(r: &SchemaResult) -> bool {
+    matches!(r.status, Status::Pass | Status::Fail)
+}
+
+/// [`CommonSet`] of a run: `per_engine[i]` are the results of `sums[i]`.
+pub fn common_set(sums: &[EngineSummary], per_engine: &[Vec<SchemaResult>]) -> CommonSet {
+    use std::collections::{BTreeSet, HashMap};
+    let sets: Vec<BTreeSet<usize>> = per_engine
+        .iter()
+        .map(|rs| rs.iter().filter(|r| compiled(r)).map(|r| r.index).collect())
+        .collect();
+    let common: BTreeSet<usize> = match sets.split_first() {
+        Some((first, rest)) => first
+            .iter()
+            .copied()
+            .filter(|i| rest.iter().all(|s| s.contains(i)))
+            .collect(),
+        None => BTreeSet::new(),
+    };
+    let out: Vec<EngineSummary> = sums
+        .iter()
+        .zip(per_engine)
+        .map(|(whole, rs)| {
+            let kept: Vec<SchemaResult> = rs
+                .iter()
+                .filter(|r| common.contains(&r.index))
+                .cloned()
+                .collect();
+            let mut s = summarize(&whole.engine, &kept);
+            s.vmhwm_kib = whole.vmhwm_kib;
+            s.baseline_rss_kib = whole.baseline_rss_kib;
+            s.baseline_heap_bytes = whole.baseline_heap_bytes;
+            s.engine_build_ms = whole.engine_build_ms;
+            s.wall_s = whole.wall_s;
+            s
+        })
+        .collect();
+    let base = sums.iter().position(|s| s.engine == "llguidance");
+    let other = sums.iter().position(|s| s.engine != "llguidance");
+    let (mut ratio, mut slowest) = (None, Vec::new());
+    if let (Some(b), Some(o)) = (base, other) {
+        let ttfm = |rs: &[SchemaResult]| -> HashMap<usize, (String, f64)> {
+            rs.iter()
+                .filter(|r| common.contains(&r.index))
+                .filter_map(|r| r.ttfm_us.map(|t| (r.index, (r.file.clone(), t))))
+                .collect()
+        };
+        let (tb, to) = (ttfm(&per_engine[b]), ttfm(&per_engine[o]));
+        let mut pairs: Vec<(String, f64, f64)> = to
+            .iter()
+            .filter_map(|(i, (f, t))| tb.get(i).map(|(_, u)| (f.clone(), *t, *u)))
+            .collect();
+        let ratios: Vec<f64> = pairs
+            .iter()
+            .filter(|p| p.2 > 0.0)
+            .map(|p| p.1 / p.2)
+            .collect();
+        if !ratios.is_empty() {
+            let slower = ratios.iter().filter(|&&r| r > 1.0).count() as f64 / ratios.len() as f64;
+            let over2 = ratios.iter().filter(|&&r| r > 2.0).count();
+            ratio = Some((sums[o].engine.clone(), Summary::of(&ratios), slower, over2));
+        }
+        pairs.sort_by(|x, y| y.1.total_cmp(&x.1));
+        pairs.truncate(10);
+        slowest = pairs;
+    }
+    CommonSet {
+        schemas: common.len(),
+        sums: out,
+        ratio,
+        slowest,
+    }
+}
+
+/// The [`CommonSet`] as Markdown: the side-by-side table, the per-schema
+/// ratio and the slowest schemas.
+pub fn markdown_common(c: &CommonSet) -> String {
+    let mut md = format!(
+        "\n### Over the {} schemas every engine compiles\n\n\
+         Percentiles over the same schemas for every engine (peak RSS and the \
+         baseline are the whole run's).\n\n",
+        c.schemas
+    );
+    md.push_str(&markdown_table(&c.sums));
+    if let Some((engine, r, slower, over2)) = &c.ratio {
+        md.push_str(&format!(
+            "\nPer-schema TTFM ratio {engine} / llguidance: p25 {:.2}, p50 {:.2}, p75 {:.2}, \
+             p90 {:.2}, p99 {:.2}, max {:.2}, mean {:.2}; {:.0}% of schemas slower, \
+             {over2} more than 2× slower.\n",
+            r.p25,
+            r.p50,
+            r.p75,
+            r.p90,
+            r.p99,
+            r.max,
+            r.mean,
+            100.0 * slower
+        ));
+    }
+    if !c.slowest.is_empty() {
+        md.push_str("\n| slowest by TTFM | TTFM | llguidance |\n|---|---:|---:|\n");
+        for (f, t, u) in &c.slowest {
+            let name = std::path::Path::new(f)
+                .file_name()
+                .map_or(f.clone(), |n| n.to_string_lossy().into_owned());
+            md.push_str(&format!("| `{name}` | {} | {} |\n", fmt_us(*t), fmt_us(*u)));
+        }
+    }
+    md
+}

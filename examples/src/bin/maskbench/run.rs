@@ -157,6 +157,10 @@ pub struct SchemaResult {
     /// the first mask, µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttfm_first_mask_us: Option<f64>,
+    /// Time until the compile or the first mask failed, µs (compile
+    /// errors only: how long a refusal takes, e.g. at a limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_us: Option<f64>,
     /// Every other mask, ns.
     pub tbm_ns: Vec<u64>,
     pub valid_tests: usize,
@@ -266,6 +270,7 @@ fn run_schema_inner(
     let mut c = match adapter.compile(&case.schema) {
         Ok(c) => c,
         Err(f) => {
+            res.refused_us = Some(t0.elapsed().as_nanos() as f64 / 1000.0);
             res.status = Status::CompileError;
             res.error_category = Some(f.category);
             res.error = Some(f.message);
@@ -283,6 +288,7 @@ fn run_schema_inner(
     res.ttfm_automata_us = built0.zip(adapter.automaton_build_us()).map(|(a, b)| b - a);
     res.ttfm_schema_us = adapter.schema_step_us(&case.schema);
     if let Err(e) = first {
+        res.refused_us = res.ttfm_us;
         res.status = Status::CompileError;
         res.error_category = Some("first mask failed".into());
         res.error = Some(e);

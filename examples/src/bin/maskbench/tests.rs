@@ -328,3 +328,42 @@ fn the_adapter_compiles_what_the_facade_compiles() {
     facade.fill_mask(&mut mask);
     assert!(ours.eos_allowed() && mask.contains(v.eos()));
 }
+
+#[test]
+fn the_common_set_keeps_only_what_every_engine_compiled() {
+    let r = |index: usize, status: Status, ttfm: f64| SchemaResult {
+        index,
+        file: format!("dir/s{index}.json"),
+        status,
+        ttfm_us: (status != Status::CompileError).then_some(ttfm),
+        ..Default::default()
+    };
+    // Schema 1 is refused by llguidance, schema 2 crashes ours; 0 and 3
+    // are compiled by both (3 compiled but failing a test still counts).
+    let ours = vec![
+        r(0, Status::Pass, 100.0),
+        r(1, Status::Pass, 9_000.0),
+        r(2, Status::Crash, 0.0),
+        r(3, Status::Fail, 300.0),
+    ];
+    let theirs = vec![
+        r(0, Status::Pass, 50.0),
+        r(1, Status::CompileError, 0.0),
+        r(2, Status::Pass, 10.0),
+        r(3, Status::Pass, 600.0),
+    ];
+    let sums = vec![
+        summarize("zapspec", &ours),
+        summarize("llguidance", &theirs),
+    ];
+    let c = report::common_set(&sums, &[ours, theirs]);
+    assert_eq!(c.schemas, 2);
+    assert_eq!(c.sums[0].ttfm_us.count, 2);
+    assert_eq!(c.sums[0].ttfm_us.max, 300.0);
+    assert_eq!(c.sums[1].ttfm_us.max, 600.0);
+    let (engine, ratio, slower, over2) = c.ratio.clone().expect("llguidance ran");
+    assert_eq!(engine, "zapspec");
+    assert_eq!((ratio.max, slower, over2), (2.0, 0.5, 0));
+    assert_eq!(c.slowest[0], ("dir/s3.json".into(), 300.0, 600.0));
+    assert!(report::markdown_common(&c).contains("| `s3.json` |"));
+}
