@@ -44,7 +44,7 @@ use crate::compile::Facts;
 use crate::error::EarleyError;
 use crate::slicer::{Slice, Tier};
 use crate::terminal::ByteDfa;
-use crate::walk::{end_classes, live_tokens, EndClasses};
+use crate::walk::{end_classes, live_tokens_into, EndClasses};
 use zapspec_grammar::segmented::Segmented;
 use zapspec_toktrie::TokTrie;
 
@@ -197,15 +197,6 @@ impl Bits {
             Bits::Sparse(v) | Bits::Sliced(_, v) => v.capacity() * 16,
         }
     }
-}
-
-fn sparse_words(s: &TokenSet) -> Vec<(u32, u64)> {
-    s.words()
-        .iter()
-        .enumerate()
-        .filter(|(_, &w)| w != 0)
-        .map(|(i, &w)| (i as u32, w))
-        .collect()
 }
 
 /// What one (terminal, DFA state) contributes to a mask.
@@ -578,24 +569,21 @@ pub(crate) fn compute(
         }
     }
     if let Some(t) = best {
-        let (extra, suffixes) = classify(dfa, s, t.rest(), vocab_len);
+        let (extra, suffixes) = classify(dfa, s, t.rest(), vocab_len, false);
+        let Bits::Sparse(extra) = extra else {
+            unreachable!("classify without dense output gives sparse words")
+        };
         return CiEntry {
-            allowed: Bits::Sliced(t.tokens().clone(), sparse_words(&extra)),
+            allowed: Bits::Sliced(t.tokens().clone(), extra),
             suffixes,
             account: None,
             residual: None,
             used: AtomicU64::new(0),
         };
     }
-    let (allowed, suffixes) = classify(dfa, s, trie, vocab_len);
-    let nz = allowed.words().iter().filter(|&&w| w != 0).count();
-    let bits = if nz * 4 < allowed.words().len() {
-        Bits::Sparse(sparse_words(&allowed))
-    } else {
-        Bits::Dense(allowed)
-    };
+    let (allowed, suffixes) = classify(dfa, s, trie, vocab_len, true);
     CiEntry {
-        allowed: bits,
+        allowed,
         suffixes,
         account: None,
         residual: None,
@@ -606,9 +594,49 @@ pub(crate) fn compute(
 /// Walks `trie` with `dfa` from `s`: the tokens that keep the DFA live, and
 /// the trie of the remainders of the context-dependent ones (merged from
 /// the subtrees below the nodes where the terminal can end).
-fn classify(dfa: &ByteDfa, s: u32, trie: &TokTrie, vocab_len: usize) -> (TokenSet, TokTrie) {
-    let mut ends: Vec<u32> = Vec::new();
-    let allowed = live_tokens(dfa, s, trie, vocab_len, |i| ends.push(i));
-    let suffixes = trie.merge_subtrees(&ends, |t| !allowed.contains(t));
-    (allowed, suffixes)
+///
+/// The tokens are collected in a per-thread scratch set of the vocabulary
+/// ([`live_tokens_into`]) and kept as the words they touched
+/// ([`Bits::Sparse`]) when those are under a quarter of the set's words,
+/// else (`dense` allowed) as a copy of the set ([`Bits::Dense`]); only the
+/// touched words of the scratch are cleared. A literal's or a key's entry
+/// holds a handful of tokens: it no longer allocates, zeroes and scans a
+/// set of the whole vocabulary.
+fn classify(
+    dfa: &ByteDfa,
+    s: u32,
+    trie: &TokTrie,
+    vocab_len: usize,
+    dense: bool,
+) -> (Bits, TokTrie) {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<(TokenSet, Vec<u32>)> =
+            std::cell::RefCell::new((TokenSet::new(0), Vec::new()));
+    }
+    SCRATCH.with(|cell| {
+        let mut guard = cell.borrow_mut();
+        let (set, touched) = &mut *guard;
+        if set.universe() != vocab_len {
+            *set = TokenSet::new(vocab_len);
+        }
+        touched.clear();
+        let mut ends: Vec<u32> = Vec::new();
+        live_tokens_into(dfa, s, trie, set.words_mut(), touched, |i| ends.push(i));
+        let suffixes = trie.merge_subtrees(&ends, |t| !set.contains(t));
+        let nwords = set.words().len();
+        let bits = if dense && touched.len() * 4 >= nwords {
+            let copy = set.clone();
+            set.clear();
+            Bits::Dense(copy)
+        } else {
+            touched.sort_unstable();
+            let words = set.words_mut();
+            let ws = touched
+                .iter()
+                .map(|&i| (i, std::mem::take(&mut words[i as usize])))
+                .collect();
+            Bits::Sparse(ws)
+        };
+        (bits, suffixes)
+    })
 }

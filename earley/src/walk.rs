@@ -21,26 +21,47 @@ pub(crate) fn live_tokens(
     s: u32,
     trie: &TokTrie,
     vocab_len: usize,
-    mut on_end: impl FnMut(u32),
+    on_end: impl FnMut(u32),
 ) -> TokenSet {
     let mut allowed = TokenSet::new(vocab_len);
+    let mut touched = Vec::new();
+    live_tokens_into(dfa, s, trie, allowed.words_mut(), &mut touched, on_end);
+    allowed
+}
+
+/// [`live_tokens`] into the words of a set that the caller owns and
+/// clears (a reused scratch set): sets the live tokens' bits in `words`
+/// and appends to `touched` the index of every word it made non-zero, in
+/// no particular order. A caller that keeps only a few words reads and
+/// clears just those, instead of allocating, zeroing and scanning a set
+/// of the whole vocabulary per call.
+pub(crate) fn live_tokens_into(
+    dfa: &ByteDfa,
+    s: u32,
+    trie: &TokTrie,
+    words: &mut [u64],
+    touched: &mut Vec<u32>,
+    mut on_end: impl FnMut(u32),
+) {
     if s == DEAD {
-        return allowed;
+        return;
     }
-    let words = allowed.words_mut();
     trie.walk_states(
         s,
         |q, b| Some(dfa.next(q, b)).filter(|&t| t != DEAD),
         |i, st, toks| {
             for &t in toks {
-                words[(t >> 6) as usize] |= 1u64 << (t & 63);
+                let w = &mut words[(t >> 6) as usize];
+                if *w == 0 {
+                    touched.push(t >> 6);
+                }
+                *w |= 1u64 << (t & 63);
             }
             if trie.has_children(i) && dfa.is_accepting(st) {
                 on_end(i as u32);
             }
         },
     );
-    allowed
 }
 
 /// The tokens that keep a terminal's DFA live from one state, grouped by

@@ -128,6 +128,47 @@ impl DenseDfa {
         Self::trimmed([0; 256], 1, &[], &[], DEAD)
     }
 
+    /// The automaton of exactly `bytes`, written down directly: state
+    /// `i + 1` has read the first `i` bytes (the start is 1, the last
+    /// state accepts), each distinct byte of the literal is its own class
+    /// and every other byte shares class 0. The language [`determinize`]
+    /// builds for the literal's HIR, without an NFA or a determinisation:
+    /// `O(len × classes)`, against a lazy DFA's per-transition closure.
+    pub fn literal(bytes: &[u8]) -> Self {
+        let mut present = [false; 256];
+        for &b in bytes {
+            present[b as usize] = true;
+        }
+        let distinct = present.iter().filter(|&&p| p).count();
+        let mut classes = [0u8; 256];
+        let ncls = if distinct == 256 {
+            // no byte outside the literal: one class per byte
+            for (b, c) in classes.iter_mut().enumerate() {
+                *c = b as u8;
+            }
+            256
+        } else {
+            let mut next = 1u8;
+            for (b, _) in present.iter().enumerate().filter(|(_, &p)| p) {
+                classes[b] = next;
+                next += 1;
+            }
+            distinct + 1
+        };
+        let n = bytes.len();
+        let mut trans = vec![DEAD; (n + 2) * ncls];
+        for (i, &b) in bytes.iter().enumerate() {
+            trans[(i + 1) * ncls + classes[b as usize] as usize] = i as u32 + 2;
+        }
+        let mut accepting = vec![false; n + 2];
+        accepting[n + 1] = true;
+        DenseDfa {
+            classes,
+            tables: DenseTables::from_rows(ncls, trans, accepting),
+            start: 1,
+        }
+    }
+
     /// Re-tables an automaton under construction: states `1..=acc.len()`
     /// (`raw[(s − 1) · ncls + c]` the target of state `s` on class `c`,
     /// [`DEAD`] = 0; `acc[s − 1]` whether `s` accepts) from `start`. Keeps
@@ -454,6 +495,41 @@ mod tests {
                 d.tables.next(s, d.classes[b as usize] as usize)
             }
         })
+    }
+
+    proptest::proptest! {
+        /// The directly written literal automaton against the determinised
+        /// one of the same literal: the same state reached (accepting, live
+        /// or dead) after every probe, including the literal's prefixes.
+        #[test]
+        fn a_literal_automaton_is_the_determinised_one(
+            lit in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..12),
+            probes in proptest::collection::vec(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..14), 0..24),
+        ) {
+            let hir = Hir::literal(lit.clone());
+            let reference = determinize(&hir, "lit", &RegexLimits::default()).unwrap();
+            let direct = DenseDfa::literal(&lit);
+            let prefixes = (0..=lit.len() + 1).map(|k| lit.iter().copied().chain([b'x']).take(k).collect::<Vec<u8>>());
+            for p in probes.into_iter().chain(prefixes) {
+                let (a, b) = (run(&direct, &p), run(&reference, &p));
+                proptest::prop_assert_eq!(a == DEAD, b == DEAD, "{:?}", p);
+                if a != DEAD {
+                    proptest::prop_assert_eq!(direct.tables.is_accepting(a), reference.tables.is_accepting(b));
+                    proptest::prop_assert_eq!(direct.tables.can_continue(a), reference.tables.can_continue(b));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_literal_of_every_byte_has_a_class_per_byte() {
+        let lit: Vec<u8> = (0..=255u8).collect();
+        let d = DenseDfa::literal(&lit);
+        assert_eq!(d.tables.stride(), 256);
+        let end = run(&d, &lit);
+        assert!(d.tables.is_accepting(end) && !d.tables.can_continue(end));
+        assert_eq!(run(&d, &[1]), DEAD);
     }
 
     #[test]

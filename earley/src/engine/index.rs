@@ -126,6 +126,14 @@ pub struct IndexConfig {
     /// `RegexLimits::nfa_bytes` despite the estimate that admitted it) is
     /// reported by the matcher like a `dfa_states` overflow.
     pub deferred_terminals: bool,
+    /// Write the automaton of a literal terminal down directly (one state
+    /// per byte, [`zapspec_grammar::dense::DenseDfa::literal`]) instead of
+    /// compiling it as a regex (NFA, then a lazy or eager DFA): a grammar
+    /// of thousands of literals (a long `enum`, many keys) no longer pays
+    /// an NFA and a lazy closure per transition for each. Literals over
+    /// 1 KiB take the regex path. Off: the ablation, and literals under the
+    /// regex limits as before.
+    pub direct_literals: bool,
     /// Time each terminal automaton built at compile time (wall clock,
     /// `std::time::Instant`) into [`CacheStats::dfa_build_nanos`](crate::CacheStats::dfa_build_nanos)
     /// and [`VocabIndex::dfa_build_stats`]: opt-in, off by default (the
@@ -142,6 +150,7 @@ impl Default for IndexConfig {
             max_cache_bytes: 32 << 20,
             lazy_dfas: true,
             deferred_terminals: true,
+            direct_literals: true,
             time_dfa_builds: false,
         }
     }
@@ -157,6 +166,7 @@ impl IndexConfig {
             max_cache_bytes: usize::MAX,
             lazy_dfas: true,
             deferred_terminals: true,
+            direct_literals: true,
             time_dfa_builds: false,
         }
     }

@@ -60,6 +60,11 @@ impl VocabIndex {
         limits: &zapspec_grammar::RegexLimits,
         lazy: bool,
     ) -> Result<TermEntry, EarleyError> {
+        if self.config.direct_literals {
+            if let Some(dfa) = literal_dfa(&hir, limits) {
+                return Ok(TermEntry::new(regex.to_string(), dfa));
+            }
+        }
         if self.config.deferred_terminals {
             if let Some(facts) = ByteDfa::deferrable(&hir, limits, lazy) {
                 self.deferred.fetch_add(1, Ordering::Relaxed);
@@ -258,4 +263,30 @@ pub struct TerminalTokens {
     /// The entry was computed through a vocabulary slice
     /// ([`IndexConfig::slices`](crate::IndexConfig::slices)): only the tokens outside it were walked.
     pub sliced: bool,
+}
+
+/// Literals at most this long get [`literal_dfa`]'s table (at most 1 MiB
+/// of transitions: one row of at most 256 classes per byte).
+const MAX_DIRECT_LITERAL: usize = 1 << 10;
+
+/// The eager automaton of a literal terminal, written down directly
+/// ([`zapspec_grammar::dense::DenseDfa::literal`]) when the literal is at
+/// most [`MAX_DIRECT_LITERAL`] bytes and within the state bound: no NFA, no
+/// lazy closure per transition. A grammar with thousands of literal
+/// alternatives (a long `enum`) otherwise paid a lazy automaton per member
+/// and a closure for every transition its first mask reads. `None`: not a
+/// literal, or too long (the regex paths and their limits apply).
+fn literal_dfa(
+    hir: &regex_syntax::hir::Hir,
+    limits: &zapspec_grammar::RegexLimits,
+) -> Option<ByteDfa> {
+    let regex_syntax::hir::HirKind::Literal(regex_syntax::hir::Literal(bytes)) = hir.kind() else {
+        return None;
+    };
+    if bytes.len() > MAX_DIRECT_LITERAL || bytes.len() + 2 > limits.dfa_states {
+        return None;
+    }
+    Some(ByteDfa::from_dense(
+        zapspec_grammar::dense::DenseDfa::literal(bytes),
+    ))
 }

@@ -82,7 +82,7 @@ pub fn variant_config(name: &str) -> Option<EngineConfig> {
         "fuse-150k" => c.fuse_max_weight = 150_000,
         "fuse-5m" => c.fuse_max_weight = 5_000_000,
         "baseline" => c = EngineConfig::baseline(),
-        "no-slice" | "no-share" | "plain-index" | "eager-dfa" => {}
+        "no-slice" | "no-share" | "plain-index" | "eager-dfa" | "regex-literals" => {}
         _ => return None,
     }
     Some(c)
@@ -122,6 +122,10 @@ fn variant_index_of(name: &str) -> IndexConfig {
             lazy_dfas: false,
             ..IndexConfig::default()
         },
+        "regex-literals" => IndexConfig {
+            direct_literals: false,
+            ..IndexConfig::default()
+        },
         "plain-index" | "baseline" => IndexConfig::plain(),
         _ => IndexConfig::default(),
     }
@@ -142,6 +146,7 @@ pub const VARIANTS: &[&str] = &[
     "no-share",
     "plain-index",
     "eager-dfa",
+    "regex-literals",
     "baseline",
 ];
 
