@@ -148,10 +148,10 @@ impl DenseDfa {
             }
             256
         } else {
-            let mut next = 1u8;
-            for (b, _) in present.iter().enumerate().filter(|(_, &p)| p) {
-                classes[b] = next;
-                next += 1;
+            // at most 255 distinct bytes here: classes 1..=255
+            let bytes_present = present.iter().enumerate().filter(|(_, &p)| p);
+            for (class, (b, _)) in (1..=255u8).zip(bytes_present) {
+                classes[b] = class;
             }
             distinct + 1
         };

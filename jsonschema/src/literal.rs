@@ -4,7 +4,10 @@
 //! that whitespace may appear between their tokens), except numbers, also
 //! inside arrays and objects: JSON Schema compares them by value, so a
 //! number is a regex of the plain decimals with its value (`1`, `1.0`,
-//! `1.00` for `1`; `-0` for `0`; no exponent forms).
+//! `1.00` for `1`; `-0` for `0`; no exponent forms). An `enum` of at
+//! least [`ENUM_GROUP_MIN`] strings has its string members grouped: sorted
+//! runs of members, each one regex terminal (the alternation of their
+//! literals), which the engine builds lazily as a trie.
 //!
 //! Members are checked against the sibling keywords of scalar types
 //! (`type`, numeric bounds, `minLength`/`maxLength`, `pattern`, `format`)
@@ -39,6 +42,16 @@ use zapspec_grammar::{Limit, RegexLimits};
 /// same `enum` again is refused at this depth.
 const MAX_MEMBER_NESTING: usize = 4;
 
+/// An `enum` with at least this many string members has them grouped into
+/// regex terminals ([`Emitter::string_members`]); shorter ones keep one
+/// literal rule per member (fused by the engine like any small grammar).
+pub(crate) const ENUM_GROUP_MIN: usize = 64;
+
+/// The most bytes of member texts in one grouped terminal: an NFA of a few
+/// thousand states, well within the engine's bound for building a
+/// terminal lazily, and a few dozen terminals for a 35,000-string `enum`.
+const ENUM_GROUP_BYTES: usize = 8 << 10;
+
 impl<'a> Emitter<'a> {
     pub(crate) fn enum_values(
         &mut self,
@@ -48,8 +61,18 @@ impl<'a> Emitter<'a> {
         values: &[Value],
     ) -> Result<(), SchemaError> {
         let mut any = false;
+        // A long list of strings becomes a few regex terminals, each the
+        // alternation of a sorted run of members (`string_members`),
+        // instead of one literal rule per member.
+        let grouped = values.iter().filter(|v| v.is_string()).count() >= ENUM_GROUP_MIN;
+        let mut strings: Vec<String> = Vec::new();
         for v in values {
             if self.member_ok(s, types, v)? {
+                if let (true, Value::String(_)) = (grouped, v) {
+                    strings.push(v.to_string());
+                    any = true;
+                    continue;
+                }
                 // Drafts 3–4 with `integer` but not `number`: `2.0` is no
                 // integer there, so only the integer spelling is a member.
                 let lexical = self.norm.integer_lexical && !types.contains(TypeSet::NUMBER);
@@ -67,11 +90,44 @@ impl<'a> Emitter<'a> {
                 any = true;
             }
         }
+        self.string_members(nt, strings);
         if !any {
             self.norm
                 .note_unsat(&s.ptr, "no enum/const value satisfies the sibling keywords");
         }
         Ok(())
+    }
+
+    /// The string members of a long `enum` (their JSON texts, quotes
+    /// included): sorted, deduplicated and cut into runs of at most
+    /// [`ENUM_GROUP_BYTES`] bytes, each one regex terminal, the alternation
+    /// of its members' literals. The engine builds each run's automaton
+    /// lazily (a trie of the run's members: a token is classified by the
+    /// prefix it reads, not by a pass over every member), and sorted runs
+    /// keep the members of one prefix in few terminals. Before, every
+    /// member was a literal rule of its own: a 35,000-string `enum` gave
+    /// the parser 35,000 items and terminals to classify per mask.
+    fn string_members(&mut self, nt: NtId, mut texts: Vec<String>) {
+        use regex_syntax::hir::Hir;
+        texts.sort_unstable();
+        texts.dedup();
+        let mut run: Vec<Hir> = Vec::new();
+        let mut bytes = 0usize;
+        let flush = |run: &mut Vec<Hir>, g: &mut zapspec_grammar::Grammar| {
+            if !run.is_empty() {
+                let t = g.regex_terminal(Hir::alternation(std::mem::take(run)));
+                g.add_rule(nt, vec![Symbol::T(t)]);
+            }
+        };
+        for t in texts {
+            if bytes + t.len() > ENUM_GROUP_BYTES && !run.is_empty() {
+                flush(&mut run, &mut self.g);
+                bytes = 0;
+            }
+            bytes += t.len();
+            run.push(Hir::literal(t.into_bytes()));
+        }
+        flush(&mut run, &mut self.g);
     }
 
     fn member_ok(

@@ -269,3 +269,42 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A long string `enum` (grouped into regex terminals of sorted member
+    /// runs) beside numbers and string keywords, against the validator: on
+    /// every member, on every short string and on random other strings
+    /// (quotes, backslashes, controls and non-ASCII characters included).
+    #[test]
+    fn a_long_string_enum_matches_the_validator(
+        members in prop::collection::vec("[ab\"\\\\\u{e9}\n\u{1F600}1]{0,5}", 60..400),
+        numbers in prop::collection::vec(0i64..5, 0..3),
+        probes in prop::collection::vec("[ab\"\\\\\u{e9}\n\u{1F600}1]{0,6}", 0..80),
+        min in prop::option::of(0u64..3),
+    ) {
+        let mut all: Vec<Value> = members.iter().map(|m| json!(m)).collect();
+        all.extend(numbers.iter().map(|&n| json!(n)));
+        let mut m = Map::new();
+        m.insert("enum".into(), Value::Array(all));
+        if let Some(n) = min {
+            m.insert("minLength".into(), json!(n));
+        }
+        let schema = Value::Object(m);
+        let oracle = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&schema)
+            .unwrap();
+        let g = compile_json_schema(&schema, &JsonSchemaOptions::default()).unwrap();
+        let r = Recognizer::new(&g).unwrap();
+        let strings = members.iter().chain(&probes).cloned().chain(short_strings());
+        for s in strings {
+            let v = Value::String(s);
+            prop_assert_eq!(r.recognizes(v.to_string().as_bytes()), oracle.is_valid(&v), "{}", v);
+        }
+        for &n in &numbers {
+            prop_assert!(r.recognizes(n.to_string().as_bytes()));
+        }
+    }
+}
