@@ -20,7 +20,8 @@ import os
 
 
 def load(run, engine):
-    path = os.path.join(run, f"{engine}.schemas.jsonl")
+    # the binary writes `zapspec:variant` as `zapspec_variant`
+    path = os.path.join(run, f"{engine.replace(':', '_')}.schemas.jsonl")
     rows = {}
     with open(path) as f:
         for line in f:
