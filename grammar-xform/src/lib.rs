@@ -106,7 +106,10 @@ pub const JSON_GBNF: &str = include_str!("../grammars/json.gbnf");
 /// the Python package's `builtin_json_grammar` compiles.
 pub const JSON_CONTAINER_GBNF: &str = include_str!("../grammars/json_container.gbnf");
 pub use error::GrammarError;
-pub use gbnf::{parse_gbnf, ParsedGrammar, Warning, WarningKind};
+pub use gbnf::{
+    parse_gbnf, parse_gbnf_with, regex_syntax_reader, ParsedGrammar, RegexMacro, RegexReader,
+    Warning, WarningKind,
+};
 pub use inline::{dedupe, eliminate_units, inline_nonterminals, InlineConfig};
 pub use ir::{CharClass, Grammar, GrammarStats, NtId, Rule, Symbol, Terminal};
 pub use lark::{from_lark, Embed as LarkEmbed};

@@ -328,6 +328,65 @@ pub fn ecma_regex_to_regex_syntax_in(
     strings::ecma_to_regex_syntax_in(pattern, dialect).map_err(|e| e.to_string())
 }
 
+/// [`ecma_regex_to_regex_syntax_in`] with `.` read as `dot` says (XGrammar's
+/// `Regex(…)` grammar macro reads `.` as any character, or with `flags`
+/// and without `s` as any character but `\n`).
+///
+/// ```
+/// use zapspec_jsonschema::{ecma_regex_to_regex_syntax_with, RegexDialect, RegexDot};
+///
+/// let any = ecma_regex_to_regex_syntax_with("a.b", RegexDialect::Strict, RegexDot::Any).unwrap();
+/// assert_eq!(any, "a(?s:.)b");
+/// ```
+pub fn ecma_regex_to_regex_syntax_with(
+    pattern: &str,
+    dialect: RegexDialect,
+    dot: RegexDot,
+) -> Result<String, String> {
+    strings::ecma_to_regex_syntax_dot(pattern, dialect, dot).map_err(|e| e.to_string())
+}
+
+/// XGrammar's reading of a `Regex(…)` grammar macro (ECMA-262, as its
+/// `Grammar.from_regex` reads a regex: [`RegexDialect::Strict`]), for
+/// [`zapspec_grammar::parse_gbnf_with`].
+///
+/// ```
+/// use zapspec_grammar::{parse_gbnf_with, Recognizer};
+///
+/// let g = parse_gbnf_with(r#"root ::= Regex("\\d{2}")"#, &zapspec_jsonschema::xgrammar_regex_reader)
+///     .unwrap()
+///     .grammar;
+/// assert!(Recognizer::new(&g).unwrap().recognizes(b"42"));
+/// assert!(!Recognizer::new(&g).unwrap().recognizes(b"4"));
+/// ```
+pub fn xgrammar_regex_reader(m: &zapspec_grammar::RegexMacro<'_>) -> Result<String, String> {
+    let dot = if m.dot_matches_newline {
+        RegexDot::Any
+    } else {
+        RegexDot::NotNewline
+    };
+    let re = ecma_regex_to_regex_syntax_with(m.pattern, RegexDialect::Strict, dot)?;
+    Ok(if m.case_insensitive {
+        format!("(?i:{re})")
+    } else {
+        re
+    })
+}
+
+/// What `.` matches in [`ecma_regex_to_regex_syntax_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RegexDot {
+    /// Any character but ECMA-262's four line terminators (`\n`, `\r`,
+    /// U+2028, U+2029): ECMA-262 without the `s` flag. The default, and
+    /// the reading of JSON Schema's `pattern`.
+    #[default]
+    Ecma,
+    /// Any character but `\n` (Python's and Lark's `.`).
+    NotNewline,
+    /// Any character (ECMA-262's `s` flag).
+    Any,
+}
+
 /// How [`ecma_regex_to_regex_syntax_in`] reads the constructs on which the
 /// readings of an ECMA-262 regex differ.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -33,7 +33,7 @@ use regex_syntax::hir::{
 };
 
 use super::error::PatternError;
-use super::RegexDialect;
+use super::{RegexDialect, RegexDot};
 
 /// The regex of one character of a free JSON string (any escape allowed).
 pub(crate) const FREE_UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:[0-9a-cA-CeEfF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})))"#;
@@ -230,6 +230,20 @@ pub(crate) fn ecma_to_regex_syntax_in(
     p: &str,
     dialect: RegexDialect,
 ) -> Result<String, PatternError> {
+    ecma_to_regex_syntax_dot(p, dialect, RegexDot::Ecma)
+}
+
+/// [`ecma_to_regex_syntax_in`] with `.` read as `dot` says.
+pub(crate) fn ecma_to_regex_syntax_dot(
+    p: &str,
+    dialect: RegexDialect,
+    dot: RegexDot,
+) -> Result<String, PatternError> {
+    let dot = match dot {
+        RegexDot::Ecma => r"[^\n\r\x{2028}\x{2029}]",
+        RegexDot::NotNewline => r"[^\n]",
+        RegexDot::Any => r"(?s:.)",
+    };
     let strict = dialect == RegexDialect::Strict;
     let chars: Vec<char> = p.chars().collect();
     let mut out = String::with_capacity(p.len() + 16);
@@ -390,7 +404,7 @@ pub(crate) fn ecma_to_regex_syntax_in(
             '-' if in_class && chars.get(i + 1) == Some(&'-') => {
                 return Err(PatternError::HyphenRunInClass)
             }
-            '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            '.' if !in_class => out.push_str(dot),
             // XGrammar's reading: the regex is matched whole, and an anchor
             // is an empty match wherever it stands (`^$|^https://…` is the
             // empty string or the URL; `(a|$)` is `a` or nothing)

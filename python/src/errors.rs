@@ -122,6 +122,40 @@ pub(crate) fn grammar_error(py: Python<'_>, e: &GrammarError) -> PyErr {
     )
 }
 
+/// An EBNF text `Grammar.from_ebnf` refuses, in XGrammar's wording where
+/// the parser's error is one XGrammar also reports (`EBNF parser error at
+/// line 1, column 21: …`, `Rule "x" is not defined`); kind and position as
+/// [`grammar_error`]'s.
+pub(crate) fn ebnf_error(py: Python<'_>, e: &GrammarError) -> PyErr {
+    let message = match e {
+        GrammarError::Syntax {
+            line,
+            column,
+            reason,
+        } => format!("EBNF parser error at line {line}, column {column}: {reason}"),
+        GrammarError::UndefinedNonterminal { name, line, column } => {
+            format!(
+                "EBNF parser error at line {line}, column {column}: Rule \"{name}\" is not defined"
+            )
+        }
+        _ => return grammar_error(py, e),
+    };
+    let kind = match e {
+        GrammarError::Syntax { .. } => "syntax",
+        _ => "undefined nonterminal",
+    };
+    raise(
+        py,
+        "GrammarError",
+        message,
+        Fields {
+            kind: Some(kind.to_string()),
+            position: e.pos().map(|p| (p.line, p.column)),
+            ..Fields::default()
+        },
+    )
+}
+
 /// The engine refusing a grammar (or a checked matcher operation).
 pub(crate) fn earley_error(py: Python<'_>, e: &EarleyError) -> PyErr {
     match e {

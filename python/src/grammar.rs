@@ -15,7 +15,8 @@ use zapspec_jsonschema::{
 };
 
 use crate::errors::{
-    grammar_error, guard, invalid_json, kind, raise, schema_error, structural_tag_error, Fields,
+    ebnf_error, grammar_error, guard, invalid_json, kind, raise, schema_error,
+    structural_tag_error, Fields,
 };
 use crate::tokenizer::{check_serialized, SERIALIZATION_VERSION};
 use zapspec_structtag::{
@@ -331,6 +332,42 @@ impl Grammar {
         }))
     }
 
+    /// `union` (one alternative per grammar) or `concat` (one sequence).
+    fn combine(py: Python<'_>, how: &str, grammars: &[PyRef<'_, Grammar>]) -> PyResult<Grammar> {
+        if grammars.is_empty() {
+            return Err(raise(
+                py,
+                "GrammarError",
+                format!("Grammar.{how} needs at least one grammar"),
+                kind("invalid"),
+            ));
+        }
+        let mut ir = Ir::new();
+        let root = ir.add_nonterminal("root");
+        let mut parts = Vec::with_capacity(grammars.len());
+        let mut keys = vec![how.to_string()];
+        for (i, g) in grammars.iter().enumerate() {
+            parts.push(zapspec_grammar::Symbol::Nt(
+                ir.embed(&g.inner.ir, &format!("{how}{i}-")),
+            ));
+            keys.push(g.inner.key.clone());
+        }
+        ir.start = root;
+        if how == "union" {
+            for p in parts {
+                ir.add_rule(root, vec![p]);
+            }
+        } else {
+            ir.add_rule(root, parts);
+        }
+        Ok(Grammar {
+            inner: Arc::new(GrammarInner {
+                ir,
+                key: keys.join("\u{0}"),
+            }),
+        })
+    }
+
     /// The grammar of a Lark text: `%json` schemas compiled with
     /// `from_json_schema`'s defaults, `@name` from `named` (a `Grammar`, or
     /// Lark text with its own `start`).
@@ -375,7 +412,12 @@ impl Grammar {
     }
 
     pub(crate) fn ebnf(py: Python<'_>, text: &str, root: &str) -> PyResult<Arc<GrammarInner>> {
-        let mut ir = Ir::from_gbnf(text).map_err(|e| grammar_error(py, &e))?;
+        // XGrammar's macros (`Regex`, `Substring`, `TagDispatch`) with its
+        // reading of a `Regex` pattern
+        let mut ir =
+            zapspec_grammar::parse_gbnf_with(text, &zapspec_jsonschema::xgrammar_regex_reader)
+                .map_err(|e| ebnf_error(py, &e))?
+                .grammar;
         match ir.nonterminal(root) {
             Some(nt) => ir.start = nt,
             None if root == "root" => {} // the parser's default: the first rule
@@ -515,6 +557,22 @@ impl Grammar {
                 inner: Self::ebnf(py, ebnf_string, root_rule_name)?,
             })
         })
+    }
+
+    /// The strings any of `grammars` matches (XGrammar's
+    /// `Grammar.union`); at least one grammar.
+    #[staticmethod]
+    #[pyo3(signature = (*grammars))]
+    fn union(py: Python<'_>, grammars: Vec<PyRef<'_, Grammar>>) -> PyResult<Self> {
+        Self::combine(py, "union", &grammars)
+    }
+
+    /// The concatenations of one string of each of `grammars`, in order
+    /// (XGrammar's `Grammar.concat`); at least one grammar.
+    #[staticmethod]
+    #[pyo3(signature = (*grammars))]
+    fn concat(py: Python<'_>, grammars: Vec<PyRef<'_, Grammar>>) -> PyResult<Self> {
+        Self::combine(py, "concat", &grammars)
     }
 
     /// A grammar in Lark syntax (llguidance's and XGrammar's dialect; the

@@ -469,6 +469,99 @@ def test_lark_named_grammars_and_errors():
         assert "Lark error at line " in str(info.value)
 
 
+MACRO_CASES = [
+    ('root ::= "ID-" Regex("[0-9]{5}")', ["ID-12345", "ID-1234", "ID-123456", "12345"]),
+    ('root ::= Regex("a.b")', ["acb", "a\nb", "ab"]),
+    ('root ::= Regex("a.b", flags="")', ["acb", "a\nb"]),
+    ('root ::= Regex("a.b", flags="is")', ["A\nB", "acb", "ab"]),
+    ('root ::= Regex("(?i)abc")', ["ABC", "aBc", "abd"]),
+    ('root ::= Regex("^(ab)+$")', ["abab", "ab", "aba", ""]),
+    ('root ::= r "z"\nr ::= Regex("a*")', ["z", "aaz", "a"]),
+    ('root ::= Regex("\\\\S+", json_string=true)', ["abc", 'a"b', "a\\b", "a b"]),
+    ('root ::= Substring("abc", "de", "fg")', ["", "abc", "de", "abcde", "defg", "abcdefg", "ab", "cde", "abcfg"]),
+    ('root ::= "x" Substring("ab", "c") "y"', ["xy", "xaby", "xabcy", "xcy", "xay"]),
+    ('root ::= TagDispatch(("<tool>", body), excludes=("</end>"))\nbody ::= "{" [a-z]* "}"',
+     ["", "free text", "a <tool>{x} b <tool>{} c", "<tool>{x", "text </end>", "<too", "<tool>x}"]),
+    ('root ::= TagDispatch(("<t>", b), loop_after_dispatch=false)\nb ::= "x"', ["a<t>x", "a<t>xb", "a<t>x<t>x", "plain"]),
+    ('root ::= TagDispatch(excludes=("bcd", "abce"))', ["abc", "hello", "abcd", "aabce", "abcbcd"]),
+    ('root ::= TagDispatch(loop_after_dispatch=true)', ["any string", "", "好"]),
+]
+
+
+@pytest.mark.parametrize("ebnf, texts", MACRO_CASES)
+def test_ebnf_macros_match_xgrammar(ebnf, texts):
+    """XGrammar's EBNF macros `Regex`, `Substring` and `TagDispatch`: the
+    accepted strings, beside xgrammar's where it is importable."""
+    got = both(ebnf, texts)
+    assert len(set(got)) == 2 or ebnf.endswith("loop_after_dispatch=true)"), got
+
+
+def test_ebnf_macro_errors():
+    for ebnf, phrase in [
+        ("root ::= Regex()", "Regex expects exactly one string argument"),
+        ('root ::= Regex("a", foo=true)', "Regex does not support the named argument foo"),
+        ('root ::= Regex("a", flags="m")', "regular-expression flag 'm' is not supported"),
+        (r'root ::= Regex("(a)\\1")', "bad regex"),
+        ('root ::= Substring("a", 1)', "Substring() arguments must be strings"),
+        ('root ::= TagDispatch(("tag1", r), excludes=("tag1"))\nr ::= "a"',
+         "Exclude string must not be a prefix of trigger string: tag1"),
+        ('root ::= TagDispatch(("t", r), stop_eos=false)\nr ::= "a"', "Unknown named argument for TagDispatch: stop_eos"),
+        ('root ::= Token(128010) "a"', "token-level macro Token"),
+    ]:
+        with pytest.raises(zapspec.GrammarError, match=re.escape(phrase)) as info:
+            zapspec.Grammar.from_ebnf(ebnf)
+        assert isinstance(info.value, RuntimeError)
+        assert info.value.position is not None
+
+
+def test_tag_dispatch_masks_free_text_and_the_body():
+    """Free text of a TagDispatch allows every token that neither completes
+    an excluded string nor a tag with a wrong body; inside the body only
+    what the rule allows."""
+    vocab = ["<t>", "a", "b", "<", "t>", "x", "}", "{", "</end>", "</"]
+    info = zapspec.TokenizerInfo(vocab)
+    compiled = zapspec.GrammarCompiler(info).compile_grammar(
+        'root ::= TagDispatch(("<t>", b), excludes=("</end>"))\nb ::= "{" "x"* "}"'
+    )
+    m = zapspec.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    mask = zapspec.allocate_token_bitmask(1, len(vocab))
+    m.fill_next_token_bitmask(mask)
+    rejected = {vocab[i] for i in _get_masked_tokens_from_bitmask(mask, len(vocab))}
+    assert rejected == {"</end>"}
+    assert m.accept_token(vocab.index("a")) and m.accept_token(vocab.index("<t>"))
+    m.fill_next_token_bitmask(mask)
+    allowed = set(vocab) - {vocab[i] for i in _get_masked_tokens_from_bitmask(mask, len(vocab))}
+    assert allowed == {"{"}
+
+
+def test_grammar_union_and_concat():
+    a = zapspec.Grammar.from_ebnf('root ::= Substring("ab", "cd")')
+    z = zapspec.Grammar.from_ebnf('root ::= "z"')
+    union, concat = zapspec.Grammar.union(a, z), zapspec.Grammar.concat(a, z)
+    texts = ["", "ab", "abcd", "z", "abz", "abcdz", "cdab", "b"]
+    got = ([_is_grammar_accept_string(union, t) for t in texts], [_is_grammar_accept_string(concat, t) for t in texts])
+    assert got == ([True, True, True, True, False, False, False, False], [False, False, False, True, True, True, False, False])
+    if xgr is not None:
+        pa, pz = xgr.Grammar.from_ebnf('root ::= Substring("ab", "cd")'), xgr.Grammar.from_ebnf('root ::= "z"')
+        peer = ([xgr_accepts(xgr.Grammar.union(pa, pz), t) for t in texts], [xgr_accepts(xgr.Grammar.concat(pa, pz), t) for t in texts])
+        assert got == peer
+    with pytest.raises(zapspec.GrammarError):
+        zapspec.Grammar.union()
+
+
+def test_intersection_terminals_survive_serialization():
+    """A regex terminal intersected with another (a `pattern` under
+    `maxLength`, `Regex(…, json_string=true)`) prints as `/a/ & /b/` and
+    reads back."""
+    for g, yes, no in [
+        (zapspec.Grammar.from_json_schema({"type": "string", "pattern": "^a+$", "maxLength": 3}), '"aaa"', '"aaaa"'),
+        (zapspec.Grammar.from_ebnf(r'root ::= Regex("\\S+", json_string=true)'), "abc", 'a"b'),
+    ]:
+        back = zapspec.Grammar.deserialize_json(g.serialize_json())
+        assert str(back) == str(g)
+        assert _is_grammar_accept_string(back, yes) and not _is_grammar_accept_string(back, no)
+
+
 def test_decoded_vocab_shows_control_token_text(tmp_path):
     """A Hugging Face tokenizer's special added tokens show their text in
     `decoded_vocab` (as XGrammar shows it) and survive serialization, while

@@ -304,10 +304,13 @@ impl Lowerer<'_> {
                 self.embed_json(&j.json_schema, &opts, &child(ptr, "json_schema"))
             }
             Format::Grammar(text) => {
-                let mut sub = Grammar::from_gbnf(text).map_err(|source| StructTagError::Grammar {
-                    pointer: child(ptr, "grammar"),
-                    source,
-                })?;
+                let mut sub =
+                    zapspec_grammar::parse_gbnf_with(text, &zapspec_jsonschema::xgrammar_regex_reader)
+                        .map_err(|source| StructTagError::Grammar {
+                            pointer: child(ptr, "grammar"),
+                            source,
+                        })?
+                        .grammar;
                 if let Some(r) = sub.nonterminal("root") {
                     sub.start = r;
                 }

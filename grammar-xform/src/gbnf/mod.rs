@@ -24,6 +24,11 @@
 //!   class is an error. `.` is any Unicode scalar value.
 //! * `/regex/` is a regex terminal (`regex-syntax` dialect); `\/` is a
 //!   slash, every other backslash sequence is passed to the regex verbatim.
+//!   `/a/ & /b/` is the intersection terminal (`Terminal::And`), as
+//!   `Grammar`'s `Display` writes it.
+//! * XGrammar's macros `Regex("…")`, `Substring("…", …)` and
+//!   `TagDispatch(("tag", rule), …)` where a name is followed directly by
+//!   `(` ([`macros`]; the token-level ones are refused).
 //! * Groups and quantifiers are desugared into fresh nonterminals named
 //!   after the rule being defined (`item-star`, `item-plus`, `item-opt`,
 //!   `item-rep`, `item-group`); repetition is left-recursive
@@ -39,6 +44,9 @@ use std::fmt;
 
 use crate::error::{GrammarError, Pos};
 use crate::ir::{CharClass, Grammar, NtId, Symbol, Terminal};
+
+pub mod macros;
+pub use macros::{regex_syntax_reader, RegexMacro, RegexReader};
 
 /// Deepest allowed nesting of parentheses.
 pub const MAX_NESTING: usize = 1000;
@@ -115,9 +123,16 @@ pub fn quote_literal(s: &str) -> String {
     out
 }
 
-/// Parses GBNF text (see the module docs for the dialect).
+/// Parses GBNF text (see the module docs for the dialect); `Regex(…)`
+/// macros are read by [`regex_syntax_reader`].
 pub fn parse_gbnf(src: &str) -> Result<ParsedGrammar, GrammarError> {
-    Parser::new(src).parse()
+    parse_gbnf_with(src, &regex_syntax_reader)
+}
+
+/// [`parse_gbnf`] with `Regex(…)` macros read by `regex` (XGrammar reads
+/// them as ECMA-262 regexes; `zapspec_jsonschema` has that reader).
+pub fn parse_gbnf_with(src: &str, regex: RegexReader<'_>) -> Result<ParsedGrammar, GrammarError> {
+    Parser::new(src, regex).parse()
 }
 
 impl Grammar {
@@ -166,6 +181,7 @@ impl Frame {
 
 struct Parser<'a> {
     src: &'a str,
+    regex: RegexReader<'a>,
     pos: usize,
     line: usize,
     col: usize,
@@ -185,9 +201,10 @@ fn is_word(c: char) -> bool {
 }
 
 impl<'a> Parser<'a> {
-    fn new(src: &'a str) -> Self {
+    fn new(src: &'a str, regex: RegexReader<'a>) -> Self {
         Parser {
             src,
+            regex,
             pos: 0,
             line: 1,
             col: 1,
@@ -425,8 +442,42 @@ impl<'a> Parser<'a> {
                     f.last = Some(f.cur.len());
                     f.cur.push(PSym::T(Terminal::Regex(re)));
                 }
+                '&' => {
+                    // `/a/ & /b/`: the intersection terminal, as `Display` writes it
+                    self.bump();
+                    self.skip_ws();
+                    if self.peek() != Some('/') {
+                        return Err(self.err("`&` joins two regex terminals: `/a/ & /b/`"));
+                    }
+                    let b = self.regex()?;
+                    let f = &mut frames[top];
+                    let just_read = f.last.is_some() && f.last == f.cur.len().checked_sub(1);
+                    match f.cur.last_mut() {
+                        Some(PSym::T(t @ Terminal::Regex(_))) if just_read => {
+                            let Terminal::Regex(a) =
+                                std::mem::replace(t, Terminal::Literal(Vec::new()))
+                            else {
+                                unreachable!("matched a regex")
+                            };
+                            *t = Terminal::And(a, b);
+                        }
+                        _ => {
+                            return Err(Self::err_at(
+                                at,
+                                "`&` joins two regex terminals: `/a/ & /b/`",
+                            ))
+                        }
+                    }
+                }
                 c if is_word(c) => {
                     let name = self.word();
+                    if self.peek() == Some('(') && macros::MACROS.contains(&name) {
+                        let s = self.macro_call(name, at, parent, self.regex)?;
+                        let f = &mut frames[top];
+                        f.last = Some(f.cur.len());
+                        f.cur.push(s);
+                        continue;
+                    }
                     let id = self.user(name);
                     if self.first_use[id].is_none() {
                         self.first_use[id] = Some(at);
@@ -1221,6 +1272,13 @@ mod roundtrip {
         g.add_rule(
             x,
             vec![Symbol::T(Terminal::Regex(r#"[^/"]+|a\d/b"#.into()))],
+        );
+        g.add_rule(
+            x,
+            vec![
+                Symbol::T(Terminal::And(r"[a-z/]+".into(), r"(?s:.){0,5}".into())),
+                Symbol::T(Terminal::Regex("b".into())),
+            ],
         );
         g.add_rule(x, vec![]);
         g.start = s;
