@@ -660,6 +660,7 @@ mod tests {
                 "token-level macro TokenTagDispatch",
             ),
             ("root ::= TagDispatch((\"t\", r)", "Expect , or )"),
+            ("root ::= r\nr[lazy] ::= \"a\"", "rule attributes"),
         ] {
             let e = parse_gbnf(src).expect_err(src).to_string();
             assert!(e.contains(want), "{src}: {e}");

@@ -287,6 +287,13 @@ impl<'a> Parser<'a> {
             return false;
         }
         let mut after = &rest[n..];
+        // XGrammar's rule attributes (`name[lazy] ::=`), refused by `parse`
+        if let Some(attr) = after.strip_prefix('[') {
+            match attr.find(']') {
+                Some(i) if !attr[..i].contains('\n') => after = &attr[i + 1..],
+                _ => return false,
+            }
+        }
         // whitespace and comments may sit between name and `::=`
         loop {
             let t = after.trim_start();
@@ -328,6 +335,11 @@ impl<'a> Parser<'a> {
                 )));
             }
             let name = self.word();
+            if self.peek() == Some('[') {
+                return Err(self.err(format!(
+                    "rule attributes (`{name}[lazy]`, `{name}[max_chars=…]`: XGrammar's extensions) are not read"
+                )));
+            }
             self.skip_ws();
             if !self.src[self.pos..].starts_with("::=") {
                 return Err(self.err(format!("expected `::=` after rule name `{name}`")));
