@@ -220,11 +220,11 @@ impl TokTrie {
     ///
     /// When the subtrees together outsize the vocabulary (free text can
     /// end after any byte, so its roots are nearly every node: merged
-    /// whole, their remainders are every suffix of every token), the
-    /// positions of the kept tokens are listed first, in one pass over
-    /// the tokens, and only subtrees that hold one are merged: the cost
-    /// then follows the paths to the kept tokens, not the subtrees' sizes.
-    /// The result is the same trie.
+    /// whole, their remainders are every suffix of every token), the kept
+    /// tokens are first counted per position of the token list, in one
+    /// pass, and only subtrees that hold one are merged: the cost then
+    /// follows the paths to the kept tokens, not the subtrees' sizes. The
+    /// result is the same trie.
     pub fn merge_subtrees(&self, roots: &[u32], keep: impl Fn(TokenId) -> bool) -> TokTrie {
         let mut out = TokTrie {
             nodes: vec![Node::leaf(0, 0, 0)],
