@@ -280,12 +280,23 @@ const _: () = {
     send_sync::<CiEntry>();
 };
 
-/// A terminal's automaton not built yet: its HIR and limits (its
-/// [`Facts`] are the entry's `start` and `nullable`).
+/// A terminal's automaton not built yet (its [`Facts`] are the entry's
+/// `start` and `nullable`).
 #[derive(Debug)]
-struct Pending {
-    hir: Arc<regex_syntax::hir::Hir>,
-    limits: RegexLimits,
+enum Pending {
+    /// A regex's lazy automaton, from its HIR.
+    Hir {
+        hir: Arc<regex_syntax::hir::Hir>,
+        limits: RegexLimits,
+    },
+    /// A regex without some strings ([`zapspec_grammar::Terminal::Except`]):
+    /// the product of the regex's own entry's automaton (shared by every
+    /// terminal over the same regex) with the strings' trie.
+    Except {
+        base: Arc<TermEntry>,
+        names: Arc<[Vec<u8>]>,
+        limits: RegexLimits,
+    },
 }
 
 impl Drop for TermEntry {
@@ -334,7 +345,7 @@ impl TermEntry {
             start: facts.start,
             nullable: facts.nullable,
             dfa: OnceLock::new(),
-            pending: Mutex::new(Some(Box::new(Pending { hir, limits }))),
+            pending: Mutex::new(Some(Box::new(Pending::Hir { hir, limits }))),
             failed: OnceLock::new(),
             ci: Segmented::default(),
             used: AtomicU64::new(0),
@@ -344,6 +355,31 @@ impl TermEntry {
             compiles: AtomicU32::new(0),
             classes: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A regex without some strings whose automaton is built on first use
+    /// from `base`'s (the regex's own entry) and the strings' trie
+    /// ([`ByteDfa::build_except`]); `facts` as the built automaton will
+    /// have them (the caller knows the language is not empty).
+    pub(crate) fn deferred_except(
+        regex: String,
+        base: Arc<TermEntry>,
+        names: Arc<[Vec<u8>]>,
+        limits: RegexLimits,
+        facts: Facts,
+    ) -> Self {
+        let mut e = Self::deferred(
+            regex,
+            Arc::new(regex_syntax::hir::Hir::empty()),
+            limits,
+            facts,
+        );
+        e.pending = Mutex::new(Some(Box::new(Pending::Except {
+            base,
+            names,
+            limits,
+        })));
+        e
     }
 
     /// The terminal's automaton, built now if this is its first use.
@@ -368,7 +404,22 @@ impl TermEntry {
                 start: self.start,
                 nullable: self.nullable,
             };
-            let (d, err) = ByteDfa::build_deferred(&p.hir, &self.regex, &p.limits, facts);
+            let (d, err) = match *p {
+                Pending::Hir { hir, limits } => {
+                    ByteDfa::build_deferred(&hir, &self.regex, &limits, facts)
+                }
+                Pending::Except {
+                    base,
+                    names,
+                    limits,
+                } => {
+                    let b = base.dfa();
+                    match base.build_error() {
+                        Some(e) => (ByteDfa::failed(facts), Some(e.clone())),
+                        None => ByteDfa::build_except(b, &names, &self.regex, &limits, facts),
+                    }
+                }
+            };
             if let Some(e) = err {
                 let _ = self.failed.set(Box::new(e));
                 ANY_FAILED.store(true, Ordering::Relaxed);
@@ -397,7 +448,12 @@ impl TermEntry {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .as_ref()
-                    .map_or(0, |p| crate::compile::hir_heap_bytes(&p.hir)),
+                    .map_or(0, |p| match &**p {
+                        Pending::Hir { hir, .. } => crate::compile::hir_heap_bytes(hir),
+                        Pending::Except { names, .. } => {
+                            names.iter().map(|n| n.capacity() + 24).sum::<usize>()
+                        }
+                    }),
             }
     }
 

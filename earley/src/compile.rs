@@ -12,7 +12,7 @@
 //! is the NFA at compile time and one subset-construction step per state
 //! a mask or step first reaches.
 
-use zapspec_grammar::dense::{DenseDfa, DenseTables};
+use zapspec_grammar::dense::{self, DenseDfa, DenseTables};
 use zapspec_grammar::{Limit, RegexLimits, Terminal};
 
 use crate::error::EarleyError;
@@ -21,7 +21,14 @@ use crate::terminal::{limit_error, parse_regex, ByteDfa, DEAD};
 impl ByteDfa {
     /// Compiles a terminal under the default [`RegexLimits`].
     pub fn compile(t: &Terminal) -> Result<Self, EarleyError> {
-        Self::from_regex(&Self::regex_of(t))
+        let limits = RegexLimits::default();
+        match t {
+            Terminal::Except(re, names) => {
+                let base = Self::from_regex_opts(&format!("(?:{re})"), &limits, false)?;
+                Self::from_except(&base, names, &Self::regex_of(t), &limits)
+            }
+            _ => Self::from_regex(&Self::regex_of(t)),
+        }
     }
 
     /// Compiles a regex (anchored at both ends; bytes, not chars) under the
@@ -223,16 +230,104 @@ impl ByteDfa {
                 debug_assert_eq!(d.start(), facts.start, "{pattern}");
                 (d, None)
             }
-            Err(e) => {
-                let states = if facts.start == DEAD { 1 } else { 2 };
-                let d = Self::from_dense(DenseDfa {
-                    classes: [0u8; 256],
-                    tables: DenseTables::from_rows(1, vec![DEAD; states], vec![false; states]),
-                    start: facts.start,
-                });
-                (d, Some(e))
-            }
+            Err(e) => (Self::failed(facts), Some(e)),
         }
+    }
+
+    /// What a deferred build that failed leaves: an automaton that
+    /// matches nothing past its start state (so items at state
+    /// [`Facts::start`] stay valid).
+    pub(crate) fn failed(facts: Facts) -> Self {
+        let states = if facts.start == DEAD { 1 } else { 2 };
+        Self::from_dense(DenseDfa {
+            classes: [0u8; 256],
+            tables: DenseTables::from_rows(1, vec![DEAD; states], vec![false; states]),
+            start: facts.start,
+        })
+    }
+
+    /// The automaton of a regex without some strings
+    /// ([`zapspec_grammar::Terminal::Except`]): `base`'s product with the
+    /// strings' trie ([`dense::except`], at most `dfa_states` states;
+    /// `pattern` names the terminal in errors).
+    pub(crate) fn from_except(
+        base: &ByteDfa,
+        names: &[Vec<u8>],
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<Self, EarleyError> {
+        let over = |detail: String| EarleyError::LimitExceeded {
+            limit: Limit::DfaStates,
+            max: limits.dfa_states,
+            place: format!("terminal {}", zapspec_grammar::limits::short_regex(pattern)),
+            terminal: Some(pattern.to_string()),
+            detail,
+        };
+        let d = dense::except(base, names, limits.dfa_states).map_err(|_| {
+            over(format!(
+                "the regex without the {} excluded strings has more than {} states",
+                names.len(),
+                limits.dfa_states
+            ))
+        })?;
+        if base.overflowed() {
+            return Err(over("the regex's lazy automaton outgrew its cache".into()));
+        }
+        Ok(Self::from_dense(d))
+    }
+
+    /// [`Self::from_except`] for a deferred build: [`Self::failed`] and
+    /// the error when it fails (as [`Self::build_deferred`]).
+    pub(crate) fn build_except(
+        base: &ByteDfa,
+        names: &[Vec<u8>],
+        pattern: &str,
+        limits: &RegexLimits,
+        facts: Facts,
+    ) -> (Self, Option<EarleyError>) {
+        match Self::from_except(base, names, pattern, limits) {
+            Ok(d) => {
+                debug_assert_eq!(d.start(), facts.start, "{pattern}");
+                (d, None)
+            }
+            Err(e) => (Self::failed(facts), Some(e)),
+        }
+    }
+}
+
+/// Whether the language of a HIR without look-around is certainly
+/// infinite, by structure: an unbounded repetition of a language with a
+/// non-empty string, within concatenations of non-empty languages and
+/// branches of alternations. `false` is "not known".
+pub(crate) fn surely_infinite(hir: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Repetition(r) => {
+            (r.max.is_none() && has_nonempty_string(&r.sub))
+                || (r.max != Some(0) && surely_infinite(&r.sub))
+        }
+        HirKind::Capture(c) => surely_infinite(&c.sub),
+        HirKind::Concat(hs) => hs.iter().all(|h| emptiness(h).0) && hs.iter().any(surely_infinite),
+        HirKind::Alternation(hs) => hs.iter().any(surely_infinite),
+        _ => false,
+    }
+}
+
+/// Whether the language of a HIR without look-around holds a non-empty
+/// string.
+fn has_nonempty_string(hir: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => false,
+        HirKind::Literal(l) => !l.0.is_empty(),
+        HirKind::Class(Class::Bytes(c)) => !c.ranges().is_empty(),
+        HirKind::Class(Class::Unicode(c)) => !c.ranges().is_empty(),
+        HirKind::Repetition(r) => r.max != Some(0) && has_nonempty_string(&r.sub),
+        HirKind::Capture(c) => has_nonempty_string(&c.sub),
+        HirKind::Concat(hs) => {
+            hs.iter().all(|h| emptiness(h).0) && hs.iter().any(has_nonempty_string)
+        }
+        HirKind::Alternation(hs) => hs.iter().any(has_nonempty_string),
     }
 }
 

@@ -487,8 +487,8 @@ pub fn regular_families_with(
                         _ => rhs,
                     };
                     body.iter().all(|s| match s {
-                        // an intersection is no regex
-                        Symbol::T(Terminal::And(..)) => false,
+                        // an intersection or an exception is no regex
+                        Symbol::T(Terminal::And(..) | Terminal::Except(..)) => false,
                         Symbol::T(_) => true,
                         Symbol::Nt(m) => is_fused(m),
                     })

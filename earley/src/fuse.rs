@@ -132,8 +132,8 @@ fn fusable_plans(
                 Symbol::T(Terminal::Regex(text)) => {
                     counted.get(text.as_str()).copied().unwrap_or(false)
                 }
-                // an intersection is no regex
-                Symbol::T(Terminal::And(..)) => true,
+                // an intersection or an exception is no regex
+                Symbol::T(Terminal::And(..) | Terminal::Except(..)) => true,
                 _ => false,
             };
             if own {

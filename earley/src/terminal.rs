@@ -87,6 +87,16 @@ impl ByteDfa {
             // `(?&` opens no valid regex: the key of an intersection is
             // never a regex's; the length makes the split unambiguous
             Terminal::And(a, b) => format!("(?&{})(?:{a})(?:{b})", a.len()),
+            // `(?~` opens no valid regex either; the names follow the regex
+            // as byte literals, so the key is injective
+            Terminal::Except(r, names) => {
+                let mut key = format!("(?~{})(?:{r})", r.len());
+                for n in names.iter() {
+                    key.push('-');
+                    key.push_str(&literal_regex(n));
+                }
+                key
+            }
         }
     }
 
@@ -105,7 +115,7 @@ impl ByteDfa {
                     .iter()
                     .map(|&(a, b)| ClassUnicodeRange::new(a, b)),
             )))),
-            Terminal::Regex(_) | Terminal::And(..) => None,
+            Terminal::Regex(_) | Terminal::And(..) | Terminal::Except(..) => None,
         }
     }
 

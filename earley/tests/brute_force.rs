@@ -29,6 +29,9 @@ enum S {
     /// An intersection: the bounded product when the second regex is a
     /// counted repetition of a prefix-free unit, else the eager product.
     And(&'static str, &'static str),
+    /// A regex without some strings: deferred when the regex's language
+    /// is surely infinite, else built at once.
+    Except(&'static str, &'static [&'static str]),
 }
 
 fn build(nts: usize, rules: &[(u32, Vec<S>)]) -> Grammar {
@@ -45,6 +48,10 @@ fn build(nts: usize, rules: &[(u32, Vec<S>)]) -> Grammar {
                 S::Class => Symbol::T(Terminal::Class(CharClass::new([('a', 'b')], false))),
                 S::Re(r) => Symbol::T(Terminal::Regex(r.to_string())),
                 S::And(a, b) => Symbol::T(Terminal::And(a.to_string(), b.to_string())),
+                S::Except(r, names) => Symbol::T(Terminal::except(
+                    r.to_string(),
+                    names.iter().map(|n| n.as_bytes().to_vec()),
+                )),
             })
             .collect();
         g.add_rule(NtId(*lhs % nts as u32), rhs);
@@ -65,6 +72,13 @@ fn sym() -> impl Strategy<Value = S> {
             ("a[abc]*|b+", "(?:a|bc|b){0,16}"),
         ])
         .prop_map(|(a, b)| S::And(a, b)),
+        1 => prop::sample::select(vec![
+            ("[abc]*", &["", "a", "ab", "abc", "ca"][..]),
+            ("(?:ab|c)+", &["ab", "abab", "c"][..]),
+            ("a|b|ab", &["a", "b", "ab"][..]),
+            ("a{0,2}b?", &["aa", "b"][..]),
+        ])
+        .prop_map(|(r, n)| S::Except(r, n)),
     ]
 }
 

@@ -52,6 +52,14 @@ pub enum KbnfConvertError {
         /// The nonterminal whose rule holds it.
         nonterminal: String,
     },
+    /// A regex-without-strings terminal (`Terminal::Except`) that is not
+    /// the JSON Schema compiler's key terminal, whose regex
+    /// (`zapspec_jsonschema::except_as_regex`) stands in for it.
+    #[error("nonterminal `{nonterminal}` has a regex-without-strings terminal, which KBNF cannot express")]
+    Exception {
+        /// The nonterminal whose rule holds it.
+        nonterminal: String,
+    },
     /// The start symbol derives no string.
     #[error("the grammar's language is empty (start symbol `{start}` is unproductive)")]
     EmptyLanguage {
@@ -232,6 +240,14 @@ pub fn to_kbnf(g: &Grammar, sentinel: bool) -> Result<String, KbnfConvertError> 
                     }
                     Symbol::T(Terminal::Regex(r)) => {
                         let _ = write!(body, "#\"{}\"", escape_kbnf(r));
+                    }
+                    Symbol::T(Terminal::Except(r, names)) => {
+                        let Some(re) = zapspec_jsonschema::except_as_regex(r, names) else {
+                            return Err(KbnfConvertError::Exception {
+                                nonterminal: g.name(nt).to_string(),
+                            });
+                        };
+                        let _ = write!(body, "#\"{}\"", escape_kbnf(&re));
                     }
                     Symbol::T(Terminal::And(..)) => {
                         return Err(KbnfConvertError::Intersection {

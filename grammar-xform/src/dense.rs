@@ -325,6 +325,94 @@ where
     Ok(DenseDfa::trimmed(classes, ncls, &raw, &acc, start))
 }
 
+/// A finite set of byte strings as a [`ByteAutomaton`] that accepts every
+/// byte string *not* in the set: the set's trie, with one more state
+/// ("left the trie", accepting, looping on every byte) that every missing
+/// edge leads to. A trie node accepts unless a string of the set ends
+/// there. [`except`]'s second operand.
+///
+/// States: [`DEAD`] (never reached), `1` = left the trie, `2 + i` = trie
+/// node `i` (`2` the root). Byte classes: one per distinct byte of the
+/// strings, and one for every other byte.
+#[derive(Clone, Debug)]
+pub struct ExceptTrie {
+    kids: FxHashMap<(u32, u8), u32>,
+    /// Per trie node: a string of the set ends here.
+    ends: Vec<bool>,
+    classes: [u8; 256],
+}
+
+impl ExceptTrie {
+    /// The state every missing edge leads to.
+    const OFF: u32 = 1;
+    /// The trie's root.
+    const ROOT: u32 = 2;
+
+    /// The automaton of "none of `names`".
+    pub fn new(names: &[Vec<u8>]) -> ExceptTrie {
+        let mut kids = FxHashMap::default();
+        let mut ends = vec![false];
+        let mut used = [false; 256];
+        for n in names {
+            let mut cur = Self::ROOT;
+            for &b in n {
+                used[b as usize] = true;
+                let next = ends.len() as u32 + Self::ROOT;
+                cur = *kids.entry((cur, b)).or_insert_with(|| {
+                    ends.push(false);
+                    next
+                });
+            }
+            ends[(cur - Self::ROOT) as usize] = true;
+        }
+        // class 0: the bytes no string uses (when some byte is unused)
+        let all = used.iter().all(|&u| u);
+        let mut classes = [0u8; 256];
+        let mut next = u8::from(!all);
+        for b in 0..256 {
+            if used[b] {
+                classes[b] = next;
+                next = next.wrapping_add(1);
+            }
+        }
+        ExceptTrie {
+            kids,
+            ends,
+            classes,
+        }
+    }
+}
+
+impl ByteAutomaton for ExceptTrie {
+    fn start(&self) -> u32 {
+        Self::ROOT
+    }
+    fn next(&self, s: u32, byte: u8) -> u32 {
+        if s == Self::OFF || s == DEAD {
+            return s;
+        }
+        self.kids.get(&(s, byte)).copied().unwrap_or(Self::OFF)
+    }
+    fn is_accepting(&self, s: u32) -> bool {
+        s == Self::OFF || (s >= Self::ROOT && !self.ends[(s - Self::ROOT) as usize])
+    }
+    fn byte_class(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
+    }
+}
+
+/// The byte strings `a` accepts except those in `names` ([`Terminal::Except`](crate::Terminal::Except)):
+/// the [`product`] of `a` with [`ExceptTrie`]. Its states are about the
+/// trie's nodes plus `a`'s (off the trie, the pair's second half is
+/// constant), so the cost is linear in the names' bytes times `a`'s
+/// classes. At most `max_states` pairs, else `Err(pairs explored)`.
+pub fn except<A>(a: &A, names: &[Vec<u8>], max_states: usize) -> Result<DenseDfa, usize>
+where
+    A: ByteAutomaton + ?Sized,
+{
+    product(a, &ExceptTrie::new(names), max_states)
+}
+
 /// [`GrammarError::LimitExceeded`] for `limit` at terminal `pattern`.
 fn over(pattern: &str, limit: Limit, max: usize, detail: String) -> GrammarError {
     GrammarError::LimitExceeded {
@@ -520,6 +608,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    proptest::proptest! {
+        /// `except` against its definition: a probe is accepted iff the
+        /// regex matches it and it is none of the names; a state is live
+        /// iff some accepted string extends the probe (checked on the
+        /// probes' own extensions among the probes and names).
+        #[test]
+        fn except_is_the_regex_without_the_names(
+            re in proptest::sample::select(vec!["[ab]*", "a[ab]{0,3}", "(?:ab|b)+", "[^a]*b?", "\\x00|[ab]{2}"]),
+            names in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(vec![b'a', b'b', 0u8, 0xFF]), 0..5), 0..6),
+            probes in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(vec![b'a', b'b', 0u8, 0xFF, b'c']), 0..6), 0..24),
+        ) {
+            let base = dfa(re);
+            let d = except(&base, &names, 1000).unwrap();
+            let full = regex_automata::meta::Regex::new(&format!("^(?:{re})$")).unwrap();
+            let words: Vec<Vec<u8>> = probes.iter().chain(&names).cloned().collect();
+            let accepted = |w: &[u8]| full.is_match(regex_automata::Input::new(w)) && !names.iter().any(|n| n == w);
+            for p in &words {
+                let s = run(&d, p);
+                proptest::prop_assert_eq!(s != DEAD && d.tables.is_accepting(s), accepted(p), "{:?}", p);
+                if words.iter().any(|w| w.starts_with(p) && accepted(w)) {
+                    proptest::prop_assert!(s != DEAD, "{:?} extends to an accepted word", p);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn except_trie_uses_every_byte_class() {
+        let names: Vec<Vec<u8>> = vec![(0..=255u8).collect(), b"ab".to_vec()];
+        let d = except(&dfa("(?s:.)*"), &names, 10_000).unwrap();
+        assert!(!d.tables.is_accepting(run(&d, &names[0])));
+        assert!(!d.tables.is_accepting(run(&d, b"ab")));
+        assert!(d.tables.is_accepting(run(&d, b"a")));
+        assert!(d.tables.is_accepting(run(&d, &[0, 1, 3])));
+        assert!(d.tables.is_accepting(run(&d, b"")));
+        assert_eq!(except(&dfa("[ab]*"), &names, 1).map(|_| ()), Err(2));
     }
 
     #[test]

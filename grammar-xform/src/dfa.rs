@@ -21,6 +21,9 @@
 //! * [`Terminal::And`] is the product of its two regexes' automata, explored
 //!   eagerly ([`TerminalDfa::intersection`], [`crate::dense::product`];
 //!   bounded by `dfa_states`).
+//! * [`Terminal::Except`] is the product of its regex's automaton with the
+//!   trie of the excluded strings ([`crate::dense::except`]; bounded the
+//!   same way).
 //!
 //! The result is then *re-tabled* into the compact layout of
 //! [`crate::dense::DenseTables`]: states are renumbered densely with `0` =
@@ -109,6 +112,20 @@ impl TerminalDfa {
                 &t.to_string(),
                 limits,
             ),
+            Terminal::Except(re, names) => {
+                dense::except(&Self::regex_with(re, limits)?, names, limits.dfa_states)
+                    .map(Self::from_dense)
+                    .map_err(|_| GrammarError::LimitExceeded {
+                        limit: Limit::DfaStates,
+                        max: limits.dfa_states,
+                        place: format!("terminal {}", short_regex(&t.to_string())),
+                        detail: format!(
+                            "the regex without the {} excluded strings has more than {} states",
+                            names.len(),
+                            limits.dfa_states
+                        ),
+                    })
+            }
         }
     }
 

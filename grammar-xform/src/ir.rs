@@ -147,6 +147,32 @@ pub enum Terminal {
     /// (`zapspec_earley`'s `bounded` module), [`crate::TerminalDfa`]
     /// eagerly.
     And(String, String),
+    /// A byte string fully matched by the regex and equal to none of the
+    /// listed strings: `L(regex) ∖ {s₁, …, sₙ}`, the strings sorted and
+    /// distinct (build it with [`Terminal::except`]). What a regex says
+    /// only at length: an object key that is none of the declared
+    /// property names is, as a regex, a trie of the names with an exit
+    /// class at every node; here it is the free-key regex and the names.
+    /// Engines build the product of the regex's automaton with the names'
+    /// byte trie (`zapspec_grammar::dense::except`), whose states are
+    /// about the trie's nodes plus the regex's.
+    Except(String, std::sync::Arc<[Vec<u8>]>),
+}
+
+impl Terminal {
+    /// [`Terminal::Except`] with `names` sorted and deduplicated (so that
+    /// equal languages written alike are one terminal); the plain
+    /// [`Terminal::Regex`] when there is no name to take out.
+    pub fn except(regex: String, names: impl IntoIterator<Item = Vec<u8>>) -> Terminal {
+        let mut names: Vec<Vec<u8>> = names.into_iter().collect();
+        names.sort_unstable();
+        names.dedup();
+        if names.is_empty() {
+            Terminal::Regex(regex)
+        } else {
+            Terminal::Except(regex, names.into())
+        }
+    }
 }
 
 /// A symbol on the right-hand side of a rule.
@@ -406,6 +432,13 @@ impl fmt::Display for Terminal {
             Terminal::And(a, b) => {
                 let (a, b) = (Terminal::Regex(a.clone()), Terminal::Regex(b.clone()));
                 write!(f, "({a} & {b})")
+            }
+            Terminal::Except(r, names) => {
+                write!(f, "({}", Terminal::Regex(r.clone()))?;
+                for n in names.iter() {
+                    write!(f, " - {}", Terminal::Literal(n.clone()))?;
+                }
+                f.write_str(")")
             }
         }
     }

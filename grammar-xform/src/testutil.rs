@@ -58,6 +58,13 @@ fn terminal_words(t: &Terminal, max_len: usize) -> BTreeSet<Vec<u8>> {
             );
             a.intersection(&b).cloned().collect()
         }
+        Terminal::Except(r, names) => {
+            let mut w = terminal_words(&Terminal::Regex(r.clone()), max_len);
+            for n in names.iter() {
+                w.remove(n);
+            }
+            w
+        }
     }
 }
 
@@ -131,6 +138,10 @@ pub fn random_grammar() -> impl Strategy<Value = Grammar> {
             1 => Just(Symbol::T(Terminal::Literal(b"ab".to_vec()))),
             1 => Just(Symbol::T(Terminal::Class(CharClass::new([('a', 'b')], false)))),
             1 => Just(Symbol::T(Terminal::Regex("c*".into()))),
+            1 => Just(Symbol::T(Terminal::except(
+                "[ab]*".into(),
+                [b"a".to_vec(), b"ab".to_vec(), Vec::new()]
+            ))),
             1 => Just(Symbol::T(Terminal::Regex("b|ca".into()))),
         ];
         let rule = prop::collection::vec(sym, 0..=3);

@@ -21,7 +21,7 @@ use super::numbers::{
 };
 use super::schema::{NumberKw, Simple, StringKw, Sub, TypeSet};
 use super::strings::{
-    char_len_range, constrained_string_hir, free_string_regex, key_regex_excluding,
+    any_key_hir, char_len_range, constrained_string_hir, encode_str, free_string_regex,
     translate_pattern, with_length, FREE_UNIT,
 };
 use super::{CompileReport, JsonSchemaOptions, Whitespace, MIN_INTERSECTED_LENGTH};
@@ -45,10 +45,12 @@ pub(crate) struct Emitter<'a> {
     /// encoded and printed once ([`Emitter::string`]).
     string_memo: HashMap<StringKw, Vec<Vec<Symbol>>>,
     /// The terminals of "a JSON string that is none of these names"
-    /// ([`key_regex_excluding`]), by the sorted, deduplicated names: the
-    /// open objects of one shape (a definition's properties inlined at many
-    /// places, the branches of a DNF) build and print the regex once.
+    /// ([`Emitter::excluding_terminal`]), by the sorted, deduplicated
+    /// names: the open objects of one shape (a definition's properties
+    /// inlined at many places, the branches of a DNF) encode them once.
     exclusions: HashMap<Vec<String>, Terminal>,
+    /// The text of the regex of any key ([`any_key_hir`]), once printed.
+    any_key: Option<String>,
     /// Work items: nonterminal, subschema, pointer, nesting depth, JSON
     /// depth.
     queue: VecDeque<(NtId, Sub<'a>, String, usize, usize)>,
@@ -422,8 +424,14 @@ fn bounded_multiples(b: &Bounds, k: u64) -> Option<Vec<i64>> {
 
 impl<'a> Emitter<'a> {
     /// The terminal of the JSON string literals (quotes included) whose
-    /// content is none of `names` ([`key_regex_excluding`]), built once per
-    /// name set and grammar ([`Emitter::exclusions`]).
+    /// content is none of `names`: [`Terminal::Except`] of the regex of
+    /// any key ([`any_key_hir`]) and the names' canonical encodings, which
+    /// is exact because the encoding is one-to-one. Engines build its
+    /// automaton from the names' trie (`zapspec_grammar::dense::except`)
+    /// when a parse reaches it, where the regex that says the same
+    /// ([`key_regex_excluding`](super::strings::key_regex_excluding), still used inside `patternProperties`
+    /// products) had to be built, printed and parsed with its grammar.
+    /// Once per name set and grammar ([`Emitter::exclusions`]).
     pub(crate) fn excluding_terminal(&mut self, names: &[&str]) -> Terminal {
         let mut key: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
         key.sort_unstable();
@@ -431,7 +439,20 @@ impl<'a> Emitter<'a> {
         if let Some(t) = self.exclusions.get(&key) {
             return t.clone();
         }
-        let t = self.g.regex_terminal(key_regex_excluding(names));
+        let any = match &self.any_key {
+            Some(text) => text.clone(),
+            None => {
+                let Terminal::Regex(text) = self.g.regex_terminal(any_key_hir()) else {
+                    unreachable!("a regex terminal")
+                };
+                self.any_key = Some(text.clone());
+                text
+            }
+        };
+        let encoded = key
+            .iter()
+            .map(|n| format!("\"{}\"", encode_str(n)).into_bytes());
+        let t = Terminal::except(any, encoded);
         self.exclusions.insert(key, t.clone());
         t
     }
@@ -487,6 +508,7 @@ impl<'a> Emitter<'a> {
             by_addr: HashMap::default(),
             string_memo: HashMap::default(),
             exclusions: HashMap::default(),
+            any_key: None,
             queue: VecDeque::new(),
             depth: 0,
             jdepth: 0,

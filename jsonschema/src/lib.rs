@@ -418,6 +418,30 @@ pub fn format_regex(name: &str) -> Option<&'static str> {
     }
 }
 
+/// The one regex of a key terminal the compiler writes as
+/// [`Terminal::Except`](zapspec_grammar::Terminal::Except) (a JSON string
+/// literal, quotes included, whose content is none of the names): for
+/// consumers that read regexes only (a peer engine's grammar format).
+/// `None` when `regex` and `names` are not such a terminal (the regex is
+/// not the compiler's any-key regex, or a name is no canonically encoded
+/// JSON string literal). The regex is a trie of the names with an exit at
+/// every node, so it is long: engines read the terminal instead.
+pub fn except_as_regex(regex: &str, names: &[Vec<u8>]) -> Option<String> {
+    if regex != strings::any_key_hir().to_string() {
+        return None;
+    }
+    let mut decoded = Vec::with_capacity(names.len());
+    for n in names {
+        let s: String = serde_json::from_slice(n).ok()?;
+        if format!("\"{}\"", strings::encode_str(&s)).as_bytes() != &n[..] {
+            return None;
+        }
+        decoded.push(s);
+    }
+    let refs: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    Some(strings::key_regex_excluding(&refs).to_string())
+}
+
 pub use error::SchemaError;
 
 pub use zapspec_grammar::ir::Grammar;

@@ -883,6 +883,14 @@ fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
     Hir::concat(vec![quote(), Hir::alternation(alts), quote()])
 }
 
+/// Any JSON string literal in canonical encoding, quotes included: the
+/// language [`key_regex_excluding`] takes names out of (built once per
+/// process; this clones it).
+pub(crate) fn any_key_hir() -> Hir {
+    let quote = || Hir::literal(*b"\"");
+    Hir::concat(vec![quote(), Exclusion::get().rest.clone(), quote()])
+}
+
 /// The parts of every [`key_regex_excluding`] regex that do not depend on
 /// the names, built once per process (their encodings take most of the
 /// time of a small name set's regex otherwise).
@@ -978,6 +986,12 @@ mod tests {
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
             let nested = dfa(&key_regex_excluding_with(&refs, Some(true)).to_string());
             let flat = dfa(&key_regex_excluding_with(&refs, Some(false)).to_string());
+            // the terminal the compiler writes, and the regex it stands for
+            let encoded: Vec<Vec<u8>> =
+                names.iter().map(|n| format!("\"{}\"", encode_str(n)).into_bytes()).collect();
+            let any = any_key_hir().to_string();
+            let except = TerminalDfa::compile(&Terminal::except(any.clone(), encoded.clone())).unwrap();
+            let stands = dfa(&crate::except_as_regex(&any, &encoded).unwrap());
             let mut all = keys.clone();
             all.extend(names.iter().cloned());
             for k in &all {
@@ -985,10 +999,14 @@ mod tests {
                 let want = !names.contains(k);
                 proptest::prop_assert_eq!(nested.matches(enc.as_bytes()), want, "nested, key {:?}", k);
                 proptest::prop_assert_eq!(flat.matches(enc.as_bytes()), want, "flat, key {:?}", k);
+                proptest::prop_assert_eq!(except.matches(enc.as_bytes()), want, "except, key {:?}", k);
+                proptest::prop_assert_eq!(stands.matches(enc.as_bytes()), want, "except's regex, key {:?}", k);
             }
+            proptest::prop_assert!(!except.matches(b"\"\\u0061\""), "only canonical encodings");
         }
     }
     use zapspec_grammar::dfa::TerminalDfa;
+    use zapspec_grammar::Terminal;
 
     fn dfa(re: &str) -> TerminalDfa {
         TerminalDfa::regex(re).unwrap_or_else(|e| panic!("{re}: {e}"))

@@ -293,6 +293,9 @@ impl CompiledGrammar {
                     || grammar.regex_hir_shared(b).cloned(),
                     limits,
                 ),
+                Terminal::Except(re, _) => {
+                    index.terminal_except(t, || grammar.regex_hir_shared(re).cloned(), limits)
+                }
                 _ => index.terminal_hir_on_miss(t, || ByteDfa::hir_of(t), limits),
             }
         };

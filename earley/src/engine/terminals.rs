@@ -171,8 +171,10 @@ impl VocabIndex {
         t: &Terminal,
         limits: &zapspec_grammar::RegexLimits,
     ) -> Result<Arc<TermEntry>, EarleyError> {
-        if let Terminal::And(..) = t {
-            return self.terminal_and(t, || None, || None, limits);
+        match t {
+            Terminal::And(..) => return self.terminal_and(t, || None, || None, limits),
+            Terminal::Except(..) => return self.terminal_except(t, || None, limits),
+            _ => {}
         }
         self.terminal_regex_with(ByteDfa::regex_of(t), limits)
     }
@@ -204,6 +206,63 @@ impl VocabIndex {
             };
             let (ha, hb) = (hir(a(), ta)?, hir(b(), tb)?);
             let dfa = ByteDfa::from_and(&ha, &hb, key, limits)?;
+            Ok(TermEntry::new(key.to_string(), dfa))
+        })
+    }
+
+    /// The entry of a regex without some strings ([`Terminal::Except`];
+    /// any other terminal: as [`Self::terminal`]). The regex gets an entry
+    /// of its own (from the HIR `base` gives, `None`: the parse of its
+    /// text), which every such terminal over the same regex shares; the
+    /// product with the strings' trie is built on first use when the
+    /// regex's language is surely infinite (the start state is then known:
+    /// the product's language is not empty), else at once.
+    pub(crate) fn terminal_except(
+        &self,
+        t: &Terminal,
+        base: impl FnOnce() -> Option<Arc<regex_syntax::hir::Hir>>,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        let Terminal::Except(re, names) = t else {
+            return self.terminal(t, limits);
+        };
+        self.terminal_built(ByteDfa::regex_of(t), |key| {
+            let hir = match base() {
+                Some(h) => h,
+                None => crate::terminal::parse_regex(re)
+                    .map(Arc::new)
+                    .map_err(|e| EarleyError::Terminal {
+                        regex: re.to_string(),
+                        reason: e.to_string(),
+                    })?,
+            };
+            let plain = Terminal::Regex(re.clone());
+            let lazy = self.config.lazy_dfas;
+            let entry = self.terminal_built(ByteDfa::regex_of(&plain), |k| {
+                self.entry_of(k, hir.clone(), limits, lazy)
+            })?;
+            let facts = crate::compile::Facts {
+                start: entry.start(),
+                nullable: entry.is_nullable() && !names.iter().any(|n| n.is_empty()),
+            };
+            let deferrable = self.config.deferred_terminals
+                && entry.start() != ByteDfa::DEAD
+                && hir.properties().look_set().is_empty()
+                && crate::compile::surely_infinite(&hir);
+            if deferrable {
+                return Ok(TermEntry::deferred_except(
+                    key.to_string(),
+                    entry,
+                    names.clone(),
+                    *limits,
+                    facts,
+                ));
+            }
+            let base = entry.dfa();
+            if let Some(e) = entry.build_error() {
+                return Err(e.clone());
+            }
+            let dfa = ByteDfa::from_except(base, names, key, limits)?;
             Ok(TermEntry::new(key.to_string(), dfa))
         })
     }

@@ -24,6 +24,8 @@
 //!   class is an error. `.` is any Unicode scalar value.
 //! * `/regex/` is a regex terminal (`regex-syntax` dialect); `\/` is a
 //!   slash, every other backslash sequence is passed to the regex verbatim.
+//!   `/a/ - "x" - "y"` is the regex without those strings
+//!   (`Terminal::Except`), as `Display` writes it.
 //!   `/a/ & /b/` is the intersection terminal (`Terminal::And`), as
 //!   `Grammar`'s `Display` writes it.
 //! * XGrammar's macros `Regex("…")`, `Substring("…", …)` and
@@ -477,6 +479,40 @@ impl<'a> Parser<'a> {
                             return Err(Self::err_at(
                                 at,
                                 "`&` joins two regex terminals: `/a/ & /b/`",
+                            ))
+                        }
+                    }
+                }
+                '-' => {
+                    // `/a/ - "x"`: the regex without one string
+                    // (`Terminal::Except`), as `Display` writes it
+                    self.bump();
+                    self.skip_ws();
+                    if self.peek() != Some('"') {
+                        return Err(self.err(
+                            "`-` takes a string literal from a regex terminal: `/a/ - \"x\"`",
+                        ));
+                    }
+                    let name = self.string()?;
+                    let f = &mut frames[top];
+                    let just_read = f.last.is_some() && f.last == f.cur.len().checked_sub(1);
+                    match f.cur.last_mut() {
+                        Some(PSym::T(t @ (Terminal::Regex(_) | Terminal::Except(..))))
+                            if just_read =>
+                        {
+                            let (re, mut names) =
+                                match std::mem::replace(t, Terminal::Literal(Vec::new())) {
+                                    Terminal::Regex(re) => (re, Vec::new()),
+                                    Terminal::Except(re, names) => (re, names.to_vec()),
+                                    _ => unreachable!("matched a regex"),
+                                };
+                            names.push(name);
+                            *t = Terminal::except(re, names);
+                        }
+                        _ => {
+                            return Err(Self::err_at(
+                                at,
+                                "`-` takes a string literal from a regex terminal: `/a/ - \"x\"`",
                             ))
                         }
                     }
@@ -1291,6 +1327,17 @@ mod roundtrip {
                 Symbol::T(Terminal::And(r"[a-z/]+".into(), r"(?s:.){0,5}".into())),
                 Symbol::T(Terminal::Regex("b".into())),
             ],
+        );
+        g.add_rule(
+            x,
+            vec![Symbol::T(Terminal::except(
+                r#""[a-z/]*""#.into(),
+                [
+                    b"\"a/b\"".to_vec(),
+                    Vec::new(),
+                    "\"é\\\"\n\"".as_bytes().to_vec(),
+                ],
+            ))],
         );
         g.add_rule(x, vec![]);
         g.start = s;
