@@ -302,6 +302,14 @@ impl Grammar {
         self.hirs.0.get(text)
     }
 
+    /// Remembers `hir` as the HIR of the regex terminal `text` (which it
+    /// must print as, [`Grammar::regex_terminal`]): for a caller that
+    /// reuses terminals across grammars, [`Grammar::regex_hir_shared`] of
+    /// another grammar.
+    pub fn add_regex_hir(&mut self, text: String, hir: std::sync::Arc<regex_syntax::hir::Hir>) {
+        self.hirs.0.entry(text).or_insert(hir);
+    }
+
     /// Adds the production `lhs → rhs`.
     pub fn add_rule(&mut self, lhs: NtId, rhs: Vec<Symbol>) {
         self.rules.push(Rule { lhs, rhs });

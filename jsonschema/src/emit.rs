@@ -7,6 +7,7 @@
 //! definition that differ only in their documentation, are compiled once.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -51,6 +52,9 @@ pub(crate) struct Emitter<'a> {
     exclusions: HashMap<Vec<String>, Terminal>,
     /// The text of the regex of any key ([`any_key_hir`]), once printed.
     any_key: Option<String>,
+    /// [`options_key`] of the options: with a string schema's keywords,
+    /// the key of the process-wide [`string_cache`].
+    opts_key: u64,
     /// Work items: nonterminal, subschema, pointer, nesting depth, JSON
     /// depth.
     queue: VecDeque<(NtId, Sub<'a>, String, usize, usize)>,
@@ -422,6 +426,58 @@ fn bounded_multiples(b: &Bounds, k: u64) -> Option<Vec<i64>> {
     Some((0..count).map(|i| first + i * k).collect())
 }
 
+/// The rules one string schema's keywords were written as, with the HIRs
+/// of their regex terminals: [`string_cache`]'s values.
+#[derive(Debug)]
+struct CachedString {
+    rhss: Vec<Vec<Symbol>>,
+    hirs: Vec<(String, Arc<regex_syntax::hir::Hir>)>,
+}
+
+/// Most string schemas [`string_cache`] keeps (then it starts afresh).
+const STRING_CACHE_ENTRIES: usize = 512;
+
+/// The process's string schemas already written, by the options they were
+/// written under ([`Emitter::opts_key`]) and their keywords: a `format`
+/// or `pattern` that many schemas share (`email`, `date-time`, a UUID
+/// regex) is translated, encoded and printed once per process, not once
+/// per schema (an `email` takes about 9 ms). Bounded by
+/// [`STRING_CACHE_ENTRIES`].
+struct StringCache(std::sync::Mutex<HashMap<(u64, StringKw), Arc<CachedString>>>);
+
+impl StringCache {
+    fn get(&self, k: &(u64, StringKw)) -> Option<Arc<CachedString>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(k)
+            .cloned()
+    }
+
+    fn insert(&self, k: (u64, StringKw), v: Arc<CachedString>) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= STRING_CACHE_ENTRIES {
+            m.clear();
+        }
+        m.insert(k, v);
+    }
+}
+
+fn string_cache() -> &'static StringCache {
+    static C: std::sync::OnceLock<StringCache> = std::sync::OnceLock::new();
+    C.get_or_init(|| StringCache(std::sync::Mutex::new(HashMap::default())))
+}
+
+/// A hash of everything in `opts` (its `Debug` text): the part of
+/// [`string_cache`]'s key that keeps apart rules written under different
+/// options.
+fn options_key(opts: &JsonSchemaOptions) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    format!("{opts:?}").hash(&mut h);
+    h.finish()
+}
+
 impl<'a> Emitter<'a> {
     /// The terminal of the JSON string literals (quotes included) whose
     /// content is none of `names`: [`Terminal::Except`] of the regex of
@@ -509,6 +565,7 @@ impl<'a> Emitter<'a> {
             string_memo: HashMap::default(),
             exclusions: HashMap::default(),
             any_key: None,
+            opts_key: options_key(opts),
             queue: VecDeque::new(),
             depth: 0,
             jdepth: 0,
@@ -893,8 +950,24 @@ impl<'a> Emitter<'a> {
                 }
                 return Ok(());
             }
+            let key = (self.opts_key, sk.clone());
+            let hit = string_cache().get(&key);
+            if let Some(hit) = hit {
+                for (text, hir) in &hit.hirs {
+                    self.g.add_regex_hir(text.clone(), hir.clone());
+                }
+                for rhs in &hit.rhss {
+                    self.g.add_rule(nt, rhs.clone());
+                }
+                self.string_memo.insert(key.1, hit.rhss.clone());
+                return Ok(());
+            }
         }
         let before = self.g.rules.len();
+        let notes = (
+            self.format_notes.ignored.len(),
+            self.format_notes.warnings.len(),
+        );
         self.string_rules(nt, s)?;
         if memoable {
             let rhss: Vec<Vec<Symbol>> = self.g.rules[before..]
@@ -902,9 +975,42 @@ impl<'a> Emitter<'a> {
                 .filter(|r| r.lhs == nt)
                 .map(|r| r.rhs.clone())
                 .collect();
-            if !rhss.is_empty() {
-                self.string_memo.insert(sk.clone(), rhss);
+            if rhss.is_empty() {
+                return Ok(());
             }
+            // Shared across grammars when the rules are terminals only
+            // (nonterminals are this grammar's) and wrote no note (notes
+            // name this schema's pointers).
+            let own = self.g.rules.len() == before + rhss.len()
+                && rhss.iter().flatten().all(|x| matches!(x, Symbol::T(_)))
+                && notes
+                    == (
+                        self.format_notes.ignored.len(),
+                        self.format_notes.warnings.len(),
+                    );
+            if own {
+                let mut hirs = Vec::new();
+                for x in rhss.iter().flatten() {
+                    let texts: Vec<&String> = match x {
+                        Symbol::T(Terminal::Regex(t) | Terminal::Except(t, _)) => vec![t],
+                        Symbol::T(Terminal::And(a, b)) => vec![a, b],
+                        _ => Vec::new(),
+                    };
+                    for t in texts {
+                        if let Some(h) = self.g.regex_hir_shared(t) {
+                            hirs.push((t.clone(), h.clone()));
+                        }
+                    }
+                }
+                string_cache().insert(
+                    (self.opts_key, sk.clone()),
+                    Arc::new(CachedString {
+                        rhss: rhss.clone(),
+                        hirs,
+                    }),
+                );
+            }
+            self.string_memo.insert(sk.clone(), rhss);
         }
         Ok(())
     }
