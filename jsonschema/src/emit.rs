@@ -435,14 +435,16 @@ struct CachedString {
 }
 
 /// Most string schemas [`string_cache`] keeps (then it starts afresh).
-const STRING_CACHE_ENTRIES: usize = 512;
+const STRING_CACHE_ENTRIES: usize = 128;
 
-/// The process's string schemas already written, by the options they were
-/// written under ([`Emitter::opts_key`]) and their keywords: a `format`
-/// or `pattern` that many schemas share (`email`, `date-time`, a UUID
-/// regex) is translated, encoded and printed once per process, not once
-/// per schema (an `email` takes about 9 ms). Bounded by
-/// [`STRING_CACHE_ENTRIES`].
+/// The process's built-in `format` strings already written (a format and
+/// at most length bounds: a closed set of names, so the cache does not
+/// grow with the schemas a server sees; user `pattern`s are memoised per
+/// grammar only), by the options they were written under
+/// ([`Emitter::opts_key`]) and their keywords: a format that many schemas
+/// share (`email`, `date-time`, `uri`) is translated, encoded and printed
+/// once per process, not once per schema (an `email` takes about 9 ms).
+/// Bounded by [`STRING_CACHE_ENTRIES`].
 struct StringCache(std::sync::Mutex<HashMap<(u64, StringKw), Arc<CachedString>>>);
 
 impl StringCache {
@@ -943,6 +945,13 @@ impl<'a> Emitter<'a> {
             .format
             .as_deref()
             .is_none_or(|f| matches!(formats::lookup(f), FormatKind::Regex(_)));
+        // a built-in format alone (with length bounds at most): shared
+        // across the process's grammars (`string_cache`)
+        let shared = memoable
+            && sk.format.is_some()
+            && sk.patterns.is_empty()
+            && sk.not_in.is_empty()
+            && sk.not_patterns.is_empty();
         if memoable {
             if let Some(rhss) = self.string_memo.get(sk) {
                 for rhs in rhss.clone() {
@@ -951,7 +960,7 @@ impl<'a> Emitter<'a> {
                 return Ok(());
             }
             let key = (self.opts_key, sk.clone());
-            let hit = string_cache().get(&key);
+            let hit = if shared { string_cache().get(&key) } else { None };
             if let Some(hit) = hit {
                 for (text, hir) in &hit.hirs {
                     self.g.add_regex_hir(text.clone(), hir.clone());
@@ -981,7 +990,8 @@ impl<'a> Emitter<'a> {
             // Shared across grammars when the rules are terminals only
             // (nonterminals are this grammar's) and wrote no note (notes
             // name this schema's pointers).
-            let own = self.g.rules.len() == before + rhss.len()
+            let own = shared
+                && self.g.rules.len() == before + rhss.len()
                 && rhss.iter().flatten().all(|x| matches!(x, Symbol::T(_)))
                 && notes
                     == (

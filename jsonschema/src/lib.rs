@@ -114,8 +114,11 @@
 //!   (JSON Schema's default), so an object schema accepts extra keys after
 //!   the declared ones, with values valid for the `additionalProperties`
 //!   schema. Extra keys are canonically encoded strings that differ from
-//!   every declared name (a trie-complement regex), so no declared key can
-//!   repeat. Two *additional* members may still share a key (a context-free
+//!   every declared name, so no declared key can repeat: one
+//!   `Terminal::Except` of the any-key regex and the names' encodings,
+//!   whose automaton (the product with the names' trie) the engine builds
+//!   when a parse reaches the object ([`except_as_regex`] writes the same
+//!   language as one regex, for engines that read regexes only). Two *additional* members may still share a key (a context-free
 //!   grammar cannot exclude that); a validator reads such a text with one
 //!   of the values, so where `minProperties` is reached only by counting
 //!   additional members, a text repeating an additional key can be
