@@ -960,7 +960,11 @@ impl<'a> Emitter<'a> {
                 return Ok(());
             }
             let key = (self.opts_key, sk.clone());
-            let hit = if shared { string_cache().get(&key) } else { None };
+            let hit = if shared {
+                string_cache().get(&key)
+            } else {
+                None
+            };
             if let Some(hit) = hit {
                 for (text, hir) in &hit.hirs {
                     self.g.add_regex_hir(text.clone(), hir.clone());
