@@ -315,21 +315,11 @@ impl TermEntry {
     /// A terminal with no entry computed yet (slots allocated on first
     /// use).
     pub fn new(regex: String, dfa: ByteDfa) -> Self {
-        TermEntry {
-            regex: regex.into(),
+        let facts = Facts {
             start: dfa.start(),
             nullable: dfa.is_nullable(),
-            dfa: OnceLock::from(dfa),
-            pending: Mutex::new(None),
-            failed: OnceLock::new(),
-            ci: Segmented::default(),
-            used: AtomicU64::new(0),
-            swept: AtomicU64::new(0),
-            account: None,
-            charged: AtomicUsize::new(0),
-            compiles: AtomicU32::new(0),
-            classes: Mutex::new(Vec::new()),
-        }
+        };
+        Self::with(regex, facts, OnceLock::from(dfa), None)
     }
 
     /// A terminal whose automaton is built from `hir` on first use
@@ -340,21 +330,8 @@ impl TermEntry {
         limits: RegexLimits,
         facts: Facts,
     ) -> Self {
-        TermEntry {
-            regex: regex.into(),
-            start: facts.start,
-            nullable: facts.nullable,
-            dfa: OnceLock::new(),
-            pending: Mutex::new(Some(Box::new(Pending::Hir { hir, limits }))),
-            failed: OnceLock::new(),
-            ci: Segmented::default(),
-            used: AtomicU64::new(0),
-            swept: AtomicU64::new(0),
-            account: None,
-            charged: AtomicUsize::new(0),
-            compiles: AtomicU32::new(0),
-            classes: Mutex::new(Vec::new()),
-        }
+        let pending = Pending::Hir { hir, limits };
+        Self::with(regex, facts, OnceLock::new(), Some(Box::new(pending)))
     }
 
     /// A regex without some strings whose automaton is built on first use
@@ -368,18 +345,38 @@ impl TermEntry {
         limits: RegexLimits,
         facts: Facts,
     ) -> Self {
-        let mut e = Self::deferred(
-            regex,
-            Arc::new(regex_syntax::hir::Hir::empty()),
-            limits,
-            facts,
-        );
-        e.pending = Mutex::new(Some(Box::new(Pending::Except {
+        let pending = Pending::Except {
             base,
             names,
             limits,
-        })));
-        e
+        };
+        Self::with(regex, facts, OnceLock::new(), Some(Box::new(pending)))
+    }
+
+    /// The one constructor: an automaton built (`dfa` set, no `pending`)
+    /// or to be built on first use (`dfa` empty, `pending` what builds
+    /// it), with the start state and nullability `facts` give.
+    fn with(
+        regex: String,
+        facts: Facts,
+        dfa: OnceLock<ByteDfa>,
+        pending: Option<Box<Pending>>,
+    ) -> Self {
+        TermEntry {
+            regex: regex.into(),
+            start: facts.start,
+            nullable: facts.nullable,
+            dfa,
+            pending: Mutex::new(pending),
+            failed: OnceLock::new(),
+            ci: Segmented::default(),
+            used: AtomicU64::new(0),
+            swept: AtomicU64::new(0),
+            account: None,
+            charged: AtomicUsize::new(0),
+            compiles: AtomicU32::new(0),
+            classes: Mutex::new(Vec::new()),
+        }
     }
 
     /// The terminal's automaton, built now if this is its first use.

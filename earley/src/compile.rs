@@ -256,22 +256,16 @@ impl ByteDfa {
         pattern: &str,
         limits: &RegexLimits,
     ) -> Result<Self, EarleyError> {
-        let over = |detail: String| EarleyError::LimitExceeded {
-            limit: Limit::DfaStates,
-            max: limits.dfa_states,
-            place: format!("terminal {}", zapspec_grammar::limits::short_regex(pattern)),
-            terminal: Some(pattern.to_string()),
-            detail,
-        };
-        let d = dense::except(base, names, limits.dfa_states).map_err(|_| {
-            over(format!(
-                "the regex without the {} excluded strings has more than {} states",
-                names.len(),
-                limits.dfa_states
-            ))
-        })?;
+        let d = dense::except_within(base, names, pattern, limits)
+            .map_err(|e| EarleyError::of_terminal(e, pattern))?;
         if base.overflowed() {
-            return Err(over("the regex's lazy automaton outgrew its cache".into()));
+            return Err(EarleyError::LimitExceeded {
+                limit: Limit::DfaStates,
+                max: limits.dfa_states,
+                place: format!("terminal {}", zapspec_grammar::limits::short_regex(pattern)),
+                terminal: Some(pattern.to_string()),
+                detail: "the regex's lazy automaton outgrew its cache".into(),
+            });
         }
         Ok(Self::from_dense(d))
     }

@@ -413,6 +413,32 @@ where
     product(a, &ExceptTrie::new(names), max_states)
 }
 
+/// [`except`] under `limits.dfa_states`, for terminal `pattern`: a
+/// product past the bound is [`GrammarError::LimitExceeded`] placed at
+/// the terminal.
+pub fn except_within<A>(
+    a: &A,
+    names: &[Vec<u8>],
+    pattern: &str,
+    limits: &RegexLimits,
+) -> Result<DenseDfa, GrammarError>
+where
+    A: ByteAutomaton + ?Sized,
+{
+    except(a, names, limits.dfa_states).map_err(|_| {
+        over(
+            pattern,
+            Limit::DfaStates,
+            limits.dfa_states,
+            format!(
+                "the regex without the {} excluded strings has more than {} states",
+                names.len(),
+                limits.dfa_states
+            ),
+        )
+    })
+}
+
 /// [`GrammarError::LimitExceeded`] for `limit` at terminal `pattern`.
 fn over(pattern: &str, limit: Limit, max: usize, detail: String) -> GrammarError {
     GrammarError::LimitExceeded {

@@ -112,20 +112,13 @@ impl TerminalDfa {
                 &t.to_string(),
                 limits,
             ),
-            Terminal::Except(re, names) => {
-                dense::except(&Self::regex_with(re, limits)?, names, limits.dfa_states)
-                    .map(Self::from_dense)
-                    .map_err(|_| GrammarError::LimitExceeded {
-                        limit: Limit::DfaStates,
-                        max: limits.dfa_states,
-                        place: format!("terminal {}", short_regex(&t.to_string())),
-                        detail: format!(
-                            "the regex without the {} excluded strings has more than {} states",
-                            names.len(),
-                            limits.dfa_states
-                        ),
-                    })
-            }
+            Terminal::Except(re, names) => dense::except_within(
+                &Self::regex_with(re, limits)?,
+                names,
+                &t.to_string(),
+                limits,
+            )
+            .map(Self::from_dense),
         }
     }
 

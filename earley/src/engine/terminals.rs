@@ -16,8 +16,8 @@ use crate::ci_cache::TermEntry;
 use crate::error::EarleyError;
 use crate::terminal::ByteDfa;
 
-use super::cache::Ghosts;
-use super::index::map_bytes;
+use super::ring::map_bytes;
+use super::ring::Ghosts;
 use super::VocabIndex;
 
 impl VocabIndex {
@@ -195,16 +195,7 @@ impl VocabIndex {
             return self.terminal(t, limits);
         };
         self.terminal_built(ByteDfa::regex_of(t), |key| {
-            let hir = |h: Option<Arc<regex_syntax::hir::Hir>>, text: &str| match h {
-                Some(h) => Ok(h),
-                None => crate::terminal::parse_regex(text)
-                    .map(Arc::new)
-                    .map_err(|e| EarleyError::Terminal {
-                        regex: text.to_string(),
-                        reason: e.to_string(),
-                    }),
-            };
-            let (ha, hb) = (hir(a(), ta)?, hir(b(), tb)?);
+            let (ha, hb) = (hir_or_parse(a(), ta)?, hir_or_parse(b(), tb)?);
             let dfa = ByteDfa::from_and(&ha, &hb, key, limits)?;
             Ok(TermEntry::new(key.to_string(), dfa))
         })
@@ -227,15 +218,7 @@ impl VocabIndex {
             return self.terminal(t, limits);
         };
         self.terminal_built(ByteDfa::regex_of(t), |key| {
-            let hir = match base() {
-                Some(h) => h,
-                None => crate::terminal::parse_regex(re)
-                    .map(Arc::new)
-                    .map_err(|e| EarleyError::Terminal {
-                        regex: re.to_string(),
-                        reason: e.to_string(),
-                    })?,
-            };
+            let hir = hir_or_parse(base(), re)?;
             let plain = Terminal::Regex(re.clone());
             let lazy = self.config.lazy_dfas;
             let entry = self.terminal_built(ByteDfa::regex_of(&plain), |k| {
@@ -348,4 +331,21 @@ fn literal_dfa(
     Some(ByteDfa::from_dense(
         zapspec_grammar::dense::DenseDfa::literal(bytes),
     ))
+}
+
+/// `hir` when given, else the parse of the regex `text` (a parse error as
+/// [`EarleyError::Terminal`]).
+fn hir_or_parse(
+    hir: Option<Arc<regex_syntax::hir::Hir>>,
+    text: &str,
+) -> Result<Arc<regex_syntax::hir::Hir>, EarleyError> {
+    match hir {
+        Some(h) => Ok(h),
+        None => crate::terminal::parse_regex(text)
+            .map(Arc::new)
+            .map_err(|e| EarleyError::Terminal {
+                regex: text.to_string(),
+                reason: e.to_string(),
+            }),
+    }
 }
