@@ -220,7 +220,7 @@ pub struct Grammar {
 /// hold, the HIR being a function of the text, and a transform that builds
 /// a new grammar may drop the table (consumers then parse).
 #[derive(Clone, Debug, Default)]
-struct RegexHirs(std::collections::HashMap<String, std::sync::Arc<regex_syntax::hir::Hir>>);
+struct RegexHirs(rustc_hash::FxHashMap<String, std::sync::Arc<regex_syntax::hir::Hir>>);
 
 impl PartialEq for RegexHirs {
     fn eq(&self, _: &Self) -> bool {

@@ -20,9 +20,9 @@ use super::normalize::Normalizer;
 use super::numbers::{
     integer_regex, integer_value_regex, number_regex_multiple, Bounds, Multiple, Num,
 };
-use super::schema::{NumberKw, Simple, StringKw, Sub, TypeSet};
+use super::schema::{NumberKw, SchemaKeys, Simple, StringKw, Sub, TypeSet};
 use super::strings::{
-    any_key_hir, char_len_range, constrained_string_hir, encode_str, free_string_regex,
+    any_key, char_len_range, constrained_string_hir, encode_str, free_string_regex,
     translate_pattern, with_length, FREE_UNIT,
 };
 use super::{CompileReport, JsonSchemaOptions, Whitespace, MIN_INTERSECTED_LENGTH};
@@ -34,6 +34,8 @@ pub(crate) struct Emitter<'a> {
     pub norm: Normalizer<'a>,
     pub opts: &'a JsonSchemaOptions,
     memo: HashMap<String, NtId>,
+    /// The memo keys of the handles met ([`SchemaKeys`]).
+    pub(crate) keys: SchemaKeys,
     /// [`Emitter::memo`]'s answers by the address of a document schema
     /// (borrowed for `'a`, so an address names one schema for the whole
     /// compile): a definition `$ref`-ed from many places has its content
@@ -50,8 +52,6 @@ pub(crate) struct Emitter<'a> {
     /// names: the open objects of one shape (a definition's properties
     /// inlined at many places, the branches of a DNF) encode them once.
     exclusions: HashMap<Vec<String>, Terminal>,
-    /// The text of the regex of any key ([`any_key_hir`]), once printed.
-    any_key: Option<String>,
     /// [`options_key`] of the options: with a string schema's keywords,
     /// the key of the process-wide [`string_cache`].
     opts_key: u64,
@@ -483,7 +483,7 @@ fn options_key(opts: &JsonSchemaOptions) -> u64 {
 impl<'a> Emitter<'a> {
     /// The terminal of the JSON string literals (quotes included) whose
     /// content is none of `names`: [`Terminal::Except`] of the regex of
-    /// any key ([`any_key_hir`]) and the names' canonical encodings, which
+    /// any key ([`any_key`]) and the names' canonical encodings, which
     /// is exact because the encoding is one-to-one. Engines build its
     /// automaton from the names' trie (`zapspec_grammar::dense::except`)
     /// when a parse reaches it, where the regex that says the same
@@ -497,20 +497,12 @@ impl<'a> Emitter<'a> {
         if let Some(t) = self.exclusions.get(&key) {
             return t.clone();
         }
-        let any = match &self.any_key {
-            Some(text) => text.clone(),
-            None => {
-                let Terminal::Regex(text) = self.g.regex_terminal(any_key_hir()) else {
-                    unreachable!("a regex terminal")
-                };
-                self.any_key = Some(text.clone());
-                text
-            }
-        };
+        let (any, hir) = any_key();
+        self.adopt_hir(any, hir);
         let encoded = key
             .iter()
             .map(|n| format!("\"{}\"", encode_str(n)).into_bytes());
-        let t = Terminal::except(any, encoded);
+        let t = Terminal::except(any.clone(), encoded);
         self.exclusions.insert(key, t.clone());
         t
     }
@@ -563,10 +555,10 @@ impl<'a> Emitter<'a> {
             norm: Normalizer::new(root, opts),
             opts,
             memo: HashMap::default(),
+            keys: SchemaKeys::default(),
             by_addr: HashMap::default(),
             string_memo: HashMap::default(),
             exclusions: HashMap::default(),
-            any_key: None,
             opts_key: options_key(opts),
             queue: VecDeque::new(),
             depth: 0,
@@ -661,9 +653,9 @@ impl<'a> Emitter<'a> {
             return Ok(nt);
         }
         let key = if indent {
-            format!("{jd}\u{0}{}", v.key())
+            format!("{jd}\u{0}{}", self.keys.key(v))
         } else {
-            v.key()
+            self.keys.key(v)
         };
         if let Some(&nt) = self.memo.get(&key) {
             if let Some(a) = addr {
@@ -938,95 +930,117 @@ impl<'a> Emitter<'a> {
 
     /// The string alternatives of `nt`: memoised by the keywords
     /// ([`Emitter::string_memo`]) when they add rules and no note (a
-    /// format not enforced, a contradiction) is due at this place.
+    /// format not enforced, a contradiction) is due at this place; a
+    /// built-in format alone (with length bounds at most) is also shared
+    /// across the process's grammars ([`string_cache`]).
     fn string(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
         let sk = &s.string;
         let memoable = sk
             .format
             .as_deref()
             .is_none_or(|f| matches!(formats::lookup(f), FormatKind::Regex(_)));
-        // a built-in format alone (with length bounds at most): shared
-        // across the process's grammars (`string_cache`)
-        let shared = memoable
-            && sk.format.is_some()
+        if !memoable {
+            return self.string_rules(nt, s);
+        }
+        let shared = sk.format.is_some()
             && sk.patterns.is_empty()
             && sk.not_in.is_empty()
             && sk.not_patterns.is_empty();
-        if memoable {
-            if let Some(rhss) = self.string_memo.get(sk) {
-                for rhs in rhss.clone() {
-                    self.g.add_rule(nt, rhs);
-                }
-                return Ok(());
-            }
-            let key = (self.opts_key, sk.clone());
-            let hit = if shared {
-                string_cache().get(&key)
-            } else {
-                None
-            };
-            if let Some(hit) = hit {
-                for (text, hir) in &hit.hirs {
-                    self.g.add_regex_hir(text.clone(), hir.clone());
-                }
-                for rhs in &hit.rhss {
-                    self.g.add_rule(nt, rhs.clone());
-                }
-                self.string_memo.insert(key.1, hit.rhss.clone());
-                return Ok(());
-            }
+        if self.string_replay(nt, sk, shared) {
+            return Ok(());
         }
         let before = self.g.rules.len();
-        let notes = (
+        let notes = self.note_counts();
+        self.string_rules(nt, s)?;
+        let rhss: Vec<Vec<Symbol>> = self.g.rules[before..]
+            .iter()
+            .filter(|r| r.lhs == nt)
+            .map(|r| r.rhs.clone())
+            .collect();
+        if rhss.is_empty() {
+            return Ok(());
+        }
+        // Shared across grammars when the rules are terminals only
+        // (nonterminals are this grammar's) and wrote no note (notes name
+        // this schema's pointers).
+        if shared
+            && self.g.rules.len() == before + rhss.len()
+            && rhss.iter().flatten().all(|x| matches!(x, Symbol::T(_)))
+            && notes == self.note_counts()
+        {
+            self.string_share(sk, &rhss);
+        }
+        self.string_memo.insert(sk.clone(), rhss);
+        Ok(())
+    }
+
+    /// Adds to `nt` the rules string keywords `sk` were written as before:
+    /// in this grammar ([`Emitter::string_memo`]) or, when `shared`, in
+    /// another ([`string_cache`], whose regex HIRs the grammar then
+    /// adopts). Whether there were such rules.
+    fn string_replay(&mut self, nt: NtId, sk: &StringKw, shared: bool) -> bool {
+        if let Some(rhss) = self.string_memo.get(sk) {
+            for rhs in rhss.clone() {
+                self.g.add_rule(nt, rhs);
+            }
+            return true;
+        }
+        if !shared {
+            return false;
+        }
+        let Some(hit) = string_cache().get(&(self.opts_key, sk.clone())) else {
+            return false;
+        };
+        for (text, hir) in &hit.hirs {
+            self.adopt_hir(text, hir);
+        }
+        for rhs in &hit.rhss {
+            self.g.add_rule(nt, rhs.clone());
+        }
+        self.string_memo.insert(sk.clone(), hit.rhss.clone());
+        true
+    }
+
+    /// Keeps the rules `rhss` of string keywords `sk` in [`string_cache`],
+    /// with the HIRs of their regex terminals.
+    fn string_share(&self, sk: &StringKw, rhss: &[Vec<Symbol>]) {
+        let mut hirs = Vec::new();
+        let mut keep = |t: &String| {
+            if let Some(h) = self.g.regex_hir_shared(t) {
+                hirs.push((t.clone(), h.clone()));
+            }
+        };
+        for x in rhss.iter().flatten() {
+            match x {
+                Symbol::T(Terminal::Regex(t) | Terminal::Except(t, _)) => keep(t),
+                Symbol::T(Terminal::And(a, b)) => {
+                    keep(a);
+                    keep(b);
+                }
+                _ => {}
+            }
+        }
+        let cached = CachedString {
+            rhss: rhss.to_vec(),
+            hirs,
+        };
+        string_cache().insert((self.opts_key, sk.clone()), Arc::new(cached));
+    }
+
+    /// The HIR of regex terminal `text`, for this grammar unless it has
+    /// one (shared, not copied).
+    fn adopt_hir(&mut self, text: &str, hir: &Arc<regex_syntax::hir::Hir>) {
+        if self.g.regex_hir(text).is_none() {
+            self.g.add_regex_hir(text.to_owned(), hir.clone());
+        }
+    }
+
+    /// How many format notes (ignored, warnings) the grammar has written.
+    fn note_counts(&self) -> (usize, usize) {
+        (
             self.format_notes.ignored.len(),
             self.format_notes.warnings.len(),
-        );
-        self.string_rules(nt, s)?;
-        if memoable {
-            let rhss: Vec<Vec<Symbol>> = self.g.rules[before..]
-                .iter()
-                .filter(|r| r.lhs == nt)
-                .map(|r| r.rhs.clone())
-                .collect();
-            if rhss.is_empty() {
-                return Ok(());
-            }
-            // Shared across grammars when the rules are terminals only
-            // (nonterminals are this grammar's) and wrote no note (notes
-            // name this schema's pointers).
-            let own = shared
-                && self.g.rules.len() == before + rhss.len()
-                && rhss.iter().flatten().all(|x| matches!(x, Symbol::T(_)))
-                && notes
-                    == (
-                        self.format_notes.ignored.len(),
-                        self.format_notes.warnings.len(),
-                    );
-            if own {
-                let mut hirs = Vec::new();
-                for x in rhss.iter().flatten() {
-                    let texts: Vec<&String> = match x {
-                        Symbol::T(Terminal::Regex(t) | Terminal::Except(t, _)) => vec![t],
-                        Symbol::T(Terminal::And(a, b)) => vec![a, b],
-                        _ => Vec::new(),
-                    };
-                    for t in texts {
-                        if let Some(h) = self.g.regex_hir_shared(t) {
-                            hirs.push((t.clone(), h.clone()));
-                        }
-                    }
-                }
-                string_cache().insert(
-                    (self.opts_key, sk.clone()),
-                    Arc::new(CachedString {
-                        rhss: rhss.clone(),
-                        hirs,
-                    }),
-                );
-            }
-            self.string_memo.insert(sk.clone(), rhss);
-        }
-        Ok(())
+        )
     }
 
     fn string_rules(&mut self, nt: NtId, s: &Simple<'a>) -> Result<(), SchemaError> {
@@ -1418,26 +1432,117 @@ pub(crate) fn prune_unproductive(g: &mut Grammar) -> Vec<bool> {
 }
 
 /// Which nonterminals derive some string, taking `assume` (if any) to
-/// derive one.
+/// derive one: a worklist over the rules that use each nonterminal (each
+/// rule waits for its nonterminal occurrences), linear in the grammar's
+/// size where a fixpoint over all rules took a pass per level of nesting.
 fn productive_set(g: &Grammar, assume: Option<NtId>) -> Vec<bool> {
     let n = g.num_nonterminals();
     let mut productive = vec![false; n];
-    if let Some(a) = assume {
-        productive[a.index()] = true;
+    // the rules each nonterminal occurs in (once per occurrence), as one
+    // flat list with offsets
+    let mut start = vec![0u32; n + 1];
+    for r in &g.rules {
+        for s in &r.rhs {
+            if let Symbol::Nt(x) = s {
+                start[x.index() + 1] += 1;
+            }
+        }
     }
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for r in &g.rules {
-            if !productive[r.lhs.index()]
-                && r.rhs.iter().all(|s| {
-                    matches!(s, Symbol::T(_)) || matches!(s, Symbol::Nt(x) if productive[x.index()])
-                })
-            {
-                productive[r.lhs.index()] = true;
-                changed = true;
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut uses = vec![0u32; start[n] as usize];
+    let mut waiting = vec![0u32; g.rules.len()];
+    for (ri, r) in g.rules.iter().enumerate() {
+        for s in &r.rhs {
+            if let Symbol::Nt(x) = s {
+                uses[fill[x.index()] as usize] = ri as u32;
+                fill[x.index()] += 1;
+                waiting[ri] += 1;
+            }
+        }
+    }
+    let mut work: Vec<usize> = Vec::new();
+    let mark = |x: usize, productive: &mut Vec<bool>, work: &mut Vec<usize>| {
+        if !productive[x] {
+            productive[x] = true;
+            work.push(x);
+        }
+    };
+    if let Some(a) = assume {
+        mark(a.index(), &mut productive, &mut work);
+    }
+    for (ri, r) in g.rules.iter().enumerate() {
+        if waiting[ri] == 0 {
+            mark(r.lhs.index(), &mut productive, &mut work);
+        }
+    }
+    while let Some(x) = work.pop() {
+        for &ri in &uses[start[x] as usize..start[x + 1] as usize] {
+            let w = &mut waiting[ri as usize];
+            *w -= 1;
+            if *w == 0 {
+                mark(g.rules[ri as usize].lhs.index(), &mut productive, &mut work);
             }
         }
     }
     productive
+}
+
+#[cfg(test)]
+mod productive_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The definition: the least fixpoint, by passes over all rules.
+    fn reference(g: &Grammar, assume: Option<NtId>) -> Vec<bool> {
+        let mut p = vec![false; g.num_nonterminals()];
+        if let Some(a) = assume {
+            p[a.index()] = true;
+        }
+        loop {
+            let mut changed = false;
+            for r in &g.rules {
+                if !p[r.lhs.index()]
+                    && r.rhs
+                        .iter()
+                        .all(|s| !matches!(s, Symbol::Nt(x) if !p[x.index()]))
+                {
+                    p[r.lhs.index()] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return p;
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn worklist_equals_the_fixpoint(
+            n in 1usize..8,
+            rules in proptest::collection::vec(
+                (0usize..8, proptest::collection::vec(proptest::option::of(0usize..8), 0..4)),
+                0..16,
+            ),
+            assume in proptest::option::of(0usize..8),
+        ) {
+            let mut g = Grammar::default();
+            let nts: Vec<NtId> = (0..n).map(|i| g.add_nonterminal(&format!("n{i}"))).collect();
+            for (lhs, rhs) in rules {
+                let rhs = rhs
+                    .into_iter()
+                    .map(|x| match x {
+                        Some(i) => Symbol::Nt(nts[i % n]),
+                        None => lit("a"),
+                    })
+                    .collect();
+                g.add_rule(nts[lhs % n], rhs);
+            }
+            let assume = assume.map(|i| nts[i % n]);
+            prop_assert_eq!(productive_set(&g, assume), reference(&g, assume));
+        }
+    }
 }

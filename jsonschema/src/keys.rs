@@ -41,7 +41,8 @@
 //! ([`KeyAutomaton::with_length`]) intersects `pattern`/`format` with
 //! `minLength`/`maxLength`, and with each other.
 
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 
 use regex_automata::{Anchored, Input};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look};
@@ -133,7 +134,7 @@ impl Trie {
 
     fn new(lists: &[&[&str]]) -> Trie {
         let mut t = Trie {
-            kids: vec![HashMap::new()],
+            kids: vec![HashMap::default()],
             end: vec![Vec::new()],
         };
         for (id, list) in lists.iter().enumerate() {
@@ -143,7 +144,7 @@ impl Trie {
                     let next = t.kids.len();
                     let e = *t.kids[cur].entry(c).or_insert(next);
                     if e == next {
-                        t.kids.push(HashMap::new());
+                        t.kids.push(HashMap::default());
                         t.end.push(Vec::new());
                     }
                     cur = e;
@@ -878,7 +879,7 @@ impl RegionGrammar {
         }
         let (start, fin) = (n, n + 1);
         // label[p][q]; "" is the empty string, absence the empty language
-        let mut label: Vec<HashMap<usize, String>> = vec![HashMap::new(); n + 2];
+        let mut label: Vec<HashMap<usize, String>> = vec![HashMap::default(); n + 2];
         let add = |label: &mut Vec<HashMap<usize, String>>, p: usize, q: usize, r: String| {
             label[p]
                 .entry(q)

@@ -430,7 +430,7 @@ pub fn format_regex(name: &str) -> Option<&'static str> {
 /// JSON string literal). The regex is a trie of the names with an exit at
 /// every node, so it is long: engines read the terminal instead.
 pub fn except_as_regex(regex: &str, names: &[Vec<u8>]) -> Option<String> {
-    if regex != strings::any_key_hir().to_string() {
+    if regex != strings::any_key().0 {
         return None;
     }
     let mut decoded = Vec::with_capacity(names.len());

@@ -198,7 +198,7 @@ impl<'a> Emitter<'a> {
         sibling.string.not_patterns.clear();
         sibling.string.patterns.truncate(1);
         let sub = Sub::Simple(Box::new(sibling));
-        let key = sub.key();
+        let key = self.keys.key(&sub);
         let rec = match self.member_checks.get(&key) {
             Some(r) => r.clone(),
             None => {

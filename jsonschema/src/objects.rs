@@ -21,7 +21,7 @@
 //! grammar is ambiguous there, its language exact). `maxContains` would
 //! need the items *not* valid under `C` and is refused.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::emit::{lit, not_pattern_hirs, re, string_hir, Emitter, FormatNotes};
 use super::error::{push_ptr, Sat, SchemaError, Unsat};
@@ -559,7 +559,7 @@ impl<'a> Emitter<'a> {
                 (c + 1).min(cap)
             }
         };
-        let mut states: HashMap<(usize, u64), NtId> = HashMap::new();
+        let mut states: HashMap<(usize, u64), NtId> = HashMap::default();
         let mut work: Vec<(usize, u64)> = vec![(0, 0)];
         let s0 = self.fresh(&format!("{base}-kv"), &ptr)?;
         states.insert((0, 0), s0);
@@ -631,7 +631,7 @@ impl<'a> Emitter<'a> {
                 (c + 1).min(o.cap)
             }
         };
-        let mut states: HashMap<(u64, u64), NtId> = HashMap::new();
+        let mut states: HashMap<(u64, u64), NtId> = HashMap::default();
         let s0 = self.fresh(&format!("{base}-kv"), ptr)?;
         states.insert((0, 0), s0);
         let mut open = vec![lit("{")];

@@ -19,7 +19,7 @@
 //! such data counts as a resource (validators that walk only subschema
 //! keywords would not count it). Cost: one pass over the document.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use fluent_uri::{Iri, IriRef};
 use serde_json::{Map, Value};
@@ -45,7 +45,10 @@ pub(crate) struct Bases {
     /// borrowed while it is compiled, so an address is one object): the
     /// emitter's pointers follow references, so they do not locate an
     /// object in the document.
-    base_of: HashMap<*const Map<String, Value>, String>,
+    base_of: HashMap<*const Map<String, Value>, u32>,
+    /// The base URIs [`Bases::base_of`] indexes (one per resource, not one
+    /// per object).
+    base_uris: Vec<String>,
     /// The JSON pointer of every schema object, by address: where a
     /// conjunction of borrowed subschemas (`allOf` merges of `properties`,
     /// `items`) names its parts in messages.
@@ -87,38 +90,48 @@ impl Bases {
     /// The resources and anchors of `root` (module docs);
     /// `ids_beside_ref: false` (drafts 3–7) ignores an `$id` next to `$ref`.
     pub(crate) fn new(root: &Value, ids_beside_ref: bool) -> Self {
-        let mut b = Bases::default();
-        // (value, pointer, base URI of the enclosing resource, is data)
-        let mut stack: Vec<(&Value, String, String, bool)> =
-            vec![(root, String::new(), DEFAULT_BASE.to_string(), false)];
-        while let Some((v, p, base, data)) = stack.pop() {
+        let mut b = Bases {
+            base_uris: vec![DEFAULT_BASE.to_string()],
+            ..Bases::default()
+        };
+        // (value, pointer, index of the base URI of the enclosing resource);
+        // data (`enum`, `const`, …) is not walked: nothing in it is a
+        // schema
+        let mut stack: Vec<(&Value, String, u32)> = vec![(root, String::new(), 0)];
+        while let Some((v, p, base)) = stack.pop() {
             let m = match v {
                 Value::Object(m) => m,
                 Value::Array(a) => {
                     for (i, x) in a.iter().enumerate() {
-                        stack.push((x, push_ptr(&p, &i.to_string()), base.clone(), data));
+                        if x.is_object() || x.is_array() {
+                            stack.push((x, push_ptr(&p, &i.to_string()), base));
+                        }
                     }
                     continue;
                 }
                 _ => continue,
             };
-            let mut here = base.clone();
+            let mut here = base;
             // drafts 3–7 ignore the siblings of `$ref`, its `$id` too
             let ignored = !ids_beside_ref && m.contains_key("$ref");
-            if !data && !ignored {
+            if !ignored {
                 let id = ["$id", "id"]
                     .iter()
                     .find_map(|k| m.get(*k).and_then(Value::as_str));
                 if let Some(id) = id {
+                    let base_uri = b.base_uris[base as usize].clone();
                     if let Some(name) = id.strip_prefix('#') {
-                        b.anchor(&base, name, &p);
-                    } else if let Some(u) = join(&base, id) {
+                        b.anchor(&base_uri, name, &p);
+                    } else if let Some(u) = join(&base_uri, id) {
                         let (doc, frag) = split_fragment(&u);
-                        here = doc.to_string();
-                        b.resources.entry(here.clone()).or_insert_with(|| p.clone());
-                        b.roots.push((p.clone(), here.clone()));
+                        here = b.base_uris.len() as u32;
+                        b.base_uris.push(doc.to_string());
+                        b.resources
+                            .entry(doc.to_string())
+                            .or_insert_with(|| p.clone());
+                        b.roots.push((p.clone(), doc.to_string()));
                         if !frag.is_empty() {
-                            b.anchor(&here, frag, &p);
+                            b.anchor(doc, frag, &p);
                         }
                     }
                 }
@@ -126,23 +139,24 @@ impl Bases {
                 // Core §8.2.2)
                 for k in ["$anchor", "$dynamicAnchor"] {
                     if let Some(a) = m.get(k).and_then(Value::as_str) {
-                        b.anchor(&here, a, &p);
+                        let here_uri = b.base_uris[here as usize].clone();
+                        b.anchor(&here_uri, a, &p);
                     }
                 }
             }
             if p.is_empty() && here == base {
                 // a root without an `$id` of its own: the placeholder base
-                b.resources.insert(here.clone(), String::new());
-                b.roots.push((String::new(), here.clone()));
+                let uri = b.base_uris[here as usize].clone();
+                b.resources.insert(uri.clone(), String::new());
+                b.roots.push((String::new(), uri));
             }
-            if !data {
-                b.base_of.insert(m as *const _, here.clone());
-                b.ptr_of.insert(m as *const _, p.clone());
-            }
+            b.base_of.insert(m as *const _, here);
             for (k, x) in m {
-                let d = data || DATA.contains(&k.as_str());
-                stack.push((x, push_ptr(&p, k), here.clone(), d));
+                if (x.is_object() || x.is_array()) && !DATA.contains(&k.as_str()) {
+                    stack.push((x, push_ptr(&p, k), here));
+                }
             }
+            b.ptr_of.insert(m as *const _, p);
         }
         b
     }
@@ -161,7 +175,7 @@ impl Bases {
     pub(crate) fn base_of(&self, obj: &Map<String, Value>) -> &str {
         self.base_of
             .get(&(obj as *const _))
-            .map_or(DEFAULT_BASE, String::as_str)
+            .map_or(DEFAULT_BASE, |&i| self.base_uris[i as usize].as_str())
     }
 
     /// The JSON pointer of the schema object `obj` in the document

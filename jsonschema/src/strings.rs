@@ -883,12 +883,16 @@ fn key_regex_excluding_with(names: &[&str], nested: Option<bool>) -> Hir {
     Hir::concat(vec![quote(), Hir::alternation(alts), quote()])
 }
 
-/// Any JSON string literal in canonical encoding, quotes included: the
-/// language [`key_regex_excluding`] takes names out of (built once per
-/// process; this clones it).
-pub(crate) fn any_key_hir() -> Hir {
-    let quote = || Hir::literal(*b"\"");
-    Hir::concat(vec![quote(), Exclusion::get().rest.clone(), quote()])
+/// The regex of any JSON string literal in canonical encoding, quotes
+/// included (the language [`key_regex_excluding`] takes names out of): its
+/// printed text and its HIR, built and printed once per process.
+pub(crate) fn any_key() -> &'static (String, std::sync::Arc<Hir>) {
+    static ANY: std::sync::OnceLock<(String, std::sync::Arc<Hir>)> = std::sync::OnceLock::new();
+    ANY.get_or_init(|| {
+        let quote = || Hir::literal(*b"\"");
+        let hir = Hir::concat(vec![quote(), Exclusion::get().rest.clone(), quote()]);
+        (hir.to_string(), std::sync::Arc::new(hir))
+    })
 }
 
 /// The parts of every [`key_regex_excluding`] regex that do not depend on
@@ -989,7 +993,7 @@ mod tests {
             // the terminal the compiler writes, and the regex it stands for
             let encoded: Vec<Vec<u8>> =
                 names.iter().map(|n| format!("\"{}\"", encode_str(n)).into_bytes()).collect();
-            let any = any_key_hir().to_string();
+            let any = any_key().0.clone();
             let except = TerminalDfa::compile(&Terminal::except(any.clone(), encoded.clone())).unwrap();
             let stands = dfa(&crate::except_as_regex(&any, &encoded).unwrap());
             let mut all = keys.clone();

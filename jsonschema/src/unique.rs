@@ -26,7 +26,7 @@
 //! [`JsonSchemaOptions::max_unique_states`]: super::JsonSchemaOptions::max_unique_states
 //! [`JsonSchemaOptions::max_unique_values`]: super::JsonSchemaOptions::max_unique_values
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde_json::Value;
 
@@ -246,7 +246,7 @@ impl<'a> Emitter<'a> {
             vals.push(v);
         }
         let ws = self.ws();
-        let mut states: HashMap<u64, NtId> = HashMap::new();
+        let mut states: HashMap<u64, NtId> = HashMap::default();
         let s0 = self.fresh(&format!("{base}-set"), ptr)?;
         states.insert(0, s0);
         let mut open = vec![lit("[")];

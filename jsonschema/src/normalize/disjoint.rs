@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::Conj;
 use crate::error::SchemaError;
-use crate::schema::{Simple, Sub, TypeSet};
+use crate::schema::{has, kw, Simple, Sub, TypeSet};
 
 /// What the disjointness test reads of one conjunct.
 trait Facts {
@@ -81,7 +81,7 @@ impl Facts for Raw<'_> {
     fn types(&self) -> TypeSet {
         let m = self.0;
         let mut t = TypeSet::all();
-        if let Some(ty) = m.get("type").and_then(TypeSet::parse) {
+        if let Some(ty) = kw(m, "type").and_then(TypeSet::parse) {
             t &= ty.fold_integer();
         }
         if let Some(vals) = self.listed() {
@@ -89,8 +89,8 @@ impl Facts for Raw<'_> {
                 .iter()
                 .fold(TypeSet::empty(), |acc, v| acc | TypeSet::of_value(v));
         }
-        for kw in ["anyOf", "oneOf"] {
-            if let Some(bs) = m.get(kw).and_then(Value::as_array) {
+        for app in ["anyOf", "oneOf"] {
+            if let Some(bs) = kw(m, app).and_then(Value::as_array) {
                 let mut u = TypeSet::empty();
                 for b in bs {
                     u |= match b {
@@ -121,9 +121,9 @@ impl Facts for Raw<'_> {
 
     fn key_schema(&self, p: &str) -> Option<&Value> {
         let m = self.0;
-        match m.get("properties").and_then(|ps| ps.get(p)) {
+        match kw(m, "properties").and_then(|ps| ps.get(p)) {
             Some(v) => Some(v),
-            None if !m.contains_key("patternProperties") => m.get("additionalProperties"),
+            None if !has(m, "patternProperties") => kw(m, "additionalProperties"),
             None => None,
         }
     }
@@ -132,14 +132,14 @@ impl Facts for Raw<'_> {
 /// The `const`/`enum` values of a raw schema object; one whose
 /// `anyOf`/`oneOf` branches all list values allows at most their union.
 fn raw_listed(m: &Map<String, Value>) -> Option<Vec<&Value>> {
-    if let Some(c) = m.get("const") {
+    if let Some(c) = kw(m, "const") {
         return Some(vec![c]);
     }
-    if let Some(e) = m.get("enum").and_then(Value::as_array) {
+    if let Some(e) = kw(m, "enum").and_then(Value::as_array) {
         return Some(e.iter().collect());
     }
-    for kw in ["anyOf", "oneOf"] {
-        if let Some(bs) = m.get(kw).and_then(Value::as_array) {
+    for app in ["anyOf", "oneOf"] {
+        if let Some(bs) = kw(m, app).and_then(Value::as_array) {
             let mut out = Vec::new();
             for b in bs {
                 match b {
@@ -210,7 +210,7 @@ fn values_disjoint(a: &[&Value], b: &[&Value]) -> bool {
 /// them: no `$ref` (whose siblings a draft may ignore) and no OpenAPI
 /// `nullable: true` (which adds `null`).
 fn raw_ok(m: &Map<String, Value>) -> bool {
-    !m.contains_key("$ref") && m.get("nullable") != Some(&Value::Bool(true))
+    !has(m, "$ref") && kw(m, "nullable") != Some(&Value::Bool(true))
 }
 
 /// True when no value satisfies both schemas (sound, incomplete); raw

@@ -36,7 +36,7 @@ use super::resolve::{Bases, Unresolved};
 use super::schema::{merge, Conditional, Dependency, Dialect, Node, Simple, Sub, TypeSet};
 use super::{JsonSchemaOptions, OneOfMode};
 use disjoint::check_one_of_disjoint;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 use zapspec_grammar::Limit;
 
@@ -117,7 +117,7 @@ impl<'a> Normalizer<'a> {
             first_unsat: None,
             relaxed: Vec::new(),
             context: Vec::new(),
-            nodes: HashMap::new(),
+            nodes: HashMap::default(),
             deadline: std::time::Instant::now().checked_add(opts.time_budget),
         }
     }

@@ -150,8 +150,6 @@ fn merge_numbers(
         ("maximum", false),
         ("exclusiveMaximum", false),
     ] {
-        let origin = b.origin(kw, b_at);
-        let a_origin = a.origin(kw, a_at);
         let (x, y) = match kw {
             "minimum" => (&mut a.minimum, b.minimum.clone()),
             "exclusiveMinimum" => (&mut a.exclusive_minimum, b.exclusive_minimum.clone()),
@@ -169,11 +167,15 @@ fn merge_numbers(
             (None, Some(_)) => true,
             _ => false,
         };
+        // origins written only where they are recorded (each clones a
+        // pointer)
+        let keep_a = !take_b && x.is_some() && moved;
         if take_b {
             *x = y;
-            a.set_origin(origin);
-        } else if x.is_some() && moved {
-            a.set_origin(a_origin);
+            a.set_origin(b.origin(kw, b_at));
+        } else if keep_a {
+            let o = a.origin(kw, a_at);
+            a.set_origin(o);
         }
     }
     match (a.multiple_of.take(), b.multiple_of.clone()) {

@@ -41,6 +41,29 @@ use serde_json::{Map, Number, Value};
 pub(crate) use merge::{merge, pattern_properties};
 pub(crate) use node::{Conditional, Dependency, Dialect, Node};
 
+/// Schema objects of at most this many entries are searched by a scan
+/// ([`kw`]).
+const SCAN_KEYWORDS: usize = 8;
+
+/// `m.get(k)`, by a scan of the entries when the object is small: most
+/// schema objects hold a handful of keywords, and a compile looks up some
+/// thirty per object, where a scan beats hashing the key (serde_json's
+/// ordered map hashes with SipHash).
+#[inline]
+pub(crate) fn kw<'v>(m: &'v Map<String, Value>, k: &str) -> Option<&'v Value> {
+    if m.len() <= SCAN_KEYWORDS {
+        m.iter().find(|(x, _)| x.as_str() == k).map(|(_, v)| v)
+    } else {
+        m.get(k)
+    }
+}
+
+/// `m.contains_key(k)`, as [`kw`].
+#[inline]
+pub(crate) fn has(m: &Map<String, Value>, k: &str) -> bool {
+    kw(m, k).is_some()
+}
+
 bitflags::bitflags! {
     /// A set of JSON types, as the `type` keyword lists them. `NUMBER`
     /// includes the integers; `INTEGER` alone means integers only.
@@ -241,38 +264,6 @@ impl<'a> Sub<'a> {
             _ => Sub::All(keep),
         }
     }
-
-    /// The memo key of the handle: the JSON text of a document schema, and
-    /// of the `{"allOf": […]}`/`{"not": …}` schema a conjunction or a
-    /// complement is equivalent to (so a handle and the same schema
-    /// written in the document share a nonterminal).
-    pub fn key(&self) -> String {
-        let mut out = String::new();
-        self.write_key(&mut out);
-        out
-    }
-
-    fn write_key(&self, out: &mut String) {
-        match self {
-            Sub::Schema(v) => write_schema_key(v, out),
-            Sub::Not(v) => {
-                out.push_str("{\"not\":");
-                write_schema_key(v, out);
-                out.push('}');
-            }
-            Sub::Simple(s) => out.push_str(&format!("{s:?}")),
-            Sub::All(ps) => {
-                out.push_str("{\"allOf\":[");
-                for (i, p) in ps.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    p.write_key(out);
-                }
-                out.push_str("]}");
-            }
-        }
-    }
 }
 
 /// The annotations ([`crate::keywords::ANNOTATIONS`]) that stay in memo
@@ -297,73 +288,150 @@ fn key_ignored(k: &str) -> bool {
         && !KEY_KEPT_ANNOTATIONS.contains(&k)
 }
 
-/// Writes the memo key of a document schema: its JSON text without the
-/// annotations [`key_ignored`] names, at schema positions (a property *named*
-/// `description` stays), so subschemas that differ only in their
+/// The memo keys of handles ([`Sub`]), interned.
+///
+/// A handle's key stands for the JSON text of the schema it is (a
+/// conjunction and a complement: of the `{"allOf": […]}`/`{"not": …}`
+/// schema they are equivalent to, so a handle and the same schema written
+/// in the document share a nonterminal), without the annotations
+/// [`key_ignored`] names at schema positions (a property *named*
+/// `description` stays): subschemas that differ only in their
 /// documentation share a nonterminal — the same language, compiled once.
 /// Data (`enum`, `const`, `required`, unknown keywords) is written as is.
-fn write_schema_key(v: &Value, out: &mut String) {
-    let Value::Object(m) = v else {
-        out.push_str(&v.to_string());
-        return;
-    };
-    out.push('{');
-    let mut first = true;
-    for (k, x) in m {
-        if key_ignored(k) {
-            continue;
-        }
-        if !first {
-            out.push(',');
-        }
-        first = false;
-        write_json_string(k, out);
-        out.push(':');
-        match (k.as_str(), x) {
-            (
-                "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
-                | "dependencies",
-                Value::Object(map),
-            ) => {
-                out.push('{');
-                for (i, (name, sub)) in map.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write_json_string(name, out);
-                    out.push(':');
-                    write_schema_key(sub, out);
-                }
-                out.push('}');
-            }
-            ("items" | "prefixItems" | "allOf" | "anyOf" | "oneOf", Value::Array(xs)) => {
-                out.push('[');
-                for (i, sub) in xs.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write_schema_key(sub, out);
-                }
-                out.push(']');
-            }
-            (
-                "items"
-                | "additionalProperties"
-                | "additionalItems"
-                | "not"
-                | "if"
-                | "then"
-                | "else"
-                | "contains"
-                | "propertyNames"
-                | "unevaluatedProperties"
-                | "unevaluatedItems",
-                _,
-            ) => write_schema_key(x, out),
-            _ => out.push_str(&x.to_string()),
+///
+/// Each document schema's text is written once, with its subschemas as
+/// the ids of their own texts (`#7`), and interned: two schemas get the
+/// same id exactly when their texts are equal (by induction on depth), and
+/// the cost is linear in the document, where writing every subschema's
+/// whole text was quadratic in its depth. Ids are kept by address too:
+/// handles borrow the document for as long as the keys are used.
+#[derive(Debug, Default)]
+pub(crate) struct SchemaKeys {
+    /// Document schema (by address) → id.
+    by_addr: rustc_hash::FxHashMap<usize, u32>,
+    /// Written text (subschemas as ids) → id.
+    ids: rustc_hash::FxHashMap<String, u32>,
+}
+
+impl SchemaKeys {
+    /// The memo key of `sub`.
+    pub fn key(&mut self, sub: &Sub<'_>) -> String {
+        match sub {
+            Sub::Simple(s) => format!("{s:?}"),
+            _ => format!("#{}", self.id(sub)),
         }
     }
-    out.push('}');
+
+    /// The id of `sub`'s text.
+    fn id(&mut self, sub: &Sub<'_>) -> u32 {
+        let text = match sub {
+            Sub::Schema(v) => return self.schema(v),
+            Sub::Not(v) => format!("{{\"not\":#{}}}", self.schema(v)),
+            Sub::Simple(s) => format!("{s:?}"),
+            Sub::All(ps) => {
+                let mut out = String::from("{\"allOf\":[");
+                for (i, p) in ps.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    match p {
+                        Sub::Simple(s) => out.push_str(&format!("{s:?}")),
+                        p => out.push_str(&format!("#{}", self.id(p))),
+                    }
+                }
+                out.push_str("]}");
+                out
+            }
+        };
+        self.intern(text)
+    }
+
+    fn intern(&mut self, text: String) -> u32 {
+        let n = self.ids.len() as u32;
+        *self.ids.entry(text).or_insert(n)
+    }
+
+    /// The id of document schema `v`'s text.
+    fn schema(&mut self, v: &Value) -> u32 {
+        let addr = std::ptr::from_ref(v) as usize;
+        if let Some(&id) = self.by_addr.get(&addr) {
+            return id;
+        }
+        let mut out = String::new();
+        self.write_schema(v, &mut out);
+        let id = self.intern(out);
+        self.by_addr.insert(addr, id);
+        id
+    }
+
+    /// Writes `v`'s text with its subschemas as ids.
+    fn write_schema(&mut self, v: &Value, out: &mut String) {
+        use std::fmt::Write as _;
+        let Value::Object(m) = v else {
+            out.push_str(&v.to_string());
+            return;
+        };
+        let sub = |keys: &mut Self, x: &Value, out: &mut String| {
+            let _ = write!(out, "#{}", keys.schema(x));
+        };
+        out.push('{');
+        let mut first = true;
+        for (k, x) in m {
+            if key_ignored(k) {
+                continue;
+            }
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            write_json_string(k, out);
+            out.push(':');
+            match (k.as_str(), x) {
+                (
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas" | "dependencies",
+                    Value::Object(map),
+                ) => {
+                    out.push('{');
+                    for (i, (name, x)) in map.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        write_json_string(name, out);
+                        out.push(':');
+                        sub(self, x, out);
+                    }
+                    out.push('}');
+                }
+                ("items" | "prefixItems" | "allOf" | "anyOf" | "oneOf", Value::Array(xs)) => {
+                    out.push('[');
+                    for (i, x) in xs.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        sub(self, x, out);
+                    }
+                    out.push(']');
+                }
+                (
+                    "items"
+                    | "additionalProperties"
+                    | "additionalItems"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "contains"
+                    | "propertyNames"
+                    | "unevaluatedProperties"
+                    | "unevaluatedItems",
+                    _,
+                ) => sub(self, x, out),
+                _ => out.push_str(&x.to_string()),
+            }
+        }
+        out.push('}');
+    }
 }
 
 /// Writes `s` as a JSON string (plain text in quotes without allocating;

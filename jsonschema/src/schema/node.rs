@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Simple;
+use super::{has, kw, Simple};
 use crate::error::SchemaError;
 use crate::keywords::{classify, is_noop, KeywordClass};
 use crate::UnknownKeywords;
@@ -61,7 +61,7 @@ pub(crate) enum Unevaluated<'a> {
 /// to a plain keyword; `None` where it needs the annotations of in-place
 /// applicators (or, for items, of `contains`), which are not reduced.
 pub(crate) fn unevaluated<'a>(m: &'a Map<String, Value>, k: &str) -> Option<Unevaluated<'a>> {
-    let v = m.get(k)?;
+    let v = kw(m, k)?;
     const IN_PLACE: &[&str] = &[
         "$ref",
         "$dynamicRef",
@@ -73,21 +73,19 @@ pub(crate) fn unevaluated<'a>(m: &'a Map<String, Value>, k: &str) -> Option<Unev
         "dependentSchemas",
         "dependencies",
     ];
-    if IN_PLACE.iter().any(|a| m.contains_key(*a)) {
+    if IN_PLACE.iter().any(|a| has(m, a)) {
         return None;
     }
     match k {
-        "unevaluatedProperties" if m.contains_key("additionalProperties") => {
-            Some(Unevaluated::NoOp)
-        }
+        "unevaluatedProperties" if has(m, "additionalProperties") => Some(Unevaluated::NoOp),
         "unevaluatedProperties" => Some(Unevaluated::Is(v)),
-        "unevaluatedItems" if m.contains_key("contains") => None,
-        "unevaluatedItems" if m.contains_key("items") || m.contains_key("additionalItems") => {
+        "unevaluatedItems" if has(m, "contains") => None,
+        "unevaluatedItems" if has(m, "items") || has(m, "additionalItems") => {
             // 2020-12 `items` (a schema) evaluates every item after the
             // prefix; the array form of `items` with `additionalItems`
             // (2019-09) too. The array form alone leaves items after it.
-            match m.get("items") {
-                Some(Value::Array(_)) if !m.contains_key("additionalItems") => None,
+            match kw(m, "items") {
+                Some(Value::Array(_)) if !has(m, "additionalItems") => None,
                 _ => Some(Unevaluated::NoOp),
             }
         }
@@ -133,7 +131,7 @@ fn array<'a>(
     k: &str,
     ptr: &str,
 ) -> Result<Option<&'a [Value]>, SchemaError> {
-    match m.get(k) {
+    match kw(m, k) {
         None => Ok(None),
         Some(Value::Array(a)) => Ok(Some(a)),
         Some(_) => Err(SchemaError::invalid(k, ptr, "must be an array")),
@@ -141,7 +139,7 @@ fn array<'a>(
 }
 
 fn reference<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<Option<&'a str>, SchemaError> {
-    match m.get("$ref") {
+    match kw(m, "$ref") {
         None => Ok(None),
         Some(Value::String(r)) => Ok(Some(r)),
         Some(_) => Err(SchemaError::invalid("$ref", ptr, "must be a string")),
@@ -225,14 +223,14 @@ impl<'a> Node<'a> {
         node.reference = reference(m, ptr)?;
         node.all_of = array(m, "allOf", ptr)?.unwrap_or(&[]);
         if !dialect.no_if {
-            node.conditional = m.get("if").map(|test| Conditional {
+            node.conditional = kw(m, "if").map(|test| Conditional {
                 test,
-                then: m.get("then"),
-                otherwise: m.get("else"),
+                then: kw(m, "then"),
+                otherwise: kw(m, "else"),
             });
         }
         for keyword in ["dependencies", "dependentRequired", "dependentSchemas"] {
-            let Some(deps) = m.get(keyword) else { continue };
+            let Some(deps) = kw(m, keyword) else { continue };
             let deps = deps
                 .as_object()
                 .ok_or_else(|| SchemaError::invalid(keyword, ptr, "must be an object"))?;
@@ -249,8 +247,8 @@ impl<'a> Node<'a> {
                 return Err(SchemaError::invalid(k, ptr, "must not be empty"));
             }
         }
-        node.not = m.get("not");
-        node.nullable = match m.get("nullable") {
+        node.not = kw(m, "not");
+        node.nullable = match kw(m, "nullable") {
             None | Some(Value::Bool(false)) => false,
             Some(Value::Bool(true)) => true,
             Some(_) => return Err(SchemaError::invalid("nullable", ptr, "must be a boolean")),

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{json_eq, ArrayKw, NumberKw, ObjectKw, Simple, StringKw, Sub, TypeSet};
+use super::{has, json_eq, kw, ArrayKw, NumberKw, ObjectKw, Simple, StringKw, Sub, TypeSet};
 use crate::error::SchemaError;
 
 /// The value of a count keyword (`minLength` …): a non-negative integer
@@ -36,7 +36,7 @@ fn number(v: Option<&Value>, k: &str, ptr: &str) -> Result<Option<Number>, Schem
 }
 
 fn string(m: &Map<String, Value>, k: &str, ptr: &str) -> Result<Option<String>, SchemaError> {
-    match m.get(k) {
+    match kw(m, k) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(_) => Err(SchemaError::invalid(k, ptr, "must be a string")),
@@ -67,7 +67,7 @@ fn schemas_by_name<'a>(
     k: &str,
     ptr: &str,
 ) -> Result<Option<Vec<(String, Sub<'a>)>>, SchemaError> {
-    match m.get(k) {
+    match kw(m, k) {
         None => Ok(None),
         Some(Value::Object(o)) => Ok(Some(
             o.iter().map(|(n, v)| (n.clone(), Sub::Schema(v))).collect(),
@@ -85,15 +85,15 @@ fn bound<'a>(
     bound: &str,
     ptr: &str,
 ) -> Result<(Option<&'a Value>, Option<&'a Value>), SchemaError> {
-    match m.get(ex) {
+    match kw(m, ex) {
         Some(Value::Bool(true)) => {
-            let b = m.get(bound).ok_or_else(|| {
+            let b = kw(m, bound).ok_or_else(|| {
                 SchemaError::invalid(ex, ptr, format!("`{ex}: true` (draft 4) needs `{bound}`"))
             })?;
             Ok((None, Some(b)))
         }
-        Some(Value::Bool(false)) | None => Ok((m.get(bound), None)),
-        Some(x @ Value::Number(_)) => Ok((m.get(bound), Some(x))),
+        Some(Value::Bool(false)) | None => Ok((kw(m, bound), None)),
+        Some(x @ Value::Number(_)) => Ok((kw(m, bound), Some(x))),
         Some(_) => Err(SchemaError::invalid(
             ex,
             ptr,
@@ -104,8 +104,8 @@ fn bound<'a>(
 
 fn string_kw(m: &Map<String, Value>, ptr: &str) -> Result<StringKw, SchemaError> {
     Ok(StringKw {
-        min_length: count(m.get("minLength"), "minLength", ptr)?,
-        max_length: count(m.get("maxLength"), "maxLength", ptr)?,
+        min_length: count(kw(m, "minLength"), "minLength", ptr)?,
+        max_length: count(kw(m, "maxLength"), "maxLength", ptr)?,
         patterns: string(m, "pattern", ptr)?.into_iter().collect(),
         format: string(m, "format", ptr)?,
         not_in: Vec::new(),
@@ -139,12 +139,12 @@ fn array_kw<'a>(
     Ok(ArrayKw {
         prefix_items,
         items: schema(items, "items", ptr)?,
-        min_items: count(m.get("minItems"), "minItems", ptr)?,
-        max_items: count(m.get("maxItems"), "maxItems", ptr)?,
-        contains: m.get("contains").map(Sub::Schema),
-        min_contains: count(m.get("minContains"), "minContains", ptr)?,
-        max_contains: count(m.get("maxContains"), "maxContains", ptr)?,
-        unique_items: match m.get("uniqueItems") {
+        min_items: count(kw(m, "minItems"), "minItems", ptr)?,
+        max_items: count(kw(m, "maxItems"), "maxItems", ptr)?,
+        contains: kw(m, "contains").map(Sub::Schema),
+        min_contains: count(kw(m, "minContains"), "minContains", ptr)?,
+        max_contains: count(kw(m, "maxContains"), "maxContains", ptr)?,
+        unique_items: match kw(m, "uniqueItems") {
             None | Some(Value::Bool(false)) => false,
             Some(Value::Bool(true)) => true,
             Some(_) => {
@@ -160,7 +160,7 @@ fn array_kw<'a>(
 
 fn object_kw<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<ObjectKw<'a>, SchemaError> {
     let mut required: Vec<String> = Vec::new();
-    match m.get("required") {
+    match kw(m, "required") {
         None => {}
         Some(Value::Array(a)) => {
             for x in a {
@@ -198,11 +198,11 @@ fn object_kw<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<ObjectKw<'a>, S
     Ok(ObjectKw {
         properties: schemas_by_name(m, "properties", ptr)?,
         required,
-        additional_properties: schema(m.get("additionalProperties"), "additionalProperties", ptr)?,
+        additional_properties: schema(kw(m, "additionalProperties"), "additionalProperties", ptr)?,
         pattern_properties,
-        property_names: schema(m.get("propertyNames"), "propertyNames", ptr)?,
-        min_properties: count(m.get("minProperties"), "minProperties", ptr)?,
-        max_properties: count(m.get("maxProperties"), "maxProperties", ptr)?,
+        property_names: schema(kw(m, "propertyNames"), "propertyNames", ptr)?,
+        min_properties: count(kw(m, "minProperties"), "minProperties", ptr)?,
+        max_properties: count(kw(m, "maxProperties"), "maxProperties", ptr)?,
     })
 }
 
@@ -211,9 +211,9 @@ pub(super) fn simple<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<Simple<
     // the older spellings first (in this order: their errors come first)
     let (minimum, exclusive_minimum) = bound(m, "exclusiveMinimum", "minimum", ptr)?;
     let (maximum, exclusive_maximum) = bound(m, "exclusiveMaximum", "maximum", ptr)?;
-    let (prefix, items) = match m.get("items") {
+    let (prefix, items) = match kw(m, "items") {
         Some(a @ Value::Array(_)) => {
-            if m.contains_key("prefixItems") {
+            if has(m, "prefixItems") {
                 return Err(SchemaError::invalid(
                     "items",
                     ptr,
@@ -221,11 +221,11 @@ pub(super) fn simple<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<Simple<
                 ));
             }
             // `additionalItems` applies after array-form `items` only
-            (Some(a), m.get("additionalItems"))
+            (Some(a), kw(m, "additionalItems"))
         }
-        items => (m.get("prefixItems"), items),
+        items => (kw(m, "prefixItems"), items),
     };
-    let enum_values = match (m.get("const"), m.get("enum")) {
+    let enum_values = match (kw(m, "const"), kw(m, "enum")) {
         (Some(c), Some(Value::Array(e))) => Some(Value::Array(
             e.iter().filter(|x| json_eq(x, c)).cloned().collect(),
         )),
@@ -233,7 +233,7 @@ pub(super) fn simple<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<Simple<
         (Some(c), None) => Some(Value::Array(vec![c.clone()])),
         (None, e) => e.cloned(),
     };
-    let types = match m.get("type") {
+    let types = match kw(m, "type") {
         None => None,
         Some(t) => Some(
             TypeSet::parse(t)
@@ -257,7 +257,7 @@ pub(super) fn simple<'a>(m: &'a Map<String, Value>, ptr: &str) -> Result<Simple<
         exclusive_minimum: number(exclusive_minimum, "exclusiveMinimum", ptr)?,
         maximum: number(maximum, "maximum", ptr)?,
         exclusive_maximum: number(exclusive_maximum, "exclusiveMaximum", ptr)?,
-        multiple_of: number(m.get("multipleOf"), "multipleOf", ptr)?,
+        multiple_of: number(kw(m, "multipleOf"), "multipleOf", ptr)?,
         from: Vec::new(),
     };
     Ok(Simple {
