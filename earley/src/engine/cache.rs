@@ -4,7 +4,7 @@
 //! terminal's context-independent entries over the index.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use rustc_hash::FxBuildHasher;
 
@@ -14,100 +14,8 @@ use crate::ci_cache::{self, Account, CiEntry, TermEntry};
 use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
 
-use super::index::{map_bytes, table_bytes};
+use super::ring::{map_bytes, Ghosts, Ring};
 use super::VocabIndex;
-
-/// A bounded set of regex-text hashes, oldest forgotten first.
-pub(super) struct Ghosts {
-    pub(super) set: rustc_hash::FxHashSet<u64>,
-    pub(super) order: std::collections::VecDeque<u64>,
-    /// Hashes remembered at most.
-    capacity: usize,
-}
-
-impl Ghosts {
-    /// Remembers one hash per 512 bytes of the cache's bound, between 256
-    /// and 65,536 (about 1.3 MiB, under the default 32 MiB bound): the
-    /// ghosts are charged to the cache, at most about 1/20 of it.
-    pub(super) fn with_capacity_for(max_cache_bytes: usize) -> Self {
-        Ghosts {
-            set: Default::default(),
-            order: Default::default(),
-            capacity: (max_cache_bytes / 512).clamp(256, 1 << 16),
-        }
-    }
-
-    pub(super) fn hash(regex: &str) -> u64 {
-        use std::hash::BuildHasher;
-        FxBuildHasher.hash_one(regex)
-    }
-
-    pub(super) fn insert(&mut self, h: u64) {
-        if self.set.insert(h) {
-            self.order.push_back(h);
-            if self.order.len() > self.capacity {
-                if let Some(old) = self.order.pop_front() {
-                    self.set.remove(&old);
-                }
-            }
-        }
-    }
-
-    /// Heap bytes of the set and the queue.
-    pub(super) fn heap_bytes(&self) -> usize {
-        table_bytes(self.set.capacity(), std::mem::size_of::<u64>())
-            + self.order.capacity() * std::mem::size_of::<u64>()
-    }
-}
-
-/// The live terminals in the order eviction visits them, and where the
-/// next sweep starts ([`VocabIndex::sweep`]).
-///
-/// A terminal dropped (released with its grammar, or evicted by a sweep
-/// that did not visit its place) leaves a dead `Weak` whose allocation
-/// (the terminal's `Arc`, about a kilobyte) stays until its place is
-/// visited or the ring is compacted: [`Ring::push`] compacts it whenever it
-/// has grown by a quarter (and 64) since the last compaction, so dead
-/// places are at most about a fifth of the ring.
-#[derive(Default)]
-pub(super) struct Ring {
-    pub(super) terms: Vec<Weak<TermEntry>>,
-    pub(super) hand: usize,
-    /// The length at which the next push compacts.
-    compact_at: usize,
-}
-
-impl Ring {
-    /// Adds a terminal, compacting the ring first when it is due (an
-    /// amortised O(1) per push).
-    pub(super) fn push(&mut self, t: Weak<TermEntry>) {
-        if self.terms.len() >= self.compact_at {
-            self.compact();
-        }
-        self.terms.push(t);
-    }
-
-    /// Drops the places of dead terminals, keeping the hand on the same
-    /// live terminal.
-    fn compact(&mut self) {
-        let before = self.hand.min(self.terms.len());
-        self.hand = self.terms[..before]
-            .iter()
-            .filter(|w| w.strong_count() > 0)
-            .count();
-        self.terms.retain(|w| w.strong_count() > 0);
-        let n = self.terms.len();
-        if self.terms.capacity() > 2 * n + 64 {
-            self.terms.shrink_to(n + n / 4 + 64);
-        }
-        self.compact_at = n + n / 4 + 64;
-    }
-
-    /// Heap bytes of the ring's vector.
-    pub(super) fn heap_bytes(&self) -> usize {
-        self.terms.capacity() * std::mem::size_of::<Weak<TermEntry>>()
-    }
-}
 
 impl VocabIndex {
     /// The cache clock (a load: hits do not write a shared counter).

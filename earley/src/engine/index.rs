@@ -15,7 +15,7 @@ use crate::slicer::Slice;
 use crate::terminal::ByteDfa;
 use zapspec_toktrie::TokTrie;
 
-use super::cache::{Ghosts, Ring};
+use super::ring::{map_bytes, Ghosts, Ring};
 use super::SharedVocab;
 
 /// Everything the engine precomputes once per vocabulary and shares across
@@ -196,24 +196,6 @@ impl Charge {
             account.sub(old - n);
         }
     }
-}
-
-/// The bytes of a hash map's table: a bucket and a control byte per slot
-/// of its capacity (what `hashbrown` allocates, to within a group of
-/// control bytes).
-pub(super) fn map_bytes<K, V, S>(m: &HashMap<K, V, S>) -> usize {
-    table_bytes(m.capacity(), std::mem::size_of::<(K, V)>())
-}
-
-/// The bytes of a hash table of `cap` capacity and `size`-byte buckets
-/// ([`map_bytes`]).
-pub(super) fn table_bytes(cap: usize, size: usize) -> usize {
-    if cap == 0 {
-        return 0;
-    }
-    // buckets: a power of two, at most 7/8 full (below 8, one left free)
-    let buckets = if cap < 8 { cap + 1 } else { cap / 7 * 8 };
-    buckets * (size + 1) + 16
 }
 
 impl std::fmt::Debug for VocabIndex {

@@ -17,6 +17,7 @@
 //! | `index` | [`VocabIndex`]: fields, [`IndexConfig`], construction, accessors |
 //! | `terminals` | the terminal cache: automata by regex text, [`TerminalTokens`] |
 //! | `cache` | clock, byte account, eviction sweeps, releases, [`CacheStats`], `TermEntry::ci` |
+//! | `ring` | the eviction ring, the evicted set, the byte sizes of hash tables |
 //! | `compiled` | [`Engine`], [`CompiledGrammar`], the compile-time budget, [`Counters`] |
 
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use zapspec_core::Vocabulary;
 mod cache;
 mod compiled;
 mod index;
+mod ring;
 mod terminals;
 #[cfg(test)]
 mod tests;

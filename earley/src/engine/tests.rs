@@ -68,7 +68,7 @@ fn equal_residuals_share_one_arc() {
 fn recount(index: &VocabIndex) -> usize {
     let map = index.lock();
     let mut seen = rustc_hash::FxHashSet::default();
-    let mut n = index::map_bytes(&map);
+    let mut n = ring::map_bytes(&map);
     for t in map.values() {
         t.recharge();
         n += t.cache_bytes();
@@ -79,7 +79,7 @@ fn recount(index: &VocabIndex) -> usize {
         }
     }
     let residuals = index.residuals.lock().unwrap();
-    n += index::map_bytes(&residuals);
+    n += ring::map_bytes(&residuals);
     for e in residuals.values() {
         if seen.insert(Arc::as_ptr(e)) {
             n += e.cache_bytes();

@@ -19,30 +19,12 @@ use std::collections::HashMap;
 
 use zapspec_core::{prob, Constraint, LanguageModel, TokenId};
 
+pub use super::tree::ExactConfig;
 use super::tree::{expand, log_phi_of};
 use crate::error::PhiError;
 use crate::estimator::{
     check_query, check_vocab, copy_on_mask, valid_set, PhiCost, PhiEstimator, PhiQuery, PhiResult,
 };
-
-/// Limits of the enumeration.
-#[derive(Debug, Clone, Copy)]
-pub struct ExactConfig {
-    /// Most prefixes one enumeration may visit before giving up with
-    /// [`PhiError::TooLarge`].
-    pub max_prefixes: usize,
-    /// Longest suffix explored below the starting prefix.
-    pub max_depth: usize,
-}
-
-impl Default for ExactConfig {
-    fn default() -> Self {
-        ExactConfig {
-            max_prefixes: 2_000_000,
-            max_depth: 4096,
-        }
-    }
-}
 
 /// Tier 3 oracle over the prefix tree (works for `DyckConstraint`,
 /// `TrieConstraint`, or any finite-language [`Constraint`]).

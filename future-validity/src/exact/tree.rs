@@ -24,7 +24,25 @@ use zapspec_core::{Constraint, LanguageModel, TokenId, TokenSet};
 
 use crate::error::PhiError;
 use crate::estimator::clamp_log;
-use crate::exact::ExactConfig;
+
+/// Limits of the enumeration ([`Exact`](super::Exact) and [`PrefixTree`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ExactConfig {
+    /// Most prefixes one enumeration may visit before giving up with
+    /// [`PhiError::TooLarge`].
+    pub max_prefixes: usize,
+    /// Longest suffix explored below the starting prefix.
+    pub max_depth: usize,
+}
+
+impl Default for ExactConfig {
+    fn default() -> Self {
+        ExactConfig {
+            max_prefixes: 2_000_000,
+            max_depth: 4096,
+        }
+    }
+}
 
 /// A prefix waiting to be visited: (parent, token from it, matcher state, tokens).
 type Pending<C> = (Option<usize>, Option<TokenId>, C, Vec<TokenId>);
