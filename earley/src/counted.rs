@@ -102,6 +102,12 @@ fn has_large_bound(re: &str) -> bool {
 
 /// The regex's parts when it has the shape of the module docs:
 /// `(prefix bytes, X, m, n, S)`.
+/// Whether [`parts`] splits `hir` (a counted repetition the intersection
+/// builds as a counter, `crate::intersect`).
+pub(crate) fn splits(hir: &Hir) -> bool {
+    split(hir).is_some_and(|(_, _, m, n, _)| m <= n)
+}
+
 fn split(hir: &Hir) -> Option<(Vec<u8>, Hir, u32, u32, Hir)> {
     let (parts, i) = counted_at(hir)?;
     let mut prefix = Vec::new();

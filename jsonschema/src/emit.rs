@@ -1110,9 +1110,43 @@ impl<'a> Emitter<'a> {
                 let b = free_string_regex(lo, max);
                 self.g.add_rule(nt, vec![Symbol::T(Terminal::And(a, b))]);
             }
+            [(h1, k1), (h2, k2)] if self.opts.intersections && pair_intersectable(h1, h2) => {
+                // the length bounds inside one side, where a regex says
+                // them (else the product below)
+                match with_length(h1.clone(), min, max) {
+                    Ok(Some(h1)) => {
+                        let a = self.string_regex(&h1, k1, &s.ptr)?;
+                        let b = self.string_regex(h2, k2, &s.ptr)?;
+                        self.g.add_rule(nt, vec![Symbol::T(Terminal::And(a, b))]);
+                    }
+                    Ok(None) => self
+                        .norm
+                        .note_unsat(&s.ptr, format!("{k1} contradicts minLength/maxLength")),
+                    Err(_) => {
+                        let hirs = [(h1.clone(), *k1), (h2.clone(), *k2)];
+                        self.string_automaton(nt, &hirs, &[], &[], min, max, &s.ptr)?
+                    }
+                }
+            }
             hirs => self.string_automaton(nt, hirs, &[], &[], min, max, &s.ptr)?,
         }
         Ok(())
+    }
+
+    /// The text of the regex terminal of the JSON strings whose content
+    /// `h` matches (keyword `kw`), its HIR kept with the grammar.
+    fn string_regex(
+        &mut self,
+        h: &regex_syntax::hir::Hir,
+        kw: &str,
+        ptr: &str,
+    ) -> Result<String, SchemaError> {
+        let h = constrained_string_hir(h)
+            .map_err(|r| SchemaError::unsupported(kw, ptr, r.to_string()))?;
+        let Terminal::Regex(t) = self.g.regex_terminal(h) else {
+            unreachable!("regex_terminal makes a regex terminal")
+        };
+        Ok(t)
     }
 
     /// Whether a string of one pattern `h` between `min` and `max`
@@ -1488,6 +1522,16 @@ fn productive_set(g: &Grammar, assume: Option<NtId>) -> Vec<bool> {
         }
     }
     productive
+}
+
+/// Whether a string matching two patterns (`pattern` and `format`, two
+/// `allOf` patterns) is written as [`Terminal::And`] of their two string
+/// regexes, which the engine intersects from their automata, rather than
+/// as this compiler's product written back as one regex
+/// ([`Emitter::string_automaton`]): when neither looks around (the
+/// engine's intersection reads plain automata).
+fn pair_intersectable(a: &regex_syntax::hir::Hir, b: &regex_syntax::hir::Hir) -> bool {
+    a.properties().look_set().is_empty() && b.properties().look_set().is_empty()
 }
 
 #[cfg(test)]

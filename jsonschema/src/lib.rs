@@ -205,9 +205,15 @@
 //!   intersection terminal, `Terminal::And` of the pattern and a counted
 //!   repetition of characters ([`JsonSchemaOptions::intersections`]),
 //!   whose product the Earley engine keeps without multiplying out the
-//!   count. Otherwise, and for `pattern` together with `format`: the
-//!   product automaton of the patterns and a character counter, written
-//!   like a region above (refused above 20,000 states).
+//!   count. Two patterns (`pattern` and `format`, or two `allOf`
+//!   patterns) without look-around, their length bounds said inside the
+//!   first one's regex or absent, are likewise one `Terminal::And` of the
+//!   two string regexes: the engine intersects the two regexes' own
+//!   automata, which every such string over the same `format` shares
+//!   (the format built once, lazily), exploring only the pairs reachable
+//!   from the start. Otherwise: the product automaton of the patterns and
+//!   a character counter, written like a region above (refused above
+//!   20,000 states).
 //! * **`format`** (module `formats`): `date`, `duration`, `uuid`, `ipv4`,
 //!   `ipv6`, `uri`, `uri-reference`, `uri-template`, `json-pointer` and
 //!   `relative-json-pointer` are exact; `time`, `date-time`, `hostname`
@@ -721,7 +727,10 @@ pub struct JsonSchemaOptions {
     /// Likewise the keys of the one `patternProperties` pattern that some
     /// declared property names match, when the pattern holds a repetition
     /// bounded by at least [`MIN_INTERSECTED_LENGTH`]: one `Terminal::And`
-    /// of "no declared name" and the pattern. `false`: the product of the pattern's
+    /// of "no declared name" and the pattern. And a string of two patterns
+    /// without look-around (`pattern` with `format`), its length bounds
+    /// inside the first pattern's regex or absent: one `Terminal::And` of
+    /// the two. `false`: the product of the pattern's
     /// automaton and a character counter (or the trie of the names)
     /// written out as a regex or as rules (the ablation; `|pattern| ·
     /// maxLength` states).

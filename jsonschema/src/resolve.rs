@@ -32,6 +32,17 @@ pub(crate) const DEFAULT_BASE: &str = "zapspec-document:///root.json";
 /// Data keywords whose values are instances, not schemas.
 const DATA: &[&str] = &["enum", "const", "default", "examples"];
 
+/// Keywords whose values map names to schemas (a name there is no
+/// keyword).
+const NAME_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
+
 /// The schema resources of one document (module docs).
 #[derive(Debug, Default)]
 pub(crate) struct Bases {
@@ -94,17 +105,18 @@ impl Bases {
             base_uris: vec![DEFAULT_BASE.to_string()],
             ..Bases::default()
         };
-        // (value, pointer, index of the base URI of the enclosing resource);
+        // (value, pointer, index of the base URI of the enclosing resource,
+        // whether the value's keys are names: `properties`, `$defs`, …);
         // data (`enum`, `const`, …) is not walked: nothing in it is a
         // schema
-        let mut stack: Vec<(&Value, String, u32)> = vec![(root, String::new(), 0)];
-        while let Some((v, p, base)) = stack.pop() {
+        let mut stack: Vec<(&Value, String, u32, bool)> = vec![(root, String::new(), 0, false)];
+        while let Some((v, p, base, names)) = stack.pop() {
             let m = match v {
                 Value::Object(m) => m,
                 Value::Array(a) => {
                     for (i, x) in a.iter().enumerate() {
                         if x.is_object() || x.is_array() {
-                            stack.push((x, push_ptr(&p, &i.to_string()), base));
+                            stack.push((x, push_ptr(&p, &i.to_string()), base, false));
                         }
                     }
                     continue;
@@ -152,8 +164,10 @@ impl Bases {
             }
             b.base_of.insert(m as *const _, here);
             for (k, x) in m {
-                if (x.is_object() || x.is_array()) && !DATA.contains(&k.as_str()) {
-                    stack.push((x, push_ptr(&p, k), here));
+                // a property named `enum` is a schema; the keyword is data
+                if (x.is_object() || x.is_array()) && (names || !DATA.contains(&k.as_str())) {
+                    let kids_named = !names && NAME_MAPS.contains(&k.as_str());
+                    stack.push((x, push_ptr(&p, k), here, kids_named));
                 }
             }
             b.ptr_of.insert(m as *const _, p);
@@ -290,5 +304,21 @@ mod tests {
         let root = doc.as_object().unwrap();
         assert_eq!(b.target("#", root).unwrap().0, "");
         assert_eq!(b.target("a.json", root).unwrap().0, "/$defs/a");
+    }
+
+    #[test]
+    fn a_property_named_like_a_data_keyword_is_a_schema() {
+        let doc = json!({
+            "properties": {"default": {"$anchor": "d", "type": "integer"}},
+            "enum": [{"$anchor": "not-a-schema"}],
+            "$ref": "#d"
+        });
+        let b = Bases::new(&doc, true);
+        let root = doc.as_object().unwrap();
+        let (r, frag) = b.target("#d", root).unwrap();
+        assert_eq!(b.anchor_of(&r, &frag).unwrap(), "/properties/default");
+        assert!(b.anchor_of(&r, "not-a-schema").is_err());
+        let sub = doc["properties"]["default"].as_object().unwrap();
+        assert_eq!(b.pointer_of(sub), Some("/properties/default"));
     }
 }

@@ -180,10 +180,15 @@ impl VocabIndex {
     }
 
     /// The entry of an intersection ([`Terminal::And`], any other
-    /// terminal: as [`Self::terminal`]), built on a miss by
-    /// [`ByteDfa::from_and`] from the HIRs `a` and `b` give (`None`: the
-    /// parse of the text). Built at once, not deferred: its pair table is
-    /// what compilation reads the start state from.
+    /// terminal: as [`Self::terminal`]), built on a miss from the HIRs `a`
+    /// and `b` give (`None`: the parse of the text): by
+    /// [`ByteDfa::from_and`] when `b` is a counted repetition (a counter
+    /// times its unit, `crate::intersect`), else as the product of the two
+    /// regexes' own entries, which every intersection over the same regex
+    /// shares (two `format`/`pattern` strings: the format's automaton is
+    /// built once, lazily, and the product explores only the pairs
+    /// reachable from the start). Built at once, not deferred: its pair
+    /// table is what compilation reads the start state from.
     pub(crate) fn terminal_and(
         &self,
         t: &Terminal,
@@ -196,7 +201,19 @@ impl VocabIndex {
         };
         self.terminal_built(ByteDfa::regex_of(t), |key| {
             let (ha, hb) = (hir_or_parse(a(), ta)?, hir_or_parse(b(), tb)?);
-            let dfa = ByteDfa::from_and(&ha, &hb, key, limits)?;
+            if crate::counted::splits(&hb) {
+                let dfa = ByteDfa::from_and(&ha, &hb, key, limits)?;
+                return Ok(TermEntry::new(key.to_string(), dfa));
+            }
+            let lazy = self.config.lazy_dfas;
+            let side = |text: &str, hir: Arc<regex_syntax::hir::Hir>| {
+                let plain = Terminal::Regex(text.to_string());
+                self.terminal_built(ByteDfa::regex_of(&plain), |k| {
+                    self.entry_of(k, hir, limits, lazy)
+                })
+            };
+            let (ea, eb) = (side(ta, ha)?, side(tb, hb)?);
+            let dfa = product_of_entries(&ea, &eb, key, limits)?;
             Ok(TermEntry::new(key.to_string(), dfa))
         })
     }
@@ -348,4 +365,46 @@ fn hir_or_parse(
                 reason: e.to_string(),
             }),
     }
+}
+
+/// The intersection of two terminals' automata (their entries'
+/// [`TermEntry::dfa`], built now if deferred, lazy or dense): the
+/// [`ByteDfa::product`] of the pairs reachable from the start, at most
+/// `limits.dfa_states` of them. A side that failed to build, or a lazy side
+/// that outgrew its cache while the product read it, fails the
+/// intersection with a typed limit.
+fn product_of_entries(
+    a: &TermEntry,
+    b: &TermEntry,
+    key: &str,
+    limits: &zapspec_grammar::RegexLimits,
+) -> Result<ByteDfa, EarleyError> {
+    use crate::terminal::limit_error;
+    use zapspec_grammar::Limit;
+    let (da, db) = (a.dfa(), b.dfa());
+    for e in [a, b] {
+        if let Some(err) = e.build_error() {
+            return Err(err.clone());
+        }
+    }
+    let d = ByteDfa::product(da, db, limits.dfa_states).map_err(|n| {
+        limit_error(
+            key,
+            Limit::DfaStates,
+            limits.dfa_states,
+            format!(
+                "the intersection's automaton has more than {} states ({n} explored)",
+                limits.dfa_states
+            ),
+        )
+    })?;
+    if da.overflowed() || db.overflowed() {
+        return Err(limit_error(
+            key,
+            Limit::DfaStates,
+            limits.dfa_states,
+            "a side's lazy automaton outgrew its cache".into(),
+        ));
+    }
+    Ok(d)
 }
