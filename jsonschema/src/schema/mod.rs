@@ -15,7 +15,7 @@
 //! `contains`, `propertyNames` …) are [`Sub`] handles: a schema of the
 //! document, the complement of one, a typed simple schema, or a
 //! conjunction of such handles. The emitter compiles a handle to one
-//! nonterminal, memoised by [`Sub::key`].
+//! nonterminal, memoised by its key ([`SchemaKeys`]).
 //!
 //! A schema object of the document is read once into a [`Node`]: its
 //! plain keywords (a [`Simple`]) and its applicators (`$ref`, `allOf`,
