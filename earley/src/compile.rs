@@ -59,17 +59,7 @@ impl ByteDfa {
         limits: &RegexLimits,
     ) -> Result<Self, EarleyError> {
         let small = |h: &regex_syntax::hir::Hir| Self::small(h, key, limits);
-        let too_many = |n: usize| {
-            limit_error(
-                key,
-                Limit::DfaStates,
-                limits.dfa_states,
-                format!(
-                    "the intersection's automaton has more than {} states ({n} explored)",
-                    limits.dfa_states
-                ),
-            )
-        };
+        let too_many = |n: usize| intersection_too_large(key, limits, n);
         let da = small(a)?;
         if let Some(parts) = crate::counted::parts(b, small) {
             if let Some(d) = crate::intersect::build(&da, &parts?, limits.dfa_states) {
@@ -401,4 +391,18 @@ pub(crate) fn hir_heap_bytes(hir: &regex_syntax::hir::Hir) -> usize {
         HirKind::Capture(c) => hir_heap_bytes(&c.sub),
         HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().map(hir_heap_bytes).sum(),
     }
+}
+
+/// The typed limit of an intersection terminal `key` whose product passed
+/// `limits.dfa_states` after exploring `n` pairs.
+pub(crate) fn intersection_too_large(key: &str, limits: &RegexLimits, n: usize) -> EarleyError {
+    limit_error(
+        key,
+        Limit::DfaStates,
+        limits.dfa_states,
+        format!(
+            "the intersection's automaton has more than {} states ({n} explored)",
+            limits.dfa_states
+        ),
+    )
 }

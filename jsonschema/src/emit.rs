@@ -1089,10 +1089,8 @@ impl<'a> Emitter<'a> {
             [(h, kw)] if with_length(h.clone(), min, max).is_ok() => {
                 match with_length(h.clone(), min, max) {
                     Ok(Some(h)) => {
-                        let h = constrained_string_hir(&h)
-                            .map_err(|r| SchemaError::unsupported(kw, &s.ptr, r.to_string()))?;
-                        let t = self.g.regex_terminal(h);
-                        self.g.add_rule(nt, vec![Symbol::T(t)]);
+                        let t = self.string_regex(&h, kw, &s.ptr)?;
+                        self.g.add_rule(nt, vec![Symbol::T(Terminal::Regex(t))]);
                     }
                     _ => self
                         .norm
@@ -1100,11 +1098,7 @@ impl<'a> Emitter<'a> {
                 }
             }
             [(h, kw)] if self.intersectable(h, min, max) => {
-                let a = constrained_string_hir(h)
-                    .map_err(|r| SchemaError::unsupported(kw, &s.ptr, r.to_string()))?;
-                let Terminal::Regex(a) = self.g.regex_terminal(a) else {
-                    unreachable!("regex_terminal makes a regex terminal")
-                };
+                let a = self.string_regex(h, kw, &s.ptr)?;
                 // the least length only where the pattern does not imply it
                 let lo = if char_len_range(h).0 >= min { 0 } else { min };
                 let b = free_string_regex(lo, max);

@@ -135,8 +135,7 @@ impl Crate {
         let (base, rest) = if let Some(r) = path.strip_prefix("crate::") {
             (Vec::new(), r)
         } else if path.starts_with("super::") || path.starts_with("self::") {
-            let (b, r) = climb(m, path);
-            (b, r)
+            climb(m, path)
         } else {
             (m.clone(), path)
         };

@@ -387,17 +387,8 @@ fn product_of_entries(
             return Err(err.clone());
         }
     }
-    let d = ByteDfa::product(da, db, limits.dfa_states).map_err(|n| {
-        limit_error(
-            key,
-            Limit::DfaStates,
-            limits.dfa_states,
-            format!(
-                "the intersection's automaton has more than {} states ({n} explored)",
-                limits.dfa_states
-            ),
-        )
-    })?;
+    let d = ByteDfa::product(da, db, limits.dfa_states)
+        .map_err(|n| crate::compile::intersection_too_large(key, limits, n))?;
     if da.overflowed() || db.overflowed() {
         return Err(limit_error(
             key,
