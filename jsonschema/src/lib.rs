@@ -427,6 +427,45 @@ pub fn format_regex(name: &str) -> Option<&'static str> {
     }
 }
 
+/// The regex (`regex-syntax` dialect, fully matched) by which the
+/// compiler writes a `number` (or, with `integer`, an `integer` spelled
+/// without a fraction, as drafts 3–4 read it) with the bounds `lo` and
+/// `hi`, each a value and whether it is inclusive (`minimum`) or not
+/// (`exclusiveMinimum`). `Ok(None)` when no number lies in the bounds;
+/// [`SchemaError::Unsupported`] (keyword `minimum` or `maximum`) for a
+/// bound the regexes cannot hold (not finite, or beyond `u128`). For
+/// tools that show or test the numeric regexes; a schema compiles them
+/// itself.
+pub fn number_range_regex(
+    lo: Option<(f64, bool)>,
+    hi: Option<(f64, bool)>,
+    integer: bool,
+) -> Result<Option<String>, SchemaError> {
+    let regex = |lo: Option<(f64, bool)>, hi: Option<(f64, bool)>| {
+        let mut b = numbers::Bounds::default();
+        if let Some((v, inclusive)) = lo {
+            b.lower(numbers::Num::Float(v), inclusive);
+        }
+        if let Some((v, inclusive)) = hi {
+            b.upper(numbers::Num::Float(v), inclusive);
+        }
+        if integer {
+            numbers::integer_regex(&b)
+        } else {
+            numbers::number_regex_multiple(&b, None)
+        }
+    };
+    regex(lo, hi).map_err(|e| {
+        // the bound at fault: the lower one if it fails alone
+        let kw = if lo.is_some() && regex(lo, None).is_err() {
+            "minimum"
+        } else {
+            "maximum"
+        };
+        SchemaError::unsupported(kw, "", e.to_string())
+    })
+}
+
 /// The one regex of a key terminal the compiler writes as
 /// [`Terminal::Except`](zapspec_grammar::Terminal::Except) (a JSON string
 /// literal, quotes included, whose content is none of the names): for

@@ -1640,3 +1640,51 @@ fn bounded_integer_multiple_of_is_the_multiples_in_range() {
     );
     assert!(matches!(e, Err(SchemaError::Unsatisfiable { .. })), "{e:?}");
 }
+
+#[test]
+fn number_range_regex_is_the_bounds() {
+    use regex_automata::meta::Regex;
+    let cases: [(Option<(f64, bool)>, Option<(f64, bool)>); 5] = [
+        (Some((-4.0, true)), Some((4.0, true))),
+        (Some((1.5, false)), Some((5.75, true))),
+        (None, Some((-1.5, true))),
+        (Some((0.5, true)), None),
+        (Some((-0.25, true)), Some((0.25, false))),
+    ];
+    let texts: Vec<String> = (-600..=600)
+        .flat_map(|i| {
+            let v = i as f64 / 100.0;
+            [format!("{v}"), format!("{v:.3}"), format!("{}", i / 100)]
+        })
+        .collect();
+    for (lo, hi) in cases {
+        let re = crate::number_range_regex(lo, hi, false).unwrap().unwrap();
+        let re = Regex::new(&format!("^(?:{re})$")).unwrap();
+        for t in &texts {
+            let v: f64 = t.parse().unwrap();
+            let inside = lo.is_none_or(|(l, inc)| if inc { v >= l } else { v > l })
+                && hi.is_none_or(|(h, inc)| if inc { v <= h } else { v < h });
+            assert_eq!(re.is_match(t), inside, "{t} in {lo:?}..{hi:?}");
+        }
+    }
+    let ints = crate::number_range_regex(Some((-15.0, true)), Some((1278.0, true)), true)
+        .unwrap()
+        .unwrap();
+    let ints = Regex::new(&format!("^(?:{ints})$")).unwrap();
+    for i in -40..1400 {
+        assert_eq!(
+            ints.is_match(&i.to_string()),
+            (-15..=1278).contains(&i),
+            "{i}"
+        );
+    }
+    assert_eq!(
+        crate::number_range_regex(Some((5.0, true)), Some((2.0, true)), false),
+        Ok(None)
+    );
+    let e = crate::number_range_regex(Some((f64::INFINITY, true)), None, false).unwrap_err();
+    assert!(
+        matches!(e, SchemaError::Unsupported { ref keyword, .. } if keyword == "minimum"),
+        "{e:?}"
+    );
+}

@@ -325,7 +325,11 @@ impl GrammarCompiler {
             let key = format!("json\u{0}{value}\u{0}{okey}");
             self.compile_with(py, key.clone(), move |py| {
                 let ir = compile_schema(py, &value, &opts)?;
-                Ok(Arc::new(GrammarInner { ir, key }))
+                Ok(Arc::new(GrammarInner {
+                    ir,
+                    key,
+                    named: None,
+                }))
             })
         })
     }

@@ -32,6 +32,11 @@ pub(crate) struct GrammarInner {
     /// What the compiler's cache is keyed by: the kind, the source text
     /// (a schema canonicalised by `serde_json`) and the options.
     pub key: String,
+    /// For a grammar parsed from EBNF, how many of its nonterminals are
+    /// rules the text defines (ids `0..named`, in definition order; the
+    /// rest are the nonterminals the parser makes for groups and
+    /// repetitions). `None`: every nonterminal counts as written.
+    pub named: Option<usize>,
 }
 
 /// A grammar: build it with one of the static constructors, compile it for
@@ -310,6 +315,7 @@ impl Grammar {
         })?;
         Ok(Arc::new(GrammarInner {
             ir,
+            named: None,
             key: key.to_string(),
         }))
     }
@@ -328,6 +334,7 @@ impl Grammar {
             zapspec_jsonschema::with_library(&compile_schema(py, &value, &opts)?, &opts.whitespace);
         Ok(Arc::new(GrammarInner {
             ir,
+            named: None,
             key: format!("json\u{0}{value}\u{0}{okey}"),
         }))
     }
@@ -363,6 +370,7 @@ impl Grammar {
         Ok(Grammar {
             inner: Arc::new(GrammarInner {
                 ir,
+                named: None,
                 key: keys.join("\u{0}"),
             }),
         })
@@ -407,6 +415,7 @@ impl Grammar {
             zapspec_grammar::from_lark(text, &mut resolve).map_err(|e| grammar_error(py, &e))?;
         Ok(Arc::new(GrammarInner {
             ir,
+            named: None,
             key: format!("lark\u{0}{text}\u{0}{}", keys.join("\u{0}")),
         }))
     }
@@ -414,10 +423,11 @@ impl Grammar {
     pub(crate) fn ebnf(py: Python<'_>, text: &str, root: &str) -> PyResult<Arc<GrammarInner>> {
         // XGrammar's macros (`Regex`, `Substring`, `TagDispatch`) with its
         // reading of a `Regex` pattern
-        let mut ir =
+        let parsed =
             zapspec_grammar::parse_gbnf_with(text, &zapspec_jsonschema::xgrammar_regex_reader)
-                .map_err(|e| ebnf_error(py, &e))?
-                .grammar;
+                .map_err(|e| ebnf_error(py, &e))?;
+        let named = Some(parsed.named);
+        let mut ir = parsed.grammar;
         match ir.nonterminal(root) {
             Some(nt) => ir.start = nt,
             None if root == "root" => {} // the parser's default: the first rule
@@ -432,6 +442,7 @@ impl Grammar {
         }
         Ok(Arc::new(GrammarInner {
             ir,
+            named,
             key: format!("ebnf\u{0}{root}\u{0}{text}"),
         }))
     }
@@ -463,6 +474,7 @@ impl Grammar {
         warn_relaxations(py, &report.warnings)?;
         Ok(Arc::new(GrammarInner {
             ir,
+            named: None,
             key: format!("stag\u{0}{value}"),
         }))
     }
@@ -511,6 +523,7 @@ impl Grammar {
         };
         Ok(Arc::new(GrammarInner {
             ir,
+            named: None,
             key: format!("regex\u{0}{tag}{source}"),
         }))
     }
@@ -687,6 +700,48 @@ impl Grammar {
             s.nonterminals, s.rules, s.terminals
         )
     }
+}
+
+/// The ids of the grammar's rules that derive the empty string, in
+/// ascending order (XGrammar's `testing._get_allow_empty_rule_ids`). A
+/// rule's id is its place in the grammar's rule list: for EBNF, the rules
+/// in the order the text defines them, without the nonterminals the parser
+/// adds for groups and repetitions (XGrammar reads `[a-z]*` without a rule
+/// of its own too).
+#[pyfunction]
+pub(crate) fn _allow_empty_rule_ids(py: Python<'_>, grammar: &Grammar) -> PyResult<Vec<usize>> {
+    let g = &grammar.inner;
+    let nullable =
+        zapspec_grammar::nullable::nullable_symbols(&g.ir).map_err(|e| grammar_error(py, &e))?;
+    let named = g.named.unwrap_or(nullable.len()).min(nullable.len());
+    Ok((0..named).filter(|&i| nullable[i]).collect())
+}
+
+/// The regex (Python `re` and Rust `regex` syntax, anchored with `^…$`)
+/// of the JSON numbers between `start` and `end` as the JSON Schema
+/// compiler writes `minimum` / `maximum` (`exclusive_*` for the exclusive
+/// forms), or of the integers with `integer=True`: the same language as a
+/// schema's number or integer with those bounds. `^()$` when no number
+/// is in the range. XGrammar's `testing._generate_float_regex` and
+/// `_generate_range_regex` (XGrammar writes its own, looser regex: at most
+/// six fraction digits).
+#[pyfunction]
+#[pyo3(signature = (start=None, end=None, exclusive_start=false, exclusive_end=false, integer=false))]
+pub(crate) fn _number_range_regex(
+    py: Python<'_>,
+    start: Option<f64>,
+    end: Option<f64>,
+    exclusive_start: bool,
+    exclusive_end: bool,
+    integer: bool,
+) -> PyResult<String> {
+    let re = zapspec_jsonschema::number_range_regex(
+        start.map(|v| (v, !exclusive_start)),
+        end.map(|v| (v, !exclusive_end)),
+        integer,
+    )
+    .map_err(|e| schema_error(py, &e))?;
+    Ok(format!("^({})$", re.unwrap_or_default()))
 }
 
 /// The model families' table (`zapspec-structtag`'s `families.json`), as

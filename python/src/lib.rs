@@ -47,6 +47,9 @@ fn _zapspec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grammar::_builtin_structural_tag_json, m)?)?;
     m.add_function(wrap_pyfunction!(grammar::_builtin_check_family, m)?)?;
     m.add_function(wrap_pyfunction!(grammar::_regex_to_gbnf, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::_allow_empty_rule_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::_number_range_regex, m)?)?;
+    m.add_function(wrap_pyfunction!(tokenizer::get_serialization_version, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

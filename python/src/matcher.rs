@@ -466,6 +466,21 @@ impl GrammarMatcher {
         })
     }
 
+    /// The matcher's state as text, for debugging (XGrammar's
+    /// `_debug_print_internal_state`): whether it terminated, the tokens
+    /// it can still roll back, and its Earley chart, one line per set
+    /// (`position: [(dotted rule position, state, origin), …]`).
+    fn _debug_print_internal_state(&self, py: Python<'_>) -> String {
+        let st = self.lock(py);
+        let (sets, items) = st.m.chart_size();
+        format!(
+            "terminated: {}, steps that can be rolled back: {}, chart: {sets} sets, {items} items\n{}",
+            self.ended(&st.m),
+            st.m.num_tokens(),
+            st.m.dump_chart()
+        )
+    }
+
     /// Whether the sequence is over: a stop token was accepted (or, under
     /// `terminate_without_stop_token`, the grammar is complete).
     fn is_terminated(&self, py: Python<'_>) -> bool {

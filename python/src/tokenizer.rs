@@ -916,6 +916,16 @@ fn stem(p: &Path) -> String {
 /// The version `serialize_json` writes and `deserialize_json` reads.
 pub(crate) const SERIALIZATION_VERSION: &str = "zapspec-v1";
 
+/// The version of the format `serialize_json` writes (the
+/// `"__VERSION__"` field of every serialized grammar, compiled grammar and
+/// tokenizer info): `"zapspec-v1"`. zapspec writes its own format, not
+/// XGrammar's (`"v16"`), and `deserialize_json` raises
+/// `DeserializeVersionError` for any other version.
+#[pyfunction]
+pub(crate) fn get_serialization_version() -> &'static str {
+    SERIALIZATION_VERSION
+}
+
 /// `bytes` as lowercase hex.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

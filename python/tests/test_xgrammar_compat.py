@@ -587,3 +587,103 @@ def test_decoded_vocab_shows_control_token_text(tmp_path):
     m = zapspec.GrammarMatcher(compiled)
     assert not m.accept_token(0)
     assert m.accept_token(2) and m.accept_token(3) and m.accept_token(4)
+
+
+@pytest.mark.parametrize(
+    "ebnf, expected",
+    [
+        ('root ::= a b | "x"\na ::= "x" | ""\nb ::= "y" c | ""\nc ::= "z"\n', [0, 1, 2]),
+        # `[a-z]*` and `("p" "q")?` are no rules of the text
+        ('root ::= a [a-z]* ("p" "q")?\na ::= "x" | ""\nb ::= "y"\n', [0, 1]),
+        ('root ::= a c\na ::= "x" | ""\nb ::= "y" | ""\nc ::= a b\n', [0, 1, 2, 3]),
+        ('root ::= "x" a\na ::= "y"*\n', [1]),
+    ],
+)
+def test_allow_empty_rule_ids_are_the_nullable_rules_as_written(ebnf, expected):
+    from zapspec.testing import _get_allow_empty_rule_ids
+
+    compiled = zapspec.GrammarCompiler(zapspec.TokenizerInfo([])).compile_grammar(ebnf)
+    assert _get_allow_empty_rule_ids(compiled) == expected
+    # by brute force: rule i derives "" exactly when a grammar rooted there accepts ""
+    names = [line.split("::=")[0].strip() for line in ebnf.strip().splitlines()]
+    nullable = [
+        i for i, n in enumerate(names) if _is_grammar_accept_string(zapspec.Grammar.from_ebnf(ebnf, root_rule_name=n), "")
+    ]
+    assert nullable == expected
+
+
+def _plain_decimals(rng, n):
+    """Random plain JSON decimal texts near small bounds (signs, zeros,
+    fractions, trailing zeros), plus a few that are not JSON numbers."""
+    out = ["0", "-0", "-0.0", "0.000", "00", "1.", ".5", "+1", "01", "-"]
+    for _ in range(n):
+        sign = rng.choice(["", "-"])
+        whole = str(rng.choice([0, 0, 1, 2, 3, 4, 5, 9, 10, 12, 99, 100, 127, 128, 1000]))
+        frac = rng.choice(["", "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 7)))])
+        out.append(sign + whole + frac)
+    return out
+
+
+@pytest.mark.parametrize(
+    "lo, hi, ex_lo, ex_hi",
+    [(-4.0, 4.0, False, False), (1.5, 5.75, False, False), (None, -1.5, False, False),
+     (0.5, None, True, False), (-0.5, 0.5, False, True), (3.14159, 3.14159, False, False),
+     (10.5, 2.5, False, False), (-100.0, 127.0, True, True), (None, None, False, False)],
+)
+def test_number_range_regex_is_the_bounds(lo, hi, ex_lo, ex_hi):
+    """`_generate_float_regex` fully matches exactly the JSON numbers in
+    the bounds (checked by value with Python's decimal arithmetic), and is
+    the language a schema with those bounds gets."""
+    from decimal import Decimal
+
+    from zapspec.testing import _generate_float_regex
+
+    rx = re.compile(_generate_float_regex(lo, hi, ex_lo, ex_hi))
+    json_number = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+    schema = {"type": "number"}
+    if lo is not None:
+        schema["exclusiveMinimum" if ex_lo else "minimum"] = lo
+    if hi is not None:
+        schema["exclusiveMaximum" if ex_hi else "maximum"] = hi
+    if lo is not None and hi is not None and lo > hi:
+        assert rx.pattern == "^()$"
+        with pytest.raises(zapspec.SchemaError, match="contradict"):
+            zapspec.Grammar.from_json_schema(schema)
+        return
+    g = zapspec.Grammar.from_json_schema(schema)
+    for text in _plain_decimals(random.Random(7), 300):
+        ok = json_number.fullmatch(text) is not None
+        if ok:
+            v = Decimal(text)
+            ok = (lo is None or (v > Decimal(repr(lo)) if ex_lo else v >= Decimal(repr(lo)))) and (
+                hi is None or (v < Decimal(repr(hi)) if ex_hi else v <= Decimal(repr(hi)))
+            )
+        assert (rx.fullmatch(text) is not None) == ok, text
+        assert _is_grammar_accept_string(g, text) == ok, text
+
+
+def test_integer_range_regex_and_bad_bounds():
+    from zapspec.testing import _generate_float_regex, _generate_range_regex
+
+    rx = re.compile(_generate_range_regex(-15, 1278))
+    for i in range(-40, 1400):
+        assert (rx.fullmatch(str(i)) is not None) == (-15 <= i <= 1278)
+    assert rx.fullmatch("3.0") is None
+    assert _generate_range_regex(5, 2) == "^()$"
+    with pytest.raises(zapspec.SchemaError, match="not finite") as e:
+        _generate_float_regex(float("inf"), 2.0)
+    assert isinstance(e.value, RuntimeError) and e.value.kind == "unsupported `minimum`"
+
+
+def test_serialization_version_and_debug_state():
+    assert zapspec.get_serialization_version() == "zapspec-v1"
+    g = zapspec.Grammar.from_ebnf('root ::= "a"')
+    assert json.loads(g.serialize_json())["__VERSION__"] == zapspec.get_serialization_version()
+    from zapspec.testing import _get_matcher_from_grammar
+
+    m = _get_matcher_from_grammar('root ::= "ab" [c]*')
+    before = m._debug_print_internal_state()
+    assert m.accept_string("a")
+    after = m._debug_print_internal_state()
+    assert before.startswith("terminated: false") and after != before
+    assert "steps that can be rolled back: 1" in after

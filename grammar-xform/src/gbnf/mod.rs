@@ -101,6 +101,10 @@ pub struct ParsedGrammar {
     pub grammar: Grammar,
     /// Non-fatal findings, in source order.
     pub warnings: Vec<Warning>,
+    /// How many of the grammar's nonterminals are rules the text defines:
+    /// ids `0..named`, in the order of their first definition. The others
+    /// are the nonterminals made for groups, repetitions and macros.
+    pub named: usize,
 }
 
 /// `s` as a GBNF string literal: `"`, `\\`, `\n`, `\r`, `\t` escaped, other
@@ -914,9 +918,11 @@ impl<'a> Parser<'a> {
                 });
             }
         }
+        let named = user_ids.iter().filter(|&&id| id != NtId(u32::MAX)).count();
         Ok(ParsedGrammar {
             grammar: g,
             warnings,
+            named,
         })
     }
 }
@@ -989,6 +995,19 @@ mod tests {
              item-rep-opt ::= \"\" | x\n\
              item-rep ::= x x item-rep-opt\n"
         );
+    }
+
+    #[test]
+    fn named_rules_come_first_in_definition_order() {
+        // `b` is used before it is defined, `a` is defined twice
+        let p =
+            parse_gbnf("root ::= b* a\na ::= \"x\"\nb ::= (\"y\" | a)?\na ::= \"z\"\n").unwrap();
+        assert_eq!(p.named, 3);
+        let names: Vec<&str> = (0..p.named)
+            .map(|i| p.grammar.name(NtId(i as u32)))
+            .collect();
+        assert_eq!(names, ["root", "a", "b"]);
+        assert!(p.grammar.to_string().lines().count() > p.named);
     }
 
     #[test]

@@ -30,6 +30,7 @@ from ._zapspec import (
     TokenizerInfo,
     __version__,
     batch_fill_next_token_bitmask,
+    get_serialization_version,
 )
 from .bitmask import (
     allocate_token_bitmask,
@@ -88,6 +89,7 @@ __all__ = [
     "InvalidJSONError",
     "DeserializeFormatError",
     "DeserializeVersionError",
+    "get_serialization_version",
     "InvalidStructuralTagError",
     "StructuralTag",
     "StructuralTagItem",

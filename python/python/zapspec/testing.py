@@ -4,11 +4,12 @@ test suite written against XGrammar ports by changing its imports.
 Each helper is a few lines over the public API (no private engine
 state): accept a string on a matcher over an empty vocabulary, read the
 rejected ids out of a bitmask, convert between boolean masks and
-bitmasks. The XGrammar helpers that expose its own internals (rule FSMs,
-grammar functors, the EBNF its converters print, allow-empty rule ids)
-have no zapspec counterpart; the names are here so that a test module
-that imports them still loads, and calling one raises
-``NotImplementedError`` saying so.
+bitmasks, list the rules that derive the empty string, write a numeric
+range as zapspec's JSON Schema compiler writes it. The XGrammar helpers
+that expose its own internals (rule FSMs, grammar functors) have no
+zapspec counterpart; the names are here so that a test module that
+imports them still loads, and calling one raises ``NotImplementedError``
+saying so.
 """
 
 import json
@@ -31,6 +32,9 @@ __all__ = [
     "_json_schema_to_ebnf",
     "_regex_to_ebnf",
     "_ebnf_to_grammar_no_normalization",
+    "_get_allow_empty_rule_ids",
+    "_generate_range_regex",
+    "_generate_float_regex",
 ]
 
 
@@ -201,9 +205,41 @@ def _internal(name: str):
 
 _is_rule_fsm_accept_string = _internal("_is_rule_fsm_accept_string")
 _print_grammar_fsms = _internal("_print_grammar_fsms")
-_get_allow_empty_rule_ids = _internal("_get_allow_empty_rule_ids")
-_generate_range_regex = _internal("_generate_range_regex")
-_generate_float_regex = _internal("_generate_float_regex")
+
+
+def _get_allow_empty_rule_ids(compiled_grammar: Union[CompiledGrammar, Grammar]) -> List[int]:
+    """The ids of the rules that derive the empty string, ascending. A
+    rule's id is its place among the rules as written (for EBNF, in the
+    order the text defines them; the nonterminals zapspec makes for groups
+    and repetitions are not rules of the text)."""
+    grammar = compiled_grammar.grammar if isinstance(compiled_grammar, CompiledGrammar) else compiled_grammar
+    return list(_zapspec._allow_empty_rule_ids(grammar))
+
+
+def _generate_range_regex(start: Optional[int] = None, end: Optional[int] = None) -> str:
+    """The integers from ``start`` to ``end`` (both inclusive, ``None``
+    unbounded) as an anchored regex (Python ``re`` syntax): the language
+    zapspec's JSON Schema compiler gives an integer with those bounds
+    (written without a fraction). XGrammar's helper writes its own regex
+    of the same integers; the texts differ."""
+    return _zapspec._number_range_regex(
+        None if start is None else float(start), None if end is None else float(end), integer=True
+    )
+
+
+def _generate_float_regex(
+    start: Optional[float] = None,
+    end: Optional[float] = None,
+    exclusive_start: bool = False,
+    exclusive_end: bool = False,
+) -> str:
+    """The JSON numbers between ``start`` and ``end`` as an anchored regex
+    (Python ``re`` syntax): the language zapspec's JSON Schema compiler
+    gives ``minimum`` / ``maximum`` (``exclusiveMinimum`` /
+    ``exclusiveMaximum`` with the ``exclusive_*`` flags), any number of
+    fraction digits. XGrammar's helper writes its own regex, with at most
+    six fraction digits; the texts differ."""
+    return _zapspec._number_range_regex(start, end, exclusive_start, exclusive_end)
 
 
 class GrammarFunctor:
