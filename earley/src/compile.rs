@@ -48,24 +48,46 @@ impl ByteDfa {
     /// The automaton of [`Terminal::And`]: the byte strings matched by
     /// both `a` and `b` (`key` names it in errors). When `b` is a counted
     /// repetition ([`crate::counted`]) with a lower bound of at most
-    /// 63, the product of `a`'s automaton with
-    /// `b`'s skeleton times a counter (module `bounded`: `dfa_states`
-    /// bounds the pairs, not the count); otherwise both are built and
-    /// their product explored eagerly (at most `dfa_states` states).
+    /// 63, the product of `a`'s automaton (lazy, or counted, as
+    /// [`Self::from_parsed`] builds it) with `b`'s skeleton times a
+    /// counter (module `bounded`: `dfa_states` bounds the pairs, not the
+    /// count); otherwise both are determinised and their product explored
+    /// eagerly (at most `dfa_states` states).
     pub fn from_and(
         a: &regex_syntax::hir::Hir,
         b: &regex_syntax::hir::Hir,
         key: &str,
         limits: &RegexLimits,
     ) -> Result<Self, EarleyError> {
+        Self::from_and_opts(a, b, key, limits, true)
+    }
+
+    /// [`ByteDfa::from_and`], choosing whether `a`'s side of a bounded
+    /// product is built lazily (`lazy`, the default) or determinised at
+    /// once (the ablation of [`crate::IndexConfig::lazy_dfas`]). The
+    /// automaton is the same language either way.
+    pub fn from_and_opts(
+        a: &regex_syntax::hir::Hir,
+        b: &regex_syntax::hir::Hir,
+        key: &str,
+        limits: &RegexLimits,
+        lazy: bool,
+    ) -> Result<Self, EarleyError> {
         let small = |h: &regex_syntax::hir::Hir| Self::small(h, key, limits);
         let too_many = |n: usize| intersection_too_large(key, limits, n);
-        let da = small(a)?;
         if let Some(parts) = crate::counted::parts(b, small) {
+            // the product reads `a` one representative byte per joint
+            // class, at the pairs reachable from the start: built lazily
+            // (or counted) rather than determinised over every byte and
+            // then minimised, `a` costs half as much on the Unicode
+            // patterns of real schemas (`(?:\S+\s+){0,99}\S+` under
+            // `maxLength`)
+            let da = Self::from_parsed(a, key, limits, lazy)?;
             if let Some(d) = crate::intersect::build(&da, &parts?, limits.dfa_states) {
                 return d.map_err(too_many);
             }
         }
+        let da = small(a)?;
         let db = Self::from_parsed(b, key, limits, false)?;
         Self::product(&da, &db, limits.dfa_states).map_err(too_many)
     }

@@ -190,16 +190,25 @@ mod tests {
         r#""(?:[^"\\]|\\n)*a{3}""#,
         r#""(?:a|é)*@""#,
         r#""""#,
+        // words of Unicode classes, counted: the shape of real schemas'
+        // `^(?:\S+\s+){0,99}\S+$`
+        r#""(?:[^\s"\\]+\s+){0,3}[^\s"\\]+""#,
     ];
 
     /// The unit: one character, or an escape.
     const UNIT: &str = r#"(?:[^"\\]|\\["\\n])"#;
 
     fn and(a: &str, m: u32, n: u32) -> (ByteDfa, ByteDfa) {
+        and_opts(a, m, n, true)
+    }
+
+    /// The bounded product (its regex side lazy or determinised) and the
+    /// eager product of the two general automata.
+    fn and_opts(a: &str, m: u32, n: u32, lazy: bool) -> (ByteDfa, ByteDfa) {
         let b = format!("\"{UNIT}{{{m},{n}}}\"");
         let (ha, hb) = (parse_regex(a).unwrap(), parse_regex(&b).unwrap());
         let limits = RegexLimits::default();
-        let fast = ByteDfa::from_and(&ha, &hb, "test", &limits).unwrap();
+        let fast = ByteDfa::from_and_opts(&ha, &hb, "test", &limits, lazy).unwrap();
         let da = ByteDfa::from_regex_general(a, &limits).unwrap();
         let db = ByteDfa::from_regex_general(&b, &limits).unwrap();
         let slow = ByteDfa::product(&da, &db, 1 << 20).unwrap();
@@ -235,9 +244,10 @@ mod tests {
             walks in proptest::collection::vec(
                 proptest::collection::vec(any::<u16>(), 0..160), 1..5),
             horizon in 1usize..6,
+            lazy in any::<bool>(),
         ) {
             let n = (m + extra).max(16);
-            let (fast, slow) = and(PATTERNS[pat], m, n);
+            let (fast, slow) = and_opts(PATTERNS[pat], m, n, lazy);
             prop_assert_eq!(fast.start() == DEAD, slow.start() == DEAD);
             for walk in &walks {
                 // a random walk over the eager product's live bytes (a

@@ -202,7 +202,7 @@ impl VocabIndex {
         self.terminal_built(ByteDfa::regex_of(t), |key| {
             let (ha, hb) = (hir_or_parse(a(), ta)?, hir_or_parse(b(), tb)?);
             if crate::counted::splits(&hb) {
-                let dfa = ByteDfa::from_and(&ha, &hb, key, limits)?;
+                let dfa = ByteDfa::from_and_opts(&ha, &hb, key, limits, self.config.lazy_dfas)?;
                 return Ok(TermEntry::new(key.to_string(), dfa));
             }
             let lazy = self.config.lazy_dfas;
