@@ -186,7 +186,7 @@ pub(super) fn check_one_of_disjoint(
 
 /// The conjunction `c` with the context's keywords before it.
 fn with_context<'s, 'a>(ctx: &'s [Simple<'a>], c: &'s Conj<'a>) -> Vec<&'s Simple<'a>> {
-    ctx.iter().chain(c.iter()).collect()
+    ctx.iter().chain(c.iter().map(|s| &**s)).collect()
 }
 
 /// The values a conjunction lists (every listed set bounds it).

@@ -40,8 +40,16 @@ use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 use zapspec_grammar::Limit;
 
-/// A conjunction of typed simple schemas, each with its pointer.
-type Conj<'a> = Vec<Simple<'a>>;
+/// A conjunction of typed simple schemas, each with its pointer. The
+/// members are shared: a product of unions (`allOf` of `anyOf`s) repeats
+/// each member in many conjunctions, and only [`Normalizer::merge`] needs
+/// one of its own.
+type Conj<'a> = Vec<Rc<Simple<'a>>>;
+
+/// One conjunction of one simple schema.
+pub(super) fn one(s: Simple<'_>) -> Conj<'_> {
+    vec![Rc::new(s)]
+}
 
 /// Resolves references and normalises schema nodes of one document.
 pub(crate) struct Normalizer<'a> {
@@ -254,12 +262,12 @@ impl<'a> Normalizer<'a> {
     ) -> Result<Vec<Conj<'a>>, SchemaError> {
         match s {
             Sub::Schema(v) => self.dnf(v, ptr, depth),
-            Sub::Simple(s) => Ok(vec![vec![(**s).clone()]]),
+            Sub::Simple(s) => Ok(vec![one((**s).clone())]),
             Sub::All(parts) => {
                 self.check_depth(ptr, depth)?;
                 self.check_time(ptr)?;
                 let aptr = push_ptr(ptr, "allOf");
-                let mut acc: Vec<Conj<'a>> = vec![vec![Simple::any(ptr)]];
+                let mut acc: Vec<Conj<'a>> = vec![one(Simple::any(ptr))];
                 for (i, p) in parts.iter().enumerate() {
                     // the part where it stands in the document, so that
                     // messages point at the user's schema
@@ -274,7 +282,7 @@ impl<'a> Normalizer<'a> {
                 self.check_time(ptr)?;
                 let np = self.part_ptr(s, push_ptr(ptr, "not"));
                 let neg = self.negate(v, &np, depth + 1)?;
-                self.product(vec![vec![Simple::any(ptr)]], neg, ptr, "not")
+                self.product(vec![one(Simple::any(ptr))], neg, ptr, "not")
             }
         }
     }
@@ -296,7 +304,7 @@ impl<'a> Normalizer<'a> {
         self.check_depth(ptr, depth)?;
         self.check_time(ptr)?;
         let obj = match v {
-            Value::Bool(true) => return Ok(vec![vec![Simple::any(ptr)]]),
+            Value::Bool(true) => return Ok(vec![one(Simple::any(ptr))]),
             Value::Bool(false) => {
                 self.note_unsat(ptr, "schema `false`");
                 return Ok(vec![]);
@@ -361,7 +369,7 @@ impl<'a> Normalizer<'a> {
         ptr: &str,
         depth: usize,
     ) -> Result<Vec<Conj<'a>>, SchemaError> {
-        let mut acc: Vec<Conj<'a>> = vec![vec![plain]];
+        let mut acc: Vec<Conj<'a>> = vec![one(plain)];
         if let Some(r) = node.reference {
             let (target, tptr) = self.resolve(r, node.obj, &push_ptr(ptr, "$ref"))?;
             let sub = self.dnf(target, &tptr, depth + 1)?;
@@ -393,7 +401,7 @@ impl<'a> Normalizer<'a> {
         }
         // JSON Schema has no `nullable`: validators ignore it.
         if node.nullable && self.opts.openapi_nullable {
-            acc.push(vec![Simple::of_type(TypeSet::NULL, ptr)]);
+            acc.push(one(Simple::of_type(TypeSet::NULL, ptr)));
         }
         Ok(acc)
     }
@@ -410,7 +418,7 @@ impl<'a> Normalizer<'a> {
         let yes = self.dnf(c.test, &iptr, depth + 1)?;
         let then = match c.then {
             Some(t) => self.dnf(t, &push_ptr(ptr, "then"), depth + 1)?,
-            None => vec![vec![Simple::any(ptr)]],
+            None => vec![one(Simple::any(ptr))],
         };
         let mut union = self.product(yes, then, ptr, "then")?;
         let no = self.negate(c.test, &iptr, depth + 1).map_err(|e| match e {
@@ -425,7 +433,7 @@ impl<'a> Normalizer<'a> {
         })?;
         let els = match c.otherwise {
             Some(e) => self.dnf(e, &push_ptr(ptr, "else"), depth + 1)?,
-            None => vec![vec![Simple::any(ptr)]],
+            None => vec![one(Simple::any(ptr))],
         };
         union.extend(self.product(no, els, ptr, "else")?);
         Ok(union)
@@ -533,13 +541,13 @@ impl<'a> Normalizer<'a> {
             Ok(s)
         };
         let present: Vec<Conj<'a>> = match d {
-            Value::Array(a) if kw != "dependentSchemas" => vec![vec![required(a)?]],
+            Value::Array(a) if kw != "dependentSchemas" => vec![one(required(a)?)],
             Value::String(s) if kw == "dependencies" => {
-                vec![vec![required(&[Value::String(s.clone())])?]]
+                vec![one(required(&[Value::String(s.clone())])?)]
             }
             Value::Object(_) | Value::Bool(_) if kw != "dependentRequired" => {
                 let sub = self.dnf(d, ptr, depth + 1)?;
-                self.product(vec![vec![required(&[])?]], sub, ptr, kw)?
+                self.product(vec![one(required(&[])?)], sub, ptr, kw)?
             }
             _ => {
                 return Err(SchemaError::invalid(
@@ -549,7 +557,7 @@ impl<'a> Normalizer<'a> {
                 ))
             }
         };
-        let mut out = vec![vec![absent]];
+        let mut out = vec![one(absent)];
         out.extend(present);
         Ok(out)
     }
@@ -598,7 +606,7 @@ impl<'a> Normalizer<'a> {
     /// Merges a conjunction of plain schemas into one; `None` when it is
     /// found contradictory.
     fn merge(&mut self, conj: Conj<'a>) -> Result<Option<Simple<'a>>, SchemaError> {
-        let mut it = conj.into_iter();
+        let mut it = conj.into_iter().map(Rc::unwrap_or_clone);
         let Some(mut acc) = it.next() else {
             return Ok(Some(Simple::any("")));
         };

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{Conj, Normalizer, MAX_INLINE_DEPTH};
+use super::{one, Conj, Normalizer, MAX_INLINE_DEPTH};
 use crate::error::{push_ptr, SchemaError};
 use crate::keywords::{classify, KeywordClass};
 use crate::schema::{Origin, Simple, Sub, TypeSet};
@@ -41,11 +41,6 @@ fn refuse(ptr: &str) -> SchemaError {
          `properties`, `pattern`, numeric bounds, length/item/property counts, or a conjunction of \
          these is implemented",
     )
-}
-
-/// One conjunction of one simple schema.
-fn one(s: Simple<'_>) -> Conj<'_> {
-    vec![s]
 }
 
 impl<'a> Normalizer<'a> {
