@@ -78,10 +78,11 @@ impl ByteDfa {
         if let Some(parts) = crate::counted::parts(b, small) {
             // the product reads `a` one representative byte per joint
             // class, at the pairs reachable from the start: built lazily
-            // (or counted) rather than determinised over every byte and
-            // then minimised, `a` costs half as much on the Unicode
-            // patterns of real schemas (`(?:\S+\s+){0,99}\S+` under
-            // `maxLength`)
+            // (or counted), `a` computes only those steps, where a dense
+            // determinisation (regex-automata's, then re-tabled) builds
+            // every state over its whole alphabet first; half the time on
+            // the Unicode patterns of real schemas
+            // (`(?:\S+\s+){0,99}\S+` under `maxLength`)
             let da = Self::from_parsed(a, key, limits, lazy)?;
             if let Some(d) = crate::intersect::build(&da, &parts?, limits.dfa_states) {
                 return d.map_err(too_many);
