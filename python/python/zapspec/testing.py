@@ -220,8 +220,9 @@ def _generate_range_regex(start: Optional[int] = None, end: Optional[int] = None
     """The integers from ``start`` to ``end`` (both inclusive, ``None``
     unbounded) as an anchored regex (Python ``re`` syntax): the language
     zapspec's JSON Schema compiler gives an integer with those bounds
-    (written without a fraction). XGrammar's helper writes its own regex
-    of the same integers; the texts differ."""
+    (written without a fraction). The bounds pass as floats, exact up to
+    2**53. XGrammar's helper writes its own regex of the same integers;
+    the texts differ."""
     return _zapspec._number_range_regex(
         None if start is None else float(start), None if end is None else float(end), integer=True
     )
