@@ -1247,7 +1247,7 @@ impl<'a> Emitter<'a> {
             .collect::<Result<_, _>>()
             .map_err(|r| r.into_schema(kw, ptr, ""))?;
         let refs: Vec<&KeyPattern> = pats.iter().collect();
-        let ka = KeyAutomaton::with_length(&refs, excluded, min, max).map_err(|r| {
+        let ka = KeyAutomaton::with_length(&refs, hirs.len(), excluded, min, max).map_err(|r| {
             r.into_schema(
                 kw,
                 ptr,

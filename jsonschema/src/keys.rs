@@ -320,13 +320,20 @@ impl KeyAutomaton {
     /// or that is in `excluded` counts as "declared" (in no region). Used
     /// for strings whose `pattern`/`format` meet length bounds they do not
     /// imply, or a `not: {enum: [strings]}`.
+    ///
+    /// Only the regions in which the first `must` patterns all match are
+    /// exact: a state from which no such string is left (one of those
+    /// patterns can no longer match, or the string is past `max`) is
+    /// merged into one sink, in no region, so that the product never
+    /// explores what the caller would throw away.
     pub fn with_length(
         pats: &[&KeyPattern],
+        must: usize,
         excluded: &[&str],
         min: u64,
         max: Option<u64>,
     ) -> Result<KeyAutomaton, KeyError> {
-        Self::build(pats, excluded, Some(LenBound { min, max }), None)
+        Self::build_pruned(pats, excluded, Some(LenBound { min, max }), None, must)
     }
 
     /// The product automaton. Its components: the DFAs of `pats` (whose
@@ -340,6 +347,19 @@ impl KeyAutomaton {
         names: &[&str],
         len: Option<LenBound>,
         filter: Option<&KeyFilter>,
+    ) -> Result<KeyAutomaton, KeyError> {
+        Self::build_pruned(pats, names, len, filter, 0)
+    }
+
+    /// [`Self::build`], with the states from which the first `must`
+    /// patterns cannot all match any more, or past `len`'s maximum,
+    /// merged into one sink ([`Self::with_length`]).
+    fn build_pruned(
+        pats: &[&KeyPattern],
+        names: &[&str],
+        len: Option<LenBound>,
+        filter: Option<&KeyFilter>,
+        must: usize,
     ) -> Result<KeyAutomaton, KeyError> {
         if pats.len() > 64 {
             return Err(KeyError::TooManyPatterns);
@@ -466,6 +486,15 @@ impl KeyAutomaton {
                 });
                 // n ≤ the number of states (< MAX_KEY_STATES): fits
                 scratch.push(u32::try_from(n1).unwrap_or(u32::MAX));
+                let hopeless = scratch[..must].contains(&TerminalDfa::DEAD)
+                    || len.is_some_and(|l| l.max.is_some_and(|m| n1 > m));
+                if hopeless {
+                    // the sink: every pattern dead, out of the trie, the
+                    // count saturated (a fixpoint of the step above)
+                    scratch.clear();
+                    scratch.resize(all.len(), TerminalDfa::DEAD);
+                    scratch.extend([u32::MAX, u32::try_from(cap).unwrap_or(u32::MAX)]);
+                }
                 let id = match ids.get(scratch.as_slice()) {
                     Some(&id) => id,
                     None => {
@@ -1099,6 +1128,75 @@ mod tests {
         r.states[s].accepting
     }
 
+    /// `with_length`'s sink (states from which the first `must` patterns
+    /// cannot all match, or past the maximum) leaves the region of those
+    /// patterns as it is: against brute force over every key of up to six
+    /// characters, and against the product built without the sink, which
+    /// has more states.
+    #[test]
+    fn hopeless_states_sink_without_changing_the_region() {
+        let cases: &[(&[&str], usize, &[&str], u64, Option<u64>)] = &[
+            (&["^a", "b$", "^[ab]"], 2, &[], 2, Some(5)),
+            (&["a.*b", "^[abc]+$"], 2, &["ab"], 0, Some(4)),
+            (&["^a", "bb"], 1, &[], 3, None),
+            (&["aaa", "bbb", "^b"], 2, &[], 0, Some(6)),
+            (&["^c"], 0, &["c"], 1, Some(3)),
+        ];
+        let alphabet = ["a", "b", "c"];
+        let mut keys = vec![String::new()];
+        let mut frontier = vec![String::new()];
+        for _ in 0..6 {
+            let next: Vec<String> = frontier
+                .iter()
+                .flat_map(|k| alphabet.iter().map(move |c| format!("{k}{c}")))
+                .collect();
+            keys.extend(next.iter().cloned());
+            frontier = next;
+        }
+        for &(ps, must, excluded, min, max) in cases {
+            let p = pats(ps);
+            let len = Some(LenBound { min, max });
+            let pruned = KeyAutomaton::with_length(&refs(&p), must, excluded, min, max).unwrap();
+            let full = KeyAutomaton::build(&refs(&p), excluded, len, None).unwrap();
+            let set = if must == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - must)
+            };
+            let (rp, rf) = (pruned.region(set), full.region(set));
+            for k in &keys {
+                let n = k.chars().count() as u64;
+                let want = p[..must].iter().all(|q| q.matches(k))
+                    && !p[must..].iter().any(|q| q.matches(k))
+                    && !excluded.contains(&k.as_str())
+                    && n >= min
+                    && max.is_none_or(|m| n <= m);
+                assert_eq!(in_region(&rp, k), want, "{ps:?}: {k:?}");
+                assert_eq!(in_region(&rf, k), want, "{ps:?} (no sink): {k:?}");
+            }
+            assert!(pruned.trans.len() <= full.trans.len(), "{ps:?}");
+        }
+        // the sink pays: a hundred-character bound over a prefix pattern
+        let p = pats(&["^ab", "c"]);
+        let pruned = KeyAutomaton::with_length(&refs(&p), 2, &[], 0, Some(100)).unwrap();
+        let full = KeyAutomaton::build(
+            &refs(&p),
+            &[],
+            Some(LenBound {
+                min: 0,
+                max: Some(100),
+            }),
+            None,
+        )
+        .unwrap();
+        assert!(
+            pruned.trans.len() * 3 < full.trans.len() * 2,
+            "{} vs {}",
+            pruned.trans.len(),
+            full.trans.len()
+        );
+    }
+
     /// `to_regex` (chain compression included) has the language of the
     /// region automaton, or declines (multi-state cycles).
     #[test]
@@ -1200,7 +1298,7 @@ mod tests {
         }
         for &(pat, excluded, most) in cases {
             let ps = pats(&[pat]);
-            let ka = KeyAutomaton::with_length(&refs(&ps), excluded, 0, None).unwrap();
+            let ka = KeyAutomaton::with_length(&refs(&ps), 1, excluded, 0, None).unwrap();
             let g = ka.region(1);
             assert!(
                 g.states.len() <= most,
@@ -1234,7 +1332,7 @@ mod tests {
     #[test]
     fn mixed_anchor_search_products_stay_small() {
         let ps = pats(&["^list|date|time|string|enum|int|double|long|boolean|number$"]);
-        let ka = KeyAutomaton::with_length(&refs(&ps), &["enum"], 0, None).unwrap();
+        let ka = KeyAutomaton::with_length(&refs(&ps), 1, &["enum"], 0, None).unwrap();
         assert!(ka.trans.len() < 400, "{} product states", ka.trans.len());
     }
 
