@@ -1135,7 +1135,9 @@ mod tests {
     /// has more states.
     #[test]
     fn hopeless_states_sink_without_changing_the_region() {
-        let cases: &[(&[&str], usize, &[&str], u64, Option<u64>)] = &[
+        /// Patterns, how many must match, excluded strings, bounds.
+        type Case<'s> = (&'s [&'s str], usize, &'s [&'s str], u64, Option<u64>);
+        let cases: &[Case] = &[
             (&["^a", "b$", "^[ab]"], 2, &[], 2, Some(5)),
             (&["a.*b", "^[abc]+$"], 2, &["ab"], 0, Some(4)),
             (&["^a", "bb"], 1, &[], 3, None),

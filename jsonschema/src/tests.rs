@@ -1644,7 +1644,9 @@ fn bounded_integer_multiple_of_is_the_multiples_in_range() {
 #[test]
 fn number_range_regex_is_the_bounds() {
     use regex_automata::meta::Regex;
-    let cases: [(Option<(f64, bool)>, Option<(f64, bool)>); 5] = [
+    /// A bound: its value and whether it is inclusive.
+    type Bound = Option<(f64, bool)>;
+    let cases: [(Bound, Bound); 5] = [
         (Some((-4.0, true)), Some((4.0, true))),
         (Some((1.5, false)), Some((5.75, true))),
         (None, Some((-1.5, true))),
