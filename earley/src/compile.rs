@@ -51,8 +51,9 @@ impl ByteDfa {
     /// 63, the product of `a`'s automaton (lazy, or counted, as
     /// [`Self::from_parsed`] builds it) with `b`'s skeleton times a
     /// counter (module `bounded`: `dfa_states` bounds the pairs, not the
-    /// count); otherwise both are determinised and their product explored
-    /// eagerly (at most `dfa_states` states).
+    /// count); otherwise `b` is determinised and its product with that
+    /// same automaton of `a` explored eagerly (at most `dfa_states`
+    /// states).
     pub fn from_and(
         a: &regex_syntax::hir::Hir,
         b: &regex_syntax::hir::Hir,
@@ -62,9 +63,8 @@ impl ByteDfa {
         Self::from_and_opts(a, b, key, limits, true)
     }
 
-    /// [`ByteDfa::from_and`], choosing whether `a`'s side of a bounded
-    /// product is built lazily (`lazy`, the default) or determinised at
-    /// once (the ablation of [`crate::IndexConfig::lazy_dfas`]). The
+    /// [`ByteDfa::from_and`], choosing whether `a`'s side is built lazily
+    /// (`lazy`, the default) or determinised at once (the ablation of [`crate::IndexConfig::lazy_dfas`]). The
     /// automaton is the same language either way.
     pub fn from_and_opts(
         a: &regex_syntax::hir::Hir,
@@ -75,20 +75,19 @@ impl ByteDfa {
     ) -> Result<Self, EarleyError> {
         let small = |h: &regex_syntax::hir::Hir| Self::small(h, key, limits);
         let too_many = |n: usize| intersection_too_large(key, limits, n);
+        // either product reads `a` one representative byte per joint
+        // class, at the pairs reachable from the start: built lazily (or
+        // counted), `a` computes only those steps, where a dense
+        // determinisation (regex-automata's, then re-tabled) builds every
+        // state over its whole alphabet first; half the time on the
+        // Unicode patterns of real schemas (`(?:\S+\s+){0,99}\S+` under
+        // `maxLength`)
+        let da = Self::from_parsed(a, key, limits, lazy)?;
         if let Some(parts) = crate::counted::parts(b, small) {
-            // the product reads `a` one representative byte per joint
-            // class, at the pairs reachable from the start: built lazily
-            // (or counted), `a` computes only those steps, where a dense
-            // determinisation (regex-automata's, then re-tabled) builds
-            // every state over its whole alphabet first; half the time on
-            // the Unicode patterns of real schemas
-            // (`(?:\S+\s+){0,99}\S+` under `maxLength`)
-            let da = Self::from_parsed(a, key, limits, lazy)?;
             if let Some(d) = crate::intersect::build(&da, &parts?, limits.dfa_states) {
                 return d.map_err(too_many);
             }
         }
-        let da = small(a)?;
         let db = Self::from_parsed(b, key, limits, false)?;
         Self::product(&da, &db, limits.dfa_states).map_err(too_many)
     }
