@@ -40,6 +40,7 @@ use zapspec_grammar::RegexLimits;
 
 use zapspec_core::{TokenId, TokenSet};
 
+use crate::avoid_text::AvoidText;
 use crate::compile::Facts;
 use crate::error::EarleyError;
 use crate::slicer::{Slice, Tier};
@@ -111,6 +112,10 @@ pub(crate) struct TermEntry {
     /// The end classes of the last few states a one-step look-ahead asked
     /// about ([`TermEntry::end_classes`]), newest last.
     classes: Mutex<Vec<(u32, Arc<EndClasses>)>>,
+    /// The avoided strings of free text (`Terminal::Avoid` over any
+    /// text), whose entries are built from the tokens the strings forbid
+    /// (module `avoid_text`).
+    avoid: Option<Box<AvoidText>>,
 }
 
 /// States whose end classes a terminal keeps (a look-ahead inside one
@@ -376,7 +381,20 @@ impl TermEntry {
             charged: AtomicUsize::new(0),
             compiles: AtomicU32::new(0),
             classes: Mutex::new(Vec::new()),
+            avoid: None,
         }
+    }
+
+    /// Marks the terminal as free text avoiding `strings` (module
+    /// `avoid_text`): its entries are then built from the tokens the
+    /// strings forbid.
+    pub(crate) fn set_avoid(&mut self, strings: Arc<[Vec<u8>]>) {
+        self.avoid = Some(Box::new(AvoidText::new(strings)));
+    }
+
+    /// What [`Self::set_avoid`] set.
+    pub(crate) fn avoid(&self) -> Option<&AvoidText> {
+        self.avoid.as_deref()
     }
 
     /// The terminal's automaton, built now if this is its first use.
@@ -438,6 +456,10 @@ impl TermEntry {
         };
         std::mem::size_of::<Self>()
             + classes
+            + self
+                .avoid
+                .as_ref()
+                .map_or(0, |a| std::mem::size_of::<AvoidText>() + a.heap_bytes())
             + match self.dfa.get() {
                 Some(d) => d.heap_bytes(),
                 None => self
@@ -637,6 +659,19 @@ pub(crate) fn compute(
     let (allowed, suffixes) = classify(dfa, s, trie, vocab_len, true);
     CiEntry {
         allowed,
+        suffixes,
+        account: None,
+        residual: None,
+        used: AtomicU64::new(0),
+    }
+}
+
+/// The entry of a free-text state from the set of tokens it allows and
+/// the trie of the remainders of the context-dependent ones (module
+/// `avoid_text`).
+pub(crate) fn from_parts(allowed: TokenSet, suffixes: TokTrie) -> CiEntry {
+    CiEntry {
+        allowed: Bits::Dense(allowed),
         suffixes,
         account: None,
         residual: None,

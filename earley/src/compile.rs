@@ -27,6 +27,10 @@ impl ByteDfa {
                 let base = Self::from_regex_opts(&format!("(?:{re})"), &limits, false)?;
                 Self::from_except(&base, names, &Self::regex_of(t), &limits)
             }
+            Terminal::Avoid(re, strings) => {
+                let base = Self::from_regex_opts(&format!("(?:{re})"), &limits, false)?;
+                Self::from_avoid(&base, strings, &Self::regex_of(t), &limits)
+            }
             _ => Self::from_regex(&Self::regex_of(t)),
         }
     }
@@ -270,6 +274,18 @@ impl ByteDfa {
     ) -> Result<Self, EarleyError> {
         let d = dense::except_within(base, names, pattern, limits)
             .map_err(|e| EarleyError::of_terminal(e, pattern))?;
+        Self::product_of_base(base, d, pattern, limits)
+    }
+
+    /// An eager product `d` of the lazy or dense `base` with another
+    /// automaton: refused when `base`'s lazy automaton overflowed while
+    /// the product explored it (the product then misses states).
+    fn product_of_base(
+        base: &ByteDfa,
+        d: DenseDfa,
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<Self, EarleyError> {
         if base.overflowed() {
             return Err(EarleyError::LimitExceeded {
                 limit: Limit::DfaStates,
@@ -280,6 +296,21 @@ impl ByteDfa {
             });
         }
         Ok(Self::from_dense(d))
+    }
+
+    /// The byte strings `base` accepts that contain none of `strings`
+    /// ([`Terminal::Avoid`]): the product with the strings' Aho–Corasick
+    /// automaton, built at once (its states are about the strings' bytes
+    /// times `base`'s), under `limits.dfa_states`.
+    pub(crate) fn from_avoid(
+        base: &ByteDfa,
+        strings: &[Vec<u8>],
+        pattern: &str,
+        limits: &RegexLimits,
+    ) -> Result<Self, EarleyError> {
+        let d = dense::avoid_within(base, strings, pattern, limits)
+            .map_err(|e| EarleyError::of_terminal(e, pattern))?;
+        Self::product_of_base(base, d, pattern, limits)
     }
 
     /// [`Self::from_except`] for a deferred build: [`Self::failed`] and

@@ -488,7 +488,9 @@ pub fn regular_families_with(
                     };
                     body.iter().all(|s| match s {
                         // an intersection or an exception is no regex
-                        Symbol::T(Terminal::And(..) | Terminal::Except(..)) => false,
+                        Symbol::T(
+                            Terminal::And(..) | Terminal::Except(..) | Terminal::Avoid(..),
+                        ) => false,
                         Symbol::T(_) => true,
                         Symbol::Nt(m) => is_fused(m),
                     })

@@ -133,7 +133,7 @@ fn fusable_plans(
                     counted.get(text.as_str()).copied().unwrap_or(false)
                 }
                 // an intersection or an exception is no regex
-                Symbol::T(Terminal::And(..) | Terminal::Except(..)) => true,
+                Symbol::T(Terminal::And(..) | Terminal::Except(..) | Terminal::Avoid(..)) => true,
                 _ => false,
             };
             if own {

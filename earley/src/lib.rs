@@ -255,6 +255,7 @@
 //!   key region or a string with a word-count pattern is the next tier
 //!   (2–5 ms: the search and the walk of the tokens outside the tier).
 
+mod avoid_text;
 pub mod batch;
 mod bounded;
 mod chart;

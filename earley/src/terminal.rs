@@ -97,6 +97,16 @@ impl ByteDfa {
                 }
                 key
             }
+            // `(?^` opens no valid regex: the avoided strings follow the
+            // regex as byte literals, as an exception's names do
+            Terminal::Avoid(r, strings) => {
+                let mut key = format!("(?^{})(?:{r})", r.len());
+                for n in strings.iter() {
+                    key.push('~');
+                    key.push_str(&literal_regex(n));
+                }
+                key
+            }
         }
     }
 
@@ -115,7 +125,9 @@ impl ByteDfa {
                     .iter()
                     .map(|&(a, b)| ClassUnicodeRange::new(a, b)),
             )))),
-            Terminal::Regex(_) | Terminal::And(..) | Terminal::Except(..) => None,
+            Terminal::Regex(_) | Terminal::And(..) | Terminal::Except(..) | Terminal::Avoid(..) => {
+                None
+            }
         }
     }
 

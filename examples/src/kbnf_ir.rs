@@ -60,6 +60,13 @@ pub enum KbnfConvertError {
         /// The nonterminal whose rule holds it.
         nonterminal: String,
     },
+    /// A text-avoiding-strings terminal (`Terminal::Avoid`, a structural
+    /// tag's free text): KBNF's regexes have no complement.
+    #[error("nonterminal `{nonterminal}` has a text-avoiding-strings terminal, which KBNF cannot express")]
+    Avoid {
+        /// The nonterminal whose rule holds it.
+        nonterminal: String,
+    },
     /// The start symbol derives no string.
     #[error("the grammar's language is empty (start symbol `{start}` is unproductive)")]
     EmptyLanguage {
@@ -248,6 +255,11 @@ pub fn to_kbnf(g: &Grammar, sentinel: bool) -> Result<String, KbnfConvertError> 
                             });
                         };
                         let _ = write!(body, "#\"{}\"", escape_kbnf(&re));
+                    }
+                    Symbol::T(Terminal::Avoid(..)) => {
+                        return Err(KbnfConvertError::Avoid {
+                            nonterminal: g.name(nt).to_string(),
+                        })
                     }
                     Symbol::T(Terminal::And(..)) => {
                         return Err(KbnfConvertError::Intersection {

@@ -40,7 +40,7 @@ pub fn terminal_info(t: &Terminal) -> Result<TerminalInfo, GrammarError> {
             matches_empty: false,
             matches_nonempty: !c.is_empty(),
         },
-        Terminal::And(..) | Terminal::Except(..) => {
+        Terminal::And(..) | Terminal::Except(..) | Terminal::Avoid(..) => {
             let d = crate::TerminalDfa::compile(t)?;
             TerminalInfo {
                 matches_empty: d.start() != crate::TerminalDfa::DEAD && d.is_accepting(d.start()),

@@ -439,6 +439,160 @@ where
     })
 }
 
+/// "Contains none of these strings" as a [`ByteAutomaton`]: the
+/// Aho–Corasick automaton of the strings (their byte trie with failure
+/// links, Aho & Corasick 1975), its transitions completed into a table, a
+/// state accepting unless some string ends there (directly or through a
+/// failure link). [`avoid`]'s second operand.
+///
+/// States: [`DEAD`] (a string was read; absorbing), `1 + i` = trie node
+/// `i` (`1` the root). Byte classes: one per distinct byte of the
+/// strings, and one for every other byte (which always returns to the
+/// root).
+#[derive(Clone, Debug)]
+pub struct AvoidAc {
+    /// `next[node * ncls + class]`: the successor node, or `u32::MAX` when
+    /// a string ends there.
+    next: Vec<u32>,
+    ncls: usize,
+    classes: [u8; 256],
+}
+
+impl AvoidAc {
+    /// The automaton of "contains none of `strings`" (empty strings are
+    /// ignored: with none left, every byte string is accepted).
+    pub fn new(strings: &[Vec<u8>]) -> AvoidAc {
+        let mut used = [false; 256];
+        for s in strings {
+            for &b in s {
+                used[b as usize] = true;
+            }
+        }
+        let mut classes = [0u8; 256];
+        let mut ncls = 1usize; // class 0: the bytes no string uses
+        for b in 0..256 {
+            if used[b] {
+                classes[b] = ncls as u8;
+                ncls += 1;
+            }
+        }
+        // the trie, as (node, class) -> child
+        let mut kids: Vec<Vec<u32>> = vec![vec![u32::MAX; ncls]];
+        let mut out = vec![false];
+        for s in strings.iter().filter(|s| !s.is_empty()) {
+            let mut cur = 0usize;
+            for &b in s {
+                let c = classes[b as usize] as usize;
+                if kids[cur][c] == u32::MAX {
+                    kids.push(vec![u32::MAX; ncls]);
+                    out.push(false);
+                    kids[cur][c] = (kids.len() - 1) as u32;
+                }
+                cur = kids[cur][c] as usize;
+            }
+            out[cur] = true;
+        }
+        // failure links breadth first, completing the table as we go
+        let n = kids.len();
+        let mut fail = vec![0usize; n];
+        let mut delta = vec![0u32; n * ncls];
+        let mut queue = std::collections::VecDeque::new();
+        for c in 0..ncls {
+            match kids[0][c] {
+                u32::MAX => delta[c] = 0,
+                k => {
+                    delta[c] = k;
+                    queue.push_back(k as usize);
+                }
+            }
+        }
+        while let Some(u) = queue.pop_front() {
+            out[u] |= out[fail[u]];
+            for c in 0..ncls {
+                match kids[u][c] {
+                    u32::MAX => delta[u * ncls + c] = delta[fail[u] * ncls + c],
+                    k => {
+                        fail[k as usize] = delta[fail[u] * ncls + c] as usize;
+                        delta[u * ncls + c] = k;
+                        queue.push_back(k as usize);
+                    }
+                }
+            }
+        }
+        let next = delta
+            .iter()
+            .map(|&t| if out[t as usize] { u32::MAX } else { t })
+            .collect();
+        AvoidAc {
+            next,
+            ncls,
+            classes,
+        }
+    }
+}
+
+impl ByteAutomaton for AvoidAc {
+    fn start(&self) -> u32 {
+        1
+    }
+    fn next(&self, s: u32, byte: u8) -> u32 {
+        if s == DEAD {
+            return DEAD;
+        }
+        let t = self.next[(s as usize - 1) * self.ncls + self.classes[byte as usize] as usize];
+        if t == u32::MAX {
+            DEAD
+        } else {
+            t + 1
+        }
+    }
+    fn is_accepting(&self, s: u32) -> bool {
+        s != DEAD
+    }
+    fn byte_class(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
+    }
+}
+
+/// The byte strings `a` accepts that contain none of `strings`
+/// ([`Terminal::Avoid`](crate::Terminal::Avoid)): the [`product`] of `a`
+/// with [`AvoidAc`]. Its states are at most `a`'s times the strings'
+/// trie nodes (for free text, `a` is a UTF-8 automaton of a few states),
+/// so the cost is linear in the strings' bytes. At most `max_states`
+/// pairs, else `Err(pairs explored)`.
+pub fn avoid<A>(a: &A, strings: &[Vec<u8>], max_states: usize) -> Result<DenseDfa, usize>
+where
+    A: ByteAutomaton + ?Sized,
+{
+    product(a, &AvoidAc::new(strings), max_states)
+}
+
+/// [`avoid`] under `limits.dfa_states`, for terminal `pattern`: a product
+/// past the bound is [`GrammarError::LimitExceeded`] placed at the
+/// terminal.
+pub fn avoid_within<A>(
+    a: &A,
+    strings: &[Vec<u8>],
+    pattern: &str,
+    limits: &RegexLimits,
+) -> Result<DenseDfa, GrammarError>
+where
+    A: ByteAutomaton + ?Sized,
+{
+    avoid(a, strings, limits.dfa_states).map_err(|_| {
+        over(
+            pattern,
+            Limit::DfaStates,
+            limits.dfa_states,
+            format!(
+                "the regex avoiding {} strings has more than {} states",
+                strings.len(),
+                limits.dfa_states
+            ),
+        )
+    })
+}
+
 /// [`GrammarError::LimitExceeded`] for `limit` at terminal `pattern`.
 fn over(pattern: &str, limit: Limit, max: usize, detail: String) -> GrammarError {
     GrammarError::LimitExceeded {

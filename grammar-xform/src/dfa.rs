@@ -24,6 +24,9 @@
 //! * [`Terminal::Except`] is the product of its regex's automaton with the
 //!   trie of the excluded strings ([`crate::dense::except`]; bounded the
 //!   same way).
+//! * [`Terminal::Avoid`] is the product of its regex's automaton with the
+//!   Aho–Corasick automaton of the avoided strings ([`crate::dense::avoid`];
+//!   bounded the same way).
 //!
 //! The result is then *re-tabled* into the compact layout of
 //! [`crate::dense::DenseTables`]: states are renumbered densely with `0` =
@@ -115,6 +118,13 @@ impl TerminalDfa {
             Terminal::Except(re, names) => dense::except_within(
                 &Self::regex_with(re, limits)?,
                 names,
+                &t.to_string(),
+                limits,
+            )
+            .map(Self::from_dense),
+            Terminal::Avoid(re, strings) => dense::avoid_within(
+                &Self::regex_with(re, limits)?,
+                strings,
                 &t.to_string(),
                 limits,
             )

@@ -157,6 +157,17 @@ pub enum Terminal {
     /// byte trie (`zapspec_grammar::dense::except`), whose states are
     /// about the trie's nodes plus the regex's.
     Except(String, std::sync::Arc<[Vec<u8>]>),
+    /// A byte string fully matched by the regex that contains none of the
+    /// listed strings as a substring: `L(regex) ∖ Σ*(s₁|…|sₙ)Σ*`, the
+    /// strings non-empty, sorted and distinct (build it with
+    /// [`Terminal::avoid`]). What a regex cannot say at all (its syntax
+    /// has no complement): the free text of a structural tag, which runs
+    /// until a trigger and must never contain one or an excluded string,
+    /// is `Avoid(ANY_TEXT_REGEX, triggers)` ([`crate::avoid::ANY_TEXT_REGEX`]).
+    /// Engines build the product of the regex's automaton with the
+    /// strings' Aho–Corasick automaton (`zapspec_grammar::dense::avoid`),
+    /// whose states are about the strings' trie nodes times the regex's.
+    Avoid(String, std::sync::Arc<[Vec<u8>]>),
 }
 
 impl Terminal {
@@ -171,6 +182,20 @@ impl Terminal {
             Terminal::Regex(regex)
         } else {
             Terminal::Except(regex, names.into())
+        }
+    }
+
+    /// [`Terminal::Avoid`] with the empty strings dropped and the others
+    /// sorted and deduplicated; the plain [`Terminal::Regex`] when no
+    /// string is left.
+    pub fn avoid(regex: String, strings: impl IntoIterator<Item = Vec<u8>>) -> Terminal {
+        let mut strings: Vec<Vec<u8>> = strings.into_iter().filter(|s| !s.is_empty()).collect();
+        strings.sort_unstable();
+        strings.dedup();
+        if strings.is_empty() {
+            Terminal::Regex(regex)
+        } else {
+            Terminal::Avoid(regex, strings.into())
         }
     }
 }
@@ -445,6 +470,13 @@ impl fmt::Display for Terminal {
                 write!(f, "({}", Terminal::Regex(r.clone()))?;
                 for n in names.iter() {
                     write!(f, " - {}", Terminal::Literal(n.clone()))?;
+                }
+                f.write_str(")")
+            }
+            Terminal::Avoid(r, strings) => {
+                write!(f, "({}", Terminal::Regex(r.clone()))?;
+                for n in strings.iter() {
+                    write!(f, " ~ {}", Terminal::Literal(n.clone()))?;
                 }
                 f.write_str(")")
             }

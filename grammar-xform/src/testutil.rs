@@ -65,6 +65,14 @@ fn terminal_words(t: &Terminal, max_len: usize) -> BTreeSet<Vec<u8>> {
             }
             w
         }
+        Terminal::Avoid(r, strings) => terminal_words(&Terminal::Regex(r.clone()), max_len)
+            .into_iter()
+            .filter(|w| {
+                !strings
+                    .iter()
+                    .any(|s| w.windows(s.len()).any(|x| x == s.as_slice()))
+            })
+            .collect(),
     }
 }
 

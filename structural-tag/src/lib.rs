@@ -32,15 +32,16 @@
 //!
 //! Text until a trigger (`triggered_tags`, `dispatch`) or until a tag's
 //! end (`any_text` inside a `tag`) is the language of strings that avoid
-//! a set of strings: [`zapspec_grammar::avoid::avoiding`] writes its
-//! Aho–Corasick automaton as a right-linear system, which the Earley
-//! engine compiles into one lazily determinised terminal. A token inside
-//! free text is therefore classified by the engine's context-independent
-//! mask cache, keyed by the automaton's state: after the first mask in a
-//! state, filling one costs a copy of the cached allowed set plus a parse
-//! of the few tokens that can end the text (those containing a prefix of
-//! a trigger or end string), not a walk of the vocabulary.
-//!
+//! a set of strings: [`zapspec_grammar::avoid::avoiding`] writes it as one
+//! `Terminal::Avoid`, which the Earley engine builds as the product of a
+//! UTF-8 automaton with the strings' Aho–Corasick automaton. A token
+//! inside free text is therefore classified by the engine's
+//! context-independent mask cache, keyed by the automaton's state; a cold
+//! entry is built from the tokens the strings forbid (those containing a
+//! trigger or an excluded string, and in a state after a partial trigger
+//! those that complete it), not by a walk of the vocabulary, and a warm
+//! mask costs a copy of the cached set plus a parse of those few tokens.
+
 //! ## Not built (refused with [`StructTagError::Unsupported`])
 //!
 //! Token-level formats (`token`, `exclude_token`, `any_tokens`,

@@ -204,6 +204,29 @@ impl TokTrie {
         &self.tokens[self.nodes[i].tok_start as usize..self.nodes[end].tok_start as usize]
     }
 
+    /// The node whose path spells `prefix` (the root for the empty
+    /// string), if some token starts with it: its subtree's tokens
+    /// ([`TokTrie::tokens_in_subtree`]) are the tokens with that prefix.
+    /// Cost: the children scanned along the path.
+    pub fn find(&self, prefix: &[u8]) -> Option<usize> {
+        let mut i = 0usize;
+        for &b in prefix {
+            let end = i + self.nodes[i].subtree as usize;
+            let mut c = i + 1;
+            loop {
+                if c >= end {
+                    return None;
+                }
+                if self.nodes[c].byte == b {
+                    break;
+                }
+                c += self.nodes[c].subtree as usize;
+            }
+            i = c;
+        }
+        Some(i)
+    }
+
     /// True when node `i` has descendants (some token extends its bytes).
     #[inline]
     pub fn has_children(&self, i: usize) -> bool {
@@ -555,6 +578,29 @@ mod tests {
         assert_eq!(got, vec![0, 1, 2, 3]);
         assert_eq!(t.tokens_in_subtree(1).len(), 4);
         assert!(t.has_children(1) && !t.has_children(3));
+    }
+
+    #[test]
+    fn find_gives_the_tokens_with_a_prefix() {
+        let toks: Vec<&[u8]> = vec![b"ab", b"abc", b"b", b"abd", b"a"];
+        let mut e: Vec<(&[u8], TokenId)> = toks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (*b, i as TokenId))
+            .collect();
+        e.sort_unstable();
+        let t = TokTrie::from_sorted(&e);
+        for p in [&b""[..], b"a", b"ab", b"abc", b"abx", b"b", b"c"] {
+            let mut got: Vec<TokenId> = t
+                .find(p)
+                .map(|i| t.tokens_in_subtree(i).to_vec())
+                .unwrap_or_default();
+            got.sort_unstable();
+            let want: Vec<TokenId> = (0..toks.len() as TokenId)
+                .filter(|&i| toks[i as usize].starts_with(p))
+                .collect();
+            assert_eq!(got, want, "{p:?}");
+        }
     }
 
     #[test]

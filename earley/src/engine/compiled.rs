@@ -296,6 +296,9 @@ impl CompiledGrammar {
                 Terminal::Except(re, _) => {
                     index.terminal_except(t, || grammar.regex_hir_shared(re).cloned(), limits)
                 }
+                Terminal::Avoid(re, _) => {
+                    index.terminal_avoid(t, || grammar.regex_hir_shared(re).cloned(), limits)
+                }
                 _ => index.terminal_hir_on_miss(t, || ByteDfa::hir_of(t), limits),
             }
         };

@@ -72,6 +72,10 @@ pub struct VocabIndex {
     pub(super) dfa_build_nanos: AtomicU64,
     /// Of those, terminals whose automaton was deferred to first use.
     pub(super) deferred: AtomicUsize,
+    /// The tokens that are valid UTF-8 prefixes, and all token bytes end
+    /// to end: what free-text entries are built from (module
+    /// `avoid_text`), on first use.
+    pub(super) any_text: std::sync::OnceLock<crate::avoid_text::AnyText>,
 }
 
 /// How a [`VocabIndex`] computes and shares context-independent entries.
@@ -139,6 +143,12 @@ pub struct IndexConfig {
     /// and [`VocabIndex::dfa_build_stats`]: opt-in, off by default (the
     /// engine reads no clock for it then, and the nanoseconds stay 0).
     pub time_dfa_builds: bool,
+    /// Build the context-independent entries of free text (a
+    /// [`Terminal::Avoid`](zapspec_grammar::Terminal::Avoid) over any
+    /// text) from the tokens its strings forbid instead of a walk of the
+    /// token trie (module `avoid_text`; the entries are the same). Off:
+    /// the ablation.
+    pub avoid_masks: bool,
 }
 
 impl Default for IndexConfig {
@@ -152,6 +162,7 @@ impl Default for IndexConfig {
             deferred_terminals: true,
             direct_literals: true,
             time_dfa_builds: false,
+            avoid_masks: true,
         }
     }
 }
@@ -168,6 +179,7 @@ impl IndexConfig {
             deferred_terminals: true,
             direct_literals: true,
             time_dfa_builds: false,
+            avoid_masks: true,
         }
     }
 }
@@ -274,7 +286,16 @@ impl VocabIndex {
             dfa_builds: AtomicUsize::new(0),
             deferred: AtomicUsize::new(0),
             dfa_build_nanos: AtomicU64::new(0),
+            any_text: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// The tokens that are valid UTF-8 prefixes and the token bytes end
+    /// to end (module `avoid_text`), built on first use: one pass over the
+    /// vocabulary's bytes, kept for the index's lifetime.
+    pub(crate) fn any_text(&self) -> &crate::avoid_text::AnyText {
+        self.any_text
+            .get_or_init(|| crate::avoid_text::AnyText::new(&self.trie, &*self.vocab))
     }
 
     /// How this index computes and shares context-independent entries.

@@ -96,6 +96,14 @@ impl Ring {
         self.compact_at = n + n / 4 + 64;
     }
 
+    /// Heap bytes still held by the dropped terminals of dead places
+    /// (each place keeps its terminal's `Arc` allocation: the terminal and
+    /// the two reference counts). A pass over the ring.
+    pub(super) fn dead_bytes(&self) -> usize {
+        let each = std::mem::size_of::<TermEntry>() + 2 * std::mem::size_of::<usize>();
+        self.terms.iter().filter(|w| w.strong_count() == 0).count() * each
+    }
+
     /// Heap bytes of the ring's vector.
     pub(super) fn heap_bytes(&self) -> usize {
         self.terms.capacity() * std::mem::size_of::<Weak<TermEntry>>()

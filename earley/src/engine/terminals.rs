@@ -174,6 +174,7 @@ impl VocabIndex {
         match t {
             Terminal::And(..) => return self.terminal_and(t, || None, || None, limits),
             Terminal::Except(..) => return self.terminal_except(t, || None, limits),
+            Terminal::Avoid(..) => return self.terminal_avoid(t, || None, limits),
             _ => {}
         }
         self.terminal_regex_with(ByteDfa::regex_of(t), limits)
@@ -236,11 +237,7 @@ impl VocabIndex {
         };
         self.terminal_built(ByteDfa::regex_of(t), |key| {
             let hir = hir_or_parse(base(), re)?;
-            let plain = Terminal::Regex(re.clone());
-            let lazy = self.config.lazy_dfas;
-            let entry = self.terminal_built(ByteDfa::regex_of(&plain), |k| {
-                self.entry_of(k, hir.clone(), limits, lazy)
-            })?;
+            let entry = self.regex_entry(re, &hir, limits)?;
             let facts = crate::compile::Facts {
                 start: entry.start(),
                 nullable: entry.is_nullable() && !names.iter().any(|n| n.is_empty()),
@@ -264,6 +261,55 @@ impl VocabIndex {
             }
             let dfa = ByteDfa::from_except(base, names, key, limits)?;
             Ok(TermEntry::new(key.to_string(), dfa))
+        })
+    }
+
+    /// The entry of the plain regex `re` (its HIR `hir`) that an exception
+    /// or an avoid terminal over it is built from, shared by all of them.
+    fn regex_entry(
+        &self,
+        re: &str,
+        hir: &Arc<regex_syntax::hir::Hir>,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        let plain = Terminal::Regex(re.to_string());
+        let lazy = self.config.lazy_dfas;
+        self.terminal_built(ByteDfa::regex_of(&plain), |k| {
+            self.entry_of(k, hir.clone(), limits, lazy)
+        })
+    }
+
+    /// The entry of a regex's strings that contain none of some strings
+    /// ([`Terminal::Avoid`]; any other terminal: as [`Self::terminal`]):
+    /// the regex gets an entry of its own (from the HIR `base` gives,
+    /// `None`: the parse of its text), and the product with the strings'
+    /// Aho–Corasick automaton is built at once (it is small: the strings'
+    /// bytes times the regex's states). Over any text
+    /// ([`zapspec_grammar::avoid::ANY_TEXT_REGEX`]) the entry also keeps
+    /// the strings, so that its masks are built from the tokens they
+    /// forbid (module `avoid_text`) rather than by a walk of the trie.
+    pub(crate) fn terminal_avoid(
+        &self,
+        t: &Terminal,
+        base: impl FnOnce() -> Option<Arc<regex_syntax::hir::Hir>>,
+        limits: &zapspec_grammar::RegexLimits,
+    ) -> Result<Arc<TermEntry>, EarleyError> {
+        let Terminal::Avoid(re, strings) = t else {
+            return self.terminal(t, limits);
+        };
+        self.terminal_built(ByteDfa::regex_of(t), |key| {
+            let hir = hir_or_parse(base(), re)?;
+            let entry = self.regex_entry(re, &hir, limits)?;
+            let b = entry.dfa();
+            if let Some(e) = entry.build_error() {
+                return Err(e.clone());
+            }
+            let dfa = ByteDfa::from_avoid(b, strings, key, limits)?;
+            let mut e = TermEntry::new(key.to_string(), dfa);
+            if self.config.avoid_masks && re == zapspec_grammar::avoid::ANY_TEXT_REGEX {
+                e.set_avoid(strings.clone());
+            }
+            Ok(e)
         })
     }
 

@@ -422,8 +422,8 @@ impl Parser<'_> {
                 ));
             }
         }
-        // F: text with no tag and no excluded string, written as its own
-        // right-linear rules and imported as fresh nonterminals
+        // F: text with no tag and no excluded string (one avoid terminal),
+        // written into a scratch grammar and imported as fresh nonterminals
         let mut avoid: Vec<&str> = tags.iter().map(|(t, _)| t.as_str()).collect();
         avoid.extend(excludes.iter().map(String::as_str));
         let mut tmp = Grammar::new();

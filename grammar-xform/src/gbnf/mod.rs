@@ -26,6 +26,8 @@
 //!   slash, every other backslash sequence is passed to the regex verbatim.
 //!   `/a/ - "x" - "y"` is the regex without those strings
 //!   (`Terminal::Except`), as `Display` writes it.
+//!   `/a/ ~ "x" ~ "y"` is the regex's strings that contain neither string
+//!   (`Terminal::Avoid`), as `Display` writes it.
 //!   `/a/ & /b/` is the intersection terminal (`Terminal::And`), as
 //!   `Grammar`'s `Display` writes it.
 //! * XGrammar's macros `Regex("…")`, `Substring("…", …)` and
@@ -487,39 +489,42 @@ impl<'a> Parser<'a> {
                         }
                     }
                 }
-                '-' => {
+                op @ ('-' | '~') => {
                     // `/a/ - "x"`: the regex without one string
-                    // (`Terminal::Except`), as `Display` writes it
+                    // (`Terminal::Except`); `/a/ ~ "x"`: its strings without
+                    // `x` inside (`Terminal::Avoid`); as `Display` writes them
+                    let usage = if op == '-' {
+                        "`-` takes a string literal from a regex terminal: `/a/ - \"x\"`"
+                    } else {
+                        "`~` takes a string literal from a regex terminal: `/a/ ~ \"x\"`"
+                    };
                     self.bump();
                     self.skip_ws();
                     if self.peek() != Some('"') {
-                        return Err(self.err(
-                            "`-` takes a string literal from a regex terminal: `/a/ - \"x\"`",
-                        ));
+                        return Err(self.err(usage));
                     }
-                    let name = self.string()?;
+                    let string = self.string()?;
                     let f = &mut frames[top];
                     let just_read = f.last.is_some() && f.last == f.cur.len().checked_sub(1);
-                    match f.cur.last_mut() {
-                        Some(PSym::T(t @ (Terminal::Regex(_) | Terminal::Except(..))))
-                            if just_read =>
-                        {
-                            let (re, mut names) =
-                                match std::mem::replace(t, Terminal::Literal(Vec::new())) {
-                                    Terminal::Regex(re) => (re, Vec::new()),
-                                    Terminal::Except(re, names) => (re, names.to_vec()),
-                                    _ => unreachable!("matched a regex"),
-                                };
-                            names.push(name);
-                            *t = Terminal::except(re, names);
-                        }
-                        _ => {
-                            return Err(Self::err_at(
-                                at,
-                                "`-` takes a string literal from a regex terminal: `/a/ - \"x\"`",
-                            ))
-                        }
-                    }
+                    let Some(PSym::T(t)) = f.cur.last_mut().filter(|_| just_read) else {
+                        return Err(Self::err_at(at, usage));
+                    };
+                    let (re, mut strings) =
+                        match (op, std::mem::replace(t, Terminal::Literal(Vec::new()))) {
+                            (_, Terminal::Regex(re)) => (re, Vec::new()),
+                            ('-', Terminal::Except(re, names)) => (re, names.to_vec()),
+                            ('~', Terminal::Avoid(re, strings)) => (re, strings.to_vec()),
+                            (_, other) => {
+                                *t = other;
+                                return Err(Self::err_at(at, usage));
+                            }
+                        };
+                    strings.push(string);
+                    *t = if op == '-' {
+                        Terminal::except(re, strings)
+                    } else {
+                        Terminal::avoid(re, strings)
+                    };
                 }
                 c if is_word(c) => {
                     let name = self.word();

@@ -193,7 +193,7 @@ impl<'g> Sampler<'g> {
                     let mut buf = [0u8; 4];
                     out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
                 }
-                Symbol::T(t @ (Terminal::And(..) | Terminal::Except(..))) => {
+                Symbol::T(t @ (Terminal::And(..) | Terminal::Except(..) | Terminal::Avoid(..))) => {
                     let key = t.to_string();
                     if !self.walks.contains_key(&key) {
                         let dfa = TerminalDfa::compile(&t).ok()?;
