@@ -29,7 +29,7 @@
 //! | [`segmented`] | `Segmented`: append-only arrays read without a lock (the lazy tables' rows, the Earley engine's per-state slots) | |
 //! | [`gbnf`] | [`parse_gbnf`] / `Grammar::from_gbnf`: llama.cpp GBNF + `/regex/`, desugaring `* + ? {m,n}` and groups; warnings for unused rules | |
 //! | [`lark`] | [`from_lark`]: Lark grammars (llguidance's and XGrammar's dialect: rules, terminals, `%import common`, `%ignore`, `%json` through the caller's schema compiler) | |
-//! | [`avoid`] | [`avoid::avoiding`]: text containing none of a set of strings (free text until a trigger or an end string), the Aho–Corasick automaton as a right-linear system | |
+//! | [`avoid`] | [`avoid::avoiding`]: text containing none of a set of strings (free text until a trigger or an end string), one `Terminal::Avoid` (the product of UTF-8 text with the strings' Aho–Corasick automaton) | |
 //! | [`analysis`] | shared analyses: generating / nullable fixpoints, reachability, compaction | |
 //! | [`useless`] | [`remove_useless`]: non-generating, then unreachable symbols; `EmptyLanguage` error | §4.5 ¶1 |
 //! | [`nullable`] | [`eliminate_nullable`]: the three phases (find nullable, add variants, keep ε only for the start) | §4.5 ¶2 |
