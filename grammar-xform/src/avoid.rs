@@ -39,6 +39,27 @@ pub fn avoiding<S: AsRef<str>>(g: &mut Grammar, name: &str, excluded: &[S]) -> N
     start
 }
 
+/// [`avoiding`] with at most `max_chars` characters (Unicode scalar
+/// values): one [`Terminal::Avoid`] over `(?s:.){0,max_chars}` (a
+/// counted repetition alone when no string is left). Engines build the
+/// product eagerly, so its states grow with `max_chars` times the
+/// strings' bytes and meet the automaton limits (a typed error) long
+/// before memory does.
+pub fn avoiding_at_most<S: AsRef<str>>(
+    g: &mut Grammar,
+    name: &str,
+    excluded: &[S],
+    max_chars: u64,
+) -> NtId {
+    let start = g.add_nonterminal(name);
+    let t = Terminal::avoid(
+        format!("(?s:.){{0,{max_chars}}}"),
+        excluded.iter().map(|s| s.as_ref().as_bytes().to_vec()),
+    );
+    g.add_rule(start, vec![Symbol::T(t)]);
+    start
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +108,24 @@ mod tests {
         // `~` after anything but a regex is an error with a position
         let e = crate::gbnf::parse_gbnf(r#"root ::= "a" ~ "b""#).unwrap_err();
         assert!(e.to_string().contains("`~` takes a string literal"), "{e}");
+    }
+
+    #[test]
+    fn a_character_budget_counts_characters() {
+        let mut g = Grammar::new();
+        g.start = avoiding_at_most(&mut g, "text", &["</think>"], 3);
+        let r = Recognizer::new(&g).unwrap();
+        for (s, ok) in [
+            ("", true),
+            ("abc", true),
+            ("abcd", false),
+            ("中中中", true),
+            ("中中中中", false),
+            ("a</think>", false),
+            ("</t", true),
+        ] {
+            assert_eq!(r.recognizes(s.as_bytes()), ok, "{s:?}");
+        }
     }
 
     #[test]

@@ -47,9 +47,14 @@
 //! Token-level formats (`token`, `exclude_token`, `any_tokens`,
 //! `token_triggered_tags`, `token_dispatch`, and `tag`s whose begin or end
 //! is a token): the grammar IR is over bytes and names no token ids. Token
-//! budgets (`any_text.max_tokens`) and character budgets
-//! (`any_text.max_chars`), the XML parameter style `minimax_m3_xml`, and
-//! `json_schema.excludes` on values written as JSON.
+//! budgets (`any_text.max_tokens`), the XML parameter style
+//! `minimax_m3_xml`, and `json_schema.excludes` on values written as JSON.
+//! A character budget (`any_text.max_chars`) is built, as free text of at
+//! most that many characters; its automaton grows with the budget times
+//! the avoided strings' bytes, so a large budget meets the engine's
+//! automaton limit (a typed error) rather than a counter: under
+//! `</think>` alone, 3,000 characters compile and 10,000 are refused
+//! (`tests/masks.rs`).
 //!
 //! ## XML parameter styles
 //!

@@ -7,7 +7,7 @@
 //! | `const_string` | the literal (ε when empty) |
 //! | `json_schema` | the JSON Schema compiler's grammar, embedded; identical schemas (same text, same options) share one copy, within a request and across the requests of one [`StructTagCompiler`] |
 //! | `grammar`, `regex` | the GBNF grammar (rule `root`, else the first rule) embedded; the ECMAScript pattern as one regex terminal |
-//! | `any_text` | text avoiding its `excludes` and the enclosing tag's end strings ([`zapspec_grammar::avoid::avoiding`]) |
+//! | `any_text` | text avoiding its `excludes` and the enclosing tag's end strings ([`zapspec_grammar::avoid::avoiding`]); with `max_chars`, of at most that many characters ([`zapspec_grammar::avoid::avoiding_at_most`]); `max_tokens` is refused |
 //! | `sequence`, `or`, `optional`, `plus`, `star`, `repeat` | concatenation, alternatives, `X | ε`, `X X*`, `X*`, `X^min (X | ε)^(max−min)` |
 //! | `tag` | `begin content end`, `end` one of the end strings |
 //! | `triggered_tags` | `F (T F)*`: `F` text avoiding the triggers, the excludes and the enclosing end strings; `T` a trigger followed by the rest of one of its tags; `at_least_one`: a whole tag first; `stop_after_first`: `F T?` |
@@ -29,7 +29,7 @@
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
-use zapspec_grammar::avoid::avoiding;
+use zapspec_grammar::avoid::{avoiding, avoiding_at_most};
 use zapspec_grammar::{Grammar, NtId, Symbol, Terminal};
 use zapspec_jsonschema::{
     compile_json_schema_report, JsonSchemaOptions, PropertyOrder, Whitespace,
@@ -278,13 +278,27 @@ impl Lowerer<'_> {
 
     /// Text avoiding `strings` and the non-empty `ends`.
     pub(crate) fn free_text(&mut self, name: &str, strings: &[String], ends: &[String]) -> NtId {
+        self.free_text_within(name, strings, ends, None)
+    }
+
+    /// [`Self::free_text`] of at most `max_chars` characters.
+    fn free_text_within(
+        &mut self,
+        name: &str,
+        strings: &[String],
+        ends: &[String],
+        max_chars: Option<u64>,
+    ) -> NtId {
         let all: Vec<&str> = strings
             .iter()
             .chain(ends)
             .map(String::as_str)
             .filter(|s| !s.is_empty())
             .collect();
-        avoiding(&mut self.g, name, &all)
+        match max_chars {
+            None => avoiding(&mut self.g, name, &all),
+            Some(n) => avoiding_at_most(&mut self.g, name, &all, n),
+        }
     }
 
     fn visit(&mut self, f: &Format, ptr: &str, ends: &[String]) -> Result<NtId, StructTagError> {
@@ -350,13 +364,7 @@ impl Lowerer<'_> {
                         "a token budget counts tokens, which a byte-level grammar cannot",
                     ));
                 }
-                if max_chars.is_some() {
-                    return Err(StructTagError::unsupported(
-                        &child(ptr, "max_chars"),
-                        "a character budget on free text is not built",
-                    ));
-                }
-                Ok(self.free_text("any_text", excludes, ends))
+                Ok(self.free_text_within("any_text", excludes, ends, *max_chars))
             }
             Format::Sequence(es) => {
                 let mut rhs = Vec::with_capacity(es.len());

@@ -118,6 +118,35 @@ fn tags_end_their_free_text() {
     );
 }
 
+#[test]
+fn a_character_budget_counts_characters_before_the_end() {
+    let think = |n: u64| {
+        json!({"type": "tag", "begin": "<think>", "content":
+            {"type": "any_text", "excludes": ["</think>"], "max_chars": n}, "end": "</think>"})
+    };
+    check(
+        think(3),
+        &[
+            "<think></think>",
+            "<think>dea</think>",
+            "<think>中中中</think>",
+            "<think></t</think>",
+        ],
+        &[
+            "<think>dede</think>",
+            "<think>中中中中</think>",
+            "<think>a</think></think>",
+        ],
+    );
+    check(think(0), &["<think></think>"], &["<think>a</think>"]);
+    // a token budget stays refused, at its pointer
+    refused(
+        json!({"type": "any_text", "max_tokens": 2, "max_chars": 3}),
+        "/format/max_tokens",
+        "token budget",
+    );
+}
+
 fn weather_tags() -> Value {
     json!([
         {"type": "tag", "begin": "<function=get_weather>", "content":

@@ -145,10 +145,12 @@ impl Oracle for Triggered {
     }
 }
 
-/// `"<" T end "x"` with `T` avoiding `end` and the excludes.
+/// `"<" T end "x"` with `T` avoiding `end` and the excludes, of at most
+/// `max_chars` characters (the words are ASCII: bytes).
 struct TagText {
     end: Vec<u8>,
     avoid: Vec<Vec<u8>>,
+    max_chars: Option<usize>,
 }
 
 impl TagText {
@@ -159,8 +161,8 @@ impl TagText {
         };
         let mut tail = self.end.clone();
         tail.push(b'x');
-        (0..=u.len()).any(|k| !contains_any(&u[..k], &self.avoid) && ok(&u[k..]))
-            && !tail.is_empty()
+        let most = self.max_chars.map_or(u.len(), |n| n.min(u.len()));
+        (0..=most).any(|k| !contains_any(&u[..k], &self.avoid) && ok(&u[k..])) && !tail.is_empty()
     }
 }
 
@@ -279,13 +281,46 @@ proptest! {
         excludes in prop::collection::vec("[abx]{2,3}", 0..2),
         words in prop::collection::vec("[ab<>x]{1,3}", 4..24),
         steps in prop::collection::vec(0usize..64, 0..10),
+        max_chars in prop::option::of(0usize..5),
     ) {
+        let mut text = json!({"type": "any_text", "excludes": excludes});
+        if let Some(n) = max_chars {
+            text["max_chars"] = json!(n);
+        }
         let tag = json!({"type": "structural_tag", "format": {"type": "sequence", "elements": [
-            {"type": "tag", "begin": "<", "content": {"type": "any_text", "excludes": excludes}, "end": end},
+            {"type": "tag", "begin": "<", "content": text, "end": end},
             {"type": "const_string", "value": "x"}]}});
         let mut avoid: Vec<Vec<u8>> = excludes.iter().map(|s| s.as_bytes().to_vec()).collect();
         avoid.push(end.as_bytes().to_vec());
-        let oracle = TagText { end: end.as_bytes().to_vec(), avoid };
+        let oracle = TagText { end: end.as_bytes().to_vec(), avoid, max_chars };
         check_masks(tag, &oracle, &words, &steps)?;
     }
+}
+
+/// A character budget compiles into the engine while its automaton fits
+/// the default limits, and past them is a typed limit error, not a panic
+/// or a stall.
+#[test]
+fn character_budgets_compile_or_meet_a_typed_limit() {
+    let v = vocab(&["a".into(), "<".into(), "/".into(), "x>".into()]);
+    let engine = Engine::new(v);
+    let tag = |n: u64| {
+        json!({"type": "structural_tag", "format": {"type": "tag", "begin": "<think>",
+            "content": {"type": "any_text", "max_chars": n}, "end": "</think>"}})
+    };
+    for n in [0, 1, 100, 1000] {
+        let g = compile_structural_tag(&tag(n), &StructTagOptions::default()).unwrap();
+        engine
+            .compile(&g, EngineConfig::default())
+            .unwrap_or_else(|e| panic!("budget {n}: {e}"));
+    }
+    let g = compile_structural_tag(&tag(10_000_000), &StructTagOptions::default()).unwrap();
+    let t = std::time::Instant::now();
+    let e = engine.compile(&g, EngineConfig::default()).err();
+    assert!(
+        matches!(e, Some(zapspec_earley::EarleyError::LimitExceeded { .. })),
+        "{e:?}"
+    );
+    // generous: a refusal is a bounded exploration, never the whole budget
+    assert!(t.elapsed().as_secs() < 30, "{:?}", t.elapsed());
 }
