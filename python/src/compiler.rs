@@ -325,11 +325,7 @@ impl GrammarCompiler {
             let key = format!("json\u{0}{value}\u{0}{okey}");
             self.compile_with(py, key.clone(), move |py| {
                 let ir = compile_schema(py, &value, &opts)?;
-                Ok(Arc::new(GrammarInner {
-                    ir,
-                    key,
-                    named: None,
-                }))
+                Ok(GrammarInner::new(ir, key))
             })
         })
     }

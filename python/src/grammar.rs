@@ -39,6 +39,18 @@ pub(crate) struct GrammarInner {
     pub named: Option<usize>,
 }
 
+impl GrammarInner {
+    /// A grammar whose nonterminals all count as written (not parsed from
+    /// EBNF), cached under `key`.
+    pub(crate) fn new(ir: Ir, key: String) -> Arc<Self> {
+        Arc::new(GrammarInner {
+            ir,
+            key,
+            named: None,
+        })
+    }
+}
+
 /// A grammar: build it with one of the static constructors, compile it for
 /// a tokenizer with `GrammarCompiler.compile_grammar`. `str(grammar)` is
 /// its GBNF.
@@ -313,11 +325,7 @@ impl Grammar {
                 kind("format"),
             )
         })?;
-        Ok(Arc::new(GrammarInner {
-            ir,
-            named: None,
-            key: key.to_string(),
-        }))
+        Ok(GrammarInner::new(ir, key.to_string()))
     }
 
     pub(crate) fn json_schema(
@@ -332,11 +340,10 @@ impl Grammar {
         // extends `str(grammar)`; the language is the schema's
         let ir =
             zapspec_jsonschema::with_library(&compile_schema(py, &value, &opts)?, &opts.whitespace);
-        Ok(Arc::new(GrammarInner {
+        Ok(GrammarInner::new(
             ir,
-            named: None,
-            key: format!("json\u{0}{value}\u{0}{okey}"),
-        }))
+            format!("json\u{0}{value}\u{0}{okey}"),
+        ))
     }
 
     /// `union` (one alternative per grammar) or `concat` (one sequence).
@@ -368,11 +375,7 @@ impl Grammar {
             ir.add_rule(root, parts);
         }
         Ok(Grammar {
-            inner: Arc::new(GrammarInner {
-                ir,
-                named: None,
-                key: keys.join("\u{0}"),
-            }),
+            inner: GrammarInner::new(ir, keys.join("\u{0}")),
         })
     }
 
@@ -413,11 +416,10 @@ impl Grammar {
         };
         let ir =
             zapspec_grammar::from_lark(text, &mut resolve).map_err(|e| grammar_error(py, &e))?;
-        Ok(Arc::new(GrammarInner {
+        Ok(GrammarInner::new(
             ir,
-            named: None,
-            key: format!("lark\u{0}{text}\u{0}{}", keys.join("\u{0}")),
-        }))
+            format!("lark\u{0}{text}\u{0}{}", keys.join("\u{0}")),
+        ))
     }
 
     pub(crate) fn ebnf(py: Python<'_>, text: &str, root: &str) -> PyResult<Arc<GrammarInner>> {
@@ -472,11 +474,7 @@ impl Grammar {
             })
             .map_err(|e| structural_tag_error(py, &e))?;
         warn_relaxations(py, &report.warnings)?;
-        Ok(Arc::new(GrammarInner {
-            ir,
-            named: None,
-            key: format!("stag\u{0}{value}"),
-        }))
+        Ok(GrammarInner::new(ir, format!("stag\u{0}{value}")))
     }
 
     pub(crate) fn regex(py: Python<'_>, source: &str) -> PyResult<Arc<GrammarInner>> {
@@ -521,11 +519,7 @@ impl Grammar {
             RegexDialect::Strict => "",
             RegexDialect::AnnexB => "annex-b\u{0}",
         };
-        Ok(Arc::new(GrammarInner {
-            ir,
-            named: None,
-            key: format!("regex\u{0}{tag}{source}"),
-        }))
+        Ok(GrammarInner::new(ir, format!("regex\u{0}{tag}{source}")))
     }
 }
 
