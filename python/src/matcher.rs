@@ -29,6 +29,19 @@ const MAX_JUMP_FORWARD: usize = 4096;
 pub(crate) struct State {
     m: EarleyMatcher,
     scratch: TokenSet,
+    /// `apply_phi_bias_inplace`'s estimator and buffers, kept from one
+    /// call to the next (built on first use).
+    phi: Option<Box<crate::phi::Scratch>>,
+}
+
+impl State {
+    fn new(m: EarleyMatcher, scratch: TokenSet) -> Self {
+        State {
+            m,
+            scratch,
+            phi: None,
+        }
+    }
 }
 
 /// Matches one sequence against a compiled grammar: fills the next
@@ -78,10 +91,7 @@ impl GrammarMatcher {
             stop: self.stop.clone(),
             no_stop: self.no_stop,
             temperature: self.temperature,
-            st: Mutex::new(State {
-                m,
-                scratch: TokenSet::new(n),
-            }),
+            st: Mutex::new(State::new(m, TokenSet::new(n))),
         }
     }
 
@@ -131,7 +141,7 @@ impl GrammarMatcher {
     /// Fills `row` for the locked state (GIL released by the caller).
     fn fill(&self, st: &mut State, row: &mut [i32]) -> bool {
         let (vs, eos) = (self.vs(), self.eos());
-        let State { m, scratch } = st;
+        let State { m, scratch, .. } = st;
         m.with_mask(scratch, |set| write_row(set, row, vs, eos, &self.stop))
     }
 }
@@ -290,10 +300,7 @@ impl GrammarMatcher {
                 stop: stop.into(),
                 no_stop: terminate_without_stop_token,
                 temperature: default_temperature,
-                st: Mutex::new(State {
-                    m,
-                    scratch: TokenSet::new(n),
-                }),
+                st: Mutex::new(State::new(m, TokenSet::new(n))),
             })
         })
     }
@@ -384,11 +391,11 @@ impl GrammarMatcher {
             if st.m.is_finished() {
                 return Err(terminated(py));
             }
-            let State { m, scratch } = &mut *st;
-            let mut mask = TokenSet::new(m.vocab_size());
-            m.with_mask(scratch, |set| mask.clone_from(set));
+            let State { m, scratch, phi } = &mut *st;
+            let phi = phi.get_or_insert_with(Default::default);
+            m.with_mask(scratch, |set| phi.mask.clone_from(set));
             let (stop, no_stop) = (&self.stop, self.no_stop);
-            py.detach(|| crate::phi::apply(m, &mask, row, stop, no_stop, epsilon))
+            py.detach(|| crate::phi::apply(m, row, stop, no_stop, epsilon, phi))
                 .map(|r| r.tv_bound)
                 .map_err(|e| raise(py, "ZapspecError", e.to_string(), kind("phi")))
         })
@@ -567,10 +574,7 @@ impl GrammarMatcher {
                 .iter()
                 .map(|&i| self.token(py, i))
                 .collect::<PyResult<Vec<_>>>()?;
-            let mut st = State {
-                m: self.lock(py).m.clone(),
-                scratch: TokenSet::new(0),
-            };
+            let mut st = State::new(self.lock(py).m.clone(), TokenSet::new(0));
             let n = py.detach(|| {
                 let mut n = 0;
                 for &t in &ids {
@@ -712,10 +716,7 @@ impl GrammarMatcher {
             let m = self.lock(py).m.clone();
             // SAFETY: from `as_int32_array`; the only reference to the data
             let data = unsafe { rows_mut(&arr) };
-            let mut st = State {
-                m,
-                scratch: TokenSet::new(self.c.tok.vocab.len()),
-            };
+            let mut st = State::new(m, TokenSet::new(self.c.tok.vocab.len()));
             let start = std::time::Instant::now();
             let tree = Tree {
                 next: &next,

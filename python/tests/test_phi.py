@@ -85,6 +85,22 @@ def test_bounded_cut_reports_its_bound_and_errors_are_the_packages():
     assert m.accept_token(0)
 
 
+def test_a_matcher_keeps_its_estimator_but_each_call_is_its_own():
+    # the estimator and buffers a matcher keeps between calls change
+    # nothing: each row (and its TV bound) equals a fresh fork's, whatever
+    # epsilon the calls before it used
+    m, tok = matcher('root ::= [ab]* "x"')
+    rng = np.random.default_rng(7)
+    for eps in [0.1, None, 0.1, 1e-3, None, 0.5]:
+        logits = (rng.normal(size=tok.vocab_size) * 2).astype(np.float32)
+        want, got = logits.copy(), logits.copy()
+        bw = m.fork().apply_phi_bias_inplace(want, epsilon=eps)
+        bg = m.apply_phi_bias_inplace(got, epsilon=eps)
+        np.testing.assert_array_equal(got, want)
+        assert bg == bw
+        assert m.accept_token(int(np.argmax(np.where(np.isfinite(got), got, -np.inf))))
+
+
 def test_processors_apply_the_correction():
     from zapspec.contrib.llama_cpp import LogitsProcessor
 
