@@ -44,15 +44,16 @@ use crate::terminal::{ByteDfa, DEAD};
 
 /// Per vocabulary: the tokens of the trie that are valid UTF-8 prefixes
 /// (what any-text keeps live from a character boundary), the others, and
-/// the trie's token bytes end to end for the containment scan.
+/// the trie's token bytes end to end, in the trie's token order, for the
+/// containment scan.
 #[derive(Debug)]
 pub(crate) struct AnyText {
     valid: TokenSet,
     invalid: Vec<TokenId>,
-    /// The bytes of `ids[i]` are `blob[starts[i]..starts[i + 1]]`.
+    /// The bytes of the trie's `i`-th token ([`TokTrie::tokens`]) are
+    /// `blob[starts[i]..starts[i + 1]]`.
     blob: Vec<u8>,
     starts: Vec<u32>,
-    ids: Vec<TokenId>,
 }
 
 impl AnyText {
@@ -60,11 +61,11 @@ impl AnyText {
     pub(crate) fn new(trie: &TokTrie, vocab: &(impl Vocabulary + ?Sized)) -> AnyText {
         let mut valid = TokenSet::new(vocab.len());
         let mut invalid = Vec::new();
-        let ids = trie.tokens().to_vec();
+        let ids = trie.tokens();
         let total: usize = ids.iter().map(|&t| vocab.token_bytes(t).len()).sum();
         let mut blob = Vec::with_capacity(total);
         let mut starts = Vec::with_capacity(ids.len() + 1);
-        for &t in &ids {
+        for &t in ids {
             let b = vocab.token_bytes(t);
             starts.push(blob.len() as u32);
             blob.extend_from_slice(b);
@@ -80,19 +81,20 @@ impl AnyText {
             invalid,
             blob,
             starts,
-            ids,
         }
     }
 
-    /// The tokens that contain one of the strings `ac` searches for.
-    fn containing(&self, ac: &AhoCorasick) -> Vec<TokenId> {
+    /// The tokens of `trie` (the one this was built from) that contain
+    /// one of the strings `ac` searches for.
+    fn containing(&self, ac: &AhoCorasick, trie: &TokTrie) -> Vec<TokenId> {
+        let ids = trie.tokens();
         let mut out = Vec::new();
         let mut last = usize::MAX;
         for m in ac.find_overlapping_iter(&self.blob) {
             // the token the match starts in; kept when it ends there too
             let i = self.starts.partition_point(|&x| x as usize <= m.start()) - 1;
             if i != last && m.end() <= self.starts[i + 1] as usize {
-                out.push(self.ids[i]);
+                out.push(ids[i]);
                 last = i;
             }
         }
@@ -208,7 +210,7 @@ impl AvoidText {
                     .ok()
             })
             .as_ref()?;
-        let containing = self.containing.get_or_init(|| any.containing(ac));
+        let containing = self.containing.get_or_init(|| any.containing(ac, trie));
         let mut cands: Vec<TokenId> = containing.clone();
         cands.extend_from_slice(&any.invalid);
         for p in self.strings.iter() {
